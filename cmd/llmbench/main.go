@@ -1,0 +1,100 @@
+// Command llmbench is the CLI: cobra commands that parse flags into an options struct, call one
+// function of a package and print. No measurement or statistics logic lives here.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// App is the process environment the commands use; tests build one over buffers.
+type App struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment (os.Getenv in main).
+	Getenv func(string) string
+	// IsTerminal reports whether Stderr is an interactive terminal (progress bar vs lines).
+	IsTerminal bool
+	// Interrupts delivers Ctrl-C / SIGTERM (nil in tests that do not interrupt).
+	Interrupts <-chan os.Signal
+}
+
+// commandFactories holds every subcommand's constructor; each command file registers its own in
+// an init function so that commands can be added without touching this file.
+var commandFactories = map[string]func(*App) *cobra.Command{}
+
+func register(name string, f func(*App) *cobra.Command) { commandFactories[name] = f }
+
+func newRootCmd(app *App) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "llmbench",
+		Short: "Load-test and benchmark LLM inference endpoints with numbers you can defend",
+		Long: `llmbench replays real or synthetic traffic against any OpenAI-compatible endpoint, or
+against its bundled reference engine, and reports TTFT, TPOT, inter-token latency, stalls,
+P95/P99, goodput under SLOs and cost.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(app.Stdout)
+	root.SetErr(app.Stderr)
+	names := make([]string, 0, len(commandFactories))
+	for n := range commandFactories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		root.AddCommand(commandFactories[n](app))
+	}
+	return root
+}
+
+// exitError carries a specific exit code (compare uses 1 for a regression, 2 for bad input).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// execute runs the CLI with args and returns the process exit code.
+func execute(ctx context.Context, app *App, args []string) int {
+	root := newRootCmd(app)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exitError); ok {
+		if ee.err != nil {
+			fmt.Fprintln(app.Stderr, "llmbench:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(app.Stderr, "llmbench:", err)
+	return 1
+}
+
+func main() {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	app := &App{
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		Getenv:     os.Getenv,
+		IsTerminal: isTerminal(os.Stderr),
+		Interrupts: sig,
+	}
+	os.Exit(execute(context.Background(), app, os.Args[1:]))
+}

@@ -1,0 +1,118 @@
+// Package metrics turns Records into numbers: HdrHistogram percentiles of TTFT, TPOT, ITL (per
+// token and per chunk), E2E and queue time; stalls, fluidity-index, goodput under SLOs,
+// throughput, time series, cost, bootstrap confidence intervals and paired comparisons.
+//
+// Record is the one type every producer (loadgen from the wire, the simulate adapter from the
+// reference engine's ground truth) emits and every consumer reads. This package owns it and
+// its on-disk encoding (requests.msgpack). It never does network I/O and never renders a
+// report.
+package metrics
+
+// FailureKind classifies why a request failed. The empty kind means success.
+type FailureKind string
+
+// Failure kinds. A failed request keeps its partial timings.
+const (
+	FailNone           FailureKind = ""
+	FailConnect        FailureKind = "connect"         // dial/TLS error before any response
+	FailHTTP429        FailureKind = "http_429"        // rate limited
+	FailHTTP4xx        FailureKind = "http_4xx"        // other 4xx; Status has the code
+	FailHTTP5xx        FailureKind = "http_5xx"        // 5xx; Status has the code
+	FailTimeoutConnect FailureKind = "timeout_connect" // no response headers in time
+	FailTimeoutFirst   FailureKind = "timeout_first_token"
+	FailTimeoutIdle    FailureKind = "timeout_idle"  // gap between chunks too long
+	FailTimeoutTotal   FailureKind = "timeout_total" // whole request too long
+	FailStreamBroken   FailureKind = "stream_broken" // connection ended mid-stream / no [DONE]
+	FailMalformed      FailureKind = "malformed"     // bad SSE framing or JSON
+	FailEmpty          FailureKind = "empty"         // completed with no generated text
+	FailShortOutput    FailureKind = "short_output"  // fewer tokens than asked with ignore_eos
+	FailCanceled       FailureKind = "canceled"      // the client stopped it (interrupt, end of run)
+	FailDropped        FailureKind = "dropped"       // never sent (concurrency cap, run ended first)
+	FailServerError    FailureKind = "server_error"  // an error object inside a 200 stream
+)
+
+// Token sources: where a Record's OutputTokens came from.
+const (
+	TokensFromUsage     = "usage"     // server's per-chunk or final usage
+	TokensFromTokenizer = "tokenizer" // client-side tokenizer over the text
+	TokensFromChunks    = "chunks"    // one token per content chunk (last resort)
+)
+
+// Phases of a run; only steady-state records feed the headline numbers.
+const (
+	PhaseSteady   = ""
+	PhaseWarmup   = "warmup"
+	PhaseCooldown = "cooldown"
+)
+
+// Chunk is one streamed chunk that carried generated text: its arrival time and how many
+// tokens it carried.
+type Chunk struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	T        int64    // ns from the run epoch
+	Tokens   int32
+}
+
+// Record is everything measured about one request. Times are nanoseconds from the run's
+// monotonic epoch; 0 means "did not happen" for every time except Intended.
+type Record struct {
+	ID      string `msgpack:"id"`
+	Class   string `msgpack:"class,omitempty"`
+	Session string `msgpack:"session,omitempty"`
+	Turn    int    `msgpack:"turn,omitempty"`
+	Repeat  int    `msgpack:"repeat,omitempty"` // repeat index (0-based) when a trace is replayed N times
+	Phase   string `msgpack:"phase,omitempty"`  // PhaseSteady, PhaseWarmup or PhaseCooldown
+	Arm     string `msgpack:"arm,omitempty"`    // A/B arm label, empty outside ab
+
+	// Intended is when the schedule said to send the request; latency is measured from it.
+	Intended int64 `msgpack:"intended"`
+	// Dispatched is when the scheduler actually fired (Dispatched-Intended = schedule lag).
+	Dispatched int64 `msgpack:"dispatched"`
+	// Sent is when the HTTP request was written (Sent-Dispatched = queue time waiting for a
+	// concurrency slot).
+	Sent int64 `msgpack:"sent"`
+	// Headers is when the response headers arrived.
+	Headers int64 `msgpack:"headers"`
+	// FirstToken is when the first chunk carrying generated text arrived (role-only prelude
+	// chunks do not count).
+	FirstToken int64 `msgpack:"first_token"`
+	// Chunks are the content chunks in arrival order (Chunks[0].T == FirstToken).
+	Chunks []Chunk `msgpack:"chunks"`
+	// End is when the response completed (or failed).
+	End int64 `msgpack:"end"`
+
+	// InputTokens is the client's prompt length (tokenizer or trace); OutputTokens the
+	// generated tokens counted per TokenSource.
+	InputTokens  int    `msgpack:"in"`
+	OutputTokens int    `msgpack:"out"`
+	TokenSource  string `msgpack:"token_source"`
+	// RequestedTokens is max_tokens as sent.
+	RequestedTokens int `msgpack:"requested"`
+	// ServerInputTokens / ServerOutputTokens are the server's final usage (-1: not reported).
+	ServerInputTokens  int `msgpack:"server_in"`
+	ServerOutputTokens int `msgpack:"server_out"`
+
+	Status     int         `msgpack:"status"`
+	Failure    FailureKind `msgpack:"failure,omitempty"`
+	Error      string      `msgpack:"error,omitempty"` // server or client message, truncated
+	OutputHash string      `msgpack:"output_hash,omitempty"`
+	ResponseID string      `msgpack:"response_id,omitempty"`
+}
+
+// OK reports whether the request succeeded.
+func (r *Record) OK() bool { return r.Failure == FailNone }
+
+// MaxErrorLen bounds Record.Error.
+const MaxErrorLen = 512
+
+// TruncateError shortens an error message to MaxErrorLen bytes on a rune boundary.
+func TruncateError(s string) string {
+	if len(s) <= MaxErrorLen {
+		return s
+	}
+	cut := MaxErrorLen
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,223 @@
+package metrics
+
+// SummarySchema is the value of Summary.Schema; bump it only with a breaking change.
+const SummarySchema = "llmbench.summary/v1"
+
+// Summary is everything a report shows, serialized as summary.json (a stable contract that
+// tools and CI read). Latencies are in milliseconds, rates per second.
+type Summary struct {
+	Schema     string     `json:"schema"`
+	Run        RunInfo    `json:"run"`
+	Requests   Requests   `json:"requests"`
+	Throughput Throughput `json:"throughput"`
+	Latency    Latency    `json:"latency_ms"`
+	Stalls     Stalls     `json:"stalls"`
+	Fluidity   Fluidity   `json:"fluidity"`
+	Goodput    Goodput    `json:"goodput"`
+	Client     Client     `json:"client"`
+	// TokensPerChunk is the distribution of tokens carried by each content chunk (1 for
+	// token-by-token streaming; more under speculative decoding or server-side batching).
+	TokensPerChunk Dist `json:"tokens_per_chunk"`
+	// Excluded holds the warm-up and cool-down phases, shown separately and never mixed into
+	// the headline numbers.
+	Excluded map[string]*PhaseSummary `json:"excluded,omitempty"`
+	// Workload characterizes the traffic that was sent (filled by the caller from the trace).
+	Workload any `json:"workload,omitempty"`
+	// Cost is present when prices were given.
+	Cost *Cost `json:"cost,omitempty"`
+	// TimeSeries holds per-second series for charts.
+	TimeSeries *TimeSeries `json:"timeseries,omitempty"`
+	// ByClass has the same blocks per request class.
+	ByClass map[string]*ClassSummary `json:"by_class"`
+	// Histograms are the mergeable encodings of the latency histograms (name -> base64), so
+	// results of several runs or shards combine without loss.
+	Histograms map[string]string `json:"histograms,omitempty"`
+	// Warnings are plain-language problems with the run (client-limited, token count
+	// mismatch, failures); a report shows them at the top.
+	Warnings []string `json:"warnings"`
+}
+
+// RunInfo describes how the run was made.
+type RunInfo struct {
+	Command     string  `json:"command"`
+	Trace       string  `json:"trace"`
+	Endpoint    string  `json:"endpoint"`
+	Model       string  `json:"model"`
+	Backend     string  `json:"backend,omitempty"`
+	API         string  `json:"api,omitempty"` // "completions" or "chat"
+	Seed        int64   `json:"seed"`
+	Start       string  `json:"start"` // RFC 3339
+	DurationS   float64 `json:"duration_s"`
+	Version     string  `json:"llmbench_version"`
+	Mode        string  `json:"mode"` // "open-loop", "closed-loop", "simulated"
+	Concurrency int     `json:"concurrency,omitempty"`
+	// MaxConcurrency caps an open-loop run (0 = none).
+	MaxConcurrency int               `json:"max_concurrency,omitempty"`
+	RateScale      float64           `json:"rate_scale,omitempty"`
+	Repeat         int               `json:"repeat,omitempty"`
+	Interrupted    bool              `json:"interrupted"`
+	Tokenizer      string            `json:"tokenizer,omitempty"`
+	Engine         map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
+	Host           Host              `json:"host"`
+}
+
+// Host are the client machine's facts.
+type Host struct {
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	GoVersion string `json:"go_version"`
+}
+
+// Requests counts outcomes.
+type Requests struct {
+	Total        int            `json:"total"`
+	Succeeded    int            `json:"succeeded"`
+	Failed       int            `json:"failed"`
+	Failures     map[string]int `json:"failures"`           // by FailureKind
+	FailStatus   map[string]int `json:"failures_by_status"` // by HTTP status code
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
+	// TokenSource counts requests by where their output token count came from.
+	TokenSource map[string]int `json:"token_source"`
+	// TokenMismatch is the fraction of requests whose client count differs from the server's
+	// reported usage (only over requests where both exist).
+	TokenMismatch float64 `json:"token_mismatch_fraction"`
+}
+
+// Throughput over the measured (steady-state) window.
+type Throughput struct {
+	RequestsPerS     float64 `json:"requests_per_s"`
+	InputTokensPerS  float64 `json:"input_tokens_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	WindowS          float64 `json:"window_s"`
+}
+
+// Dist is a distribution summary.
+type Dist struct {
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+	Min   float64 `json:"min"`
+	Count int64   `json:"count"`
+	// CDF is a compact cumulative distribution for charts: value at each listed quantile.
+	CDF []CDFPoint `json:"cdf,omitempty"`
+}
+
+// CDFPoint is one point of a CDF: the fraction of samples at or below Value.
+type CDFPoint struct {
+	Q     float64 `json:"q"`
+	Value float64 `json:"v"`
+}
+
+// Latency holds every latency distribution, in ms.
+type Latency struct {
+	TTFT Dist `json:"ttft"`
+	// TPOT is vLLM's (e2e - ttft) / (output_tokens - 1) per request. It averages away stalls.
+	TPOT Dist `json:"tpot"`
+	// ITL is per token: a chunk of k tokens contributes k gaps (the chunk gap, then k-1 zeros).
+	ITL Dist `json:"itl"`
+	// ITLChunk is per chunk: the gap between consecutive content chunks.
+	ITLChunk Dist `json:"itl_chunk"`
+	E2E      Dist `json:"e2e"`
+	// Queue is time spent waiting for a concurrency slot (Sent - Dispatched).
+	Queue Dist `json:"queue"`
+	// MaxGap is the largest chunk gap of each request.
+	MaxGap Dist `json:"max_gap"`
+	// Normalized is e2e / output tokens per request; it hides stalls.
+	Normalized Dist `json:"normalized"`
+}
+
+// Stalls are chunk gaps above a threshold.
+type Stalls struct {
+	ThresholdMs       float64 `json:"threshold_ms"`
+	ThresholdRule     string  `json:"threshold_rule"` // e.g. "5x median ITL" or "absolute"
+	Count             int64   `json:"count"`
+	RequestsWithStall int64   `json:"requests_with_stall"`
+	RequestFraction   float64 `json:"requests_with_stall_fraction"`
+	StalledTimeMs     float64 `json:"stalled_time_ms"`
+	// StalledTimeFraction is stalled time over total decode time (first token to end).
+	StalledTimeFraction float64 `json:"stalled_time_fraction"`
+}
+
+// Fluidity is Metron's fluidity-index distribution over requests.
+type Fluidity struct {
+	TTFTDeadlineMs float64 `json:"ttft_deadline_ms"`
+	TBTDeadlineMs  float64 `json:"tbt_deadline_ms"`
+	IndexMean      float64 `json:"index_mean"`
+	IndexP1        float64 `json:"index_p1"`
+	IndexP5        float64 `json:"index_p5"`
+	IndexP50       float64 `json:"index_p50"`
+	// FractionAbove90 is the fraction of requests with index >= 0.9.
+	FractionAbove90 float64 `json:"fraction_ge_0_9"`
+}
+
+// Goodput is completed requests per second meeting every SLO (DistServe).
+type Goodput struct {
+	// SLO maps metric to limit in ms: "ttft", "tpot", "itl_p99", "max_gap", "e2e".
+	SLO          map[string]float64            `json:"slo"`
+	ClassSLO     map[string]map[string]float64 `json:"class_slo,omitempty"`
+	RequestsPerS float64                       `json:"requests_per_s"`
+	Fraction     float64                       `json:"fraction"` // of all requests, failed included
+	Met          int                           `json:"met"`
+}
+
+// Client is the harness's own health.
+type Client struct {
+	LagMs       Dist    `json:"schedule_lag_ms"`
+	CPUFraction float64 `json:"cpu_fraction"` // client process CPU / (wall * cores)
+	// Limited is true when the client may have been the bottleneck; Reason says why.
+	Limited bool   `json:"limited"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// PhaseSummary summarizes an excluded phase (warm-up, cool-down).
+type PhaseSummary struct {
+	Requests Requests `json:"requests"`
+	Latency  Latency  `json:"latency_ms"`
+}
+
+// ClassSummary is the per-class breakdown.
+type ClassSummary struct {
+	Requests   Requests   `json:"requests"`
+	Throughput Throughput `json:"throughput"`
+	Latency    Latency    `json:"latency_ms"`
+	Stalls     Stalls     `json:"stalls"`
+	Fluidity   Fluidity   `json:"fluidity"`
+	Goodput    Goodput    `json:"goodput"`
+}
+
+// Cost per request and per million tokens.
+type Cost struct {
+	Basis            string  `json:"basis"` // "token_price" or "gpu_hour"
+	Total            float64 `json:"total"`
+	PerRequest       float64 `json:"per_request"`
+	PerMillionInput  float64 `json:"per_million_input_tokens,omitempty"`
+	PerMillionOutput float64 `json:"per_million_output_tokens"`
+	PerMillionTokens float64 `json:"per_million_tokens"`
+	PerGoodRequest   float64 `json:"per_good_request,omitempty"`
+	Currency         string  `json:"currency"`
+}
+
+// TimeSeries holds per-second buckets from the run epoch.
+type TimeSeries struct {
+	BucketS        float64   `json:"bucket_s"`
+	T              []float64 `json:"t"` // bucket start, seconds
+	InFlight       []int     `json:"in_flight"`
+	Queued         []int     `json:"queued"`
+	Sent           []int     `json:"sent"`
+	Completed      []int     `json:"completed"`
+	Failed         []int     `json:"failed"`
+	OutputTokPerS  []float64 `json:"output_tokens_per_s"`
+	TTFTP50        []float64 `json:"ttft_p50_ms"`
+	TTFTP99        []float64 `json:"ttft_p99_ms"`
+	ITLP50         []float64 `json:"itl_p50_ms"`
+	ITLP99         []float64 `json:"itl_p99_ms"`
+	WarmupEndS     float64   `json:"warmup_end_s"`
+	CooldownStartS float64   `json:"cooldown_start_s"`
+}

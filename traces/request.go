@@ -1,0 +1,50 @@
+// Package traces is the trace data model: the Request type every other package consumes, the
+// JSONL trace format (v1, see FORMAT.md) with validation that names file, line and field,
+// msgpack encoding, importers for public trace formats, workload statistics, and the bundled
+// example traces.
+//
+// It must not talk to the network, generate synthetic traffic (that is package workloads) or
+// know anything about endpoints or metrics.
+package traces
+
+import "time"
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role" msgpack:"role"`
+	Content string `json:"content" msgpack:"content"`
+}
+
+// Request is one request of a trace: when it arrives and what it asks for.
+type Request struct {
+	// ID identifies the request across runs (compare matches on it). When a trace line has
+	// no id, the reader assigns "r<line>".
+	ID string
+	// Arrival is the offset from the trace start at which the request is sent (open loop).
+	Arrival time.Duration
+	// InputTokens is the prompt length in tokens (of the tokenizer the trace was made for).
+	InputTokens int
+	// OutputTokens is the number of tokens to generate (sent as max_tokens, with ignore_eos
+	// and min_tokens where the backend accepts them).
+	OutputTokens int
+	// Prompt is the completion prompt text; empty means "synthesize InputTokens tokens".
+	Prompt string
+	// Messages is the chat conversation; when set the request goes to /v1/chat/completions.
+	Messages []Message
+	// HashIDs are shared-prefix block ids (Mooncake style): requests whose HashIDs share a
+	// leading run share that prefix of prompt text.
+	HashIDs []int64
+	// Session groups the turns of a multi-turn conversation; Turn orders them (from 1).
+	Session string
+	Turn    int
+	// Think is the user's think time before this turn is sent, after the previous turn's
+	// response completed (multi-turn sessions only).
+	Think time.Duration
+	// Class is a scenario tag (chat, rag, code, reasoning, ...); results are broken down by it.
+	Class string
+	// Temperature and Seed override sampling when set.
+	Temperature *float64
+	Seed        *int64
+	// Line is the 1-based line of the trace file this request came from (0 if generated).
+	Line int
+}
