@@ -1,0 +1,156 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Defaults used by Config.WithDefaults. Each is documented, with its source or reasoning, in
+// the package documentation ("Constants and their sources").
+const (
+	DefaultBWEff            = 0.78
+	DefaultFLOPEff          = 0.75
+	DefaultCommEff          = 0.70
+	DefaultStepOverhead     = 800 * time.Microsecond
+	DefaultAllReduceLatency = 8 * time.Microsecond
+	DefaultGPUMemUtil       = 0.90
+	DefaultReserveBytes     = 1e9
+	DefaultBlockSize        = 16
+	// Int4GroupSize is the quantization group of int4 weights: one 16-bit scale per group.
+	Int4GroupSize = 128
+)
+
+// Combine rules for the memory and compute terms of a step.
+const (
+	CombineSmooth = "smooth" // sqrt(t_mem² + t_comp²)
+	CombineMax    = "max"    // max(t_mem, t_comp), the textbook roofline
+)
+
+// Config selects a model on a GPU setup and the model's tuning constants. The zero value of
+// every optional field selects the documented default (WithDefaults); for StepOverhead,
+// AllReduceLatency and ReserveBytes, where zero is a meaningful choice, a negative value means
+// "none".
+type Config struct {
+	Model Model
+	GPU   GPU
+	TP    int // tensor-parallel degree (GPUs per replica), >= 1; default 1
+
+	WeightDtype string // "bf16" (default; "fp16" is the same size), "fp8", "int8", "int4"
+	KVDtype     string // "bf16" (default; "fp16" alias), "fp8"
+
+	BWEff   float64 // achievable fraction of peak HBM bandwidth, default 0.78
+	FLOPEff float64 // achievable fraction of peak tensor FLOP/s, default 0.75
+	CommEff float64 // achievable fraction of link bandwidth in all-reduce, default 0.70
+
+	StepOverhead     time.Duration // per-step CPU/launch overhead, default 800µs; < 0 = none
+	AllReduceLatency time.Duration // fixed cost of one all-reduce when TP > 1, default 8µs; < 0 = none
+	Combine          string        // "smooth" (default) or "max"
+
+	GPUMemUtil   float64 // fraction of each GPU's HBM the engine may use, default 0.9
+	ReserveBytes float64 // activation/workspace reserve per GPU, bytes; default 1e9; < 0 = none
+	BlockSize    int     // KV cache block size in tokens, default 16
+
+	// Draft, when it has a name, is a draft model for speculative decoding that shares the
+	// GPUs: its weights and its own KV cache (one entry per target token) come out of the KV
+	// budget, so NumBlocks shrinks. DraftStepTime prices its passes.
+	Draft Model
+}
+
+// WithDefaults returns c with every unset optional field set to its default and dtype and
+// combine names lower-cased. It is idempotent.
+func (c Config) WithDefaults() Config {
+	if c.TP == 0 {
+		c.TP = 1
+	}
+	c.WeightDtype = strings.ToLower(strings.TrimSpace(c.WeightDtype))
+	if c.WeightDtype == "" {
+		c.WeightDtype = "bf16"
+	}
+	c.KVDtype = strings.ToLower(strings.TrimSpace(c.KVDtype))
+	if c.KVDtype == "" || c.KVDtype == "auto" {
+		c.KVDtype = "bf16"
+	}
+	if c.BWEff == 0 {
+		c.BWEff = DefaultBWEff
+	}
+	if c.FLOPEff == 0 {
+		c.FLOPEff = DefaultFLOPEff
+	}
+	if c.CommEff == 0 {
+		c.CommEff = DefaultCommEff
+	}
+	if c.StepOverhead == 0 {
+		c.StepOverhead = DefaultStepOverhead
+	}
+	if c.AllReduceLatency == 0 {
+		c.AllReduceLatency = DefaultAllReduceLatency
+	}
+	c.Combine = strings.ToLower(strings.TrimSpace(c.Combine))
+	if c.Combine == "" {
+		c.Combine = CombineSmooth
+	}
+	if c.GPUMemUtil == 0 {
+		c.GPUMemUtil = DefaultGPUMemUtil
+	}
+	if c.ReserveBytes == 0 {
+		c.ReserveBytes = DefaultReserveBytes
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	return c
+}
+
+// WeightBytesPerParam returns the bytes one weight occupies in dtype: 2 for bf16/fp16, 1 for
+// fp8/int8, and 0.5 + 2/Int4GroupSize for int4 (4-bit values plus one 16-bit scale per group
+// of 128, as in GPTQ/AWQ checkpoints).
+func WeightBytesPerParam(dtype string) (float64, error) {
+	switch strings.ToLower(strings.TrimSpace(dtype)) {
+	case "", "bf16", "fp16":
+		return 2, nil
+	case "fp8", "int8":
+		return 1, nil
+	case "int4":
+		return 0.5 + 2.0/Int4GroupSize, nil
+	}
+	return 0, fmt.Errorf("unknown weight dtype %q: use bf16, fp16, fp8, int8 or int4", dtype)
+}
+
+// KVBytesPerValue returns the bytes of one cached key or value element in dtype: 2 for
+// bf16/fp16, 1 for fp8.
+func KVBytesPerValue(dtype string) (float64, error) {
+	switch strings.ToLower(strings.TrimSpace(dtype)) {
+	case "", "auto", "bf16", "fp16":
+		return 2, nil
+	case "fp8", "fp8_e4m3", "fp8_e5m2", "fp8-e4m3", "fp8-e5m2":
+		return 1, nil
+	}
+	return 0, fmt.Errorf("unknown KV cache dtype %q: use bf16, fp16 or fp8", dtype)
+}
+
+// linearPeak returns the tensor-core peak used for the linear layers with weights in dtype,
+// and the name of the rate chosen. fp8 uses the fp8 rate (W8A8) and int8 the int8 rate where
+// the GPU has them; bf16, fp16 and int4 (weight-only W4A16: dequantized to bf16 in the kernel)
+// use the bf16 rate, as does any format the GPU lacks.
+func linearPeak(g GPU, dtype string) (float64, string) {
+	switch dtype {
+	case "fp8":
+		if g.FP8FLOPS > 0 {
+			return g.FP8FLOPS, "fp8"
+		}
+	case "int8":
+		if g.INT8OPS > 0 {
+			return g.INT8OPS, "int8"
+		}
+	}
+	return g.BF16FLOPS, "bf16"
+}
+
+func validFraction(field string, v float64, allowAboveOne bool) error {
+	if math.IsNaN(v) || v <= 0 || (!allowAboveOne && v > 1) {
+		return fmt.Errorf("%s must be in (0, 1], got %g", field, v)
+	}
+	return nil
+}

@@ -1,0 +1,458 @@
+package perf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Model describes a transformer by the numbers that decide its serving cost. The fields mirror
+// a Hugging Face config.json (num_hidden_layers, hidden_size, num_attention_heads,
+// num_key_value_heads, head_dim, intermediate_size, vocab_size, max_position_embeddings) plus
+// the parameter counts published on the model card.
+type Model struct {
+	Name    string
+	Layers  int // transformer blocks (num_hidden_layers)
+	Hidden  int // residual width (hidden_size)
+	Heads   int // query heads (num_attention_heads)
+	KVHeads int // key/value heads (num_key_value_heads); < Heads means grouped-query attention
+	HeadDim int // per-head width (head_dim)
+	FFN     int // MLP intermediate width (intermediate_size), per expert for MoE
+	Vocab   int // vocabulary size (vocab_size)
+	Params  float64
+	// ActiveParams is the number of parameters each token passes through: equal to Params for
+	// a dense model, smaller for a mixture-of-experts model.
+	ActiveParams float64
+	// Experts and ActiveExperts are the MoE expert count per layer and the experts each token
+	// is routed to (num_local_experts, num_experts_per_tok); 0 for a dense model.
+	Experts, ActiveExperts int
+	MaxContext             int // longest sequence the model accepts (max_position_embeddings)
+}
+
+// GPU describes one accelerator by its data-sheet numbers.
+type GPU struct {
+	Name     string
+	MemBytes float64 // HBM capacity in bytes (the data sheet's decimal GB × 1e9)
+	MemBW    float64 // HBM bandwidth, bytes/s
+	// Dense (no sparsity) peak tensor-core throughput per second. 0 means the format is not
+	// supported and the bf16 rate is used instead.
+	BF16FLOPS, FP8FLOPS, INT8OPS float64
+	// LinkBW is the per-GPU, per-direction interconnect bandwidth (NVLink), bytes/s, used for
+	// the tensor-parallel all-reduce.
+	LinkBW float64
+}
+
+// IsMoE reports whether the model routes tokens to a subset of experts.
+func (m Model) IsMoE() bool { return m.Experts > 0 }
+
+// Validate checks that the model's numbers are usable and consistent.
+func (m Model) Validate() error {
+	name := m.Name
+	if name == "" {
+		name = "(unnamed model)"
+	}
+	check := func(field string, v int) error {
+		if v <= 0 {
+			return fmt.Errorf("model %s: %s must be > 0, got %d", name, field, v)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		f string
+		v int
+	}{{"layers", m.Layers}, {"hidden", m.Hidden}, {"heads", m.Heads}, {"kv_heads", m.KVHeads},
+		{"head_dim", m.HeadDim}, {"ffn", m.FFN}, {"vocab", m.Vocab}, {"max_context", m.MaxContext}} {
+		if err := check(c.f, c.v); err != nil {
+			return err
+		}
+	}
+	if m.Heads%m.KVHeads != 0 {
+		return fmt.Errorf("model %s: heads (%d) must be a multiple of kv_heads (%d)", name, m.Heads, m.KVHeads)
+	}
+	if !(m.Params > 0) || math.IsInf(m.Params, 0) {
+		return fmt.Errorf("model %s: params must be a positive number of parameters (e.g. 8.03e9), got %g", name, m.Params)
+	}
+	if !(m.ActiveParams > 0) || m.ActiveParams > m.Params {
+		return fmt.Errorf("model %s: active_params must be in (0, params=%g], got %g", name, m.Params, m.ActiveParams)
+	}
+	if m.Experts < 0 || m.ActiveExperts < 0 {
+		return fmt.Errorf("model %s: experts and active_experts must be >= 0", name)
+	}
+	if m.Experts == 0 && m.ActiveExperts != 0 {
+		return fmt.Errorf("model %s: active_experts is set but experts is 0; set experts for a mixture-of-experts model", name)
+	}
+	if m.Experts > 0 {
+		if m.ActiveExperts <= 0 || m.ActiveExperts > m.Experts {
+			return fmt.Errorf("model %s: active_experts must be in [1, experts=%d], got %d", name, m.Experts, m.ActiveExperts)
+		}
+		if m.ActiveExperts < m.Experts && !(m.ActiveParams < m.Params) {
+			return fmt.Errorf("model %s: a mixture-of-experts model needs active_params < params", name)
+		}
+	}
+	return nil
+}
+
+// Validate checks that the GPU's numbers are usable.
+func (g GPU) Validate() error {
+	name := g.Name
+	if name == "" {
+		name = "(unnamed gpu)"
+	}
+	pos := func(field string, v float64) error {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("gpu %s: %s must be > 0, got %g", name, field, v)
+		}
+		return nil
+	}
+	if err := pos("memory", g.MemBytes); err != nil {
+		return err
+	}
+	if err := pos("memory bandwidth", g.MemBW); err != nil {
+		return err
+	}
+	if err := pos("bf16 FLOP/s", g.BF16FLOPS); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		f string
+		v float64
+	}{{"fp8 FLOP/s", g.FP8FLOPS}, {"int8 OP/s", g.INT8OPS}, {"link bandwidth", g.LinkBW}} {
+		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			return fmt.Errorf("gpu %s: %s must be >= 0 (0 = unsupported), got %g", name, c.f, c.v)
+		}
+	}
+	return nil
+}
+
+// Built-in profiles. Sources are listed in the package documentation.
+var builtinModels = []Model{
+	{Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 14336,
+		Vocab: 128256, Params: 8.03e9, ActiveParams: 8.03e9, MaxContext: 131072},
+	{Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, FFN: 28672,
+		Vocab: 128256, Params: 70.6e9, ActiveParams: 70.6e9, MaxContext: 131072},
+	{Name: "mixtral-8x7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 14336,
+		Vocab: 32000, Params: 46.7e9, ActiveParams: 12.9e9, Experts: 8, ActiveExperts: 2, MaxContext: 32768},
+	{Name: "llama-3.2-1b", Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, FFN: 8192,
+		Vocab: 128256, Params: 1.24e9, ActiveParams: 1.24e9, MaxContext: 131072},
+}
+
+var builtinGPUs = []GPU{
+	{Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, FP8FLOPS: 0, INT8OPS: 624e12, LinkBW: 300e9},
+	{Name: "h100-sxm", MemBytes: 80e9, MemBW: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9},
+	{Name: "h200", MemBytes: 141e9, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9},
+}
+
+// Aliases map an accepted spelling (after normalization) to a canonical profile name.
+var builtinModelAliases = map[string]string{
+	"llama3.1-8b":                 "llama-3.1-8b",
+	"llama-3.1-8b-instruct":       "llama-3.1-8b",
+	"llama3.1-8b-instruct":        "llama-3.1-8b",
+	"meta-llama-3.1-8b":           "llama-3.1-8b",
+	"meta-llama-3.1-8b-instruct":  "llama-3.1-8b",
+	"llama3.1-70b":                "llama-3.1-70b",
+	"llama-3.1-70b-instruct":      "llama-3.1-70b",
+	"llama3.1-70b-instruct":       "llama-3.1-70b",
+	"meta-llama-3.1-70b":          "llama-3.1-70b",
+	"meta-llama-3.1-70b-instruct": "llama-3.1-70b",
+	"mixtral":                     "mixtral-8x7b",
+	"mixtral-8x7b-v0.1":           "mixtral-8x7b",
+	"mixtral-8x7b-instruct":       "mixtral-8x7b",
+	"mixtral-8x7b-instruct-v0.1":  "mixtral-8x7b",
+	"llama3.2-1b":                 "llama-3.2-1b",
+	"llama-3.2-1b-instruct":       "llama-3.2-1b",
+	"llama3.2-1b-instruct":        "llama-3.2-1b",
+}
+
+var builtinGPUAliases = map[string]string{
+	"a100":       "a100-80gb",
+	"a100-80g":   "a100-80gb",
+	"a100-sxm":   "a100-80gb",
+	"a100-sxm4":  "a100-80gb",
+	"h100":       "h100-sxm",
+	"h100-80gb":  "h100-sxm",
+	"h100-sxm5":  "h100-sxm",
+	"h200-sxm":   "h200",
+	"h200-141gb": "h200",
+}
+
+// normalizeName lower-cases a profile name, drops a Hugging Face organisation prefix
+// ("meta-llama/", "mistralai/") and turns spaces and underscores into dashes.
+func normalizeName(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.NewReplacer(" ", "-", "_", "-").Replace(s)
+	return s
+}
+
+// Registry is a set of model and GPU profiles addressed by name. The zero value is empty;
+// NewRegistry returns one holding the built-in profiles. A Registry is not safe for concurrent
+// mutation; build it fully (Add, LoadJSON) before sharing it.
+type Registry struct {
+	models       map[string]Model
+	gpus         map[string]GPU
+	modelAliases map[string]string
+	gpuAliases   map[string]string
+}
+
+// NewRegistry returns a fresh registry holding the built-in profiles (and their aliases).
+func NewRegistry() *Registry {
+	r := &Registry{}
+	if err := r.Add(builtinModels, builtinGPUs); err != nil {
+		panic("perf: built-in profiles invalid: " + err.Error()) // unreachable: covered by tests
+	}
+	for k, v := range builtinModelAliases {
+		r.modelAliases[k] = v
+	}
+	for k, v := range builtinGPUAliases {
+		r.gpuAliases[k] = v
+	}
+	return r
+}
+
+func (r *Registry) init() {
+	if r.models == nil {
+		r.models = map[string]Model{}
+		r.gpus = map[string]GPU{}
+		r.modelAliases = map[string]string{}
+		r.gpuAliases = map[string]string{}
+	}
+}
+
+// Add validates and adds profiles, replacing any existing profile of the same (normalized)
+// name. Nothing is added when one profile is invalid.
+func (r *Registry) Add(models []Model, gpus []GPU) error {
+	r.init()
+	for _, m := range models {
+		if err := m.Validate(); err != nil {
+			return err
+		}
+		if normalizeName(m.Name) == "" {
+			return errors.New("model profile without a name")
+		}
+	}
+	for _, g := range gpus {
+		if err := g.Validate(); err != nil {
+			return err
+		}
+		if normalizeName(g.Name) == "" {
+			return errors.New("gpu profile without a name")
+		}
+	}
+	for _, m := range models {
+		k := normalizeName(m.Name)
+		m.Name = k
+		r.models[k] = m
+		delete(r.modelAliases, k)
+	}
+	for _, g := range gpus {
+		k := normalizeName(g.Name)
+		g.Name = k
+		r.gpus[k] = g
+		delete(r.gpuAliases, k)
+	}
+	return nil
+}
+
+// LoadJSON parses a profile override file (see ParseProfiles) and adds its profiles.
+func (r *Registry) LoadJSON(data []byte, name string) error {
+	models, gpus, err := ParseProfiles(data, name)
+	if err != nil {
+		return err
+	}
+	if err := r.Add(models, gpus); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// Model returns the model profile called name (case-insensitive; aliases and a Hugging Face
+// organisation prefix are accepted). The error lists the valid names.
+func (r *Registry) Model(name string) (Model, error) {
+	r.init()
+	k := normalizeName(name)
+	if a, ok := r.modelAliases[k]; ok {
+		k = a
+	}
+	if m, ok := r.models[k]; ok {
+		return m, nil
+	}
+	return Model{}, fmt.Errorf("unknown model %q: valid models are %s (or add one with a profile file)",
+		name, strings.Join(r.ModelNames(), ", "))
+}
+
+// GPU returns the GPU profile called name (case-insensitive; aliases accepted). The error
+// lists the valid names.
+func (r *Registry) GPU(name string) (GPU, error) {
+	r.init()
+	k := normalizeName(name)
+	if a, ok := r.gpuAliases[k]; ok {
+		k = a
+	}
+	if g, ok := r.gpus[k]; ok {
+		return g, nil
+	}
+	return GPU{}, fmt.Errorf("unknown gpu %q: valid GPUs are %s (or add one with a profile file)",
+		name, strings.Join(r.GPUNames(), ", "))
+}
+
+// ModelNames returns the canonical model names, sorted.
+func (r *Registry) ModelNames() []string {
+	names := make([]string, 0, len(r.models))
+	for k := range r.models {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// GPUNames returns the canonical GPU names, sorted.
+func (r *Registry) GPUNames() []string {
+	names := make([]string, 0, len(r.gpus))
+	for k := range r.gpus {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// builtin is never mutated after package initialization; the package-level lookups read it.
+var builtin = NewRegistry()
+
+// LookupModel returns a built-in model profile by name (case-insensitive, aliases accepted:
+// "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "mixtral", ...).
+func LookupModel(name string) (Model, error) { return builtin.Model(name) }
+
+// LookupGPU returns a built-in GPU profile by name ("a100-80gb"/"a100", "h100-sxm"/"h100",
+// "h200"), case-insensitive.
+func LookupGPU(name string) (GPU, error) { return builtin.GPU(name) }
+
+// ModelNames lists the built-in model profiles.
+func ModelNames() []string { return builtin.ModelNames() }
+
+// GPUNames lists the built-in GPU profiles.
+func GPUNames() []string { return builtin.GPUNames() }
+
+// profileFile is the JSON layout of a profile override file. GPU numbers use the units of
+// data sheets (GB, GB/s, TFLOP/s) so that a file can be checked against them by eye.
+type profileFile struct {
+	Models []modelJSON `json:"models"`
+	GPUs   []gpuJSON   `json:"gpus"`
+}
+
+type modelJSON struct {
+	Name          string  `json:"name"`
+	Layers        int     `json:"layers"`
+	Hidden        int     `json:"hidden"`
+	Heads         int     `json:"heads"`
+	KVHeads       int     `json:"kv_heads"`
+	HeadDim       int     `json:"head_dim"`
+	FFN           int     `json:"ffn"`
+	Vocab         int     `json:"vocab"`
+	Params        float64 `json:"params"`
+	ActiveParams  float64 `json:"active_params"`
+	Experts       int     `json:"experts"`
+	ActiveExperts int     `json:"active_experts"`
+	MaxContext    int     `json:"max_context"`
+}
+
+type gpuJSON struct {
+	Name       string  `json:"name"`
+	MemGB      float64 `json:"mem_gb"`
+	MemBWGBs   float64 `json:"mem_bw_gbs"`
+	BF16TFLOPS float64 `json:"bf16_tflops"`
+	FP8TFLOPS  float64 `json:"fp8_tflops"`
+	INT8TOPS   float64 `json:"int8_tops"`
+	LinkGBs    float64 `json:"link_gbs"`
+}
+
+// ParseProfiles parses a profile override file; name (usually the file's path) prefixes every
+// error. The file is JSON:
+//
+//	{
+//	  "models": [{"name": "my-13b", "layers": 40, "hidden": 5120, "heads": 40, "kv_heads": 40,
+//	              "head_dim": 128, "ffn": 13824, "vocab": 32000, "params": 13.0e9,
+//	              "max_context": 4096}],
+//	  "gpus":   [{"name": "l40s", "mem_gb": 48, "mem_bw_gbs": 864, "bf16_tflops": 362,
+//	              "fp8_tflops": 733, "int8_tops": 733, "link_gbs": 32}]
+//	}
+//
+// Model fields follow config.json; "active_params" defaults to "params" and "experts" /
+// "active_experts" are only for mixture-of-experts models. GPU fields are in data-sheet units:
+// GB (1e9 bytes), GB/s, dense TFLOP/s (TOP/s for int8), per-direction link GB/s; an omitted
+// fp8/int8 rate means unsupported. Unknown fields are errors, so a typo cannot silently fall
+// back to a default. Profiles are validated; names must be unique within the file.
+func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f profileFile
+	if err := dec.Decode(&f); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := lineCol(data, se.Offset)
+			return nil, nil, fmt.Errorf("%s:%d:%d: invalid profile JSON: %w", name, line, col, err)
+		}
+		return nil, nil, fmt.Errorf("%s: invalid profile file (want {\"models\": [...], \"gpus\": [...]}): %w", name, err)
+	}
+	if dec.More() {
+		return nil, nil, fmt.Errorf("%s: trailing data after the profile object", name)
+	}
+	seen := map[string]bool{}
+	for i, mj := range f.Models {
+		m := Model{Name: mj.Name, Layers: mj.Layers, Hidden: mj.Hidden, Heads: mj.Heads, KVHeads: mj.KVHeads,
+			HeadDim: mj.HeadDim, FFN: mj.FFN, Vocab: mj.Vocab, Params: mj.Params, ActiveParams: mj.ActiveParams,
+			Experts: mj.Experts, ActiveExperts: mj.ActiveExperts, MaxContext: mj.MaxContext}
+		if m.ActiveParams == 0 {
+			m.ActiveParams = m.Params
+		}
+		k := normalizeName(m.Name)
+		if k == "" {
+			return nil, nil, fmt.Errorf("%s: models[%d]: name is required", name, i)
+		}
+		if seen[k] {
+			return nil, nil, fmt.Errorf("%s: models[%d]: duplicate model name %q", name, i, m.Name)
+		}
+		seen[k] = true
+		if err := m.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("%s: models[%d]: %w", name, i, err)
+		}
+		models = append(models, m)
+	}
+	seen = map[string]bool{}
+	for i, gj := range f.GPUs {
+		g := GPU{Name: gj.Name, MemBytes: gj.MemGB * 1e9, MemBW: gj.MemBWGBs * 1e9, BF16FLOPS: gj.BF16TFLOPS * 1e12,
+			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9}
+		k := normalizeName(g.Name)
+		if k == "" {
+			return nil, nil, fmt.Errorf("%s: gpus[%d]: name is required", name, i)
+		}
+		if seen[k] {
+			return nil, nil, fmt.Errorf("%s: gpus[%d]: duplicate gpu name %q", name, i, g.Name)
+		}
+		seen[k] = true
+		if err := g.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("%s: gpus[%d]: %w", name, i, err)
+		}
+		gpus = append(gpus, g)
+	}
+	return models, gpus, nil
+}
+
+// lineCol converts a byte offset into a 1-based line and column.
+func lineCol(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	if off < 0 {
+		off = 0
+	}
+	prefix := data[:off]
+	line := 1 + bytes.Count(prefix, []byte{'\n'})
+	col := int(off) - bytes.LastIndexByte(prefix, '\n')
+	return line, col
+}
