@@ -27,6 +27,17 @@ type App struct {
 	IsTerminal bool
 	// Interrupts delivers Ctrl-C / SIGTERM (nil in tests that do not interrupt).
 	Interrupts <-chan os.Signal
+	// Exit ends the process at once (second Ctrl-C); os.Exit in main.
+	Exit func(code int)
+	// Args are the command-line arguments as given (recorded, with secrets redacted, in
+	// summary.json).
+	Args []string
+}
+
+func (app *App) exit(code int) {
+	if app.Exit != nil {
+		app.Exit(code)
+	}
 }
 
 // commandFactories holds every subcommand's constructor; each command file registers its own in
@@ -70,6 +81,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // execute runs the CLI with args and returns the process exit code.
 func execute(ctx context.Context, app *App, args []string) int {
+	app.Args = args
 	root := newRootCmd(app)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -95,6 +107,7 @@ func main() {
 		Getenv:     os.Getenv,
 		IsTerminal: isTerminal(os.Stderr),
 		Interrupts: sig,
+		Exit:       os.Exit,
 	}
 	os.Exit(execute(context.Background(), app, os.Args[1:]))
 }

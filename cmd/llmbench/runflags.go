@@ -1,0 +1,304 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/reports"
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// targetFlags select and configure the endpoint under test.
+type targetFlags struct {
+	endpoint     string
+	api          string
+	backend      string
+	noStream     bool
+	apiKeyEnv    string
+	headers      []string
+	caCert       string
+	insecure     bool
+	tConnect     time.Duration
+	tFirstToken  time.Duration
+	tIdle        time.Duration
+	tTotal       time.Duration
+	tokenizer    string
+	scrapeMetric bool
+}
+
+func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
+	f := &targetFlags{}
+	fs.StringVar(&f.endpoint, "endpoint", "", "base URL of an OpenAI-compatible server (default: the embedded reference engine on a loopback port)")
+	fs.StringVar(&f.api, "api", "", `"completions" or "chat" (default: chat for requests with messages, completions otherwise)`)
+	fs.StringVar(&f.backend, "backend", "vllm", "server kind, selects which extensions are sent: vllm, sglang, tgi, llamacpp, ollama, openai")
+	fs.BoolVar(&f.noStream, "no-stream", false, "send non-streaming requests (no TTFT/ITL, only end-to-end latency)")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (sent as a bearer token; never written to results)")
+	fs.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
+	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a CA to trust for HTTPS endpoints")
+	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
+	fs.DurationVar(&f.tConnect, "timeout-connect", 30*time.Second, "fail a request with no response headers after this long (timeout_connect)")
+	fs.DurationVar(&f.tFirstToken, "timeout-first-token", 0, "fail a request with no generated token after this long (timeout_first_token; 0 = none)")
+	fs.DurationVar(&f.tIdle, "timeout-idle", 60*time.Second, "fail a request whose stream is silent this long between chunks (timeout_idle; 0 = none)")
+	fs.DurationVar(&f.tTotal, "timeout-total", 0, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
+	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
+	return f
+}
+
+// target builds the loadgen target; model is the model name to request ("" = discover).
+func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error) {
+	t := loadgen.Target{
+		URL:                url,
+		API:                f.api,
+		Model:              model,
+		Backend:            f.backend,
+		Stream:             !f.noStream,
+		CACertFile:         f.caCert,
+		InsecureSkipVerify: f.insecure,
+		Timeouts:           loadgen.Timeouts{Connect: f.tConnect, FirstToken: f.tFirstToken, Idle: f.tIdle, Total: f.tTotal},
+	}
+	switch f.api {
+	case "", "completions", "chat":
+	default:
+		return t, fmt.Errorf("--api %q: want completions or chat", f.api)
+	}
+	if f.apiKeyEnv != "" {
+		key := app.Getenv(f.apiKeyEnv)
+		if key == "" {
+			return t, fmt.Errorf("--api-key-env %s: the variable is empty or unset", f.apiKeyEnv)
+		}
+		t.APIKey = key
+	}
+	if len(f.headers) > 0 {
+		t.Headers = map[string]string{}
+		for _, h := range f.headers {
+			k, v, ok := strings.Cut(h, ":")
+			if !ok || strings.TrimSpace(k) == "" {
+				return t, fmt.Errorf("--header %q: want K:V", redactHeader(h))
+			}
+			t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return t, nil
+}
+
+// redactHeader keeps a header's name and hides its value in error messages.
+func redactHeader(h string) string {
+	if k, _, ok := strings.Cut(h, ":"); ok {
+		return k + ":<redacted>"
+	}
+	if len(h) > 8 {
+		return h[:4] + "…"
+	}
+	return h
+}
+
+func (f *targetFlags) loadTokenizer(embedded bool) (tokenizer.Tokenizer, error) {
+	spec := f.tokenizer
+	if spec == "" {
+		if embedded {
+			spec = "reference"
+		} else {
+			spec = "approx"
+		}
+	}
+	tok, err := tokenizer.Load(spec)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	return tok, nil
+}
+
+// loadFlags shape the traffic.
+type loadFlags struct {
+	concurrency    int
+	maxConcurrency int
+	rateScale      float64
+	timeScale      float64
+	duration       time.Duration
+	maxRequests    int
+	warmup         time.Duration
+	cooldown       time.Duration
+	repeat         int
+	seed           int64
+	grace          time.Duration
+	blockTokens    int
+}
+
+func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
+	f := &loadFlags{}
+	fs.IntVar(&f.concurrency, "concurrency", 0, "closed loop: keep N requests in flight, ignoring trace arrival times (labelled closed-loop in every result)")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "cap an open-loop run at N in flight; waiting for a slot is reported as queue time and counted in TTFT/E2E")
+	fs.Float64Var(&f.rateScale, "rate-scale", 1, "multiply the trace's arrival rate by X (offsets divided by X)")
+	fs.Float64Var(&f.timeScale, "time-scale", 1, "embedded engine only: run engine and trace X times faster than real time and report times scaled back (quick checks; client overhead is magnified X times)")
+	fs.DurationVar(&f.duration, "duration", 0, "stop sending after this long (0 = whole trace)")
+	fs.IntVar(&f.maxRequests, "max-requests", 0, "send at most N requests (0 = all)")
+	fs.DurationVar(&f.warmup, "warmup", 0, "requests intended in the first D are warm-up: excluded from the headline numbers and shown separately")
+	fs.DurationVar(&f.cooldown, "cooldown", 0, "requests intended in the last D are cool-down: excluded and shown separately")
+	fs.IntVar(&f.repeat, "repeat", 1, "replay the trace N times back to back")
+	fs.Int64Var(&f.seed, "seed", 1, "seed for prompt synthesis and sampling")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "on Ctrl-C, wait this long for in-flight requests before canceling them")
+	fs.IntVar(&f.blockTokens, "prefix-block-tokens", 512, "tokens per hash_ids block when synthesizing shared-prefix prompts")
+	return f
+}
+
+func (f *loadFlags) options(t loadgen.Target, tok tokenizer.Tokenizer) (loadgen.Options, error) {
+	if f.concurrency < 0 || f.maxConcurrency < 0 || f.maxRequests < 0 || f.repeat < 1 {
+		return loadgen.Options{}, fmt.Errorf("--concurrency, --max-concurrency and --max-requests must be >= 0 and --repeat >= 1")
+	}
+	if f.concurrency > 0 && f.maxConcurrency > 0 {
+		return loadgen.Options{}, fmt.Errorf("--concurrency (closed loop) and --max-concurrency (open-loop cap) exclude each other")
+	}
+	if f.rateScale <= 0 || f.timeScale <= 0 {
+		return loadgen.Options{}, fmt.Errorf("--rate-scale and --time-scale must be > 0")
+	}
+	return loadgen.Options{
+		Target:            t,
+		Concurrency:       f.concurrency,
+		MaxConcurrency:    f.maxConcurrency,
+		RateScale:         f.rateScale,
+		Duration:          f.duration,
+		MaxRequests:       f.maxRequests,
+		Warmup:            f.warmup,
+		Cooldown:          f.cooldown,
+		Repeat:            f.repeat,
+		Seed:              f.seed,
+		Tokenizer:         tok,
+		PromptBlockTokens: f.blockTokens,
+		Grace:             f.grace,
+	}, nil
+}
+
+func (f *loadFlags) mode() string {
+	if f.concurrency > 0 {
+		return "closed-loop"
+	}
+	return "open-loop"
+}
+
+// metricFlags set SLOs, stall rules and prices.
+type metricFlags struct {
+	slo       string
+	classSLO  []string
+	stall     string
+	priceIn   float64
+	priceOut  float64
+	gpuHour   float64
+	gpus      int
+	currency  string
+	lagLimit  time.Duration
+	fluidTTFT time.Duration
+	fluidTBT  time.Duration
+}
+
+func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
+	f := &metricFlags{}
+	fs.StringVar(&f.slo, "slo", "", "SLOs for goodput, e.g. ttft=500ms,tpot=50ms,max_gap=1s,e2e=20s,itl_p99=100ms (bare numbers are ms)")
+	fs.StringArrayVar(&f.classSLO, "class-slo", nil, "per-class SLOs CLASS:ttft=…,tpot=… (repeatable; overrides --slo for that class)")
+	fs.StringVar(&f.stall, "stall-threshold", "5x", "a chunk gap above this is a stall: a duration (e.g. 250ms) or a multiple of the run's median chunk ITL (e.g. 5x)")
+	fs.Float64Var(&f.priceIn, "price-input", 0, "price per million input tokens (cost block)")
+	fs.Float64Var(&f.priceOut, "price-output", 0, "price per million output tokens (cost block)")
+	fs.Float64Var(&f.gpuHour, "gpu-hour-cost", 0, "price of one GPU-hour (cost block, with --gpus)")
+	fs.IntVar(&f.gpus, "gpus", 1, "GPUs serving the endpoint, for --gpu-hour-cost")
+	fs.StringVar(&f.currency, "currency", "USD", "currency label for the cost block")
+	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
+	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see README)")
+	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see README)")
+	return f
+}
+
+func (f *metricFlags) options() (metrics.Options, error) {
+	var o metrics.Options
+	if f.slo != "" {
+		s, err := metrics.ParseSLO(f.slo)
+		if err != nil {
+			return o, fmt.Errorf("--slo: %w", err)
+		}
+		o.SLO = s
+	}
+	for _, cs := range f.classSLO {
+		class, spec, ok := strings.Cut(cs, ":")
+		if !ok || class == "" {
+			return o, fmt.Errorf("--class-slo %q: want CLASS:ttft=…", cs)
+		}
+		s, err := metrics.ParseSLO(spec)
+		if err != nil {
+			return o, fmt.Errorf("--class-slo %s: %w", class, err)
+		}
+		if o.ClassSLO == nil {
+			o.ClassSLO = map[string]metrics.SLO{}
+		}
+		o.ClassSLO[class] = s
+	}
+	if st := strings.TrimSpace(f.stall); st != "" {
+		if m, ok := strings.CutSuffix(st, "x"); ok {
+			v, err := strconv.ParseFloat(m, 64)
+			if err != nil || v <= 0 {
+				return o, fmt.Errorf("--stall-threshold %q: want a positive multiple like 5x or a duration like 250ms", st)
+			}
+			o.StallMultiple = v
+		} else {
+			d, err := time.ParseDuration(st)
+			if err != nil || d <= 0 {
+				return o, fmt.Errorf("--stall-threshold %q: want a positive multiple like 5x or a duration like 250ms", st)
+			}
+			o.StallThreshold = d
+		}
+	}
+	if f.priceIn < 0 || f.priceOut < 0 || f.gpuHour < 0 || f.gpus < 1 {
+		return o, fmt.Errorf("prices must be >= 0 and --gpus >= 1")
+	}
+	o.PricePerMInput, o.PricePerMOutput = f.priceIn, f.priceOut
+	o.GPUHourCost, o.GPUCount, o.Currency = f.gpuHour, f.gpus, f.currency
+	o.LagLimit = f.lagLimit
+	o.FluidityTTFT, o.FluidityTBT = f.fluidTTFT, f.fluidTBT
+	return o, nil
+}
+
+// outputFlags choose where results go and how the report is built.
+type outputFlags struct {
+	out        string
+	echartsJS  string
+	noProgress bool
+}
+
+func addOutputFlags(fs *pflag.FlagSet) *outputFlags {
+	f := &outputFlags{}
+	fs.StringVarP(&f.out, "out", "o", "", "results directory (default results/<timestamp>)")
+	fs.StringVar(&f.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html (default $LLMBENCH_ECHARTS_JS; otherwise the report loads it by URL)")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "do not show the progress display")
+	return f
+}
+
+func (f *outputFlags) html(app *App) reports.HTMLOptions {
+	return reports.HTMLOptions{EChartsJS: f.echartsJS, Getenv: app.Getenv}
+}
+
+// commandLine is the command as typed, with secret-looking values removed.
+func commandLine(args []string) string {
+	out := make([]string, 0, len(args)+1)
+	out = append(out, "llmbench")
+	hide := false
+	for _, a := range args {
+		switch {
+		case hide:
+			out = append(out, "<redacted>")
+			hide = false
+		case a == "--header" || a == "--api-key":
+			out = append(out, a)
+			hide = true
+		case strings.HasPrefix(a, "--header=") || strings.HasPrefix(a, "--api-key="):
+			k, _, _ := strings.Cut(a, "=")
+			out = append(out, k+"=<redacted>")
+		default:
+			out = append(out, a)
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// HTTPProducer replays requests with loadgen against an endpoint. When timeScale > 1 the
+// target is a reference engine running timeScale times faster than real time; the trace is
+// compressed by the same factor and every recorded time is stretched back, so the numbers read
+// as if the run had happened in real time (the harness's own overhead is magnified by the
+// factor; use it for quick checks, not for client-health figures).
+func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
+	return func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*Produced, error) {
+		o := lo
+		if timeScale > 1 {
+			if o.RateScale == 0 {
+				o.RateScale = 1
+			}
+			o.RateScale *= timeScale
+			o.Warmup = scaleDur(o.Warmup, 1/timeScale)
+			o.Cooldown = scaleDur(o.Cooldown, 1/timeScale)
+			o.Duration = scaleDur(o.Duration, 1/timeScale)
+			inner := sink
+			sink = func(r *metrics.Record) {
+				ScaleRecordTimes(r, timeScale)
+				inner(r)
+			}
+		}
+		res, err := loadgen.Run(ctx, reqs, o, sink)
+		if err != nil {
+			return nil, err
+		}
+		return &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction}, nil
+	}
+}
+
+func scaleDur[T ~int64](d T, f float64) T { return T(float64(d) * f) }
+
+// ScaleRecordTimes multiplies every time of r by f (used to map a time-scaled run back to
+// real time).
+func ScaleRecordTimes(r *metrics.Record, f float64) {
+	s := func(t int64) int64 { return int64(float64(t) * f) }
+	r.Intended = s(r.Intended)
+	r.Dispatched = s(r.Dispatched)
+	r.Sent = s(r.Sent)
+	r.Headers = s(r.Headers)
+	r.FirstToken = s(r.FirstToken)
+	r.End = s(r.End)
+	for i := range r.Chunks {
+		r.Chunks[i].T = s(r.Chunks[i].T)
+	}
+}

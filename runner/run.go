@@ -1,0 +1,189 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/reports"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// Producer turns requests into Records: loadgen over HTTP, or the simulate adapter over the
+// reference engine's virtual clock. sink is safe for concurrent use and must be called exactly
+// once per request (failed ones included).
+type Producer func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*Produced, error)
+
+// Produced is what a Producer reports about itself.
+type Produced struct {
+	Start             time.Time
+	Model             string
+	Interrupted       bool
+	ClientCPUFraction float64
+}
+
+// Options configures one measured run written to one results directory.
+type Options struct {
+	Requests []traces.Request
+	OutDir   string
+	Metrics  metrics.Options
+	// Info is copied into summary.json's "run" block; Model, Start, DurationS and Interrupted
+	// are filled in from the run.
+	Info metrics.RunInfo
+	HTML reports.HTMLOptions
+	// OnRecords, when set, is called with the open records writer before the run starts so
+	// that the caller can flush it on a hard exit (second Ctrl-C).
+	OnRecords func(*metrics.RecordWriter)
+	// Now is the wall clock for the run's start time (time.Now when nil).
+	Now func() time.Time
+	// Log receives short human-readable notes (nil = discard).
+	Log io.Writer
+	// Scraper, when set, has polled the server's /metrics during the run; its samples are
+	// saved to server-metrics.json and charted in the report. Execute stops it.
+	Scraper *Scraper
+}
+
+// Result is a finished run.
+type Result struct {
+	Dir     string
+	Summary *metrics.Summary
+	Records int
+}
+
+// Execute runs produce over opts.Requests, streams every Record to DIR/requests.msgpack as it
+// completes, then writes DIR/summary.json (atomically) and DIR/report.html. An interrupted
+// run (ctx canceled) still writes complete results marked interrupted.
+func Execute(ctx context.Context, opts Options, produce Producer) (*Result, error) {
+	if len(opts.Requests) == 0 {
+		return nil, errors.New("no requests to send (empty trace?)")
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if opts.OutDir == "" {
+		opts.OutDir = DefaultOutDir(now())
+	}
+	if err := os.MkdirAll(opts.OutDir, dirPerm); err != nil {
+		return nil, fmt.Errorf("create results directory: %w", err)
+	}
+	recPath := filepath.Join(opts.OutDir, RecordsFile)
+	rw, err := metrics.CreateRecordFile(recPath)
+	if err != nil {
+		return nil, err
+	}
+	if opts.OnRecords != nil {
+		opts.OnRecords(rw)
+	}
+	var writeErr atomic.Value
+	sink := func(r *metrics.Record) {
+		if err := rw.Write(r); err != nil {
+			writeErr.CompareAndSwap(nil, err)
+		}
+	}
+	started := now()
+	prod, perr := produce(ctx, opts.Requests, sink)
+	if cerr := rw.Close(); cerr != nil && perr == nil {
+		perr = fmt.Errorf("records file: %w", cerr)
+	}
+	if werr, ok := writeErr.Load().(error); ok && perr == nil {
+		perr = fmt.Errorf("records file: %w", werr)
+	}
+	if opts.Scraper != nil {
+		opts.Scraper.Stop()
+		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.Scraper.Data()); err != nil && perr == nil {
+			perr = err
+		}
+	}
+	if perr != nil {
+		return &Result{Dir: opts.OutDir, Records: rw.Count()}, perr
+	}
+	if prod == nil {
+		prod = &Produced{Start: started}
+	}
+	mopts := opts.Metrics
+	mopts.ClientCPUFraction = prod.ClientCPUFraction
+	sum, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
+	if err != nil {
+		return &Result{Dir: opts.OutDir, Records: rw.Count()}, fmt.Errorf("summarize: %w", err)
+	}
+	info := opts.Info
+	if prod.Model != "" {
+		info.Model = prod.Model
+	}
+	if !prod.Start.IsZero() {
+		started = prod.Start
+	}
+	info.Start = started.UTC().Format(time.RFC3339)
+	info.DurationS = now().Sub(started).Seconds()
+	info.Interrupted = prod.Interrupted
+	if info.Host.OS == "" {
+		info.Host = HostFacts()
+	}
+	sum.Run = info
+	stats := traces.ComputeStats(opts.Requests)
+	sum.Workload = stats
+	if prod.Interrupted {
+		sum.Warnings = append([]string{"interrupted: the run was stopped before the trace finished; numbers cover what was sent"}, sum.Warnings...)
+	}
+	if err := finish(opts, sum, recPath); err != nil {
+		return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, err
+	}
+	return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, nil
+}
+
+// finish writes summary.json and report.html.
+func finish(opts Options, sum *metrics.Summary, recPath string) error {
+	if err := WriteJSON(filepath.Join(opts.OutDir, SummaryFile), sum); err != nil {
+		return err
+	}
+	return RenderReport(opts.OutDir, sum, opts.HTML)
+}
+
+// RenderReport writes DIR/report.html from sum and the records in DIR (for sampled timelines).
+func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) error {
+	recPath := filepath.Join(dir, RecordsFile)
+	if hopts.Samples == nil {
+		if samples, err := reports.SampleRecords(metrics.FileSource(recPath).Each); err == nil {
+			hopts.Samples = samples
+		}
+	}
+	if hopts.ServerMetrics == nil {
+		if sm, err := readServerSamples(filepath.Join(dir, ScrapeFile)); err == nil {
+			hopts.ServerMetrics = toReportSeries(sm)
+		}
+	}
+	var b strings.Builder
+	if err := reports.WriteHTML(&b, sum, hopts); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, ReportFile), []byte(b.String()))
+}
+
+// HostFacts describes the client machine.
+func HostFacts() metrics.Host {
+	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "model name") {
+				if i := strings.IndexByte(line, ':'); i >= 0 {
+					h.CPUModel = strings.TrimSpace(line[i+1:])
+				}
+				break
+			}
+		}
+	}
+	return h
+}
