@@ -28,10 +28,10 @@ type Comparison struct {
 	// Paired is true when requests were matched by id and resampled jointly.
 	Paired bool `json:"paired"`
 	// MatchedIDs is the number of request ids present on both sides (the paired units).
-	MatchedIDs int     `json:"matched_ids"`
-	Resamples  int     `json:"resamples"`
-	Confidence float64 `json:"confidence"` // e.g. 0.95
-	Seed       uint64  `json:"seed"`
+	MatchedIDs int            `json:"matched_ids"`
+	Resamples  int            `json:"resamples"`
+	Confidence float64        `json:"confidence"` // e.g. 0.95
+	Seed       uint64         `json:"seed"`
 	Base       ComparisonSide `json:"base"`
 	Cand       ComparisonSide `json:"cand"`
 	// Metrics holds one row per compared metric, in a stable order.
