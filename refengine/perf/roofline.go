@@ -288,6 +288,31 @@ func (r *Roofline) Step(w Work) Breakdown {
 	if w.NewTokens <= 0 {
 		return Breakdown{}
 	}
+	tMem, tComp, tComm, flops, bytes := r.terms(w)
+	return Breakdown{
+		Compute:     seconds(tComp),
+		Memory:      seconds(tMem),
+		Comm:        seconds(tComm),
+		Overhead:    seconds(r.overheadSeconds),
+		Total:       seconds(r.combine(tMem, tComp) + tComm + r.overheadSeconds),
+		MemoryBound: tMem >= tComp,
+		FLOPs:       flops,
+		Bytes:       bytes,
+	}
+}
+
+// StepTime is Step(w).Total, computed without the rest of the breakdown.
+func (r *Roofline) StepTime(w Work) time.Duration {
+	if w.NewTokens <= 0 {
+		return 0
+	}
+	tMem, tComp, tComm, _, _ := r.terms(w)
+	return seconds(r.combine(tMem, tComp) + tComm + r.overheadSeconds)
+}
+
+// terms returns the per-rank memory, compute and communication seconds of w and the step's
+// total FLOPs and bytes.
+func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
 	t := float64(w.NewTokens)
 	wb := r.weightBytes
 	if r.experts > 0 {
@@ -296,35 +321,23 @@ func (r *Roofline) Step(w Work) Breakdown {
 		touched := r.experts * (1 - math.Pow(r.missFrac, t))
 		wb = r.sharedWeightBytes + touched*r.expertBytes
 	}
-	bytes := wb + float64(w.KVTokensRead)*r.kvBytesPerToken
+	bytes = wb + float64(w.KVTokensRead)*r.kvBytesPerToken
 	linFLOPs := r.linFLOPsPerToken * t
 	attnFLOPs := r.attnFLOPsPerPair * w.AttnPairs
-	tMem := bytes * r.secPerByte
-	tComp := linFLOPs*r.secPerLinFLOP + attnFLOPs*r.secPerAttnFLOP
-	var tComm float64
+	tMem = bytes * r.secPerByte
+	tComp = linFLOPs*r.secPerLinFLOP + attnFLOPs*r.secPerAttnFLOP
 	if r.allReduces > 0 {
 		tComm = r.allReduces * (r.arLatencySeconds + t*r.arBytesPerToken*r.arSecPerByte)
 	}
-	var core float64
-	if r.smooth {
-		core = math.Sqrt(tMem*tMem + tComp*tComp)
-	} else {
-		core = math.Max(tMem, tComp)
-	}
-	return Breakdown{
-		Compute:     seconds(tComp),
-		Memory:      seconds(tMem),
-		Comm:        seconds(tComm),
-		Overhead:    seconds(r.overheadSeconds),
-		Total:       seconds(core + tComm + r.overheadSeconds),
-		MemoryBound: tMem >= tComp,
-		FLOPs:       linFLOPs + attnFLOPs,
-		Bytes:       bytes,
-	}
+	return tMem, tComp, tComm, linFLOPs + attnFLOPs, bytes
 }
 
-// StepTime is Step(w).Total.
-func (r *Roofline) StepTime(w Work) time.Duration { return r.Step(w).Total }
+func (r *Roofline) combine(tMem, tComp float64) float64 {
+	if r.smooth {
+		return math.Sqrt(tMem*tMem + tComp*tComp)
+	}
+	return math.Max(tMem, tComp)
+}
 
 // KVTransferTime prices moving tokens tokens of KV cache between a prefill and a decode pool
 // (disaggregated serving) at bandwidth bw bytes/s; bw <= 0 selects the GPUs' links in
