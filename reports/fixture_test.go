@@ -1,0 +1,147 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+// dist builds a plausible distribution from its median: a log-normal-ish tail with a CDF.
+func dist(p50, spread float64, count int64) metrics.Dist {
+	q := func(z float64) float64 { return round3(p50 * math.Exp(spread*z)) }
+	d := metrics.Dist{
+		Mean: round3(p50 * math.Exp(spread*spread/2)), P50: p50, P90: q(1.2816), P95: q(1.6449),
+		P99: q(2.3263), P999: q(3.0902), Max: q(3.4), Min: q(-2.5), Count: count,
+	}
+	zs := []float64{-2.5, -2, -1.5, -1.2816, -1, -0.5, 0, 0.5, 1, 1.2816, 1.6449, 2, 2.3263, 3.0902, 3.4}
+	qs := []float64{0, 0.0228, 0.0668, 0.1, 0.1587, 0.3085, 0.5, 0.6915, 0.8413, 0.9, 0.95, 0.9772, 0.99, 0.999, 1}
+	for i, z := range zs {
+		d.CDF = append(d.CDF, metrics.CDFPoint{Q: qs[i], Value: q(z)})
+	}
+	return d
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// fixtureSummary is a hand-built summary of a 120 s open-loop run with two classes, a few
+// failures, stalls and SLOs; modelName and errText let tests plant hostile text.
+func fixtureSummary(modelName, warning string) *metrics.Summary {
+	lat := metrics.Latency{
+		TTFT: dist(180, 0.5, 1437), TPOT: dist(22, 0.2, 1437), ITL: dist(18, 0.6, 310000),
+		ITLChunk: dist(21, 0.7, 290000), E2E: dist(4800, 0.6, 1437), Queue: dist(0.05, 0.3, 1440),
+		MaxGap: dist(95, 0.7, 1437), Normalized: dist(23, 0.25, 1437),
+	}
+	s := &metrics.Summary{
+		Schema: metrics.SummarySchema,
+		Run: metrics.RunInfo{
+			Command: "llmbench run --trace chat.jsonl --slo ttft=500,tpot=50", Trace: "chat.jsonl",
+			Endpoint: "http://127.0.0.1:8000", Model: modelName, Backend: "vllm", API: "chat", Seed: 7,
+			Start: "2026-11-29T17:00:00Z", DurationS: 130, Version: "0.1.0-test", Mode: "open-loop",
+			Tokenizer: "llama3", Engine: map[string]string{"gpu": "H100-SXM", "model": "llama-3.1-8b"},
+			Host: metrics.Host{OS: "linux", Arch: "amd64", CPUs: 8, GoVersion: "go1.26"},
+		},
+		Requests: metrics.Requests{
+			Total: 1440, Succeeded: 1437, Failed: 3,
+			Failures:   map[string]int{"timeout_idle": 2, "http_5xx": 1},
+			FailStatus: map[string]int{"503": 1}, InputTokens: 1843200, OutputTokens: 310000,
+			TokenSource: map[string]int{"usage": 1437, "chunks": 3}, TokenMismatch: 0.002,
+		},
+		Throughput: metrics.Throughput{RequestsPerS: 12, InputTokensPerS: 15360, OutputTokensPerS: 2583.3, WindowS: 120},
+		Latency:    lat,
+		Stalls: metrics.Stalls{ThresholdMs: 90, ThresholdRule: "5x median ITL", Count: 41, RequestsWithStall: 33,
+			RequestFraction: 0.0229, StalledTimeMs: 6100, StalledTimeFraction: 0.0009},
+		Fluidity: metrics.Fluidity{TTFTDeadlineMs: 500, TBTDeadlineMs: 50, IndexMean: 0.981, IndexP1: 0.71,
+			IndexP5: 0.88, IndexP50: 1, FractionAbove90: 0.952},
+		Goodput: metrics.Goodput{SLO: map[string]float64{"ttft": 500, "tpot": 50}, RequestsPerS: 11.28,
+			Fraction: 0.94, Met: 1354},
+		Client: metrics.Client{LagMs: dist(0.08, 0.4, 1440), CPUFraction: 0.031},
+		TokensPerChunk: metrics.Dist{Mean: 1.07, P50: 1, P90: 1, P95: 2, P99: 3, P999: 4, Max: 4, Min: 1, Count: 290000,
+			CDF: []metrics.CDFPoint{{Q: 0, Value: 1}, {Q: 0.94, Value: 1}, {Q: 0.985, Value: 2}, {Q: 0.997, Value: 3}, {Q: 1, Value: 4}}},
+		Excluded: map[string]*metrics.PhaseSummary{
+			"warmup": {Requests: metrics.Requests{Total: 60, Succeeded: 60}, Latency: metrics.Latency{
+				TTFT: dist(260, 0.5, 60), E2E: dist(5100, 0.5, 60), ITL: dist(19, 0.5, 12000)}},
+		},
+		Workload: map[string]any{
+			"requests": 1500, "duration_s": 125.0, "classes": map[string]int{"chat": 1000, "rag": 500},
+			"input_tokens":  map[string]float64{"mean": 1280, "p50": 900, "p90": 2600, "p99": 6100, "max": 7900, "min": 12},
+			"output_tokens": map[string]float64{"mean": 215, "p50": 180, "p90": 420, "p99": 900, "max": 1024, "min": 4},
+			"burstiness_cv": 1.12,
+		},
+		Cost: &metrics.Cost{Basis: "gpu_hour", Total: 0.1333, PerRequest: 0.0000926, PerMillionOutput: 0.43,
+			PerMillionTokens: 0.062, PerGoodRequest: 0.0000985, Currency: "USD"},
+		ByClass: map[string]*metrics.ClassSummary{
+			"chat": {Requests: metrics.Requests{Total: 960, Succeeded: 958, Failed: 2}, Throughput: metrics.Throughput{RequestsPerS: 8},
+				Latency: metrics.Latency{TTFT: dist(150, 0.4, 958), TPOT: dist(21, 0.2, 958), ITL: dist(17, 0.5, 200000), E2E: dist(4100, 0.5, 958)},
+				Goodput: metrics.Goodput{SLO: map[string]float64{"ttft": 500}, Fraction: 0.97, RequestsPerS: 7.76, Met: 931},
+				Stalls:  metrics.Stalls{RequestFraction: 0.018}},
+			"rag": {Requests: metrics.Requests{Total: 480, Succeeded: 479, Failed: 1}, Throughput: metrics.Throughput{RequestsPerS: 4},
+				Latency: metrics.Latency{TTFT: dist(320, 0.5, 479), TPOT: dist(24, 0.2, 479), ITL: dist(19, 0.6, 110000), E2E: dist(6000, 0.5, 479)},
+				Goodput: metrics.Goodput{SLO: map[string]float64{"ttft": 500}, Fraction: 0.88, RequestsPerS: 3.52, Met: 423},
+				Stalls:  metrics.Stalls{RequestFraction: 0.033}},
+		},
+		Warnings: []string{warning},
+	}
+	s.TimeSeries = fixtureSeries(130)
+	return s
+}
+
+// fixtureSeries is a deterministic per-second series of n buckets with warm-up and cool-down.
+func fixtureSeries(n int) *metrics.TimeSeries {
+	ts := &metrics.TimeSeries{BucketS: 1, WarmupEndS: 5, CooldownStartS: float64(n) - 5}
+	for i := 0; i < n; i++ {
+		w := math.Sin(float64(i)/7) + 0.3*math.Sin(float64(i)*1.7)
+		ts.T = append(ts.T, float64(i))
+		ts.InFlight = append(ts.InFlight, 55+int(12*w))
+		ts.Queued = append(ts.Queued, max(0, int(6*w)))
+		ts.Sent = append(ts.Sent, 12+int(3*w))
+		ts.Completed = append(ts.Completed, 12+int(2.5*w))
+		ts.Failed = append(ts.Failed, (i/40)%2*(i%3/2))
+		ts.OutputTokPerS = append(ts.OutputTokPerS, round3(2580+300*w))
+		ts.TTFTP50 = append(ts.TTFTP50, round3(180+40*w))
+		ts.TTFTP99 = append(ts.TTFTP99, round3(560+150*w))
+		ts.ITLP50 = append(ts.ITLP50, round3(18+3*w))
+		ts.ITLP99 = append(ts.ITLP99, round3(70+20*w))
+	}
+	return ts
+}
+
+// fixtureRecords builds n deterministic records; every 50th has a stall, every 97th fails.
+func fixtureRecords(n int) []metrics.Record {
+	const ms = int64(1e6)
+	out := make([]metrics.Record, 0, n)
+	for i := 0; i < n; i++ {
+		intended := int64(i) * 83 * ms
+		r := metrics.Record{
+			ID: fmt.Sprintf("req-%05d", i), Class: []string{"chat", "rag"}[i%2], Intended: intended,
+			Dispatched: intended + ms/10, Sent: intended + ms/5, Headers: intended + 20*ms,
+			InputTokens: 200 + (i*37)%900, RequestedTokens: 40 + (i*13)%60, Status: 200,
+			TokenSource: metrics.TokensFromUsage, ServerInputTokens: -1, ServerOutputTokens: -1,
+		}
+		if i < n/20 {
+			r.Phase = metrics.PhaseWarmup
+		}
+		t := intended + int64(120+(i*7)%200)*ms
+		out1 := r.RequestedTokens
+		for k := 0; k < out1; {
+			tok := int32(1 + (k+i)%5/4)
+			r.Chunks = append(r.Chunks, metrics.Chunk{T: t, Tokens: tok})
+			k += int(tok)
+			gap := int64(15+(k*i)%11) * ms
+			if i%50 == 7 && k == out1/2 {
+				gap = 900 * ms
+			}
+			t += gap
+		}
+		r.FirstToken = r.Chunks[0].T
+		r.End = t
+		r.OutputTokens = out1
+		if i%97 == 13 {
+			r.Failure = metrics.FailTimeoutIdle
+			r.Error = "idle timeout <script>alert(1)</script>"
+			r.Chunks = r.Chunks[:len(r.Chunks)/3]
+		}
+		out = append(out, r)
+	}
+	return out
+}

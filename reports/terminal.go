@@ -1,0 +1,264 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+// termWidth is the widest line WriteTerminal produces for text it controls; outside text
+// (warnings) is wrapped to it.
+const termWidth = 100
+
+// errWriter remembers the first write error so a writer function can report it once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err != nil {
+		return
+	}
+	_, e.err = fmt.Fprintf(e.w, format, a...)
+}
+
+// field prints a labelled line, wrapped to termWidth with continuation lines indented.
+func (e *errWriter) field(label, text string) {
+	for i, line := range wrap(termSafe(text), termWidth-12) {
+		if i == 0 {
+			e.printf("%-12s%s\n", label, line)
+		} else {
+			e.printf("%-12s%s\n", "", line)
+		}
+	}
+}
+
+// termSafe replaces control characters (escape sequences, carriage returns) in outside text
+// so a model name or error message cannot rewrite the user's terminal.
+func termSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// WriteTerminal prints a compact summary table of s that fits 100 columns: the headline,
+// requests, throughput, latency percentiles, stalls, fluidity, goodput, client health, the
+// per-class breakdown and the warnings.
+func WriteTerminal(w io.Writer, s *metrics.Summary) error {
+	if s == nil {
+		return fmt.Errorf("reports: WriteTerminal: nil summary")
+	}
+	e := &errWriter{w: w}
+	e.printf("%s\n", termSafe(runLine(s.Run)))
+	for _, line := range wrap(termSafe(Headline(s)), termWidth) {
+		e.printf("%s\n", line)
+	}
+	e.printf("\n")
+	e.field("Requests", requestsLine(s.Requests))
+	e.field("Throughput", fmt.Sprintf("%s req/s · %s input tok/s · %s output tok/s · window %s",
+		fmtRate(s.Throughput.RequestsPerS), fmtRate(s.Throughput.InputTokensPerS),
+		fmtRate(s.Throughput.OutputTokensPerS), fmtSeconds(s.Throughput.WindowS)))
+	e.field("Tokens", tokensLine(s.Requests))
+	e.printf("\n")
+
+	e.printf("%-14s", "Latency (ms)")
+	for _, st := range distStats {
+		e.printf("%9s", st.Label)
+	}
+	e.printf("%10s\n", "count")
+	for _, row := range latencyRows(s.Latency) {
+		if row.Key == "normalized" {
+			continue
+		}
+		e.printf("%-14s", row.Label)
+		for _, st := range distStats {
+			e.printf("%9s", fmtDistMs(row.D, st.Get(row.D)))
+		}
+		e.printf("%10s\n", fmtInt(row.D.Count))
+	}
+	e.printf("\n")
+	e.field("Stalls", stallsLine(s.Stalls))
+	e.field("Fluidity", fluidityLine(s.Fluidity))
+	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
+	e.field("Client", clientLine(s.Client))
+	if s.TokensPerChunk.Count > 0 {
+		d := s.TokensPerChunk
+		e.field("Chunks", fmt.Sprintf("tokens per chunk mean %s · p50 %s · p99 %s · max %s",
+			fmtFixed(d.Mean, 2), fmtShort(d.P50), fmtShort(d.P99), fmtShort(d.Max)))
+	}
+	if s.Cost != nil {
+		e.field("Cost", costLine(s.Cost))
+	}
+	if len(s.ByClass) > 1 {
+		e.printf("\n%-18s%9s%8s%9s%10s%10s%10s%10s%9s\n", "Class (ms)", "requests", "failed",
+			"req/s", "TTFT p99", "TPOT p99", "ITL p99", "E2E p99", "goodput")
+		for _, name := range sortedKeys(s.ByClass) {
+			c := s.ByClass[name]
+			if c == nil {
+				continue
+			}
+			e.printf("%-18s%9s%8s%9s%10s%10s%10s%10s%9s\n", clip(termSafe(name), 17),
+				fmtInt(int64(c.Requests.Total)), fmtInt(int64(c.Requests.Failed)),
+				fmtRate(c.Throughput.RequestsPerS), fmtDistMs(c.Latency.TTFT, c.Latency.TTFT.P99),
+				fmtDistMs(c.Latency.TPOT, c.Latency.TPOT.P99), fmtDistMs(c.Latency.ITL, c.Latency.ITL.P99),
+				fmtDistMs(c.Latency.E2E, c.Latency.E2E.P99), goodputCell(c.Goodput))
+		}
+	}
+	if len(s.Warnings) > 0 {
+		e.printf("\nWarnings\n")
+		for _, wn := range s.Warnings {
+			for i, line := range wrap(termSafe(wn), termWidth-4) {
+				if i == 0 {
+					e.printf("  ! %s\n", line)
+				} else {
+					e.printf("    %s\n", line)
+				}
+			}
+		}
+	}
+	return e.err
+}
+
+// runLine is the first line of text outputs: what was run, against what, for how long.
+func runLine(r metrics.RunInfo) string {
+	parts := []string{"llmbench"}
+	if r.Model != "" {
+		parts = append(parts, "model "+r.Model)
+	}
+	parts = append(parts, modeLabel(r))
+	parts = append(parts, fmtSeconds(r.DurationS))
+	if r.Trace != "" {
+		parts = append(parts, "trace "+r.Trace)
+	}
+	parts = append(parts, fmt.Sprintf("seed %d", r.Seed))
+	return clip(strings.Join(parts, " · "), termWidth)
+}
+
+func requestsLine(q metrics.Requests) string {
+	s := fmt.Sprintf("%s total · %s ok · %s failed", fmtInt(int64(q.Total)), fmtInt(int64(q.Succeeded)),
+		fmtInt(int64(q.Failed)))
+	if len(q.Failures) > 0 {
+		var kinds []string
+		for _, k := range countsByValue(q.Failures) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, q.Failures[k]))
+		}
+		s += ": " + strings.Join(kinds, ", ")
+	}
+	return s
+}
+
+func tokensLine(q metrics.Requests) string {
+	s := fmt.Sprintf("input %s · output %s", fmtInt(q.InputTokens), fmtInt(q.OutputTokens))
+	if len(q.TokenSource) > 0 {
+		var src []string
+		for _, k := range sortedKeys(q.TokenSource) {
+			src = append(src, k+" "+fmtInt(int64(q.TokenSource[k])))
+		}
+		s += " · counted by " + strings.Join(src, ", ")
+	}
+	return s + " · server mismatch " + fmtPct(q.TokenMismatch)
+}
+
+func stallsLine(st metrics.Stalls) string {
+	rule := ""
+	if st.ThresholdRule != "" {
+		rule = " (" + st.ThresholdRule + ")"
+	}
+	return fmt.Sprintf("gaps > %s ms%s: %s in %s requests (%s) · %s of decode time",
+		fmtShort(st.ThresholdMs), rule, fmtInt(st.Count), fmtInt(st.RequestsWithStall),
+		fmtPct(st.RequestFraction), fmtPct(st.StalledTimeFraction))
+}
+
+func fluidityLine(f metrics.Fluidity) string {
+	return fmt.Sprintf("mean %s, p1 %s, p5 %s, p50 %s; %s ≥ 0.9 (deadlines: TTFT %s ms, TBT %s ms)",
+		fmtFixed(f.IndexMean, 3), fmtFixed(f.IndexP1, 3), fmtFixed(f.IndexP5, 3), fmtFixed(f.IndexP50, 3),
+		fmtPct(f.FractionAbove90), fmtShort(f.TTFTDeadlineMs), fmtShort(f.TBTDeadlineMs))
+}
+
+func goodputLine(g metrics.Goodput, total int) string {
+	if len(g.SLO) == 0 && len(g.ClassSLO) == 0 {
+		return "no SLO given (use --slo ttft=…,tpot=…)"
+	}
+	return fmt.Sprintf("%s req/s · %s met every SLO (%s of %s) · SLO %s",
+		fmtRate(g.RequestsPerS), fmtPct(g.Fraction), fmtInt(int64(g.Met)), fmtInt(int64(total)), sloText(g))
+}
+
+// sloText lists the SLO limits, per class where they differ.
+func sloText(g metrics.Goodput) string {
+	var parts []string
+	if len(g.SLO) > 0 {
+		parts = append(parts, sloList(g.SLO))
+	}
+	for _, c := range sortedKeys(g.ClassSLO) {
+		parts = append(parts, c+": "+sloList(g.ClassSLO[c]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sloList(m map[string]float64) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s ≤ %s ms", k, fmtShort(m[k])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func goodputCell(g metrics.Goodput) string {
+	if len(g.SLO) == 0 && len(g.ClassSLO) == 0 {
+		return "-"
+	}
+	return fmtPct(g.Fraction)
+}
+
+func clientLine(c metrics.Client) string {
+	return fmt.Sprintf("%s · schedule lag p50 %s ms, p99 %s ms, max %s ms · client CPU %s",
+		clientHealth(c), fmtDistMs(c.LagMs, c.LagMs.P50), fmtDistMs(c.LagMs, c.LagMs.P99),
+		fmtDistMs(c.LagMs, c.LagMs.Max), fmtPct(c.CPUFraction))
+}
+
+func costLine(c *metrics.Cost) string {
+	return fmt.Sprintf("%s total · %s per request · %s per 1M output tokens (%s)",
+		fmtMoney(c.Total, c.Currency), fmtMoney(c.PerRequest, c.Currency),
+		fmtMoney(c.PerMillionOutput, c.Currency), c.Basis)
+}
+
+// clip shortens s to at most n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// wrap breaks s into lines of at most width runes at spaces (a longer word gets its own line).
+func wrap(s string, width int) []string {
+	words := strings.Fields(s)
+	if len(words) == 0 {
+		return []string{""}
+	}
+	var lines []string
+	cur := ""
+	for _, w := range words {
+		switch {
+		case cur == "":
+			cur = w
+		case len([]rune(cur))+1+len([]rune(w)) <= width:
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+	}
+	return append(lines, cur)
+}

@@ -1,0 +1,40 @@
+package reports
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestWriteTerminalFits100Columns(t *testing.T) {
+	var buf bytes.Buffer
+	s := fixtureSummary("llama-3.1-8b-instruct", "client CPU was at 3% of capacity; fine")
+	if err := WriteTerminal(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	t.Log("\n" + out)
+	for i, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > termWidth {
+			t.Errorf("line %d has %d columns (> %d): %q", i+1, n, termWidth, line)
+		}
+	}
+	for _, want := range []string{"goodput 94.0% of 12.0 req/s within SLO", "TTFT", "ITL per chunk", "Queue",
+		"timeout_idle 2", "client healthy", "chat", "rag"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output lacks %q", want)
+		}
+	}
+}
+
+func TestWriteTerminalStripsControlCharacters(t *testing.T) {
+	var buf bytes.Buffer
+	s := fixtureSummary("evil\x1b[2J\rmodel", "warn \x1b]0;title\x07 here")
+	if err := WriteTerminal(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(buf.String(), "\x1b\r\x07") {
+		t.Fatalf("control characters reached the terminal: %q", buf.String())
+	}
+}
