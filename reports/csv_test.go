@@ -1,0 +1,50 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+func TestWriteCSV(t *testing.T) {
+	const ms = int64(1e6)
+	recs := []metrics.Record{
+		{ID: "a", Class: "chat", Intended: 0, Dispatched: 1 * ms, Sent: 3 * ms, FirstToken: 100 * ms,
+			Chunks: []metrics.Chunk{{T: 100 * ms, Tokens: 1}, {T: 120 * ms, Tokens: 2}, {T: 200 * ms, Tokens: 1}},
+			End:    200 * ms, InputTokens: 10, OutputTokens: 4, TokenSource: "usage", Status: 200},
+		{ID: "=HYPERLINK(\"x\")", Phase: metrics.PhaseWarmup, Intended: 5 * ms, Failure: metrics.FailDropped},
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, EachOf(recs)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		CSVHeader,
+		{"a", "chat", "steady", "", "200", "100.000", "33.333", "200.000", "2.000", "1.000", "80.000", "3", "10", "4", "usage"},
+		{"'=HYPERLINK(\"x\")", "", "warmup", "dropped", "", "", "", "", "", "", "", "0", "0", "0", ""},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(want))
+	}
+	for i := range want {
+		if strings.Join(rows[i], ",") != strings.Join(want[i], ",") {
+			t.Errorf("row %d:\n got %q\nwant %q", i, rows[i], want[i])
+		}
+	}
+}
+
+func TestWriteCSVPassesIterationError(t *testing.T) {
+	boom := errors.New("records file is truncated")
+	err := WriteCSV(&bytes.Buffer{}, func(fn func(*metrics.Record) error) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want wrapped %v", err, boom)
+	}
+}
