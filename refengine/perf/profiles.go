@@ -104,7 +104,7 @@ func (g GPU) Validate() error {
 	}
 	pos := func(field string, v float64) error {
 		if !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("gpu %s: %s must be > 0, got %g", name, field, v)
+			return fmt.Errorf("gpu %s: %s must be > 0 and finite, got %g", name, field, v)
 		}
 		return nil
 	}
