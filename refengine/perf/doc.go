@@ -1,7 +1,205 @@
-// Package perf is the reference engine's performance model: model and GPU profiles and a
-// roofline that prices each engine step (prefill chunks, decode tokens and speculative verify
-// tokens of a continuous batch) and sizes the PagedAttention KV cache.
+// Package perf is the reference engine's performance model: model and GPU profiles, the size
+// of the PagedAttention KV cache, and a roofline that prices each engine step (the prefill
+// chunks, decode tokens and speculative verify tokens of one continuous batch).
 //
-// It is pure arithmetic: no clocks, no I/O, no global mutable state. The scheduler in
-// refengine decides what runs in a step; this package only says how long it takes.
+// It is pure arithmetic: no clocks, no I/O, no mutable global state, and it knows nothing of
+// scheduling. The scheduler in refengine decides what runs in a step and asks this package how
+// long the step takes; the CLI reads profile files and hands their bytes to ParseProfiles.
+//
+// # Using it
+//
+//	m, _ := perf.LookupModel("llama-3.1-8b")
+//	g, _ := perf.LookupGPU("h100")
+//	r, err := perf.New(perf.Config{Model: m, GPU: g, TP: 1, WeightDtype: "fp8"})
+//	var w perf.Work
+//	w.Add(512, 0)    // a 512-token prefill chunk of a new prompt
+//	w.Add(1, 3000)   // one decode token of a sequence with 3,000 tokens of context
+//	w.Add(5, 800)    // a k=4 speculative verify pass: 5 tokens after 800
+//	d := r.StepTime(w) // or r.Step(w) for the breakdown
+//
+// New validates the configuration (the weights must fit, TP must divide the heads, ...) and
+// precomputes every coefficient, so StepTime is a handful of multiplications: O(1) in the
+// batch size, allocation-free, and safe for concurrent use. The Example shows the figures
+// the defaults give.
+//
+// # Step time
+//
+// One engine step over a batch described by Work (Seqs sequences, NewTokens tokens computed,
+// KVTokensRead cached tokens attended to, AttnPairs query-key pairs) costs
+//
+//	bytes    = W + KVTokensRead × KV
+//	FLOPs    = 2 × P_active × NewTokens  +  4 × layers × heads × head_dim × AttnPairs
+//	t_mem    = bytes / (TP × MemBW × BWEff)
+//	t_comp   = linear FLOPs / (TP × peak(weight dtype) × FLOPEff)
+//	         + attention FLOPs / (TP × BF16FLOPS × FLOPEff)
+//	t_comm   = 2 × layers × (AllReduceLatency + 2(TP−1)/TP × NewTokens × hidden × 2 B / (LinkBW × CommEff))   (TP > 1)
+//	total    = combine(t_mem, t_comp) + t_comm + StepOverhead
+//
+// where W is the weight bytes read this step (all weights for a dense model; see "Mixture of
+// experts"), KV is KVBytesPerToken and combine is √(t_mem² + t_comp²) ("smooth", the default)
+// or max(t_mem, t_comp) ("max", the textbook roofline). Step reports each term, the FLOPs and
+// bytes, and MemoryBound (t_mem ≥ t_comp).
+//
+//   - Weights are read once per step, whatever the batch size: this is why one decoding
+//     sequence is bandwidth-bound (8.03e9 × 2 B / 3.35 TB/s ≈ 4.8 ms on an H100, the "≈200
+//     tokens/s" ceiling of seed 000) and why batching is nearly free until the KV reads or the
+//     FLOPs catch up.
+//   - The KV cache of every sequence is read in full, including the new tokens' entries
+//     (written then read): KVTokensRead sums context before + new tokens.
+//   - Linear layers cost 2 FLOPs per parameter per token (a multiply and an add). Counting
+//     every parameter for every token includes the embedding lookup (not a matrix multiply)
+//     and the LM head for prompt tokens whose logits nobody samples; that overstates prefill
+//     FLOPs by about 15% for Llama 3.1 8B and 3% for 70B, within the uncertainty of FLOPEff,
+//     and keeps the model at one documented number.
+//   - Attention costs 2 × head_dim FLOPs for Q·Kᵀ and 2 × head_dim for the weighted sum of V,
+//     per query head, per layer, per causal query-key pair: 4 × layers × heads × head_dim ×
+//     AttnPairs, where a sequence computing n new tokens after c cached ones contributes
+//     n × (c + (n+1)/2) pairs. It runs at the bf16 rate whatever the dtypes (fp8 KV is
+//     dequantized in the kernel).
+//   - Activations' memory traffic, softmax, norms, sampling and the KV writes' own cost are
+//     left out: they are small next to the terms above at serving batch sizes.
+//   - The smooth combination models the imperfect overlap of memory and compute near the
+//     ridge point; issue 3 notes it fits measured step times better than max. Far from the
+//     ridge the two agree.
+//   - An empty Work costs nothing; a step with work always pays StepOverhead (scheduling,
+//     input preparation, kernel launches and sampling on the CPU side).
+//
+// # KV cache capacity
+//
+//	KVBytesPerToken = 2 (K and V) × layers × max(KV heads, TP) × head_dim × bytes per KV value
+//	KVCacheBytes    = TP × (MemBytes × GPUMemUtil − ReserveBytes) − weight bytes (− draft weights)
+//	NumBlocks       = floor(KVCacheBytes / (BlockSize × (KVBytesPerToken + draft KVBytesPerToken)))
+//
+// For Llama 3.1 8B in bf16 that is 2 × 32 × 8 × 128 × 2 = 131,072 B (128 KiB) per token, and
+// with 80 GB, 16 GB of weights, no reserve and all memory usable, SequencesThatFit(4096) is
+// floor(64e9 / 512 MiB) = 119, the seed's worked example. When TP exceeds the KV head count
+// each rank keeps one replicated KV head, as vLLM does. New refuses a configuration whose
+// weights do not fit (the error wraps ErrWeightsDoNotFit and names the smallest TP that fits)
+// or that leaves no room for one block (ErrNoKVCache).
+//
+// # Quantization
+//
+// WeightDtype sets the bytes per weight and the tensor-core rate of the linear layers; KVDtype
+// sets the bytes per cached value:
+//
+//	weights  bytes/param        linear-layer rate
+//	bf16     2                  BF16FLOPS
+//	fp16     2                  BF16FLOPS (same tensor-core rate)
+//	fp8      1                  FP8FLOPS where the GPU has it (H100, H200), else BF16FLOPS (A100)
+//	int8     1                  INT8OPS where the GPU has it, else BF16FLOPS
+//	int4     0.5 + 2/128        BF16FLOPS (weight-only W4A16: dequantized to bf16 in the kernel)
+//	KV bf16  2 per value; KV fp8 1 per value (halves KVBytesPerToken, doubles NumBlocks)
+//
+// int4 carries one 16-bit scale per group of 128 weights (Int4GroupSize), the common GPTQ/AWQ
+// layout, so 0.515625 B per parameter. The model quantizes every parameter, embeddings
+// included; real checkpoints often keep the embeddings and LM head in bf16, which this ignores.
+// Quantization changes speed, not the tokens the engine emits.
+//
+// # Tensor parallelism
+//
+// TP GPUs each hold 1/TP of the weights and of the KV heads and do 1/TP of the FLOPs, so the
+// memory and compute terms divide by TP and capacity multiplies by TP. Megatron-style
+// sharding needs two all-reduces per layer (after attention and after the MLP), each of the
+// step's activations, NewTokens × hidden × 2 B (bf16); a ring all-reduce moves 2(TP−1)/TP of
+// that over each GPU's link, plus a fixed latency per all-reduce. The communication is added
+// to, not overlapped with, the rest of the step. TP must divide the attention heads and
+// divide, or be a multiple of, the KV heads.
+//
+// # Mixture of experts
+//
+// Every token goes through the shared weights (attention, embeddings, router) and
+// ActiveExperts of the Experts expert MLPs in each layer. From the profile's totals, one
+// expert's weights over all layers are (Params − ActiveParams) / (Experts − ActiveExperts) and
+// the shared weights are Params − Experts × that. A step reads the shared weights plus the
+// experts its tokens touch; with t tokens each routed to A of E experts uniformly and
+// independently, the expected number of distinct experts touched per layer is
+// E × (1 − (1 − A/E)^t): 2 of 8 for one Mixtral token, 3.5 for two, all 8 from about 16 tokens
+// on. Real routers are skewed, so this slightly overstates the bytes of small batches. FLOPs
+// use ActiveParams. Capacity counts all experts' weights.
+//
+// # Speculative decoding
+//
+// ExpectedTokensPerPass(α, k) = (1 − α^(k+1)) / (1 − α) is the mean number of tokens a
+// verification pass emits when each of k drafted tokens is accepted with probability α, left
+// to right (k+1 when α = 1): 2.31, 3.36 and 4.10 for α = 0.6, 0.8, 0.9 at k = 4 (seed 000,
+// section 7). A verify pass is priced like any step: its k+1 tokens per sequence go into Work
+// with Add(k+1, context). A draft model's passes are priced by DraftStepTime on the same GPUs,
+// dtypes and efficiencies, without StepOverhead; a step that drafts k tokens costs k of them.
+// Put the draft in Config.Draft and its weights and its own KV cache (per target token) also
+// come out of the KV budget. Drafting without a model (n-gram, EAGLE/Medusa heads) is free in
+// this model.
+//
+// # Disaggregated serving
+//
+// KVTransferTime(tokens, bw) is the time to move a prompt's KV cache from a prefill pool to a
+// decode pool: tokens × KVBytesPerToken / bw, by default over the GPUs' links in parallel
+// (TP × LinkBW × CommEff), for pools inside one NVLink domain. Pass the network's bandwidth
+// for pools on different hosts (for example 50e9 for a 400 Gb/s NIC).
+//
+// # Profiles and their sources
+//
+// Models (LookupModel; numbers from each model's config.json on Hugging Face and the
+// parameter counts on its model card):
+//
+//	name           layers hidden heads kv  head_dim ffn    vocab   params          context
+//	llama-3.1-8b   32     4096   32    8   128      14336  128256  8.03e9          131072
+//	llama-3.1-70b  80     8192   64    8   128      28672  128256  70.6e9          131072
+//	mixtral-8x7b   32     4096   32    8   128      14336  32000   46.7e9 (12.9e9  32768
+//	                                                                active, 8 experts, top-2)
+//	llama-3.2-1b   16     2048   32    8   64       8192   128256  1.24e9          131072
+//
+// Llama 3.2 1B is there as a draft model for speculative decoding of the Llama 3.1 models
+// (same tokenizer). Aliases are accepted case-insensitively, with or without a Hugging Face
+// organisation prefix: "meta-llama/Llama-3.1-8B-Instruct", "llama3.1-70b", "mixtral", ...
+//
+// GPUs (LookupGPU; NVIDIA data sheets, dense tensor-core rates without sparsity, NVLink per
+// direction; fp8 is absent on the A100, whose fp8 weights therefore compute at the bf16 rate):
+//
+//	name       alias  memory  bandwidth   bf16 TFLOP/s  fp8 TFLOP/s  int8 TOP/s  NVLink
+//	a100-80gb  a100   80 GB   2.039 TB/s  312           -            624         300 GB/s
+//	h100-sxm   h100   80 GB   3.35 TB/s   989           1979         1979        450 GB/s
+//	h200       -      141 GB  4.8 TB/s    989           1979         1979        450 GB/s
+//
+// Memory is the data sheet's "80 GB" read as 80e9 bytes, the convention of the seed's worked
+// example. The devices actually expose about 85.5e9 bytes (80 GiB less firmware reservations),
+// so this model's KV capacity is conservative; a profile file can say otherwise. The effect
+// is largest for Llama 3.1 70B in bf16 on two H100s, which fits with only about 2,400 tokens of
+// KV cache here but tens of thousands on real hardware.
+//
+// Other profiles come from a JSON file (ParseProfiles documents the format) loaded into a
+// Registry (NewRegistry, Registry.LoadJSON); a profile named like a built-in one or one of its
+// aliases replaces it.
+//
+// # Constants and their sources
+//
+// Every constant is a Config field (zero selects the default below; for StepOverhead,
+// AllReduceLatency and ReserveBytes a negative value means none) or a profile field.
+//
+//	BWEff 0.78          achievable fraction of peak HBM bandwidth; issue 3: ≈0.78 reproduces
+//	                    published decode profiles (memory-bound GEMV kernels reach 75-85%).
+//	FLOPEff 0.75        achievable fraction of peak dense tensor FLOP/s for large GEMMs (issue 3).
+//	StepOverhead 800µs  per-step CPU cost (scheduling, input preparation, launches, sampling).
+//	                    Calibrated, not measured: with it one Llama 3.1 8B bf16 sequence on an
+//	                    H100 decodes in 6.95 ms, the ≈7 ms published measurement the issue
+//	                    cites, against a 6.15 ms memory term.
+//	Combine "smooth"    √(t_mem² + t_comp²); issue 3: fits measurements better than max.
+//	CommEff 0.70        achievable fraction of NVLink bandwidth in a ring all-reduce
+//	                    (an assumption in line with NCCL's typical bus bandwidth).
+//	AllReduceLatency 8µs fixed cost of one small all-reduce on NVLink (an assumption of the
+//	                    order of custom all-reduce kernels); 2 × layers of them per TP step.
+//	GPUMemUtil 0.9      vLLM's default gpu_memory_utilization.
+//	ReserveBytes 1e9    per GPU, for activations, workspace and CUDA graphs (an assumption:
+//	                    vLLM's profiling run finds a few hundred MB to a few GB).
+//	BlockSize 16        vLLM's default KV block size (DESIGN.md, seed 000 section 6).
+//	Int4GroupSize 128   int4 quantization group (GPTQ/AWQ default).
+//
+// # What it leaves out
+//
+// The model prices a step from aggregate work, so kernels' shape effects (tile quantization,
+// small-batch GEMM inefficiency, attention kernels that read KV at less than full bandwidth,
+// prefill and decode running in separate kernels), pipeline parallelism, expert parallelism,
+// CPU offload, thermal throttling and network effects between client and server are outside
+// it. It answers "how long would this step take on that hardware" to within the accuracy of
+// the efficiency factors, which is what a load-testing harness's reference engine needs; it
+// is not a substitute for measuring a real engine.
 package perf
