@@ -84,6 +84,8 @@ type Requests struct {
 	// TokenMismatch is the fraction of requests whose client count differs from the server's
 	// reported usage (only over requests where both exist).
 	TokenMismatch float64 `json:"token_mismatch_fraction"`
+	// TokenCompared is how many requests had both counts (TokenMismatch's denominator).
+	TokenCompared int `json:"token_compared"`
 }
 
 // Throughput over the measured (steady-state) window.
@@ -92,6 +94,10 @@ type Throughput struct {
 	InputTokensPerS  float64 `json:"input_tokens_per_s"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	WindowS          float64 `json:"window_s"`
+	// WindowStartS / WindowEndS bound the steady window in seconds from the run epoch (first
+	// intended send to last completion), so that shards sharing an epoch merge exactly.
+	WindowStartS float64 `json:"window_start_s"`
+	WindowEndS   float64 `json:"window_end_s"`
 }
 
 // Dist is a distribution summary.
@@ -143,6 +149,8 @@ type Stalls struct {
 	StalledTimeMs     float64 `json:"stalled_time_ms"`
 	// StalledTimeFraction is stalled time over total decode time (first token to end).
 	StalledTimeFraction float64 `json:"stalled_time_fraction"`
+	// DecodeTimeMs is the total decode time (StalledTimeFraction's denominator).
+	DecodeTimeMs float64 `json:"decode_time_ms"`
 }
 
 // Fluidity is Metron's fluidity-index distribution over requests.

@@ -1,0 +1,72 @@
+package metrics
+
+import "errors"
+
+// Source yields Records. Each may be called more than once (Summarize makes two passes) and
+// must yield the same records each time. fn must not keep the pointer after it returns.
+type Source interface {
+	Each(fn func(*Record) error) error
+}
+
+// SliceSource is a Source over Records in memory.
+type SliceSource []Record
+
+// Each calls fn for every record in order.
+func (s SliceSource) Each(fn func(*Record) error) error {
+	for i := range s {
+		if err := fn(&s[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FileSource reads a requests.msgpack file on every pass. A file cut short (an interrupted
+// run) yields its complete records and then an error wrapping ErrTruncated; Summarize keeps
+// those records and adds a warning.
+func FileSource(path string) Source { return fileSource(path) }
+
+type fileSource string
+
+func (f fileSource) Each(fn func(*Record) error) error { return EachRecord(string(f), fn) }
+
+// MultiSource chains sources, for pooling several runs or shards.
+func MultiSource(srcs ...Source) Source { return multiSource(srcs) }
+
+type multiSource []Source
+
+// Each goes through every source in order. A truncated source does not stop the chain: its
+// error is returned after the last source (joined with any other truncation).
+func (m multiSource) Each(fn func(*Record) error) error {
+	var truncated []error
+	for _, s := range m {
+		if err := s.Each(fn); err != nil {
+			if errors.Is(err, ErrTruncated) {
+				truncated = append(truncated, err)
+				continue
+			}
+			return err
+		}
+	}
+	return errors.Join(truncated...)
+}
+
+// FilterSource yields only the records for which keep returns true (for example one A/B arm:
+// FilterSource(src, func(r *Record) bool { return r.Arm == "A" })).
+func FilterSource(src Source, keep func(*Record) bool) Source {
+	return filterSource{src: src, keep: keep}
+}
+
+type filterSource struct {
+	src  Source
+	keep func(*Record) bool
+}
+
+func (f filterSource) Each(fn func(*Record) error) error {
+	return f.src.Each(func(r *Record) error {
+		if !f.keep(r) {
+			return nil
+		}
+		return fn(r)
+	})
+}
