@@ -1,0 +1,287 @@
+package traces
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Field names of trace format v1, in the order WriteJSONL writes them.
+const (
+	fID           = "id"
+	fArrival      = "arrival_s"
+	fClass        = "class"
+	fInputTokens  = "input_tokens"
+	fOutputTokens = "output_tokens"
+	fSession      = "session"
+	fTurn         = "turn"
+	fThink        = "think_s"
+	fHashIDs      = "hash_ids"
+	fTemperature  = "temperature"
+	fSeed         = "seed"
+	fPrompt       = "prompt"
+	fMessages     = "messages"
+)
+
+// Fields lists every field of trace format v1 in canonical order.
+var Fields = []string{fID, fArrival, fClass, fInputTokens, fOutputTokens, fSession, fTurn,
+	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages}
+
+var knownField = func() map[string]bool {
+	m := make(map[string]bool, len(Fields))
+	for _, f := range Fields {
+		m[f] = true
+	}
+	return m
+}()
+
+const (
+	reasonTokens  = "must be an integer >= 1"
+	reasonSeconds = "must be a number of seconds >= 0"
+)
+
+// fieldError is one problem inside a record; the caller adds file and line.
+type fieldError struct{ field, reason string }
+
+// member is one key/value pair of a decoded object, in input order.
+type member struct {
+	key string
+	val any
+}
+
+// decodeRecord validates one decoded trace object and builds its Request. It returns every
+// problem it finds, in field order (unknown and malformed fields first, then missing ones).
+func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
+	var r Request
+	var errs []fieldError
+	bad := func(field, reason string) { errs = append(errs, fieldError{field, reason}) }
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if seen[m.key] {
+			bad(m.key, "appears more than once in the object (keep one)")
+			continue
+		}
+		seen[m.key] = true
+		var why string
+		switch m.key {
+		case fID:
+			r.ID, why = stringField(m.val, true, "must be a non-empty string")
+		case fArrival:
+			r.Arrival, why = secondsField(m.val, reasonSeconds)
+		case fClass:
+			r.Class, why = stringField(m.val, false, "must be a string")
+		case fInputTokens:
+			var n int64
+			n, why = intField(m.val, 1, reasonTokens)
+			r.InputTokens = clampInt(n)
+		case fOutputTokens:
+			var n int64
+			n, why = intField(m.val, 1, reasonTokens)
+			r.OutputTokens = clampInt(n)
+		case fSession:
+			r.Session, why = stringField(m.val, true, "must be a non-empty string")
+		case fTurn:
+			var n int64
+			n, why = intField(m.val, 1, "must be an integer >= 1")
+			r.Turn = clampInt(n)
+		case fThink:
+			r.Think, why = secondsField(m.val, reasonSeconds)
+		case fHashIDs:
+			var fe []fieldError
+			r.HashIDs, fe = decodeHashIDs(m.val)
+			errs = append(errs, fe...)
+		case fTemperature:
+			var t float64
+			t, why = floatField(m.val, "must be a number >= 0")
+			if why == "" {
+				r.Temperature = &t
+			}
+		case fSeed:
+			var s int64
+			s, why = intField(m.val, -1<<63, "must be an integer")
+			if why == "" {
+				r.Seed = &s
+			}
+		case fPrompt:
+			r.Prompt, why = stringField(m.val, false, "must be a string")
+		case fMessages:
+			var fe []fieldError
+			r.Messages, fe = decodeMessages(m.val, opts)
+			errs = append(errs, fe...)
+		default:
+			if !opts.Lenient {
+				why = "unknown field (trace format v1 has " + strings.Join(Fields, ", ") +
+					"; fix the spelling, or read with --lenient to ignore unknown fields)"
+			}
+		}
+		if why != "" {
+			bad(m.key, why)
+		}
+	}
+	for _, req := range []struct{ name, what string }{
+		{fArrival, reasonSeconds}, {fInputTokens, reasonTokens}, {fOutputTokens, reasonTokens},
+	} {
+		if !seen[req.name] {
+			bad(req.name, "missing (required: "+strings.TrimPrefix(req.what, "must be ")+")")
+		}
+	}
+	if seen[fPrompt] && seen[fMessages] {
+		bad(fMessages, "cannot be combined with prompt (give prompt for /v1/completions or messages for /v1/chat/completions)")
+	}
+	if seen[fTurn] && !seen[fSession] {
+		bad(fTurn, "needs a session (add \"session\" or remove \"turn\")")
+	}
+	return r, errs
+}
+
+func clampInt(n int64) int {
+	const maxInt = int64(^uint(0) >> 1)
+	if n > maxInt {
+		return int(maxInt)
+	}
+	return int(n)
+}
+
+func decodeHashIDs(v any) ([]int64, []fieldError) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, []fieldError{{fHashIDs, "must be an array of integers (got " + describe(v) + ")"}}
+	}
+	ids := make([]int64, 0, len(arr))
+	var errs []fieldError
+	for i, e := range arr {
+		id, why := intField(e, -1<<63, "must be an integer")
+		if why != "" {
+			errs = append(errs, fieldError{fmt.Sprintf("%s[%d]", fHashIDs, i), why})
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		ids = nil
+	}
+	return ids, errs
+}
+
+func decodeMessages(v any, opts ReadOptions) ([]Message, []fieldError) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, []fieldError{{fMessages, `must be an array of {"role","content"} objects (got ` + describe(v) + ")"}}
+	}
+	if len(arr) == 0 {
+		return nil, []fieldError{{fMessages, "must hold at least one message (or leave messages out)"}}
+	}
+	msgs := make([]Message, 0, len(arr))
+	var errs []fieldError
+	for i, e := range arr {
+		at := fmt.Sprintf("%s[%d]", fMessages, i)
+		obj, ok := asObject(e)
+		if !ok {
+			errs = append(errs, fieldError{at, `must be an object {"role","content"} (got ` + describe(e) + ")"})
+			continue
+		}
+		var m Message
+		var haveRole, haveContent bool
+		for _, kv := range obj {
+			var why string
+			switch kv.key {
+			case "role":
+				haveRole = true
+				m.Role, why = stringField(kv.val, true, "must be a non-empty string such as \"user\"")
+			case "content":
+				haveContent = true
+				m.Content, why = stringField(kv.val, false, "must be a string")
+			default:
+				if !opts.Lenient {
+					why = "unknown field (a message has role and content; read with --lenient to ignore others)"
+				}
+			}
+			if why != "" {
+				errs = append(errs, fieldError{at + "." + kv.key, why})
+			}
+		}
+		if !haveRole {
+			errs = append(errs, fieldError{at + ".role", "missing (required: a non-empty string such as \"user\")"})
+		}
+		if !haveContent {
+			errs = append(errs, fieldError{at + ".content", "missing (required: a string)"})
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, errs
+}
+
+// asObject turns a decoded object (JSON map, or msgpack map with string or other keys) into
+// members sorted by key, so that error order does not depend on map iteration.
+func asObject(v any) ([]member, bool) {
+	var ms []member
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			ms = append(ms, member{k, val})
+		}
+	case map[any]any:
+		for k, val := range x {
+			ms = append(ms, member{fmt.Sprint(k), val})
+		}
+	default:
+		return nil, false
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].key < ms[j].key })
+	return ms, true
+}
+
+// finish checks what needs the whole trace (unique ids, unique session turns), assigns missing
+// ids and sorts by arrival. errf receives each problem.
+func finish(reqs []Request, name string, errf func(*LineError) bool) []Request {
+	idLine := make(map[string]int, len(reqs))
+	type turnKey struct {
+		session string
+		turn    int
+	}
+	turnLine := map[turnKey]int{}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.ID == "" {
+			r.ID = fmt.Sprintf("r%d", r.Line)
+		}
+		if first, dup := idLine[r.ID]; dup {
+			if !errf(&LineError{File: name, Line: r.Line, Field: fID,
+				Reason: fmt.Sprintf("duplicate id %q (first used on line %d; lines without an id get r<line>)", r.ID, first)}) {
+				return nil
+			}
+		} else {
+			idLine[r.ID] = r.Line
+		}
+		if r.Session != "" && r.Turn > 0 {
+			k := turnKey{r.Session, r.Turn}
+			if first, dup := turnLine[k]; dup {
+				if !errf(&LineError{File: name, Line: r.Line, Field: fTurn,
+					Reason: fmt.Sprintf("duplicate turn %d of session %q (first on line %d)", r.Turn, r.Session, first)}) {
+					return nil
+				}
+			} else {
+				turnLine[k] = r.Line
+			}
+		}
+	}
+	SortByArrival(reqs)
+	return reqs
+}
+
+// SortByArrival sorts requests by Arrival, keeping the file order of equal arrivals.
+func SortByArrival(reqs []Request) {
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Arrival < reqs[j].Arrival })
+}
+
+// Duration returns the last arrival (the trace's length from its start at offset 0).
+func Duration(reqs []Request) time.Duration {
+	var d time.Duration
+	for i := range reqs {
+		if reqs[i].Arrival > d {
+			d = reqs[i].Arrival
+		}
+	}
+	return d
+}
