@@ -192,7 +192,8 @@ func normalizeName(s string) string {
 
 // Registry is a set of model and GPU profiles addressed by name. The zero value is empty;
 // NewRegistry returns one holding the built-in profiles. A Registry is not safe for concurrent
-// mutation; build it fully (Add, LoadJSON) before sharing it.
+// mutation; build it fully (Add, LoadJSON) before sharing it, after which concurrent lookups
+// are safe.
 type Registry struct {
 	models       map[string]Model
 	gpus         map[string]GPU
@@ -201,10 +202,15 @@ type Registry struct {
 }
 
 // NewRegistry returns a fresh registry holding the built-in profiles (and their aliases).
+// The built-in profiles are valid by construction (a test validates each).
 func NewRegistry() *Registry {
 	r := &Registry{}
-	if err := r.Add(builtinModels, builtinGPUs); err != nil {
-		panic("perf: built-in profiles invalid: " + err.Error()) // unreachable: covered by tests
+	r.init()
+	for _, m := range builtinModels {
+		r.models[m.Name] = m
+	}
+	for _, g := range builtinGPUs {
+		r.gpus[g.Name] = g
 	}
 	for k, v := range builtinModelAliases {
 		r.modelAliases[k] = v
@@ -274,7 +280,6 @@ func (r *Registry) LoadJSON(data []byte, name string) error {
 // Model returns the model profile called name (case-insensitive; aliases and a Hugging Face
 // organisation prefix are accepted). The error lists the valid names.
 func (r *Registry) Model(name string) (Model, error) {
-	r.init()
 	k := normalizeName(name)
 	if a, ok := r.modelAliases[k]; ok {
 		k = a
@@ -289,7 +294,6 @@ func (r *Registry) Model(name string) (Model, error) {
 // GPU returns the GPU profile called name (case-insensitive; aliases accepted). The error
 // lists the valid names.
 func (r *Registry) GPU(name string) (GPU, error) {
-	r.init()
 	k := normalizeName(name)
 	if a, ok := r.gpuAliases[k]; ok {
 		k = a

@@ -58,6 +58,30 @@ func TestBuiltinProfiles(t *testing.T) {
 	}
 }
 
+func TestBuiltinProfilesValid(t *testing.T) {
+	for _, m := range builtinModels {
+		if err := m.Validate(); err != nil || normalizeName(m.Name) != m.Name {
+			t.Errorf("built-in model %q: %v (names must be normalized)", m.Name, err)
+		}
+	}
+	for _, g := range builtinGPUs {
+		if err := g.Validate(); err != nil || normalizeName(g.Name) != g.Name {
+			t.Errorf("built-in gpu %q: %v (names must be normalized)", g.Name, err)
+		}
+	}
+	reg := NewRegistry()
+	for alias, target := range builtinModelAliases {
+		if _, ok := reg.models[target]; !ok || normalizeName(alias) != alias {
+			t.Errorf("model alias %q -> %q: target missing or alias not normalized", alias, target)
+		}
+	}
+	for alias, target := range builtinGPUAliases {
+		if _, ok := reg.gpus[target]; !ok || normalizeName(alias) != alias {
+			t.Errorf("gpu alias %q -> %q: target missing or alias not normalized", alias, target)
+		}
+	}
+}
+
 func TestLookupAliases(t *testing.T) {
 	for alias, want := range map[string]string{
 		"LLAMA-3.1-8B":                         "llama-3.1-8b",

@@ -356,3 +356,17 @@ func (r *Roofline) KVTransferTime(tokens int, bw float64) time.Duration {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// String summarizes the configuration and its capacity in one line, for logs and banners:
+// "llama-3.1-8b bf16 on 1 × h100-sxm: weights 16.06 GB, KV cache bf16 128 KiB/token,
+// 26197 blocks of 16 tokens (419152 tokens), linear layers at the bf16 rate".
+func (r *Roofline) String() string {
+	c := r.cfg
+	s := fmt.Sprintf("%s %s on %d × %s: weights %.2f GB, KV cache %s %.0f KiB/token, %d blocks of %d tokens (%d tokens), linear layers at the %s rate",
+		c.Model.Name, c.WeightDtype, c.TP, c.GPU.Name, r.weightBytes/1e9, c.KVDtype, r.kvBytesPerToken/1024,
+		r.numBlocks, c.BlockSize, r.MaxKVTokens(), r.linPeakName)
+	if r.draft != nil {
+		s += fmt.Sprintf(", draft %s (%.2f GB)", c.Draft.Name, r.draftWeightBytes/1e9)
+	}
+	return s
+}

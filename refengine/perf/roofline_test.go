@@ -539,3 +539,14 @@ func BenchmarkStepTimeMoETP(b *testing.B) {
 	}
 	_ = sink
 }
+
+func TestString(t *testing.T) {
+	r := mustNew(t, Config{Model: mustModel(t, "llama-3.1-8b"), GPU: mustGPU(t, "h100"), Draft: mustModel(t, "llama-3.2-1b")})
+	s := r.String()
+	for _, want := range []string{"llama-3.1-8b bf16 on 1 × h100-sxm", "weights 16.06 GB", "128 KiB/token",
+		"blocks of 16 tokens", "bf16 rate", "draft llama-3.2-1b (2.48 GB)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String() = %q, missing %q", s, want)
+		}
+	}
+}
