@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -401,6 +402,11 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 			line, col := lineCol(data, se.Offset)
 			return nil, nil, fmt.Errorf("%s:%d:%d: invalid profile JSON: %w", name, line, col, err)
 		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			line, col := lineCol(data, te.Offset)
+			return nil, nil, fmt.Errorf("%s:%d:%d: field %q must be %s, not %s: %w", name, line, col, te.Field, jsonKind(te.Type), te.Value, err)
+		}
 		return nil, nil, fmt.Errorf("%s: invalid profile file (want {\"models\": [...], \"gpus\": [...]}): %w", name, err)
 	}
 	if dec.More() {
@@ -445,6 +451,26 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 		gpus = append(gpus, g)
 	}
 	return models, gpus, nil
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a different JSON type"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.String()
 }
 
 // lineCol converts a byte offset into a 1-based line and column.

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -193,6 +194,9 @@ func TestParseProfilesErrors(t *testing.T) {
 		{`{"gpus": [{"name": "g", "mem_gb": 80, "mem_bw_gbs": 1, "bf16_tflops": 1, "fp8_tflops": -1}]}`, "fp8"},
 		{`{"gpus": [{"name": "g", "mem_gb": 1e308, "mem_bw_gbs": 1, "bf16_tflops": 1}]}`, "memory must be > 0"},
 		{`[]`, "want {"},
+		{"{\"models\": [{\"name\": \"x\",\n \"layers\": 3.5}]}", `p.json:2:`},
+		{`{"models": [{"name": "x", "layers": "32"}]}`, `"models.layers" must be an integer, not string`},
+		{`{"gpus": {"name": "g"}}`, `"gpus" must be an array`},
 		{`{} {}`, "trailing data"},
 		{``, "p.json"},
 	} {
@@ -203,8 +207,34 @@ func TestParseProfilesErrors(t *testing.T) {
 	}
 }
 
+func TestExampleProfileFile(t *testing.T) {
+	data, err := os.ReadFile("testdata/example-profiles.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry()
+	if err := reg.LoadJSON(data, "example-profiles.json"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := reg.Model("Qwen/Qwen2.5-7B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := reg.GPU("L40S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustNew(t, Config{Model: m, GPU: g, WeightDtype: "fp8"})
+	if r.LinearPeakFormat() != "fp8" || r.KVBytesPerToken() != 2*28*4*128*2 {
+		t.Errorf("qwen2.5-7b on l40s: %s", r)
+	}
+}
+
 func FuzzParseProfiles(f *testing.F) {
 	f.Add([]byte(sampleProfiles))
+	if data, err := os.ReadFile("testdata/example-profiles.json"); err == nil {
+		f.Add(data)
+	}
 	f.Add([]byte(`{"models": [], "gpus": []}`))
 	f.Add([]byte(`{"models": [{"name": "moe", "layers": 2, "hidden": 8, "heads": 2, "kv_heads": 1, "head_dim": 4, "ffn": 16, "vocab": 10, "params": 100, "active_params": 40, "experts": 4, "active_experts": 1, "max_context": 64}]}`))
 	f.Add([]byte(`{"gpus": [{"name": "g", "mem_gb": 1, "mem_bw_gbs": 1, "bf16_tflops": 1}]}`))

@@ -24,7 +24,7 @@ type Roofline struct {
 	sharedWeightBytes float64 // MoE: weights every token uses (attention, embeddings, router)
 	expertBytes       float64 // MoE: one expert's weights summed over all layers
 	experts           float64 // MoE expert count (0 for dense)
-	missFrac          float64 // MoE: probability one token does not pick a given expert
+	logMiss           float64 // MoE: ln of the probability one token does not pick a given expert
 	kvBytesPerToken   float64
 	linFLOPsPerToken  float64
 	attnFLOPsPerPair  float64
@@ -176,7 +176,7 @@ func derive(cfg Config) (*Roofline, error) {
 		r.expertBytes = perExpertParams * bpw
 		r.sharedWeightBytes = (m.Params - e*perExpertParams) * bpw
 		r.experts = e
-		r.missFrac = 1 - a/e
+		r.logMiss = math.Log1p(-a / e)
 	}
 	kvHeads := m.KVHeads
 	if cfg.TP > kvHeads {
@@ -317,8 +317,8 @@ func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
 	wb := r.weightBytes
 	if r.experts > 0 {
 		// Expected distinct experts touched by t tokens routed uniformly and independently:
-		// E·(1 − (1 − A/E)^t).
-		touched := r.experts * (1 - math.Pow(r.missFrac, t))
+		// E·(1 − (1 − A/E)^t), with the power as an exponential of a precomputed logarithm.
+		touched := r.experts * -math.Expm1(t*r.logMiss)
 		wb = r.sharedWeightBytes + touched*r.expertBytes
 	}
 	bytes = wb + float64(w.KVTokensRead)*r.kvBytesPerToken
