@@ -41,8 +41,8 @@ func TestReadErrors(t *testing.T) {
 	const ok = `{"arrival_s":0,"input_tokens":1,"output_tokens":1}` + "\n"
 	cases := []struct {
 		name, in, want string
-		field        string
-		line         int
+		field          string
+		line           int
 	}{
 		{"negative output", ok + `{"arrival_s":1,"input_tokens":5,"output_tokens":-3}`,
 			"t.jsonl:2: output_tokens: must be an integer >= 1 (got -3)", "output_tokens", 2},
