@@ -29,8 +29,8 @@ func TestStatsFixture(t *testing.T) {
 	got := ComputeStats(reqs)
 	want := Stats{
 		Count: 4, DurationS: 6, RatePerS: 0.5, Burstiness: math.Sqrt(2.0/3) / 2,
-		InputTokens:  LengthStats{Min: 50, Mean: 443.5, P50: 100, P90: 1024, P99: 1024, Max: 1024},
-		OutputTokens: LengthStats{Min: 10, Mean: 25, P50: 20, P90: 40, P99: 40, Max: 40},
+		InputTokens:      LengthStats{Min: 50, Mean: 443.5, P50: 100, P90: 1024, P99: 1024, Max: 1024},
+		OutputTokens:     LengthStats{Min: 10, Mean: 25, P50: 20, P90: 40, P99: 40, Max: 40},
 		TotalInputTokens: 1774, TotalOutputTokens: 100, PrefillDecodeRatio: 17.74,
 		Classes:           map[string]int{"chat": 2, "rag": 1, "(none)": 1},
 		PrefixReuseTokens: 700, PrefixReuse: 700.0 / 1774, BlockTokens: 512,
