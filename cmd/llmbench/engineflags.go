@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// engineFlags are the reference-engine flags shared by serve, run, simulate and ab.
+type engineFlags struct {
+	fs *pflag.FlagSet
+
+	model, gpu          string
+	tp                  int
+	weightDtype         string
+	kvDtype             string
+	maxNumSeqs          int
+	maxNumBatchedTokens int
+	blockSize           int
+	gpuMemUtil          float64
+	numBlocks           int
+	maxModelLen         int
+	prefixCaching       bool
+	specK               int
+	specAlpha           float64
+	specDraftModel      string
+	faults              string
+	servedModelName     string
+	profiles            string
+	seed                uint64
+}
+
+// engineFlagNames lists the flags addEngineFlags defines.
+var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
+	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
+	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "faults", "served-model-name",
+	"profiles", "engine-seed"}
+
+// addEngineFlags defines the reference-engine flags on fs.
+func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
+	f := &engineFlags{fs: fs}
+	fs.StringVar(&f.model, "model", "llama-3.1-8b", "reference engine: model profile ("+strings.Join(perf.ModelNames(), ", ")+")")
+	fs.StringVar(&f.gpu, "gpu", "h100", "reference engine: GPU profile ("+strings.Join(perf.GPUNames(), ", ")+")")
+	fs.IntVar(&f.tp, "tp", 1, "reference engine: tensor-parallel degree (GPUs per replica)")
+	fs.StringVar(&f.weightDtype, "weight-dtype", "bf16", "reference engine: weight dtype (bf16, fp8, int8, int4)")
+	fs.StringVar(&f.kvDtype, "kv-dtype", "bf16", "reference engine: KV cache dtype (bf16, fp8)")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "reference engine: most sequences in one batch")
+	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 8192, "reference engine: token budget of one engine step (chunked prefill)")
+	fs.IntVar(&f.blockSize, "block-size", 16, "reference engine: KV cache block size in tokens")
+	fs.Float64Var(&f.gpuMemUtil, "gpu-memory-utilization", 0.9, "reference engine: fraction of GPU memory for weights and KV cache")
+	fs.IntVar(&f.numBlocks, "num-gpu-blocks", 0, "reference engine: override the KV cache size in blocks (0: from memory)")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "reference engine: longest prompt+output accepted (0: the model's context)")
+	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", true, "reference engine: automatic prefix caching (--enable-prefix-caching=false to disable)")
+	fs.IntVar(&f.specK, "spec-k", 0, "reference engine: speculative decoding draft length k (0: off)")
+	fs.Float64Var(&f.specAlpha, "spec-alpha", 0, "reference engine: per-token draft acceptance probability (default 0.8 when --spec-k > 0)")
+	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
+	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05")
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
+	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
+	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")
+	return f
+}
+
+// changedNames lists the engine flags set on the command line, other than --model and
+// --served-model-name (which also name the model to request from an endpoint).
+func (f *engineFlags) changedNames() string {
+	var names []string
+	for _, n := range engineFlagNames {
+		if n == "model" || n == "served-model-name" {
+			continue
+		}
+		if fl := f.fs.Lookup(n); fl != nil && fl.Changed {
+			names = append(names, "--"+n)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// changed reports whether any engine-only flag was set (see changedNames).
+func (f *engineFlags) changed() bool { return f.changedNames() != "" }
+
+// modelName is the model name given with --served-model-name or --model, "" when neither was
+// set.
+func (f *engineFlags) modelName() string {
+	if f.servedModelName != "" {
+		return f.servedModelName
+	}
+	if fl := f.fs.Lookup("model"); fl != nil && fl.Changed {
+		return f.model
+	}
+	return ""
+}
+
+// config builds the engine configuration from the flags (TimeScale, APIKey and the limits are
+// left for the command to set).
+func (f *engineFlags) config() (refengine.Config, error) {
+	cfg := refengine.Config{
+		Model: f.model, GPU: f.gpu, TP: f.tp, WeightDtype: f.weightDtype, KVDtype: f.kvDtype,
+		MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens, BlockSize: f.blockSize,
+		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
+		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK, SpecAlpha: f.specAlpha,
+		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: f.seed,
+	}
+	if f.specAlpha != 0 && f.specK == 0 {
+		return cfg, fmt.Errorf("--spec-alpha %g needs --spec-k > 0 (the draft length)", f.specAlpha)
+	}
+	faults, err := refengine.ParseFaults(f.faults)
+	if err != nil {
+		return cfg, fmt.Errorf("--faults: %w", err)
+	}
+	cfg.Faults = faults
+	if f.profiles != "" {
+		data, err := os.ReadFile(f.profiles)
+		if err != nil {
+			return cfg, fmt.Errorf("--profiles: %w", err)
+		}
+		reg := perf.NewRegistry()
+		if err := reg.LoadJSON(data, f.profiles); err != nil {
+			return cfg, fmt.Errorf("--profiles: %w", err)
+		}
+		cfg.Profiles = reg
+	}
+	return cfg, nil
+}

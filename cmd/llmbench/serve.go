@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/refengine"
+)
+
+func init() { register("serve", newServeCmd) }
+
+// serveOptions is everything `llmbench serve` needs.
+type serveOptions struct {
+	addr   string
+	engine refengine.Config
+}
+
+func newServeCmd(app *App) *cobra.Command {
+	var (
+		addr       string
+		apiKey     string
+		timeScale  float64
+		maxConc    int
+		rateLimit  float64
+		maxBodyMiB float64
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the reference engine as an OpenAI-compatible server",
+		Long: `serve runs the bundled reference engine: a simulated GPU serving engine (continuous batching,
+PagedAttention, chunked prefill, prefix caching, speculative decoding) that streams tokens at the
+times a real GPU would, from a roofline model of the chosen model and GPU. It serves
+/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics and /version.
+It binds 127.0.0.1 unless --addr says otherwise.`,
+		Example: `  llmbench serve --model llama-3.1-8b --gpu h100
+  llmbench serve --addr 127.0.0.1:9000 --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8
+  LLMBENCH_API_KEY=secret llmbench serve --faults reset-mid=0.05,status-503=0.05`,
+		Args: cobra.NoArgs,
+	}
+	ef := addEngineFlags(cmd.Flags())
+	fs := cmd.Flags()
+	fs.StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port)")
+	fs.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer <key> (default: $LLMBENCH_API_KEY)")
+	fs.Float64Var(&timeScale, "time-scale", 1, "run the engine this many times faster than simulated GPU time")
+	fs.IntVar(&maxConc, "max-concurrent-requests", 0, "answer 429 beyond this many generation requests in flight (0: no cap)")
+	fs.Float64Var(&rateLimit, "rate-limit", 0, "answer 429 beyond this many generation requests per second (0: no cap)")
+	fs.Float64Var(&maxBodyMiB, "max-body-mib", 8, "largest request body accepted, MiB")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := ef.config()
+		if err != nil {
+			return err
+		}
+		if apiKey == "" && app.Getenv != nil {
+			apiKey = app.Getenv("LLMBENCH_API_KEY")
+		}
+		if !(timeScale > 0) {
+			return fmt.Errorf("--time-scale %g: must be > 0", timeScale)
+		}
+		if !(maxBodyMiB > 0) {
+			return fmt.Errorf("--max-body-mib %g: must be > 0", maxBodyMiB)
+		}
+		cfg.APIKey = apiKey
+		cfg.TimeScale = timeScale
+		cfg.MaxConcurrentRequests = maxConc
+		cfg.RateLimit = rateLimit
+		cfg.MaxBodyBytes = int64(maxBodyMiB * (1 << 20))
+		return runServe(cmd.Context(), app, serveOptions{addr: addr, engine: cfg})
+	}
+	return cmd
+}
+
+// runServe serves the engine until ctx is done or an interrupt arrives, then shuts down
+// gracefully (in-flight streams get a few seconds).
+func runServe(ctx context.Context, app *App, o serveOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	eng, err := refengine.New(o.engine)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", o.addr, err)
+	}
+	srv := &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	info := eng.Info()
+	fmt.Fprintf(app.Stdout, "reference engine: %s on %d × %s (%s weights, %s KV, %d KV blocks, max model len %d)\n",
+		info.Model, info.TP, info.GPU, info.WeightDtype, info.KVDtype, info.NumBlocks, info.MaxModelLen)
+	fmt.Fprintf(app.Stdout, "listening on http://%s (model name %q)\n", ln.Addr(), info.ServedModelName)
+	select {
+	case <-ctx.Done():
+	case <-app.Interrupts:
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(app.Stderr, "shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

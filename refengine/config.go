@@ -1,0 +1,238 @@
+package refengine
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// Config configures an Engine (New) or a simulation (Simulate). The zero value of every field
+// selects the documented default, so Config{} is Llama 3.1 8B in bf16 on one H100 SXM.
+type Config struct {
+	// Model and GPU name profiles in Profiles (aliases such as "h100" or
+	// "meta-llama/Llama-3.1-8B-Instruct" work). Defaults "llama-3.1-8b" and "h100".
+	Model string
+	GPU   string
+	// TP is the tensor-parallel degree, default 1.
+	TP int
+	// WeightDtype ("bf16", "fp8", "int8", "int4") and KVDtype ("bf16", "fp8"); default bf16.
+	WeightDtype string
+	KVDtype     string
+	// Profiles resolves Model, GPU and SpecDraftModel; nil means the built-in profiles.
+	Profiles *perf.Registry
+
+	// Roofline tuning passed to perf.Config; zero selects perf's documented defaults
+	// (BWEff 0.78, FLOPEff 0.75, StepOverhead 800µs, Combine "smooth", ReserveBytes 1e9; a
+	// negative StepOverhead or ReserveBytes means none).
+	BWEff        float64
+	FLOPEff      float64
+	StepOverhead time.Duration
+	Combine      string
+	ReserveBytes float64
+
+	// GPUMemUtil is the fraction of each GPU's memory the engine may use (default 0.9).
+	GPUMemUtil float64
+	// NumBlocks, when > 0, overrides the KV cache size computed from memory (in blocks).
+	NumBlocks int
+	// BlockSize is the PagedAttention block size in tokens (default 16).
+	BlockSize int
+	// MaxNumSeqs caps the running batch (default 256); MaxNumBatchedTokens is the token budget
+	// of one step (default 8192). Both as in vLLM.
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+	// MaxModelLen is the longest prompt + output accepted; default the model's context length,
+	// capped at the KV cache's capacity.
+	MaxModelLen int
+	// DisablePrefixCaching turns automatic prefix caching off (it is on by default, as in
+	// vLLM v1).
+	DisablePrefixCaching bool
+	// HashIDTokens is the number of prompt tokens one hash_ids entry stands for (default 512,
+	// as in the Mooncake traces); it is rounded down to a multiple of BlockSize.
+	HashIDTokens int
+
+	// SpecK > 0 turns speculative decoding on with k draft tokens per verification pass. Each
+	// draft token is accepted with probability SpecAlpha (default 0.8 when SpecK > 0),
+	// independently, left to right. SpecDraftModel, when set, names a draft model profile
+	// whose passes (k per step) are added to the step time and whose weights and KV share the
+	// GPU memory; without it drafting is free (n-gram, EAGLE-like heads).
+	SpecK          int
+	SpecAlpha      float64
+	SpecDraftModel string
+
+	// ServedModelName is the model name clients must send (default Model as given).
+	ServedModelName string
+	// DefaultMaxTokens is the output length of a chat request without max_tokens (default
+	// 1024; completions default to 16 as in the OpenAI API). The engine never stops early on
+	// its own, so this stands in for the natural end of an answer.
+	DefaultMaxTokens int
+
+	// TimeScale runs the real clock that many times faster than simulated GPU time (default
+	// 1). Ignored when Clock is set.
+	TimeScale float64
+	// Clock, when set, replaces the scaled real clock (for example a VirtualClock).
+	Clock Clock
+	// Now is the wall clock (default time.Now); it feeds the scaled clock and "created".
+	Now func() time.Time
+	// Seed seeds unseeded sampling and fault draws (default: from the wall clock, so unseeded
+	// sampling varies between runs; faults stay reproducible for a fixed Seed).
+	Seed uint64
+
+	// Faults injects failures into HTTP responses (see ParseFaults).
+	Faults Faults
+	// APIKey, when set, requires "Authorization: Bearer <APIKey>" on /v1/ endpoints.
+	APIKey string
+	// MaxBodyBytes bounds a request body (default 8 MiB).
+	MaxBodyBytes int64
+	// MaxConcurrentRequests caps generation requests in flight (0: no cap); more get 429.
+	MaxConcurrentRequests int
+	// RateLimit caps accepted generation requests per second of wall time, with a burst of
+	// max(1, RateLimit) (0: no cap); more get 429.
+	RateLimit float64
+	// TimelineCapacity is how many finished requests' timelines the engine keeps (default
+	// 10000; in-flight ones are always kept).
+	TimelineCapacity int
+}
+
+// resolved is a Config with defaults applied and the performance model built.
+type resolved struct {
+	Config
+	roof        *perf.Roofline
+	model       perf.Model
+	draft       perf.Model
+	numBlocks   int
+	maxModelLen int
+	hashBlocks  int // blocks per hash id
+}
+
+func (c Config) resolve() (*resolved, error) {
+	if c.Model == "" {
+		c.Model = "llama-3.1-8b"
+	}
+	if c.GPU == "" {
+		c.GPU = "h100"
+	}
+	if c.TP == 0 {
+		c.TP = 1
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = perf.DefaultBlockSize
+	}
+	if c.MaxNumSeqs == 0 {
+		c.MaxNumSeqs = 256
+	}
+	if c.MaxNumBatchedTokens == 0 {
+		c.MaxNumBatchedTokens = 8192
+	}
+	if c.HashIDTokens == 0 {
+		c.HashIDTokens = 512
+	}
+	if c.SpecK > 0 && c.SpecAlpha == 0 {
+		c.SpecAlpha = 0.8
+	}
+	if c.ServedModelName == "" {
+		c.ServedModelName = c.Model
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = 1024
+	}
+	if c.TimeScale == 0 {
+		c.TimeScale = 1
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 8 << 20
+	}
+	if c.TimelineCapacity == 0 {
+		c.TimelineCapacity = 10000
+	}
+	switch {
+	case c.TP < 1:
+		return nil, fmt.Errorf("refengine: TP %d: the tensor-parallel degree must be >= 1", c.TP)
+	case c.BlockSize < 1:
+		return nil, fmt.Errorf("refengine: BlockSize %d: must be >= 1 (vLLM uses 16)", c.BlockSize)
+	case c.MaxNumSeqs < 1:
+		return nil, fmt.Errorf("refengine: MaxNumSeqs %d: must be >= 1", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens < 1:
+		return nil, fmt.Errorf("refengine: MaxNumBatchedTokens %d: must be >= 1", c.MaxNumBatchedTokens)
+	case c.SpecK < 0:
+		return nil, fmt.Errorf("refengine: SpecK %d: the draft length must be >= 0", c.SpecK)
+	case c.SpecAlpha < 0 || c.SpecAlpha > 1 || math.IsNaN(c.SpecAlpha):
+		return nil, fmt.Errorf("refengine: SpecAlpha %g: the acceptance probability must be in [0, 1]", c.SpecAlpha)
+	case c.TimeScale < 0 || math.IsNaN(c.TimeScale) || math.IsInf(c.TimeScale, 0):
+		return nil, fmt.Errorf("refengine: TimeScale %g: must be > 0 (2 runs twice as fast as the GPU)", c.TimeScale)
+	case c.NumBlocks < 0:
+		return nil, fmt.Errorf("refengine: NumBlocks %d: must be >= 0 (0 sizes the cache from memory)", c.NumBlocks)
+	case c.MaxModelLen < 0:
+		return nil, fmt.Errorf("refengine: MaxModelLen %d: must be >= 0", c.MaxModelLen)
+	case c.RateLimit < 0 || c.MaxConcurrentRequests < 0 || c.MaxBodyBytes < 0:
+		return nil, fmt.Errorf("refengine: RateLimit, MaxConcurrentRequests and MaxBodyBytes must be >= 0")
+	case c.DefaultMaxTokens < 1:
+		return nil, fmt.Errorf("refengine: DefaultMaxTokens %d: must be >= 1", c.DefaultMaxTokens)
+	case c.HashIDTokens < 0:
+		return nil, fmt.Errorf("refengine: HashIDTokens %d: must be >= 0", c.HashIDTokens)
+	}
+	reg := c.Profiles
+	if reg == nil {
+		reg = perf.NewRegistry()
+	}
+	r := &resolved{Config: c}
+	var err error
+	if r.model, err = reg.Model(c.Model); err != nil {
+		return nil, fmt.Errorf("refengine: model: %w", err)
+	}
+	gpu, err := reg.GPU(c.GPU)
+	if err != nil {
+		return nil, fmt.Errorf("refengine: gpu: %w", err)
+	}
+	pc := perf.Config{
+		Model: r.model, GPU: gpu, TP: c.TP, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
+		BWEff: c.BWEff, FLOPEff: c.FLOPEff, StepOverhead: c.StepOverhead, Combine: c.Combine,
+		GPUMemUtil: c.GPUMemUtil, ReserveBytes: c.ReserveBytes, BlockSize: c.BlockSize,
+	}
+	if c.SpecDraftModel != "" {
+		if c.SpecK == 0 {
+			return nil, fmt.Errorf("refengine: SpecDraftModel %q needs SpecK > 0 (the draft length)", c.SpecDraftModel)
+		}
+		if r.draft, err = reg.Model(c.SpecDraftModel); err != nil {
+			return nil, fmt.Errorf("refengine: draft model: %w", err)
+		}
+		pc.Draft = r.draft
+	}
+	if r.roof, err = perf.New(pc); err != nil {
+		return nil, fmt.Errorf("refengine: %w", err)
+	}
+	r.numBlocks = r.roof.NumBlocks()
+	if c.NumBlocks > 0 {
+		r.numBlocks = c.NumBlocks
+	}
+	r.maxModelLen = r.model.MaxContext
+	if c.MaxModelLen > 0 {
+		r.maxModelLen = c.MaxModelLen
+	}
+	if r.maxModelLen <= 0 {
+		r.maxModelLen = 131072
+	}
+	r.maxModelLen = min(r.maxModelLen, r.numBlocks*c.BlockSize)
+	r.hashBlocks = c.HashIDTokens / c.BlockSize
+	return r, nil
+}
+
+// newCore builds a scheduler for a resolved config.
+func (r *resolved) newCore() *core {
+	return &core{
+		blockSize:     r.BlockSize,
+		maxSeqs:       r.MaxNumSeqs,
+		maxBatched:    r.MaxNumBatchedTokens,
+		prefixCaching: !r.DisablePrefixCaching,
+		specK:         r.SpecK,
+		specAlpha:     r.SpecAlpha,
+		draft:         r.draft,
+		hasDraft:      r.SpecDraftModel != "",
+		pricer:        r.roof,
+		pool:          newBlockPool(r.numBlocks),
+	}
+}

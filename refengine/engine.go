@@ -1,0 +1,267 @@
+package refengine
+
+import (
+	"context"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// Engine is a running reference engine: a scheduler goroutine on a clock plus the HTTP
+// handlers that feed it. Create one with New, serve Handler, and Close it when done.
+type Engine struct {
+	cfg   *resolved
+	clock Clock
+	scale float64
+	seed  uint64
+
+	mu        sync.Mutex // guards core, incoming, timelines, hist
+	core      *core
+	incoming  []*seq
+	timelines *timelineStore
+	hist      *histograms
+
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	counter  atomic.Uint64
+	inflight atomic.Int64
+	panics   atomic.Int64
+	limiter  *rateLimiter
+}
+
+// New builds an engine from cfg and starts its scheduler. The error names the config field at
+// fault.
+func New(cfg Config) (*Engine, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: r, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	e.clock = r.Clock
+	e.scale = 1
+	if e.clock == nil {
+		sc := NewScaledClock(r.Now, r.TimeScale)
+		e.clock, e.scale = sc, sc.Scale()
+	}
+	e.seed = r.Seed
+	if e.seed == 0 {
+		e.seed = tokenizer.Mix(uint64(r.Now().UnixNano()))
+	}
+	e.core = r.newCore()
+	e.core.keepDone = true
+	e.hist = newHistograms()
+	e.core.obs = e.hist
+	e.timelines = newTimelineStore(r.TimelineCapacity)
+	if r.RateLimit > 0 {
+		e.limiter = newRateLimiter(r.RateLimit, r.Now)
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	go e.loop()
+	return e, nil
+}
+
+// Close stops the scheduler; requests in flight end (their streams are cut). It is safe to
+// call more than once.
+func (e *Engine) Close() {
+	e.cancel()
+	<-e.done
+}
+
+// ServedModelName is the model name the engine answers to.
+func (e *Engine) ServedModelName() string { return e.cfg.ServedModelName }
+
+// Timeline returns a copy of the ground-truth timeline of the request with key id (its
+// X-Request-Id header, else its response id), in flight or among the last TimelineCapacity
+// finished ones.
+func (e *Engine) Timeline(id string) (Timeline, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.timelines.get(id)
+	if !ok {
+		return Timeline{}, false
+	}
+	return t.clone(), true
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	for {
+		e.mu.Lock()
+		for _, s := range e.incoming {
+			e.core.submit(s)
+		}
+		clear(e.incoming)
+		e.incoming = e.incoming[:0]
+		if now := e.clock.Now(); now > e.core.now {
+			e.core.now = now
+		}
+		start := e.core.now
+		d, ok := e.core.plan()
+		e.noteFinished()
+		e.mu.Unlock()
+		if !ok {
+			select {
+			case <-e.wake:
+				continue
+			case <-e.ctx.Done():
+				return
+			}
+		}
+		if err := e.clock.SleepUntil(e.ctx, start+d); err != nil {
+			return
+		}
+		e.mu.Lock()
+		end := max(e.clock.Now(), start+d)
+		e.core.complete(end, d)
+		e.noteFinished()
+		e.mu.Unlock()
+	}
+}
+
+// noteFinished moves timelines of finished requests into the bounded store's history.
+func (e *Engine) noteFinished() {
+	for _, s := range e.core.done {
+		e.timelines.finished(s.tl)
+	}
+	clear(e.core.done)
+	e.core.done = e.core.done[:0]
+}
+
+// newID returns a response id with the given prefix ("cmpl-", "chatcmpl-").
+func (e *Engine) newID(prefix string, n uint64) string {
+	var b [16]byte
+	x, y := tokenizer.Mix(e.seed^n), tokenizer.Mix(e.seed^^n)
+	for i := 0; i < 8; i++ {
+		b[i], b[8+i] = byte(x>>(8*i)), byte(y>>(8*i))
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// submit queues r under key and returns its sequence; sink receives its tokens.
+func (e *Engine) submit(r *request, key, respID string, plan *faultPlan, sink emitSink) *seq {
+	tl := &Timeline{
+		ID: key, ResponseID: respID, Epoch: e.clock.Wall(0), Scale: e.scale,
+		FirstScheduled: -1, Finish: -1, PromptTokens: r.promptTokens, MaxTokens: r.maxTokens,
+	}
+	target := r.maxTokens
+	if plan != nil && plan.earlyEOS && !r.ignoreEOS && r.maxTokens > r.minTokens+1 {
+		lo := max(r.minTokens, 1)
+		target = lo + int(plan.eosDraw*float64(r.maxTokens-lo))
+	}
+	tl.Emissions = make([]Emission, 0, min(target, 4096))
+	s := &seq{tl: tl, promptTokens: r.promptTokens, target: target, sink: sink}
+	if !e.cfg.DisablePrefixCaching {
+		s.hashes = blockHashes(r.promptIDs, r.hashIDs, r.promptTokens, e.cfg.BlockSize, e.cfg.hashBlocks, r.promptHash)
+	}
+	seed := r.promptHash
+	if r.seed != nil {
+		seed = uint64(*r.seed)
+	}
+	s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
+	e.mu.Lock()
+	tl.Arrival = e.clock.Now()
+	e.timelines.add(tl)
+	e.incoming = append(e.incoming, s)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return s
+}
+
+// abort removes s from the scheduler (client gone or stream cut).
+func (e *Engine) abort(s *seq) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.state == stFinished {
+		return
+	}
+	for i, in := range e.incoming {
+		if in == s {
+			e.incoming = append(e.incoming[:i], e.incoming[i+1:]...)
+			s.state = stFinished
+			s.tl.Finish, s.tl.FinishReason, s.tl.Done = e.clock.Now(), "abort", true
+			e.timelines.finished(s.tl)
+			return
+		}
+	}
+	// A waiting request ends now; a running one when the scheduler drops it before its next
+	// step.
+	e.core.abort(s)
+	e.noteFinished()
+}
+
+// waitingLen is the number of requests queued and not yet running.
+func (e *Engine) waitingLen() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.core.waiting.len() + len(e.incoming)
+}
+
+// blockHashes returns the chained hashes of the full prompt blocks. Block b's content is the
+// hash_ids entry covering it (hashBlocks blocks per entry) when there is one, else its token ids,
+// else (token count only) a value unique to the prompt.
+func blockHashes(ids []int, hashIDs []int64, promptTokens, blockSize, hashBlocks int, unique uint64) []uint64 {
+	n := promptTokens / blockSize
+	if n == 0 {
+		return nil
+	}
+	out := make([]uint64, n)
+	h := uint64(fnvOffset)
+	for b := 0; b < n; b++ {
+		var content uint64
+		switch {
+		case hashBlocks > 0 && b/hashBlocks < len(hashIDs):
+			content = tokenizer.Mix(uint64(hashIDs[b/hashBlocks])^0x6a09e667f3bcc908) + uint64(b%hashBlocks)
+		case len(ids) >= (b+1)*blockSize:
+			c := uint64(fnvOffset)
+			for _, id := range ids[b*blockSize : (b+1)*blockSize] {
+				c = (c ^ uint64(id)) * fnvPrime
+			}
+			content = c
+		default:
+			content = tokenizer.Mix(unique ^ tokenizer.Mix(uint64(b)))
+		}
+		h = tokenizer.Mix(h ^ tokenizer.Mix(content))
+		if h == 0 {
+			h = 1
+		}
+		out[b] = h
+	}
+	return out
+}
+
+// rateLimiter is a token bucket over wall time.
+type rateLimiter struct {
+	mu     sync.Mutex
+	rate   float64
+	burst  float64
+	tokens float64
+	last   time.Time
+	now    func() time.Time
+}
+
+func newRateLimiter(rate float64, now func() time.Time) *rateLimiter {
+	b := max(1, rate)
+	return &rateLimiter{rate: rate, burst: b, tokens: b, last: now(), now: now}
+}
+
+func (l *rateLimiter) allow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.now()
+	l.tokens = min(l.burst, l.tokens+t.Sub(l.last).Seconds()*l.rate)
+	l.last = t
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}

@@ -1,0 +1,390 @@
+package refengine
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Handler returns the engine's HTTP API: POST /v1/completions, POST /v1/chat/completions,
+// GET /v1/models, GET /health, GET /metrics, GET /version. With Config.APIKey set, /v1/ paths
+// require "Authorization: Bearer <key>"; /health, /metrics and /version stay open, as in vLLM.
+func (e *Engine) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { e.handleGenerate(w, r, false) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { e.handleGenerate(w, r, true) })
+	mux.HandleFunc("GET /v1/models", e.handleModels)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /metrics", e.handleMetrics)
+	mux.HandleFunc("GET /version", e.handleVersion)
+	return e.guard(mux)
+}
+
+// Panics is the number of handler panics recovered (each answered 500); it should stay 0.
+func (e *Engine) Panics() int64 { return e.panics.Load() }
+
+// guard recovers panics (500) and enforces the API key.
+func (e *Engine) guard(next http.Handler) http.Handler {
+	want := []byte("Bearer " + e.cfg.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				e.panics.Add(1)
+				writeError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error",
+					message: fmt.Sprintf("internal error: %v", v)})
+			}
+		}()
+		if e.cfg.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
+			got := []byte(r.Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				writeError(w, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error",
+					code: "invalid_api_key", message: "Missing or incorrect API key; send Authorization: Bearer <key>."})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (e *Engine) handleModels(w http.ResponseWriter, _ *http.Request) {
+	b := []byte(`{"object":"list","data":[{"id":`)
+	b = appendJSONString(b, e.cfg.ServedModelName)
+	b = append(b, `,"object":"model","created":`...)
+	b = fmt.Appendf(b, "%d", e.cfg.Now().Unix())
+	b = append(b, `,"owned_by":"llmbench","root":`...)
+	b = appendJSONString(b, e.cfg.Model)
+	b = fmt.Appendf(b, `,"parent":null,"max_model_len":%d}]}`+"\n", e.cfg.maxModelLen)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// Info describes the engine's configuration; /version serves it so that A/B comparisons can
+// list configuration differences.
+type Info struct {
+	Engine              string  `json:"engine"`
+	Version             string  `json:"version"`
+	ServedModelName     string  `json:"served_model_name"`
+	Model               string  `json:"model"`
+	GPU                 string  `json:"gpu"`
+	TP                  int     `json:"tensor_parallel_size"`
+	WeightDtype         string  `json:"weight_dtype"`
+	KVDtype             string  `json:"kv_cache_dtype"`
+	GPUMemUtil          float64 `json:"gpu_memory_utilization"`
+	NumBlocks           int     `json:"num_gpu_blocks"`
+	BlockSize           int     `json:"block_size"`
+	MaxModelLen         int     `json:"max_model_len"`
+	MaxNumSeqs          int     `json:"max_num_seqs"`
+	MaxNumBatchedTokens int     `json:"max_num_batched_tokens"`
+	PrefixCaching       bool    `json:"enable_prefix_caching"`
+	SpecK               int     `json:"num_speculative_tokens"`
+	SpecAlpha           float64 `json:"spec_acceptance_rate"`
+	SpecDraftModel      string  `json:"speculative_model"`
+	TimeScale           float64 `json:"time_scale"`
+	Faults              string  `json:"faults"`
+}
+
+// EngineVersion identifies the reference engine's behaviour in /version.
+const EngineVersion = "llmbench-refengine/1"
+
+// Info returns the engine's configuration after defaults.
+func (e *Engine) Info() Info { return e.cfg.info(e.scale) }
+
+func (r *resolved) info(scale float64) Info {
+	pc := r.roof.Config()
+	return Info{
+		Engine: "llmbench-refengine", Version: EngineVersion, ServedModelName: r.ServedModelName,
+		Model: r.model.Name, GPU: pc.GPU.Name, TP: pc.TP, WeightDtype: pc.WeightDtype, KVDtype: pc.KVDtype,
+		GPUMemUtil: pc.GPUMemUtil, NumBlocks: r.numBlocks, BlockSize: r.BlockSize, MaxModelLen: r.maxModelLen,
+		MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens, PrefixCaching: !r.DisablePrefixCaching,
+		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, TimeScale: scale, Faults: r.Faults.String(),
+	}
+}
+
+func (e *Engine) handleVersion(w http.ResponseWriter, _ *http.Request) {
+	b, _ := json.Marshal(e.Info())
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
+}
+
+// stream receives a request's emissions from the scheduler goroutine.
+type stream struct {
+	mu      sync.Mutex
+	pending []pendingEmit
+	notify  chan struct{}
+}
+
+type pendingEmit struct {
+	start, n int
+	final    bool
+	reason   string
+}
+
+func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
+
+func (st *stream) emit(start, n int, _ time.Duration, final bool, reason string) {
+	st.mu.Lock()
+	st.pending = append(st.pending, pendingEmit{start: start, n: n, final: final, reason: reason})
+	st.mu.Unlock()
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (st *stream) take(buf []pendingEmit) []pendingEmit {
+	st.mu.Lock()
+	buf = append(buf[:0], st.pending...)
+	st.pending = st.pending[:0]
+	st.mu.Unlock()
+	return buf
+}
+
+func tooMany(msg string) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: msg}
+}
+
+// handleGenerate serves both generation endpoints.
+func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	if e.limiter != nil && !e.limiter.allow() {
+		writeError(w, tooMany(fmt.Sprintf("rate limit of %g requests/s exceeded; retry later", e.cfg.RateLimit)))
+		return
+	}
+	if lim := int64(e.cfg.MaxConcurrentRequests); lim > 0 {
+		if e.inflight.Add(1) > lim {
+			e.inflight.Add(-1)
+			writeError(w, tooMany(fmt.Sprintf("more than %d requests in flight; retry later", lim)))
+			return
+		}
+		defer e.inflight.Add(-1)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "body_too_large",
+				message: fmt.Sprintf("request body exceeds %d bytes; send a shorter prompt", mbe.Limit)})
+			return
+		}
+		writeError(w, badRequest("", "reading the request body: %v", err))
+		return
+	}
+	req, aerr := decodeRequest(body, chat, decodeLimits{servedModel: e.cfg.ServedModelName,
+		maxModelLen: e.cfg.maxModelLen, defaultMaxTokens: e.cfg.DefaultMaxTokens})
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	n := e.counter.Add(1)
+	prefix := "cmpl-"
+	if chat {
+		prefix = "chatcmpl-"
+	}
+	respID := e.newID(prefix, n)
+	key := r.Header.Get("X-Request-Id")
+	faultKey := n
+	if key != "" {
+		faultKey = hashString(fnvOffset, key)
+	} else {
+		key = respID
+	}
+	plan := e.cfg.Faults.plan(faultKey)
+	if plan.resetBefore {
+		resetConn(w)
+		return
+	}
+	if plan.status != 0 {
+		writeError(w, injectedStatus(plan.status))
+		return
+	}
+	if q := e.cfg.Faults.OverloadQueue; q > 0 && e.waitingLen() >= q {
+		writeError(w, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
+		return
+	}
+	st := newStream()
+	s := e.submit(req, key, respID, &plan, st)
+	finished := false
+	defer func() {
+		if !finished {
+			e.abort(s)
+		}
+	}()
+	ctx := r.Context()
+	if plan.slowHeaders > 0 && !e.sleep(ctx, plan.slowHeaders) {
+		return
+	}
+	created := e.cfg.Now().Unix()
+	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, n))
+	h := w.Header()
+	h.Set("X-Request-Id", key)
+	var pend []pendingEmit
+	var text []byte
+	if !req.stream {
+		total, reason := 0, ""
+		for reason == "" {
+			if !e.wait(ctx, st) {
+				return
+			}
+			pend = st.take(pend)
+			for _, p := range pend {
+				text = appendOutput(text, base, p.start, p.n)
+				total = p.start + p.n
+				if p.final {
+					reason = p.reason
+				}
+			}
+		}
+		finished = true
+		h.Set("Content-Type", "application/json")
+		w.Write(appendFullResponse(nil, chat, respID, created, req.model, text, reason, req.promptTokens, total))
+		return
+	}
+
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := newChunkEncoder(chat, respID, created, req.model, req.promptTokens)
+	usage := func(n int) int {
+		if req.continuousUsage {
+			return n
+		}
+		return -1
+	}
+	buf := make([]byte, 0, 1024)
+	if chat {
+		buf = enc.appendEvent(buf, nil, true, "", usage(0))
+		w.Write(buf)
+		rc.Flush()
+	}
+	threshold := max(1, int(plan.midAt*float64(s.target)))
+	midDone := !plan.midStream()
+	sent := 0
+	for {
+		if !e.wait(ctx, st) {
+			return
+		}
+		pend = st.take(pend)
+		for _, p := range pend {
+			completion := p.start + p.n
+			if !midDone && sent > 0 && completion >= threshold {
+				midDone = true
+				if !e.injectMid(ctx, w, rc, &plan, respID) {
+					return
+				}
+			}
+			text = appendOutput(text[:0], base, p.start, p.n)
+			finish := ""
+			if p.final {
+				finish = p.reason
+			}
+			buf = enc.appendEvent(buf[:0], text, false, finish, usage(completion))
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			sent++
+			if p.final {
+				finished = true
+				if req.includeUsage {
+					w.Write(enc.appendUsageEvent(buf[:0], completion))
+				}
+				if !plan.noDone {
+					io.WriteString(w, doneEvent)
+				}
+				rc.Flush()
+				return
+			}
+		}
+		rc.Flush()
+	}
+}
+
+// injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.
+func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, plan *faultPlan, id string) bool {
+	if plan.malformed {
+		io.WriteString(w, "\x00\xffnot-an-sse-line\n\n")
+	}
+	if plan.badJSON {
+		b := append([]byte(`data: {"id":`), appendJSONString(nil, id)...)
+		b = append(b, `,"choices":[{"index":0,"text":`+"\n\n"...)
+		w.Write(b)
+	}
+	rc.Flush()
+	if plan.stall > 0 && !e.sleep(ctx, plan.stall) {
+		return false
+	}
+	if plan.resetMid {
+		resetConn(w)
+		return false
+	}
+	return true
+}
+
+// sleep waits simulated duration d on the engine's clock; false when ctx or the engine ended.
+func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(e.ctx, cancel)
+	defer stop()
+	return e.clock.SleepUntil(ctx, e.clock.Now()+d) == nil
+}
+
+// wait blocks until st has news; false when the client or the engine went away.
+func (e *Engine) wait(ctx context.Context, st *stream) bool {
+	select {
+	case <-st.notify:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-e.ctx.Done():
+		return false
+	}
+}
+
+func injectedStatus(code int) *apiError {
+	switch code {
+	case 429:
+		return tooMany("injected fault: rate limit reached for requests; retry later")
+	case 503:
+		return &apiError{status: 503, typ: "server_error", code: "service_unavailable", message: "injected fault: the server is temporarily unavailable"}
+	default:
+		return &apiError{status: code, typ: "server_error", code: "internal_error", message: "injected fault: internal server error"}
+	}
+}
+
+// resetConn drops the connection with a TCP reset (or aborts the handler where the connection
+// cannot be taken over, e.g. HTTP/2).
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func tokenizer64(seed, n uint64) uint64 { return mix(seed ^ mix(n^0xa5a5a5a5a5a5a5a5)) }
+
+// Describe returns the engine configuration as strings (for run facts in summaries).
+func (e *Engine) Describe() map[string]string {
+	b, _ := json.Marshal(e.Info())
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}

@@ -1,0 +1,384 @@
+package refengine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// apiError is an OpenAI-style error: {"error":{"message","type","param","code"}}.
+type apiError struct {
+	status  int
+	message string
+	typ     string
+	param   string
+	code    string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...),
+		typ: "invalid_request_error", param: param, code: "invalid_value"}
+}
+
+// appendErrorJSON appends the OpenAI error body of e.
+func appendErrorJSON(b []byte, e *apiError) []byte {
+	b = append(b, `{"error":{"message":`...)
+	b = appendJSONString(b, e.message)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.typ)
+	b = append(b, `,"param":`...)
+	if e.param == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, e.param)
+	}
+	b = append(b, `,"code":`...)
+	if e.code == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, e.code)
+	}
+	return append(b, "}}"...)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.status)
+	w.Write(append(appendErrorJSON(nil, e), '\n'))
+}
+
+// wireRequest is the JSON body of /v1/completions and /v1/chat/completions. Fields the engine
+// does not model (top_p, stop, user, ...) are accepted and ignored.
+type wireRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []wireMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           *int            `json:"min_tokens"`
+	IgnoreEOS           *bool           `json:"ignore_eos"`
+	Temperature         *float64        `json:"temperature"`
+	Seed                *int64          `json:"seed"`
+	Stream              *bool           `json:"stream"`
+	StreamOptions       *wireStreamOpts `json:"stream_options"`
+	N                   *int            `json:"n"`
+	HashIDs             []int64         `json:"hash_ids"`
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type wireStreamOpts struct {
+	IncludeUsage         *bool `json:"include_usage"`
+	ContinuousUsageStats *bool `json:"continuous_usage_stats"`
+}
+
+type wirePart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// request is a decoded, validated generation request.
+type request struct {
+	chat            bool
+	model           string
+	promptTokens    int
+	promptIDs       []int // token ids of the prompt (chat: of the concatenated contents)
+	promptHash      uint64
+	hashIDs         []int64
+	maxTokens       int
+	minTokens       int
+	ignoreEOS       bool
+	temperature     float64
+	seed            *int64
+	stream          bool
+	includeUsage    bool
+	continuousUsage bool
+}
+
+// decodeLimits are the bounds a request is checked against.
+type decodeLimits struct {
+	servedModel      string
+	maxModelLen      int
+	defaultMaxTokens int // chat requests without max_tokens
+}
+
+// decodeRequest parses and validates a request body. It never panics on any input.
+func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiError) {
+	var wr wireRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&wr); err != nil {
+		return nil, jsonError(err)
+	}
+	if dec.More() {
+		return nil, badRequest("", "request body has data after the JSON object; send exactly one object")
+	}
+	r := &request{chat: chat, model: wr.Model}
+	if r.model == "" {
+		r.model = lim.servedModel
+	}
+	if r.model != lim.servedModel {
+		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model",
+			code:    "model_not_found",
+			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", wr.Model, lim.servedModel)}
+	}
+	var tok tokenizer.Reference
+	if chat {
+		if wr.Prompt != nil {
+			return nil, badRequest("prompt", "chat completions take `messages`, not `prompt`")
+		}
+		if len(wr.Messages) == 0 {
+			return nil, badRequest("messages", "`messages` must be a non-empty array of {role, content}")
+		}
+		h := uint64(fnvOffset)
+		for i, m := range wr.Messages {
+			if m.Role == "" {
+				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
+			}
+			content, err := messageText(m.Content, i)
+			if err != nil {
+				return nil, err
+			}
+			r.promptTokens += tok.Count(content)
+			r.promptIDs = append(r.promptIDs, tok.Encode(content)...)
+			h = hashString(h, m.Role)
+			h = hashUint(h, 0)
+			h = hashString(h, content)
+			h = hashUint(h, 1)
+		}
+		r.promptHash = h
+	} else {
+		if wr.Messages != nil {
+			return nil, badRequest("messages", "completions take `prompt`, not `messages`; use /v1/chat/completions for chat")
+		}
+		if err := r.decodePrompt(wr.Prompt); err != nil {
+			return nil, err
+		}
+	}
+	if r.promptTokens == 0 {
+		p := "prompt"
+		if chat {
+			p = "messages"
+		}
+		return nil, badRequest(p, "the prompt is empty; send at least one token")
+	}
+	if r.promptTokens >= lim.maxModelLen {
+		p := "prompt"
+		if chat {
+			p = "messages"
+		}
+		return nil, badRequest(p, "This model's maximum context length is %d tokens, but the prompt has %d tokens; shorten the prompt.", lim.maxModelLen, r.promptTokens)
+	}
+	maxTok := wr.MaxTokens
+	maxParam := "max_tokens"
+	if wr.MaxCompletionTokens != nil {
+		maxTok, maxParam = wr.MaxCompletionTokens, "max_completion_tokens"
+	}
+	switch {
+	case maxTok != nil:
+		if *maxTok < 1 {
+			return nil, badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
+		}
+		r.maxTokens = *maxTok
+		if r.promptTokens+r.maxTokens > lim.maxModelLen {
+			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Reduce the prompt or %s.", lim.maxModelLen, r.promptTokens+r.maxTokens, r.promptTokens, r.maxTokens, maxParam)
+		}
+	case chat:
+		r.maxTokens = min(lim.defaultMaxTokens, lim.maxModelLen-r.promptTokens)
+	default:
+		r.maxTokens = min(16, lim.maxModelLen-r.promptTokens)
+	}
+	if wr.MinTokens != nil {
+		if *wr.MinTokens < 0 || *wr.MinTokens > r.maxTokens {
+			return nil, badRequest("min_tokens", "min_tokens must be between 0 and max_tokens (%d), got %d", r.maxTokens, *wr.MinTokens)
+		}
+		r.minTokens = *wr.MinTokens
+	}
+	if wr.IgnoreEOS != nil {
+		r.ignoreEOS = *wr.IgnoreEOS
+	}
+	r.temperature = 1
+	if wr.Temperature != nil {
+		if *wr.Temperature < 0 || *wr.Temperature > 2 {
+			return nil, badRequest("temperature", "temperature must be between 0 and 2, got %g", *wr.Temperature)
+		}
+		r.temperature = *wr.Temperature
+	}
+	r.seed = wr.Seed
+	if wr.N != nil && *wr.N != 1 {
+		return nil, badRequest("n", "only n=1 is supported, got %d", *wr.N)
+	}
+	if wr.Stream != nil {
+		r.stream = *wr.Stream
+	}
+	if wr.StreamOptions != nil {
+		if !r.stream {
+			return nil, badRequest("stream_options", "stream_options can only be given when stream is true")
+		}
+		if o := wr.StreamOptions.IncludeUsage; o != nil {
+			r.includeUsage = *o
+		}
+		if o := wr.StreamOptions.ContinuousUsageStats; o != nil {
+			r.continuousUsage = *o
+		}
+	}
+	r.hashIDs = wr.HashIDs
+	return r, nil
+}
+
+// decodePrompt accepts a string, an array of one string, or an array of token ids.
+func (r *request) decodePrompt(raw json.RawMessage) *apiError {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return badRequest("prompt", "`prompt` is required")
+	}
+	var tok tokenizer.Reference
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return badRequest("prompt", "`prompt` is not a valid JSON string: %v", err)
+		}
+		r.setTextPrompt(tok, s)
+		return nil
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return badRequest("prompt", "`prompt` must be a string, an array of one string or an array of token ids: %v", err)
+		}
+		if len(items) == 0 {
+			return badRequest("prompt", "`prompt` is an empty array; send a string")
+		}
+		if first := bytes.TrimSpace(items[0]); len(first) > 0 && first[0] == '"' {
+			if len(items) != 1 {
+				return badRequest("prompt", "batched prompts (%d strings) are not supported; send one prompt per request", len(items))
+			}
+			var s string
+			if err := json.Unmarshal(first, &s); err != nil {
+				return badRequest("prompt", "prompt[0] is not a valid JSON string: %v", err)
+			}
+			r.setTextPrompt(tok, s)
+			return nil
+		}
+		h := uint64(fnvOffset)
+		r.promptIDs = make([]int, len(items))
+		for i, it := range items {
+			var id int
+			if err := json.Unmarshal(it, &id); err != nil || id < 0 {
+				return badRequest(fmt.Sprintf("prompt[%d]", i), "prompt[%d] must be a non-negative integer token id", i)
+			}
+			r.promptIDs[i] = id
+			h = hashUint(h, uint64(id))
+		}
+		r.promptTokens = len(items)
+		r.promptHash = h
+		return nil
+	default:
+		return badRequest("prompt", "`prompt` must be a string, an array of one string or an array of token ids")
+	}
+}
+
+func (r *request) setTextPrompt(tok tokenizer.Reference, s string) {
+	r.promptIDs = tok.Encode(s)
+	r.promptTokens = len(r.promptIDs)
+	r.promptHash = hashString(fnvOffset, s)
+}
+
+// messageText returns a message's content: a string, or the concatenated text of an array of
+// {"type":"text","text":...} parts.
+func messageText(raw json.RawMessage, i int) (string, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	param := fmt.Sprintf("messages[%d].content", i)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", badRequest(param, "%s is not a valid JSON string: %v", param, err)
+		}
+		return s, nil
+	case '[':
+		var parts []wirePart
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", badRequest(param, "%s must be a string or an array of {type, text} parts: %v", param, err)
+		}
+		var sb strings.Builder
+		for j, p := range parts {
+			if p.Type != "text" {
+				return "", badRequest(fmt.Sprintf("%s[%d].type", param, j), "content part type %q is not supported; only \"text\"", p.Type)
+			}
+			sb.WriteString(p.Text)
+		}
+		return sb.String(), nil
+	default:
+		return "", badRequest(param, "%s must be a string or an array of {type, text} parts", param)
+	}
+}
+
+// jsonError turns a decoding error into a 400 that names the field where it can.
+func jsonError(err error) *apiError {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return badRequest(field, "field `%s` has the wrong type: got JSON %s, want %s", field, te.Value, te.Type)
+	case errors.As(err, &se):
+		return badRequest("", "request body is not valid JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, io.EOF):
+		return badRequest("", "request body is empty; send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "request body is truncated JSON")
+	default:
+		return badRequest("", "request body is not a valid request: %v", err)
+	}
+}
+
+// appendJSONString appends s as a JSON string literal (HTML-safe, invalid UTF-8 replaced).
+func appendJSONString(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		out, _ := json.Marshal(s)
+		return append(b, out...)
+	}
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
