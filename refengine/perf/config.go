@@ -38,10 +38,16 @@ type Config struct {
 	TP    int // tensor-parallel degree (GPUs per replica), >= 1; default 1
 
 	WeightDtype string // "bf16" (default; "fp16" is the same size), "fp8", "int8", "int4"
-	KVDtype     string // "bf16" (default; "fp16" alias), "fp8"
+	// BytesPerWeight, when > 0, replaces the weight dtype's bytes per parameter (for example
+	// 0.5625 for int4 with one 16-bit scale per 32 weights); the dtype still picks the
+	// tensor-core rate. 0 derives it from WeightDtype (WeightBytesPerParam).
+	BytesPerWeight float64
+	KVDtype        string // "bf16" (default; "fp16" alias), "fp8"
 
-	BWEff   float64 // achievable fraction of peak HBM bandwidth, default 0.78
-	FLOPEff float64 // achievable fraction of peak tensor FLOP/s, default 0.75
+	// BWEff and FLOPEff are the achievable fractions of peak HBM bandwidth and tensor FLOP/s;
+	// 0 takes the GPU profile's value, and failing that the defaults 0.78 and 0.75.
+	BWEff   float64
+	FLOPEff float64
 	CommEff float64 // achievable fraction of link bandwidth in all-reduce, default 0.70
 
 	StepOverhead     time.Duration // per-step CPU/launch overhead, default 800µs; < 0 = none
@@ -73,7 +79,13 @@ func (c Config) WithDefaults() Config {
 		c.KVDtype = "bf16"
 	}
 	if c.BWEff == 0 {
+		c.BWEff = c.GPU.BWEff
+	}
+	if c.BWEff == 0 {
 		c.BWEff = DefaultBWEff
+	}
+	if c.FLOPEff == 0 {
+		c.FLOPEff = c.GPU.FLOPEff
 	}
 	if c.FLOPEff == 0 {
 		c.FLOPEff = DefaultFLOPEff

@@ -91,7 +91,8 @@
 //	KV bf16  2 per value; KV fp8 1 per value (halves KVBytesPerToken, doubles NumBlocks)
 //
 // int4 carries one 16-bit scale per group of 128 weights (Int4GroupSize), the common GPTQ/AWQ
-// layout, so 0.515625 B per parameter. The model quantizes every parameter, embeddings
+// layout, so 0.515625 B per parameter; Config.BytesPerWeight overrides the size for other
+// layouts while the dtype still picks the rate. The model quantizes every parameter, embeddings
 // included; real checkpoints often keep the embeddings and LM head in bf16, which this ignores.
 // Quantization changes speed, not the tokens the engine emits.
 //
@@ -173,7 +174,9 @@
 // # Constants and their sources
 //
 // Every constant is a Config field (zero selects the default below; for StepOverhead,
-// AllReduceLatency and ReserveBytes a negative value means none) or a profile field.
+// AllReduceLatency and ReserveBytes a negative value means none) or a profile field. BWEff and
+// FLOPEff can also be set per GPU (GPU.BWEff, GPU.FLOPEff; "bw_eff", "flop_eff" in a profile
+// file), which applies when Config leaves them at zero.
 //
 //	BWEff 0.78          achievable fraction of peak HBM bandwidth; issue 3: ≈0.78 reproduces
 //	                    published decode profiles (memory-bound GEMV kernels reach 75-85%).

@@ -45,6 +45,10 @@ type GPU struct {
 	// LinkBW is the per-GPU, per-direction interconnect bandwidth (NVLink), bytes/s, used for
 	// the tensor-parallel all-reduce.
 	LinkBW float64
+	// BWEff and FLOPEff, when > 0, are this GPU's achievable fractions of peak bandwidth and
+	// FLOP/s, used when Config leaves its own at 0 (the built-in profiles leave them 0, so the
+	// package defaults apply).
+	BWEff, FLOPEff float64
 }
 
 // IsMoE reports whether the model routes tokens to a subset of experts.
@@ -124,6 +128,14 @@ func (g GPU) Validate() error {
 	}{{"fp8 FLOP/s", g.FP8FLOPS}, {"int8 OP/s", g.INT8OPS}, {"link bandwidth", g.LinkBW}} {
 		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
 			return fmt.Errorf("gpu %s: %s must be >= 0 (0 = unsupported), got %g", name, c.f, c.v)
+		}
+	}
+	for _, c := range []struct {
+		f string
+		v float64
+	}{{"bw_eff", g.BWEff}, {"flop_eff", g.FLOPEff}} {
+		if c.v < 0 || c.v > 1 || math.IsNaN(c.v) {
+			return fmt.Errorf("gpu %s: %s must be in (0, 1], or 0 for the default, got %g", name, c.f, c.v)
 		}
 	}
 	return nil
@@ -374,6 +386,8 @@ type gpuJSON struct {
 	FP8TFLOPS  float64 `json:"fp8_tflops"`
 	INT8TOPS   float64 `json:"int8_tops"`
 	LinkGBs    float64 `json:"link_gbs"`
+	BWEff      float64 `json:"bw_eff"`
+	FLOPEff    float64 `json:"flop_eff"`
 }
 
 // ParseProfiles parses a profile override file; name (usually the file's path) prefixes every
@@ -390,7 +404,8 @@ type gpuJSON struct {
 // Model fields follow config.json; "active_params" defaults to "params" and "experts" /
 // "active_experts" are only for mixture-of-experts models. GPU fields are in data-sheet units:
 // GB (1e9 bytes), GB/s, dense TFLOP/s (TOP/s for int8), per-direction link GB/s; an omitted
-// fp8/int8 rate means unsupported. Unknown fields are errors, so a typo cannot silently fall
+// fp8/int8 rate means unsupported. Optional "bw_eff" and "flop_eff" set the GPU's achievable
+// fractions of peak (see Config.BWEff). Unknown fields are errors, so a typo cannot silently fall
 // back to a default. Profiles are validated; names must be unique within the file.
 func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -436,7 +451,8 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 	seen = map[string]bool{}
 	for i, gj := range f.GPUs {
 		g := GPU{Name: gj.Name, MemBytes: gj.MemGB * 1e9, MemBW: gj.MemBWGBs * 1e9, BF16FLOPS: gj.BF16TFLOPS * 1e12,
-			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9}
+			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9,
+			BWEff: gj.BWEff, FLOPEff: gj.FLOPEff}
 		k := normalizeName(g.Name)
 		if k == "" {
 			return nil, nil, fmt.Errorf("%s: gpus[%d]: name is required", name, i)

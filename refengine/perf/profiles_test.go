@@ -131,7 +131,8 @@ const sampleProfiles = `{
   "gpus": [
     {"name": "L40S", "mem_gb": 48, "mem_bw_gbs": 864, "bf16_tflops": 362, "fp8_tflops": 733,
      "int8_tops": 733, "link_gbs": 32},
-    {"name": "h100", "mem_gb": 94, "mem_bw_gbs": 3900, "bf16_tflops": 989, "link_gbs": 450}
+    {"name": "h100", "mem_gb": 94, "mem_bw_gbs": 3900, "bf16_tflops": 989, "link_gbs": 450,
+     "bw_eff": 0.8, "flop_eff": 0.7}
   ]
 }`
 
@@ -158,7 +159,7 @@ func TestParseProfilesAndRegistry(t *testing.T) {
 		t.Errorf("override of llama-3.1-8b not visible through its alias: %+v", m)
 	}
 	// A profile named like an alias replaces what the alias pointed at.
-	if g, _ := reg.GPU("h100"); g.MemBytes != 94e9 {
+	if g, _ := reg.GPU("h100"); g.MemBytes != 94e9 || g.BWEff != 0.8 || g.FLOPEff != 0.7 {
 		t.Errorf("h100 override: %+v", g)
 	}
 	if g, _ := reg.GPU("h100-sxm"); g.MemBytes != 80e9 {
@@ -193,6 +194,7 @@ func TestParseProfilesErrors(t *testing.T) {
 		{`{"gpus": [{"name": "g", "mem_gb": 80}]}`, "gpus[0]: gpu g: memory bandwidth must be > 0"},
 		{`{"gpus": [{"name": "g", "mem_gb": 80, "mem_bw_gbs": 1, "bf16_tflops": 1, "fp8_tflops": -1}]}`, "fp8"},
 		{`{"gpus": [{"name": "g", "mem_gb": 1e308, "mem_bw_gbs": 1, "bf16_tflops": 1}]}`, "memory must be > 0"},
+		{`{"gpus": [{"name": "g", "mem_gb": 1, "mem_bw_gbs": 1, "bf16_tflops": 1, "bw_eff": 1.2}]}`, "bw_eff"},
 		{`[]`, "want {"},
 		{"{\"models\": [{\"name\": \"x\",\n \"layers\": 3.5}]}", `p.json:2:`},
 		{`{"models": [{"name": "x", "layers": "32"}]}`, `"models.layers" must be an integer, not string`},

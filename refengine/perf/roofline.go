@@ -144,6 +144,12 @@ func derive(cfg Config) (*Roofline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: weight dtype: %w", err)
 	}
+	if cfg.BytesPerWeight != 0 {
+		if !(cfg.BytesPerWeight > 0) || cfg.BytesPerWeight > 8 {
+			return nil, fmt.Errorf("perf: BytesPerWeight must be in (0, 8] bytes per parameter, or 0 to derive it from the weight dtype, got %g", cfg.BytesPerWeight)
+		}
+		bpw = cfg.BytesPerWeight
+	}
 	bkv, err := KVBytesPerValue(cfg.KVDtype)
 	if err != nil {
 		return nil, fmt.Errorf("perf: kv dtype: %w", err)
@@ -318,7 +324,7 @@ func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
 	if r.experts > 0 {
 		// Expected distinct experts touched by t tokens routed uniformly and independently:
 		// E·(1 − (1 − A/E)^t), with the power as an exponential of a precomputed logarithm.
-		touched := r.experts * -math.Expm1(t*r.logMiss)
+		touched := r.experts * (1 - math.Exp(t*r.logMiss))
 		wb = r.sharedWeightBytes + touched*r.expertBytes
 	}
 	bytes = wb + float64(w.KVTokensRead)*r.kvBytesPerToken

@@ -550,3 +550,32 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+func TestOverrides(t *testing.T) {
+	m := mustModel(t, "llama-3.1-8b")
+	g := mustGPU(t, "h100")
+	// BytesPerWeight replaces the dtype's size but keeps its compute rate.
+	r := mustNew(t, Config{Model: m, GPU: g, WeightDtype: "int4", BytesPerWeight: 0.5625})
+	if r.WeightBytes() != 8.03e9*0.5625 || r.LinearPeakFormat() != "bf16" {
+		t.Errorf("BytesPerWeight: weights %g, rate %s", r.WeightBytes(), r.LinearPeakFormat())
+	}
+	if _, err := New(Config{Model: m, GPU: g, BytesPerWeight: -1}); err == nil || !strings.Contains(err.Error(), "BytesPerWeight") {
+		t.Errorf("negative BytesPerWeight: %v", err)
+	}
+	// A GPU profile's efficiencies apply unless Config sets its own.
+	slow := g
+	slow.BWEff, slow.FLOPEff = 0.5, 0.4
+	c := mustNew(t, Config{Model: m, GPU: slow}).Config()
+	if c.BWEff != 0.5 || c.FLOPEff != 0.4 {
+		t.Errorf("GPU efficiencies not used: %g %g", c.BWEff, c.FLOPEff)
+	}
+	c = mustNew(t, Config{Model: m, GPU: slow, BWEff: 0.9}).Config()
+	if c.BWEff != 0.9 || c.FLOPEff != 0.4 {
+		t.Errorf("Config efficiency should win: %g %g", c.BWEff, c.FLOPEff)
+	}
+	base := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1}).Step(decodeWork(1, 0))
+	half := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1, BWEff: 0.39}).Step(decodeWork(1, 0))
+	if d := half.Memory - 2*base.Memory; d < -2 || d > 2 {
+		t.Errorf("halving BWEff should double the memory term: %v vs %v", half.Memory, base.Memory)
+	}
+}
