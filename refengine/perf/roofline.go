@@ -83,7 +83,7 @@ func New(cfg Config) (*Roofline, error) {
 		if r.draftWeightBytes > 0 {
 			what += fmt.Sprintf(" plus draft %s", cfg.Draft.Name)
 		}
-		return nil, fmt.Errorf("perf: %s need %.1f GB but %d × %s provide %.1f GB (%.1f GB × gpu_mem_util %.2f − %.1f GB reserve per GPU); %s: %w",
+		return nil, fmt.Errorf("perf: %s need %.1f GB but %d × %s provide %.1f GB (%.1f GB × GPU memory utilization %.2f − %.1f GB reserve, per GPU); %s: %w",
 			what, need/1e9, cfg.TP, cfg.GPU.Name, usable/1e9, cfg.GPU.MemBytes/1e9, cfg.GPUMemUtil,
 			math.Max(cfg.ReserveBytes, 0)/1e9, fitAdvice(cfg, need, perGPU), ErrWeightsDoNotFit)
 	}
@@ -91,7 +91,7 @@ func New(cfg Config) (*Roofline, error) {
 	perBlock := float64(cfg.BlockSize) * (r.kvBytesPerToken + r.draftKVBytesPerToken)
 	r.numBlocks = int(math.Floor(r.kvBudget / perBlock))
 	if r.numBlocks < 1 {
-		return nil, fmt.Errorf("perf: %s on %d × %s: the weights fit but leave %.2f GB, less than one %d-token KV block (%.1f MB); raise gpu_mem_util, lower the reserve, use fp8 weights or KV cache, or raise TP: %w",
+		return nil, fmt.Errorf("perf: %s on %d × %s: the weights fit but leave %.2f GB, less than one %d-token KV block (%.1f MB); raise the GPU memory utilization (--gpu-memory-utilization), lower the reserve, use fp8 weights or KV cache (--weight-dtype, --kv-dtype), or raise TP (--tp): %w",
 			cfg.Model.Name, cfg.TP, cfg.GPU.Name, r.kvBudget/1e9, cfg.BlockSize, perBlock/1e6, ErrNoKVCache)
 	}
 	return r, nil
@@ -101,14 +101,14 @@ func New(cfg Config) (*Roofline, error) {
 // head counts) at which the weights fit, or other remedies when none does.
 func fitAdvice(cfg Config, need, perGPU float64) string {
 	if perGPU <= 0 {
-		return "the reserve exceeds the usable memory of one GPU; lower reserve_bytes or raise gpu_mem_util"
+		return "the reserve exceeds the usable memory of one GPU; lower the reserve (ReserveBytes) or raise the GPU memory utilization (--gpu-memory-utilization)"
 	}
 	for tp := cfg.TP * 2; tp <= 64; tp *= 2 {
 		if tpCompatible(cfg.Model, tp) == nil && float64(tp)*perGPU >= need {
-			return fmt.Sprintf("the weights do not fit; use tensor parallelism TP=%d or more (--tp %d), fp8/int4 weights, or a GPU with more memory", tp, tp)
+			return fmt.Sprintf("the weights do not fit; use tensor parallelism TP=%d or more (--tp %d), fp8 or int4 weights (--weight-dtype), or a GPU with more memory", tp, tp)
 		}
 	}
-	return "the weights do not fit at any tensor-parallel degree the model allows; use fp8/int4 weights or a GPU with more memory"
+	return "the weights do not fit at any tensor-parallel degree the model allows; use fp8 or int4 weights (--weight-dtype) or a GPU with more memory"
 }
 
 func tpCompatible(m Model, tp int) error {
@@ -158,7 +158,7 @@ func derive(cfg Config) (*Roofline, error) {
 		name string
 		v    float64
 	}{{"bandwidth efficiency (BWEff)", cfg.BWEff}, {"FLOP efficiency (FLOPEff)", cfg.FLOPEff},
-		{"link efficiency (CommEff)", cfg.CommEff}, {"gpu_mem_util (GPUMemUtil)", cfg.GPUMemUtil}} {
+		{"link efficiency (CommEff)", cfg.CommEff}, {"GPU memory utilization (GPUMemUtil)", cfg.GPUMemUtil}} {
 		if err := validFraction(f.name, f.v, false); err != nil {
 			return nil, fmt.Errorf("perf: %w", err)
 		}

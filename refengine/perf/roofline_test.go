@@ -453,7 +453,7 @@ func TestNewValidation(t *testing.T) {
 		{"kv dtype", Config{Model: m, GPU: g, KVDtype: "int4"}, "KV cache dtype"},
 		{"bw eff", Config{Model: m, GPU: g, BWEff: 1.5}, "BWEff"},
 		{"flop eff", Config{Model: m, GPU: g, FLOPEff: -0.1}, "FLOPEff"},
-		{"mem util", Config{Model: m, GPU: g, GPUMemUtil: 2}, "gpu_mem_util"},
+		{"mem util", Config{Model: m, GPU: g, GPUMemUtil: 2}, "GPU memory utilization"},
 		{"combine", Config{Model: m, GPU: g, Combine: "sum"}, "combine"},
 		{"tp", Config{Model: m, GPU: g, TP: -1}, "tensor-parallel"},
 		{"block", Config{Model: m, GPU: g, BlockSize: -16}, "block size"},
