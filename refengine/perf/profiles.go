@@ -17,14 +17,14 @@ import (
 // the parameter counts published on the model card.
 type Model struct {
 	Name    string
-	Layers  int // transformer blocks (num_hidden_layers)
-	Hidden  int // residual width (hidden_size)
-	Heads   int // query heads (num_attention_heads)
-	KVHeads int // key/value heads (num_key_value_heads); < Heads means grouped-query attention
-	HeadDim int // per-head width (head_dim)
-	FFN     int // MLP intermediate width (intermediate_size), per expert for MoE
-	Vocab   int // vocabulary size (vocab_size)
-	Params  float64
+	Layers  int     // transformer blocks (num_hidden_layers)
+	Hidden  int     // residual width (hidden_size)
+	Heads   int     // query heads (num_attention_heads)
+	KVHeads int     // key/value heads (num_key_value_heads); < Heads means grouped-query attention
+	HeadDim int     // per-head width (head_dim)
+	FFN     int     // MLP intermediate width (intermediate_size), per expert for MoE
+	Vocab   int     // vocabulary size (vocab_size)
+	Params  float64 // total parameters, all experts included (model card)
 	// ActiveParams is the number of parameters each token passes through: equal to Params for
 	// a dense model, smaller for a mixture-of-experts model.
 	ActiveParams float64
