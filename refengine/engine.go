@@ -144,8 +144,8 @@ func (e *Engine) newID(prefix string, n uint64) string {
 }
 
 // submit queues r under key and returns its sequence; sink receives its tokens.
-func (e *Engine) submit(r *request, key, respID string, plan *faultPlan, sink emitSink) *seq {
-	tl := &Timeline{
+func (e *Engine) submit(r *request, key, respID string, base uint64, plan *faultPlan, sink emitSink) *seq {
+	tl := &Timeline{OutputSeed: base,
 		ID: key, ResponseID: respID, Epoch: e.clock.Wall(0), Scale: e.scale,
 		FirstScheduled: -1, Finish: -1, PromptTokens: r.promptTokens, MaxTokens: r.maxTokens,
 	}

@@ -211,8 +211,9 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		writeError(w, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
 		return
 	}
+	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, n))
 	st := newStream()
-	s := e.submit(req, key, respID, &plan, st)
+	s := e.submit(req, key, respID, base, &plan, st)
 	finished := false
 	defer func() {
 		if !finished {
@@ -224,7 +225,6 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	created := e.cfg.Now().Unix()
-	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, n))
 	h := w.Header()
 	h.Set("X-Request-Id", key)
 	var pend []pendingEmit

@@ -42,6 +42,9 @@ type Timeline struct {
 	// MaxTokens is the output length the engine generates for this request: max_tokens,
 	// unless an early-eos fault picked a shorter one.
 	MaxTokens int
+	// OutputSeed is the word seed of the request's output: its text is
+	// tokenizer.Text(OutputSeed, 0, OutputTokens).
+	OutputSeed uint64
 	// FinishReason is "length" (max_tokens reached), "stop" (early end of sequence injected by
 	// a fault), "abort" (client went away) or "" while in flight.
 	FinishReason string
