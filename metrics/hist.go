@@ -10,12 +10,12 @@ import (
 // same name always merge without loss. Durations are recorded in microseconds from 0 to one
 // hour with 3 significant digits (0.1% relative precision); longer values are clamped to one
 // hour and negative ones to 0. Counts (tokens per chunk) and the fluidity index (scaled by
-// fluidityScale) use the same geometry.
+// fluidityScal, exact at that scale) use the same geometry.
 const (
 	histLowest   = 1
 	histHighest  = 3_600_000_000 // one hour in µs
 	histSigFigs  = 3
-	fluidityScal = 10000 // the fluidity index is recorded as round(index * 10000)
+	fluidityScal = 1000 // the fluidity index is recorded as round(index * 1000): exact buckets
 )
 
 // hist wraps an HdrHistogram with clamping. It is not safe for concurrent use.

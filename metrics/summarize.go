@@ -11,7 +11,7 @@ import (
 )
 
 // Histogram names, as used in Summary.Histograms. Durations are in µs, "tokens_per_chunk" in
-// tokens and "fluidity" in index * 10000. Keys are NAME for the headline (steady state),
+// tokens and "fluidity" in index * 1000 (exact: 0.001 steps). Keys are NAME for the headline (steady state),
 // "class/CLASS/NAME" per class and "PHASE/NAME" for an excluded phase ("warmup/ttft").
 const (
 	hTTFT = iota
