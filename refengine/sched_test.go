@@ -1,0 +1,196 @@
+package refengine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestPreemptionWhenKVOverfills(t *testing.T) {
+	// 64 blocks of 16 tokens = 1024 tokens of KV for 16 requests that each grow to 300.
+	reqs := make([]SimRequest, 16)
+	for i := range reqs {
+		reqs[i] = SimRequest{ID: fmt.Sprintf("p%d", i), PromptTokens: 100, MaxTokens: 200}
+	}
+	res, err := Simulate(reqs, Config{NumBlocks: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Preemptions == 0 {
+		t.Fatalf("no preemptions: %+v", res.Stats)
+	}
+	if res.Stats.MaxBlocksUsed > 64 {
+		t.Fatalf("used %d blocks of 64", res.Stats.MaxBlocksUsed)
+	}
+	pre := 0
+	for i, tl := range res.Timelines {
+		pre += tl.Preemptions
+		if !tl.Done || tl.OutputTokens != 200 {
+			t.Fatalf("p%d: %+v", i, tl)
+		}
+	}
+	if int64(pre) != res.Stats.Preemptions {
+		t.Fatalf("timelines count %d preemptions, stats %d", pre, res.Stats.Preemptions)
+	}
+	// Recomputation costs extra prefill: computed tokens exceed prompt + output.
+	if res.Stats.ComputedTokens <= int64(16*(100+200)) {
+		t.Fatalf("computed %d tokens, want more than %d after recompute preemption", res.Stats.ComputedTokens, 16*300)
+	}
+	// The same trace with room for everything never preempts.
+	res2, err := Simulate(reqs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Stats.Preemptions != 0 {
+		t.Fatalf("preemptions with a full-size cache: %d", res2.Stats.Preemptions)
+	}
+}
+
+func TestPrefixCachingLowersTTFT(t *testing.T) {
+	// 40 requests sharing a 4,096-token prefix (8 hash ids of 512 tokens), spaced so each
+	// arrives after the previous finished its prefill.
+	var reqs []SimRequest
+	for i := 0; i < 40; i++ {
+		reqs = append(reqs, SimRequest{ID: fmt.Sprintf("h%d", i), Arrival: time.Duration(i) * 500 * time.Millisecond,
+			PromptTokens: 4096 + 64, HashIDs: []int64{1, 2, 3, 4, 5, 6, 7, 8}, MaxTokens: 8})
+	}
+	on, err := Simulate(reqs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := Simulate(reqs, Config{DisablePrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on.Stats.PrefixHits != 39*4096 || on.Stats.PrefixQueries != 40*(4096+64) || off.Stats.PrefixQueries != 0 {
+		t.Fatalf("prefix stats on %+v off %+v", on.Stats, off.Stats)
+	}
+	for i := 1; i < 40; i++ {
+		a, b := on.Timelines[i], off.Timelines[i]
+		if a.CachedTokens != 4096 || b.CachedTokens != 0 {
+			t.Fatalf("h%d cached %d / %d", i, a.CachedTokens, b.CachedTokens)
+		}
+		if a.TTFT() >= b.TTFT()/2 {
+			t.Fatalf("h%d: TTFT %v with caching, %v without: want well below half", i, a.TTFT(), b.TTFT())
+		}
+	}
+	// Prompt text shares too: same prefix text hits, a different text does not.
+	prefix := ""
+	for i := 0; i < 300; i++ {
+		prefix += " word"
+	}
+	text := []SimRequest{
+		{ID: "a", Prompt: prefix + " alpha", MaxTokens: 4},
+		{ID: "b", Arrival: time.Second, Prompt: prefix + " beta gamma", MaxTokens: 4},
+		{ID: "c", Arrival: 2 * time.Second, Prompt: "other" + prefix, MaxTokens: 4},
+	}
+	res, err := Simulate(text, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []int{res.Timelines[0].CachedTokens, res.Timelines[1].CachedTokens, res.Timelines[2].CachedTokens}; !slices.Equal(got, []int{0, 288, 0}) {
+		t.Fatalf("cached tokens %v, want [0 288 0] (300 shared tokens = 18 full blocks)", got)
+	}
+}
+
+func TestChunkedPrefillAndBudget(t *testing.T) {
+	reqs := []SimRequest{
+		{ID: "short", PromptTokens: 100, MaxTokens: 50},
+		{ID: "long", Arrival: time.Millisecond, PromptTokens: 20000, MaxTokens: 4},
+	}
+	res, err := Simulate(reqs, Config{MaxNumBatchedTokens: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, long := res.Timelines[0], res.Timelines[1]
+	// 20,000 prompt tokens in chunks of at most 2,047 (one token of each step's budget goes
+	// to the decoding request) take 10 steps, and the decoding request emits a token in each
+	// of them: chunked prefill does not stall running decodes.
+	during := 0
+	for _, em := range short.Emissions {
+		if em.At > long.FirstScheduled && em.At <= long.Emissions[0].At {
+			during++
+		}
+	}
+	if during < 10 {
+		t.Fatalf("short emitted %d tokens during long's prefill, want >= 10 (one per chunk)", during)
+	}
+	if res.Stats.ComputedTokens != 20000+100+4+50-2 {
+		t.Fatalf("computed %d tokens", res.Stats.ComputedTokens)
+	}
+}
+
+func TestMaxNumSeqsAndDeterminism(t *testing.T) {
+	reqs := synthTrace(500, 200, 500, 200)
+	cfg := Config{MaxNumSeqs: 32, SpecK: 3, SpecAlpha: 0.7}
+	a, err := Simulate(reqs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Stats.MaxRunning > 32 || a.Stats.MaxRunning < 32 {
+		t.Fatalf("max running %d, want exactly the cap 32 under overload", a.Stats.MaxRunning)
+	}
+	b, err := Simulate(reqs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two simulations of the same trace differ")
+	}
+}
+
+func TestSingleSequenceDecodeStep(t *testing.T) {
+	// Llama 3.1 8B bf16 on one H100: a lone decode step lies between the bandwidth ceiling
+	// (16 GB / 3.35 TB/s ≈ 4.8 ms) and 8 ms.
+	res, err := Simulate([]SimRequest{{ID: "x", PromptTokens: 128, MaxTokens: 64}}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := res.Timelines[0].Emissions
+	gap := em[10].At - em[9].At
+	if gap < 4500*time.Microsecond || gap > 8*time.Millisecond {
+		t.Fatalf("decode step %v, want 4.5–8 ms", gap)
+	}
+}
+
+func TestSimulateRejectsBadRequests(t *testing.T) {
+	for _, r := range []SimRequest{
+		{ID: "empty", MaxTokens: 1},
+		{ID: "nomax", PromptTokens: 5},
+		{ID: "long", PromptTokens: 200000, MaxTokens: 1},
+		{ID: "min", PromptTokens: 5, MaxTokens: 2, MinTokens: 3},
+		{ID: "neg", PromptTokens: 5, MaxTokens: 2, Arrival: -1},
+	} {
+		if _, err := Simulate([]SimRequest{r}, Config{}); err == nil {
+			t.Errorf("%s: no error", r.ID)
+		}
+	}
+	if _, err := Simulate(nil, Config{TP: -1}); err == nil {
+		t.Error("TP -1 accepted")
+	}
+}
+
+func TestEarlyEOSFault(t *testing.T) {
+	reqs := make([]SimRequest, 100)
+	for i := range reqs {
+		reqs[i] = SimRequest{ID: fmt.Sprintf("e%d", i), PromptTokens: 10, MaxTokens: 100, MinTokens: 20, IgnoreEOS: i%2 == 1}
+	}
+	f, err := ParseFaults("early-eos=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Simulate(reqs, Config{Faults: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tl := range res.Timelines {
+		if i%2 == 1 && (tl.OutputTokens != 100 || tl.FinishReason != "length") {
+			t.Fatalf("e%d ignores EOS but got %d tokens (%s)", i, tl.OutputTokens, tl.FinishReason)
+		}
+		if i%2 == 0 && (tl.OutputTokens < 20 || tl.OutputTokens >= 100 || tl.FinishReason != "stop") {
+			t.Fatalf("e%d: %d tokens (%s), want an early stop at or after min_tokens 20", i, tl.OutputTokens, tl.FinishReason)
+		}
+	}
+}
