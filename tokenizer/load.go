@@ -1,0 +1,36 @@
+package tokenizer
+
+// # Choosing a tokenizer
+//
+// Load turns the CLI's --tokenizer value into a Tokenizer:
+//
+//   - "reference": Reference, exact for the reference engine;
+//   - "approx": Approx, the documented estimate used when nothing better is known;
+//   - anything else: a path to a Hugging Face tokenizer.json, read by LoadHF ("hf:PATH" is
+//     accepted too, the form Name reports).
+//
+// HF reads byte-level BPE files (GPT-2, Llama 3, Qwen2/3 style) and SentencePiece-style BPE
+// files (Llama 2, Mistral style) without network access; its type documentation lists the
+// fields, normalizers, pre-tokenizers and regex syntax it supports. Files it cannot reproduce
+// exactly (other model types, unknown components, unsupported regex constructs) are refused
+// at load time with an error that names the field. HF.Decode maps ids back to text, which
+// prompt synthesis can use to fit a text to an exact token count.
+
+import (
+	"errors"
+	"strings"
+)
+
+// Load returns the tokenizer named by spec: "reference", "approx", or the path of a Hugging
+// Face tokenizer.json (optionally written "hf:PATH").
+func Load(spec string) (Tokenizer, error) {
+	switch spec {
+	case "reference":
+		return Reference{}, nil
+	case "approx":
+		return Approx{}, nil
+	case "", "hf:":
+		return nil, errors.New(`tokenizer: empty name: use "reference", "approx" or the path of a tokenizer.json`)
+	}
+	return LoadHF(strings.TrimPrefix(spec, "hf:"))
+}
