@@ -90,3 +90,22 @@ func ReadSummary(path string) (*metrics.Summary, error) {
 	}
 	return &s, nil
 }
+
+// Resummarize recomputes a results directory's summary from its records with new metric
+// options, keeps the run facts and workload of old, and rewrites summary.json.
+func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metrics.Summary, error) {
+	opts.ClientCPUFraction = old.Client.CPUFraction
+	sum, err := metrics.Summarize(metrics.FileSource(filepath.Join(dir, RecordsFile)), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	sum.Run = old.Run
+	sum.Workload = old.Workload
+	if old.Run.Interrupted {
+		sum.Warnings = append([]string{"interrupted: the run was stopped before the trace finished; numbers cover what was sent"}, sum.Warnings...)
+	}
+	if err := WriteJSON(filepath.Join(dir, SummaryFile), sum); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}

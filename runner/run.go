@@ -29,6 +29,8 @@ type Produced struct {
 	Model             string
 	Interrupted       bool
 	ClientCPUFraction float64
+	// Engine, when set, replaces RunInfo.Engine (configuration known only after the run).
+	Engine map[string]string
 }
 
 // Options configures one measured run written to one results directory.
@@ -120,6 +122,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if prod.Model != "" {
 		info.Model = prod.Model
 	}
+	if prod.Engine != nil {
+		info.Engine = prod.Engine
+	}
 	if !prod.Start.IsZero() {
 		started = prod.Start
 	}
@@ -153,8 +158,8 @@ func finish(opts Options, sum *metrics.Summary, recPath string) error {
 func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) error {
 	recPath := filepath.Join(dir, RecordsFile)
 	if hopts.Samples == nil {
-		if samples, err := reports.SampleRecords(metrics.FileSource(recPath).Each); err == nil {
-			hopts.Samples = samples
+		if samples, reasons, err := reports.SampleRecords(metrics.FileSource(recPath).Each); err == nil {
+			hopts.Samples, hopts.SampleReasons = samples, reasons
 		}
 	}
 	if hopts.ServerMetrics == nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmbench/llmbench/reports"
 )
 
 // ServerSample is one poll of an endpoint's Prometheus /metrics. A field is NaN-free: a
@@ -201,4 +203,32 @@ func readServerSamples(path string) (*ServerSamples, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// toReportSeries converts scraped samples to the report's series; metrics the server did not
+// export (-1) are left out.
+func toReportSeries(s *ServerSamples) *reports.ServerSeries {
+	if s == nil || len(s.Samples) == 0 {
+		return nil
+	}
+	out := &reports.ServerSeries{Source: s.Endpoint}
+	col := func(get func(ServerSample) float64) []float64 {
+		vals := make([]float64, len(s.Samples))
+		for i, smp := range s.Samples {
+			v := get(smp)
+			if v < 0 {
+				return nil
+			}
+			vals[i] = v
+		}
+		return vals
+	}
+	for _, smp := range s.Samples {
+		out.T = append(out.T, smp.T)
+	}
+	out.Running = col(func(x ServerSample) float64 { return x.Running })
+	out.Waiting = col(func(x ServerSample) float64 { return x.Waiting })
+	out.KVCacheUsage = col(func(x ServerSample) float64 { return x.KVUsage })
+	out.Preemptions = col(func(x ServerSample) float64 { return x.Preemptions })
+	return out
 }

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/traces"
+)
+
+func init() { register("ab", newABCmd) }
+
+type abOptions struct {
+	trace              string
+	lenient            bool
+	aEndpoint, bEndpnt string
+	aEngine, bEngine   []string
+	aName, bName       string
+	repeats            int
+	warmupRequests     int
+	failOn             string
+	format             string
+	resamples          int
+	keepTemperature    bool
+	target             *targetFlags
+	load               *loadFlags
+	metrics            *metricFlags
+	output             *outputFlags
+	engine             *engineFlags
+	fs                 *pflag.FlagSet
+}
+
+func newABCmd(app *App) *cobra.Command {
+	o := &abOptions{}
+	cmd := &cobra.Command{
+		Use:   "ab --trace FILE (--a-engine K=V… --b-engine K=V… | --a-endpoint URL --b-endpoint URL)",
+		Short: "A fair A/B: identical trace and seeds, same client, interleaved repeats, paired statistics",
+		Long: `Run the identical trace (same prompts, same seeds, temperature 0 unless the trace says
+otherwise) against two arms from the same client, in interleaved repeats A B B A …, after an
+unmeasured warm-up of each arm. Compares B against A per request (paired bootstrap), shows
+per-token and per-chunk ITL, stalls, fluidity and tokens per chunk side by side, checks that
+greedy outputs are identical, and lists every configuration difference it can see.
+
+Arms are two endpoints, or two configurations of the embedded reference engine given as
+overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alpha=0.8).
+Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad input.`,
+		Example: `  llmbench ab --trace traces/examples/chat-small.jsonl --b-engine spec-k=4,spec-alpha=0.8 --time-scale 4
+  llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --repeats 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			code, err := runAB(cmd.Context(), app, o)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			if code != 0 {
+				return &exitError{code, nil}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	o.fs = fs
+	fs.StringVar(&o.trace, "trace", "", "trace file (JSONL, see traces/FORMAT.md)")
+	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	fs.StringVar(&o.aEndpoint, "a-endpoint", "", "arm A endpoint (base)")
+	fs.StringVar(&o.bEndpnt, "b-endpoint", "", "arm B endpoint (candidate)")
+	fs.StringArrayVar(&o.aEngine, "a-engine", nil, "arm A reference-engine flag overrides, e.g. spec-k=0 (repeatable or comma-separated)")
+	fs.StringArrayVar(&o.bEngine, "b-engine", nil, "arm B reference-engine flag overrides, e.g. spec-k=4,spec-alpha=0.8")
+	fs.StringVar(&o.aName, "a-name", "A", "label of arm A")
+	fs.StringVar(&o.bName, "b-name", "B", "label of arm B")
+	fs.IntVar(&o.repeats, "repeats", 2, "measured runs per arm, interleaved A B B A …")
+	fs.IntVar(&o.warmupRequests, "warmup-requests", 8, "requests sent to each arm before measuring (discarded; 0 = none)")
+	fs.StringVar(&o.failOn, "fail-on", "", "regression rules for B vs A, as in compare")
+	fs.StringVar(&o.format, "format", "text", "output: text, markdown, json")
+	fs.IntVar(&o.resamples, "resamples", 2000, "bootstrap resamples")
+	fs.BoolVar(&o.keepTemperature, "keep-temperature", false, "send requests without a temperature as they are instead of at temperature 0")
+	o.target = addTargetFlags(fs)
+	o.load = addLoadFlags(fs)
+	o.metrics = addMetricFlags(fs)
+	o.output = addOutputFlags(fs)
+	o.engine = addEngineFlags(fs)
+	_ = cmd.MarkFlagRequired("trace")
+	return cmd
+}
+
+func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
+	if (o.aEndpoint == "") != (o.bEndpnt == "") {
+		return 2, fmt.Errorf("give both --a-endpoint and --b-endpoint, or neither (two reference-engine arms)")
+	}
+	if o.target.endpoint != "" {
+		return 2, fmt.Errorf("ab takes --a-endpoint and --b-endpoint, not --endpoint")
+	}
+	if o.aEndpoint != "" && (len(o.aEngine) > 0 || len(o.bEngine) > 0) {
+		return 2, fmt.Errorf("--a-engine/--b-engine configure reference-engine arms; they do not apply to --a-endpoint/--b-endpoint")
+	}
+	if o.aName == o.bName {
+		return 2, fmt.Errorf("--a-name and --b-name must differ")
+	}
+	reqs, err := traces.ReadFile(o.trace, traces.ReadOptions{Lenient: o.lenient})
+	if err != nil {
+		return 2, err
+	}
+	if !o.keepTemperature {
+		reqs = greedy(reqs)
+	}
+	thresholds, err := metrics.ParseFailOn(o.failOn)
+	if err != nil {
+		return 2, fmt.Errorf("--fail-on: %w", err)
+	}
+	mopts, err := o.metrics.options()
+	if err != nil {
+		return 2, err
+	}
+	out := o.output.out
+	if out == "" {
+		out = filepath.Join(runner.DefaultOutDir(time.Now()), "ab")
+	}
+	var arms [2]runner.Arm
+	for i, spec := range []struct {
+		name, endpoint string
+		overrides      []string
+	}{{o.aName, o.aEndpoint, o.aEngine}, {o.bName, o.bEndpnt, o.bEngine}} {
+		arm, closeArm, err := o.arm(ctx, app, spec.name, spec.endpoint, spec.overrides)
+		if err != nil {
+			return 2, fmt.Errorf("arm %s: %w", spec.name, err)
+		}
+		defer closeArm()
+		arms[i] = arm
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
+	defer stop()
+	res, err := runner.AB(ctx, runner.ABOptions{
+		Requests: reqs, Repeats: o.repeats, WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
+		OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
+		OnRun: func(arm string, rep, of int) {
+			fmt.Fprintf(app.Stderr, "ab: arm %s, run %d of %d\n", arm, rep, of)
+		},
+	}, arms[0], arms[1])
+	if err != nil {
+		return 2, err
+	}
+	if len(res.ConfigDiff) > 0 {
+		fmt.Fprintln(app.Stdout, "Configuration differences between the arms:")
+		for _, d := range res.ConfigDiff {
+			fmt.Fprintf(app.Stdout, "  %-24s %s: %s   %s: %s\n", d.Key, o.aName, d.A, o.bName, d.B)
+		}
+		fmt.Fprintln(app.Stdout)
+	}
+	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS); err != nil {
+		return 2, err
+	}
+	fmt.Fprintf(app.Stdout, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)
+	if res.Comparison.Regressed {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// greedy returns reqs with temperature 0 where the trace gave none, so that outputs can be
+// checked for equivalence between the arms.
+func greedy(reqs []traces.Request) []traces.Request {
+	out := make([]traces.Request, len(reqs))
+	zero := 0.0
+	for i, r := range reqs {
+		if r.Temperature == nil {
+			r.Temperature = &zero
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// arm builds one arm: an endpoint, or an embedded reference engine with the command's engine
+// flags plus overrides.
+func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, overrides []string) (runner.Arm, func(), error) {
+	tok, err := o.target.loadTokenizer(endpoint == "")
+	if err != nil {
+		return runner.Arm{}, nil, err
+	}
+	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.trace, Seed: o.load.seed, Version: version,
+		Mode: o.load.mode(), Concurrency: o.load.concurrency, MaxConcurrency: o.load.maxConcurrency,
+		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name()}
+	timeScale := 1.0
+	var url string
+	closeArm := func() {}
+	config := map[string]string{}
+	if endpoint != "" {
+		if o.load.timeScale != 1 {
+			return runner.Arm{}, nil, fmt.Errorf("--time-scale applies to reference-engine arms only")
+		}
+		url = endpoint
+		info.Endpoint = endpoint
+	} else {
+		ef, err := o.armEngineFlags(overrides)
+		if err != nil {
+			return runner.Arm{}, nil, err
+		}
+		cfg, err := ef.config()
+		if err != nil {
+			return runner.Arm{}, nil, err
+		}
+		cfg.TimeScale = o.load.timeScale
+		timeScale = o.load.timeScale
+		eng, err := startEmbeddedEngine(cfg)
+		if err != nil {
+			return runner.Arm{}, nil, err
+		}
+		closeArm = eng.Close
+		url = eng.URL
+		info.Endpoint = "embedded reference engine"
+		info.Engine = eng.Engine.Describe()
+		for k, v := range info.Engine {
+			config["engine."+k] = v
+		}
+		delete(config, "engine.time_scale")
+	}
+	t, err := o.target.target(app, url, o.engine.modelName())
+	if err != nil {
+		closeArm()
+		return runner.Arm{}, nil, err
+	}
+	if endpoint != "" {
+		config = runner.FetchServerConfig(ctx, endpoint, t.APIKey)
+	}
+	lo, err := o.load.options(t, tok)
+	if err != nil {
+		closeArm()
+		return runner.Arm{}, nil, err
+	}
+	config["model"] = t.Model
+	config["backend"] = t.Backend
+	return runner.Arm{Name: name, Produce: runner.HTTPProducer(lo, timeScale), Info: info, Config: config}, closeArm, nil
+}
+
+// armEngineFlags parses the command's engine flags again into a fresh set and applies the
+// arm's overrides on top.
+func (o *abOptions) armEngineFlags(overrides []string) (*engineFlags, error) {
+	fs := pflag.NewFlagSet("arm", pflag.ContinueOnError)
+	ef := addEngineFlags(fs)
+	for _, n := range engineFlagNames {
+		if fl := o.fs.Lookup(n); fl != nil && fl.Changed {
+			if err := fs.Set(n, fl.Value.String()); err != nil {
+				return nil, fmt.Errorf("--%s: %w", n, err)
+			}
+		}
+	}
+	for _, kv := range splitOverrides(overrides) {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimPrefix(strings.TrimSpace(k), "--")
+		if !ok || fs.Lookup(k) == nil {
+			return nil, fmt.Errorf("engine override %q: want FLAG=VALUE with FLAG one of %s", kv, strings.Join(engineFlagNames, ", "))
+		}
+		if err := fs.Set(k, v); err != nil {
+			return nil, fmt.Errorf("engine override %s: %w", kv, err)
+		}
+	}
+	return ef, nil
+}
+
+// splitOverrides splits "spec-k=4,spec-alpha=0.8" into settings, keeping commas that belong
+// to a value (as in faults=reset-mid=0.1,stall=0.1:500ms).
+func splitOverrides(in []string) []string {
+	known := map[string]bool{}
+	for _, n := range engineFlagNames {
+		known[n] = true
+	}
+	var out []string
+	for _, s := range in {
+		for _, part := range strings.Split(s, ",") {
+			k, _, _ := strings.Cut(part, "=")
+			if len(out) > 0 && !known[strings.TrimPrefix(strings.TrimSpace(k), "--")] {
+				out[len(out)-1] += "," + part
+				continue
+			}
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/reports"
+	"github.com/llmbench/llmbench/runner"
+)
+
+func init() { register("compare", newCompareCmd) }
+
+type compareOptions struct {
+	base, cand []string
+	failOn     string
+	format     string
+	html       string
+	resamples  int
+	seed       uint64
+	confidence float64
+	metrics    *metricFlags
+	echartsJS  string
+}
+
+func newCompareCmd(app *App) *cobra.Command {
+	o := &compareOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare BASE CAND | compare --base DIR... --cand DIR...",
+		Short: "Compare two result sets with paired bootstrap confidence intervals; exit 1 on a regression",
+		Long: `Compare base and candidate results directories. Requests are matched by id (same trace)
+and resampled jointly for paired bootstrap confidence intervals; when ids do not match an
+unpaired bootstrap is used. A metric regresses only when its whole confidence interval lies
+beyond a --fail-on limit. Several directories per side are pooled and their run-to-run spread
+reported.
+
+Exit status: 0 no regression, 1 regression, 2 usage or data error.`,
+		Example: `  llmbench compare results/nightly-base results/nightly-cand --fail-on 'ttft.p95>+5%,goodput<-2%'
+  llmbench compare --base a1/ a2/ a3/ --cand b1/ b2/ b3/ --format markdown > comment.md`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 2 && len(o.base) == 0 && len(o.cand) == 0:
+				o.base, o.cand = args[:1], args[1:]
+			case len(args) == 0 && len(o.base) > 0 && len(o.cand) > 0:
+			default:
+				return &exitError{2, fmt.Errorf("give BASE and CAND directories, or --base DIR... --cand DIR...")}
+			}
+			code, err := runCompare(cmd.Context(), app, o)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			if code != 0 {
+				return &exitError{code, nil}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&o.base, "base", nil, "base results directories (pooled)")
+	fs.StringSliceVar(&o.cand, "cand", nil, "candidate results directories (pooled)")
+	fs.StringVar(&o.failOn, "fail-on", "", `regression rules, e.g. 'ttft.p95>+5%,tpot.p50>+3%,goodput<-2%' (see "llmbench compare --list-metrics")`)
+	fs.StringVar(&o.format, "format", "text", "output: text, markdown, json")
+	fs.StringVar(&o.html, "html", "", "also write the HTML comparison report to this file")
+	fs.IntVar(&o.resamples, "resamples", 2000, "bootstrap resamples")
+	fs.Uint64Var(&o.seed, "bootstrap-seed", 1, "bootstrap seed (fixed so the gate is reproducible)")
+	fs.Float64Var(&o.confidence, "confidence", 0.95, "confidence level of the intervals")
+	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into the HTML report")
+	o.metrics = addMetricFlags(fs)
+	listMetrics := fs.Bool("list-metrics", false, "list the metric names --fail-on accepts and exit")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if *listMetrics {
+			for _, n := range metrics.MetricNames() {
+				fmt.Fprintln(app.Stdout, n)
+			}
+			return &exitError{0, nil}
+		}
+		return nil
+	}
+	return cmd
+}
+
+func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
+	thresholds, err := metrics.ParseFailOn(o.failOn)
+	if err != nil {
+		return 2, fmt.Errorf("--fail-on: %w", err)
+	}
+	mopts, err := o.metrics.options()
+	if err != nil {
+		return 2, err
+	}
+	base, err := sourcesOf(o.base)
+	if err != nil {
+		return 2, err
+	}
+	cand, err := sourcesOf(o.cand)
+	if err != nil {
+		return 2, err
+	}
+	c, err := metrics.Compare(base, cand, metrics.CompareOptions{
+		Summary:    mopts,
+		Thresholds: thresholds,
+		Resamples:  o.resamples,
+		Seed:       o.seed,
+		Confidence: o.confidence,
+		BaseLabel:  label(o.base),
+		CandLabel:  label(o.cand),
+	})
+	if err != nil {
+		return 2, err
+	}
+	if err := writeComparison(app, c, o.format, o.html, o.echartsJS); err != nil {
+		return 2, err
+	}
+	if c.Regressed {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// writeComparison prints c in the chosen format and optionally writes the HTML report.
+func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJS string) error {
+	switch format {
+	case "text", "":
+		if err := reports.WriteComparisonTerminal(app.Stdout, c); err != nil {
+			return err
+		}
+	case "markdown", "md":
+		if err := reports.WriteComparisonMarkdown(app.Stdout, c); err != nil {
+			return err
+		}
+	case "json":
+		enc := json.NewEncoder(app.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--format %q: want text, markdown or json", format)
+	}
+	if htmlPath != "" {
+		f, err := os.Create(htmlPath)
+		if err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		if err := reports.WriteComparisonHTML(f, c, reports.HTMLOptions{EChartsJS: echartsJS, Getenv: app.Getenv}); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(app.Stderr, "comparison report: %s\n", htmlPath)
+	}
+	return nil
+}
+
+// sourcesOf opens the records of each results directory.
+func sourcesOf(dirs []string) ([]metrics.Source, error) {
+	out := make([]metrics.Source, 0, len(dirs))
+	for _, d := range dirs {
+		p := filepath.Join(d, runner.RecordsFile)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s: no %s (is it a llmbench results directory?)", d, runner.RecordsFile)
+		}
+		out = append(out, metrics.FileSource(p))
+	}
+	return out, nil
+}
+
+func label(dirs []string) string {
+	if len(dirs) == 1 {
+		return dirs[0]
+	}
+	return fmt.Sprintf("%s (+%d more)", dirs[0], len(dirs)-1)
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/reports"
+	"github.com/llmbench/llmbench/runner"
+)
+
+func init() { register("report", newReportCmd) }
+
+type reportOptions struct {
+	dir       string
+	format    string
+	recompute bool
+	metrics   *metricFlags
+	echartsJS string
+}
+
+func newReportCmd(app *App) *cobra.Command {
+	o := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Re-render a results directory's report (HTML, terminal, Markdown or CSV)",
+		Long: `Re-render DIR/report.html from DIR/summary.json and DIR/requests.msgpack, or print the
+summary as a terminal table, Markdown, or a per-request CSV. With --recompute (or any SLO,
+stall or price flag) the summary is recomputed from the records first and summary.json is
+rewritten.`,
+		Example: `  llmbench report results/20261129-120000
+  llmbench report results/run1 --slo ttft=300ms,tpot=40ms
+  llmbench report results/run1 --format csv > requests.csv`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dir = args[0]
+			o.recompute = o.recompute || cmd.Flags().Changed("slo") || cmd.Flags().Changed("class-slo") ||
+				cmd.Flags().Changed("stall-threshold") || cmd.Flags().Changed("price-input") ||
+				cmd.Flags().Changed("price-output") || cmd.Flags().Changed("gpu-hour-cost") ||
+				cmd.Flags().Changed("fluidity-ttft") || cmd.Flags().Changed("fluidity-tbt")
+			return runReport(app, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.format, "format", "html", "html (rewrites DIR/report.html), terminal, markdown, csv, json")
+	fs.BoolVar(&o.recompute, "recompute", false, "recompute summary.json from requests.msgpack")
+	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
+	o.metrics = addMetricFlags(fs)
+	return cmd
+}
+
+func runReport(app *App, o *reportOptions) error {
+	sum, err := runner.ReadSummary(o.dir)
+	if err != nil {
+		return err
+	}
+	recPath := filepath.Join(o.dir, runner.RecordsFile)
+	if o.recompute {
+		mopts, err := o.metrics.options()
+		if err != nil {
+			return err
+		}
+		sum, err = runner.Resummarize(o.dir, sum, mopts)
+		if err != nil {
+			return err
+		}
+	}
+	switch o.format {
+	case "html":
+		if err := runner.RenderReport(o.dir, sum, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv}); err != nil {
+			return err
+		}
+		fmt.Fprintf(app.Stdout, "wrote %s\n", filepath.Join(o.dir, runner.ReportFile))
+		return nil
+	case "terminal", "text":
+		return reports.WriteTerminal(app.Stdout, sum)
+	case "markdown", "md":
+		return reports.WriteMarkdown(app.Stdout, sum)
+	case "csv":
+		return reports.WriteCSV(app.Stdout, metrics.FileSource(recPath).Each)
+	case "json":
+		return writeJSONTo(app.Stdout, sum)
+	default:
+		return fmt.Errorf("--format %q: want html, terminal, markdown, csv or json", o.format)
+	}
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/traces"
+)
+
+func init() { register("sweep", newSweepCmd) }
+
+type sweepOptions struct {
+	trace       string
+	lenient     bool
+	points      string
+	start, max  float64
+	target      float64
+	bisections  int
+	concurrency bool
+	simulate    bool
+	tgt         *targetFlags
+	load        *loadFlags
+	metrics     *metricFlags
+	output      *outputFlags
+	engine      *engineFlags
+}
+
+func newSweepCmd(app *App) *cobra.Command {
+	o := &sweepOptions{}
+	cmd := &cobra.Command{
+		Use:   "sweep --trace FILE --slo ttft=…,tpot=… [flags]",
+		Short: "Find capacity: the highest load whose goodput meets the target, and the latency–throughput curve",
+		Long: `Replay the trace at increasing arrival rates (or concurrencies with --by-concurrency),
+doubling from --start until the goodput fraction falls below --target or the server saturates,
+then bisect between the last good and first bad load. Each point is a normal results directory;
+sweep.json holds the curve and the capacity. With --simulate the points run on the reference
+engine's virtual clock (seconds, no HTTP).`,
+		Example: `  llmbench sweep --trace traces/examples/chat-small.jsonl --slo ttft=500ms,tpot=50ms --target 0.9 --simulate
+  llmbench sweep --trace prod.jsonl --endpoint http://127.0.0.1:8000 --slo ttft=1s,tpot=60ms --points 2,4,8,16`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), app, o) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.trace, "trace", "", "trace file (JSONL, see traces/FORMAT.md)")
+	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	fs.StringVar(&o.points, "points", "", "measure exactly these loads (comma-separated req/s or concurrencies) instead of searching")
+	fs.Float64Var(&o.start, "start", 0, "first load of the search (default: the trace's own rate, or concurrency 1)")
+	fs.Float64Var(&o.max, "max", 0, "highest load to try (default 1024 x start)")
+	fs.Float64Var(&o.target, "target", 0.9, "goodput fraction a load must reach (requests meeting every SLO / all requests)")
+	fs.IntVar(&o.bisections, "bisections", 4, "bisection steps after bracketing")
+	fs.BoolVar(&o.concurrency, "by-concurrency", false, "sweep closed-loop concurrency instead of open-loop arrival rate")
+	fs.BoolVar(&o.simulate, "simulate", false, "run the points on the reference engine's virtual clock instead of over HTTP")
+	o.tgt = addTargetFlags(fs)
+	o.load = addLoadFlags(fs)
+	o.metrics = addMetricFlags(fs)
+	o.output = addOutputFlags(fs)
+	o.engine = addEngineFlags(fs)
+	_ = cmd.MarkFlagRequired("trace")
+	return cmd
+}
+
+func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
+	reqs, err := traces.ReadFile(o.trace, traces.ReadOptions{Lenient: o.lenient})
+	if err != nil {
+		return err
+	}
+	mopts, err := o.metrics.options()
+	if err != nil {
+		return err
+	}
+	if o.metrics.slo == "" && len(o.metrics.classSLO) == 0 {
+		return fmt.Errorf("sweep needs --slo (capacity is the highest load that meets it)")
+	}
+	if o.simulate && o.concurrency {
+		return fmt.Errorf("--simulate sweeps arrival rate only (the virtual clock has no closed-loop client)")
+	}
+	if o.simulate && o.tgt.endpoint != "" {
+		return fmt.Errorf("--simulate runs the reference engine; it does not take --endpoint")
+	}
+	var points []float64
+	if o.points != "" {
+		for _, p := range strings.Split(o.points, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("--points %q: want positive numbers separated by commas", o.points)
+			}
+			points = append(points, v)
+		}
+	}
+	baseRate := traceRate(reqs)
+	start := o.start
+	if start == 0 {
+		if o.concurrency {
+			start = 1
+		} else {
+			start = baseRate
+		}
+	}
+	out := o.output.out
+	if out == "" {
+		out = filepath.Join(runner.DefaultOutDir(time.Now()), "sweep")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
+	defer stop()
+
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
+		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.trace, Seed: o.load.seed, Version: version}
+		if o.simulate {
+			cfg, err := o.engine.config()
+			if err != nil {
+				return nil, info, err
+			}
+			a := &simAdapter{cfg: cfg, rateScale: load / baseRate, warmup: o.load.warmup, cooldown: o.load.cooldown}
+			info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
+			return a.produce, info, nil
+		}
+		lf := *o.load
+		if o.concurrency {
+			lf.concurrency = int(load)
+		} else {
+			lf.rateScale = o.load.rateScale * load / baseRate
+		}
+		tgt, rinfo, closeTarget, err := openTarget(app, o.tgt, &lf, o.engine)
+		if err != nil {
+			return nil, info, err
+		}
+		closeTarget = onceFunc(closeTarget)
+		closers = append(closers, closeTarget)
+		tok, err := o.tgt.loadTokenizer(o.tgt.endpoint == "")
+		if err != nil {
+			return nil, info, err
+		}
+		lo, err := lf.options(tgt, tok)
+		if err != nil {
+			return nil, info, err
+		}
+		rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
+		return timedProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint), closeTarget), rinfo, nil
+	}
+	res, err := runner.Sweep(ctx, runner.SweepOptions{
+		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start, Max: o.max,
+		Target: o.target, Bisections: o.bisections, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+		OnPoint: func(load float64) { fmt.Fprintf(app.Stderr, "sweep: measuring load %g\n", load) },
+	}, produce)
+	if res != nil {
+		printSweep(app, res)
+		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
+	}
+	return err
+}
+
+// timedProducer runs one HTTP point and stops its embedded engine right after, so that points
+// do not share engine state.
+func timedProducer(lo loadgen.Options, timeScale float64, done func()) runner.Producer {
+	p := runner.HTTPProducer(lo, timeScale)
+	return func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*runner.Produced, error) {
+		defer done()
+		return p(ctx, reqs, sink)
+	}
+}
+
+// onceFunc makes f safe to call more than once.
+func onceFunc(f func()) func() { return sync.OnceFunc(f) }
+
+// traceRate is the trace's mean arrival rate (requests over the arrival span).
+func traceRate(reqs []traces.Request) float64 {
+	if len(reqs) < 2 {
+		return 1
+	}
+	span := (reqs[len(reqs)-1].Arrival - reqs[0].Arrival).Seconds()
+	if span <= 0 {
+		return float64(len(reqs))
+	}
+	return float64(len(reqs)-1) / span
+}
+
+func printSweep(app *App, r *runner.SweepResult) {
+	unit := "req/s"
+	if r.Mode == "concurrency" {
+		unit = "conc."
+	}
+	tw := tabwriter.NewWriter(app.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "load (%s)\tachieved req/s\tout tok/s\tgoodput req/s\tgoodput %%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tfailed\t\n", unit)
+	for _, p := range r.Points {
+		mark := ""
+		if p.Meets {
+			mark = " ok"
+		}
+		if p.Saturated {
+			mark += " saturated"
+		}
+		fmt.Fprintf(tw, "%.3g\t%.2f\t%.0f\t%.2f\t%.1f%s\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t\n", p.Load, p.AchievedRPS, p.OutputTokPerS, p.GoodputRPS,
+			100*p.GoodputFraction, mark, p.Latency["ttft_p50"], p.Latency["ttft_p99"], p.Latency["tpot_p50"], p.Latency["tpot_p99"], p.Failed)
+	}
+	tw.Flush()
+	if r.Capacity > 0 {
+		fmt.Fprintf(app.Stdout, "\ncapacity: %.3g %s with goodput >= %.0f%% (latencies in ms)\n", r.Capacity, unit, 100*r.Target)
+	} else {
+		fmt.Fprintf(app.Stdout, "\ncapacity: none found. %s\n", r.Note)
+	}
+}

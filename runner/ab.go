@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/reports"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// Arm is one side of an A/B experiment.
+type Arm struct {
+	Name    string // "A" or "B" (or a user label)
+	Produce Producer
+	Info    metrics.RunInfo
+	// Config is every configuration fact llmbench can see for this arm (engine flags, model,
+	// server version); differences between the arms are listed in the result.
+	Config map[string]string
+}
+
+// ABOptions configures a fair A/B: the identical requests (same prompts and seeds) replayed
+// against both arms from the same client, in interleaved repeats A B B A A B …, after a
+// warm-up of each arm that is not measured.
+type ABOptions struct {
+	Requests []traces.Request
+	Repeats  int // measured runs per arm (default 2)
+	// WarmupRequests are sent to each arm before the measured runs and discarded (default 8;
+	// 0 after defaults means none).
+	WarmupRequests int
+	NoWarmup       bool
+	OutDir         string
+	Metrics        metrics.Options
+	Compare        metrics.CompareOptions
+	HTML           reports.HTMLOptions
+	// OnRun is told before each measured run starts (for progress lines).
+	OnRun func(arm string, repeat, of int)
+}
+
+// ConfigDiff is one configuration fact that differs between the arms.
+type ConfigDiff struct {
+	Key string `json:"key"`
+	A   string `json:"a"`
+	B   string `json:"b"`
+}
+
+// ABResult is a finished A/B experiment.
+type ABResult struct {
+	Dirs       map[string][]string           `json:"dirs"`
+	Order      []string                      `json:"order"`
+	ConfigDiff []ConfigDiff                  `json:"config_diff"`
+	Comparison *metrics.Comparison           `json:"comparison"`
+	Summaries  map[string][]*metrics.Summary `json:"-"`
+}
+
+// Order returns the interleaved arm order for n repeats: A B, B A, A B, ...
+func Order(n int) []int {
+	out := make([]int, 0, 2*n)
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			out = append(out, 0, 1)
+		} else {
+			out = append(out, 1, 0)
+		}
+	}
+	return out
+}
+
+// AB runs the experiment and compares B (candidate) against A (base) with paired statistics.
+func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
+	if opts.Repeats <= 0 {
+		opts.Repeats = 2
+	}
+	if opts.WarmupRequests == 0 && !opts.NoWarmup {
+		opts.WarmupRequests = 8
+	}
+	arms := []Arm{a, b}
+	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: DiffConfig(a.Config, b.Config)}
+	if !opts.NoWarmup && opts.WarmupRequests > 0 {
+		warm := opts.Requests
+		if len(warm) > opts.WarmupRequests {
+			warm = warm[:opts.WarmupRequests]
+		}
+		for _, arm := range arms {
+			if _, err := arm.Produce(ctx, warm, func(*metrics.Record) {}); err != nil {
+				return nil, fmt.Errorf("warm-up of arm %s: %w", arm.Name, err)
+			}
+		}
+	}
+	count := map[string]int{}
+	for _, idx := range Order(opts.Repeats) {
+		if err := ctx.Err(); err != nil {
+			break
+		}
+		arm := arms[idx]
+		count[arm.Name]++
+		if opts.OnRun != nil {
+			opts.OnRun(arm.Name, count[arm.Name], opts.Repeats)
+		}
+		dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, count[arm.Name]))
+		info := arm.Info
+		info.Repeat = count[arm.Name]
+		r, err := Execute(ctx, Options{Requests: opts.Requests, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, arm.Produce)
+		if err != nil {
+			return res, fmt.Errorf("arm %s run %d: %w", arm.Name, count[arm.Name], err)
+		}
+		res.Order = append(res.Order, arm.Name)
+		res.Dirs[arm.Name] = append(res.Dirs[arm.Name], dir)
+		res.Summaries[arm.Name] = append(res.Summaries[arm.Name], r.Summary)
+	}
+	if len(res.Dirs[a.Name]) == 0 || len(res.Dirs[b.Name]) == 0 {
+		return res, errors.New("interrupted before both arms completed a run")
+	}
+	copts := opts.Compare
+	copts.Summary = opts.Metrics
+	if copts.BaseLabel == "" {
+		copts.BaseLabel = a.Name
+	}
+	if copts.CandLabel == "" {
+		copts.CandLabel = b.Name
+	}
+	c, err := metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts)
+	if err != nil {
+		return res, err
+	}
+	for _, d := range res.ConfigDiff {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("configuration differs: %s = %q (%s) vs %q (%s)", d.Key, d.A, a.Name, d.B, b.Name))
+	}
+	res.Comparison = c
+	if err := WriteJSON(filepath.Join(opts.OutDir, abFile), res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func sources(dirs []string) []metrics.Source {
+	out := make([]metrics.Source, len(dirs))
+	for i, d := range dirs {
+		out[i] = metrics.FileSource(filepath.Join(d, RecordsFile))
+	}
+	return out
+}
+
+// DiffConfig lists the keys whose values differ between two configurations (a key missing on
+// one side shows as "").
+func DiffConfig(a, b map[string]string) []ConfigDiff {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []ConfigDiff
+	for k := range keys {
+		if a[k] != b[k] {
+			out = append(out, ConfigDiff{Key: k, A: a[k], B: b[k]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
