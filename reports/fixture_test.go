@@ -145,3 +145,68 @@ func fixtureRecords(n int) []metrics.Record {
 	}
 	return out
 }
+
+// fixtureComparison is a hand-built comparison with one regression, spreads, equivalence
+// mismatches and overlaid CDFs; label lets tests plant hostile text.
+func fixtureComparison(label string) *metrics.Comparison {
+	base := fixtureSummary("llama-3.1-8b", "base warning")
+	cand := fixtureSummary("llama-3.1-8b", "cand warning")
+	cand.Latency.TTFT = dist(205, 0.5, 1437)
+	cand.Latency.ITLChunk = dist(48, 0.6, 120000)
+	cand.TokensPerChunk = metrics.Dist{Mean: 2.6, P50: 3, P90: 4, P95: 4, P99: 5, P999: 5, Max: 5, Min: 1, Count: 120000,
+		CDF: []metrics.CDFPoint{{Q: 0, Value: 1}, {Q: 0.2, Value: 1}, {Q: 0.4, Value: 2}, {Q: 0.7, Value: 3}, {Q: 0.95, Value: 4}, {Q: 1, Value: 5}}}
+	c := &metrics.Comparison{
+		Schema: metrics.ComparisonSchema, Method: "paired bootstrap over 1,437 request ids, 2000 resamples, 95% percentile intervals",
+		Paired: true, MatchedIDs: 1437, Resamples: 2000, Confidence: 0.95, Seed: 1,
+		Base:       metrics.ComparisonSide{Label: "main", Runs: 3, Requests: 4311, Succeeded: 4302, Summary: base},
+		Cand:       metrics.ComparisonSide{Label: label, Runs: 1, Requests: 1437, Succeeded: 1436, Summary: cand},
+		Thresholds: []metrics.Threshold{{Metric: "ttft.p95", Op: ">", Value: 5, Relative: true, Text: "ttft.p95>+5%"}},
+		Regressed:  true, Regressions: []string{"ttft.p95"},
+		Equivalence: &metrics.Equivalence{Compared: 1436, Mismatched: 2, MismatchIDs: []string{"req-00031", "req-<b>9</b>"}, Unchecked: 3},
+		CDFs: map[string]metrics.CDFPair{
+			"ttft":             {Unit: "ms", Base: base.Latency.TTFT.CDF, Cand: cand.Latency.TTFT.CDF},
+			"itl_chunk":        {Unit: "ms", Base: base.Latency.ITLChunk.CDF, Cand: cand.Latency.ITLChunk.CDF},
+			"e2e":              {Unit: "ms", Base: base.Latency.E2E.CDF, Cand: cand.Latency.E2E.CDF},
+			"tokens_per_chunk": {Unit: "tokens", Base: base.TokensPerChunk.CDF, Cand: cand.TokensPerChunk.CDF},
+		},
+		Warnings: []string{"candidate is a single run; base pooled 3 runs"},
+	}
+	md := func(name, unit, better string, b, cd, lo, hi float64, verdict, rule string) metrics.MetricDelta {
+		d := metrics.MetricDelta{Name: name, Unit: unit, Better: better, Base: b, Cand: cd, Delta: cd - b,
+			CILow: lo, CIHigh: hi, Verdict: verdict, Threshold: rule}
+		if b != 0 {
+			d.DeltaPct, d.CILowPct, d.CIHighPct = (cd-b)/b*100, lo/b*100, hi/b*100
+		}
+		return d
+	}
+	c.Metrics = []metrics.MetricDelta{
+		md("ttft.p50", "ms", "lower", 180, 205, 18, 31, metrics.VerdictWorse, ""),
+		md("ttft.p95", "ms", "lower", 409.7, 466.8, 40, 75, metrics.VerdictRegressed, "ttft.p95>+5%"),
+		md("ttft.p99", "ms", "lower", 576, 601, -20, 70, metrics.VerdictUnchanged, ""),
+		md("tpot.p95", "ms", "lower", 30.57, 24.1, -7.2, -5.7, metrics.VerdictBetter, ""),
+		md("itl.p99", "ms", "lower", 72.69, 70.1, -6, 1.2, metrics.VerdictUnchanged, ""),
+		md("itl_chunk.p99", "ms", "lower", 107, 190, 70, 96, metrics.VerdictWorse, ""),
+		md("e2e.p95", "ms", "lower", 12878, 11020, -2100, -1600, metrics.VerdictBetter, ""),
+		md("throughput.requests_per_s", "req/s", "higher", 12, 12, -0.1, 0.1, metrics.VerdictUnchanged, ""),
+		md("goodput.fraction", "fraction", "higher", 0.94, 0.93, -0.02, 0.001, metrics.VerdictUnchanged, "goodput<-2%"),
+		md("stalls.fraction", "fraction", "lower", 0, 0, 0, 0, metrics.VerdictNA, ""),
+	}
+	c.Metrics[1].BaseSpread = &metrics.Spread{Runs: 3, Values: []float64{401, 409, 419}, Min: 401, Max: 419, Mean: 409.7, StdDev: 9, CVPct: 2.2}
+	return c
+}
+
+// fixturePairs pairs fixture records with a slower candidate.
+func fixturePairs(n int) *RequestPairs {
+	base := fixtureRecords(n)
+	cand := fixtureRecords(n)
+	for i := range cand {
+		d := int64(i%13) * 3e6
+		cand[i].FirstToken += d
+		cand[i].End += 2 * d
+	}
+	p, err := PairRecords(EachOf(base), EachOf(cand), 300)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}

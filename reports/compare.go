@@ -1,0 +1,206 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+// ComparisonHeadline is the one-line verdict of a comparison, e.g.
+// "REGRESSION: ttft.p95 · 2 better, 1 worse, 9 unchanged (paired, 95% CI)".
+func ComparisonHeadline(c *metrics.Comparison) string {
+	if c == nil {
+		return "no comparison"
+	}
+	counts := map[string]int{}
+	for _, m := range c.Metrics {
+		counts[m.Verdict]++
+	}
+	var tail []string
+	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictUnchanged, metrics.VerdictNA} {
+		if counts[v] > 0 {
+			tail = append(tail, fmt.Sprintf("%d %s", counts[v], v))
+		}
+	}
+	how := "unpaired"
+	if c.Paired {
+		how = "paired"
+	}
+	how += ", " + fmtShort(c.Confidence*100) + "% CI"
+	head := "no regression"
+	if c.Regressed {
+		head = "REGRESSION: " + strings.Join(c.Regressions, ", ")
+	}
+	s := head
+	if len(tail) > 0 {
+		s += " · " + strings.Join(tail, ", ")
+	}
+	s += " (" + how + ")"
+	if e := c.Equivalence; e != nil && e.Mismatched > 0 {
+		s += fmt.Sprintf(" · %d of %d outputs differ", e.Mismatched, e.Compared)
+	}
+	return s
+}
+
+// sideText describes one side: its label, runs and requests.
+func sideText(s metrics.ComparisonSide) string {
+	runs := "1 run"
+	if s.Runs != 1 {
+		runs = fmt.Sprintf("%d runs", s.Runs)
+	}
+	return fmt.Sprintf("%s (%s, %s requests, %s ok)", s.Label, runs, fmtInt(int64(s.Requests)), fmtInt(int64(s.Succeeded)))
+}
+
+// fmtUnit formats a value of a comparison metric in its unit.
+func fmtUnit(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		return fmtMs(v)
+	case "fraction":
+		return fmtPct(v)
+	case "req/s", "tok/s":
+		return fmtRate(v)
+	case "index":
+		return fmtFixed(v, 3)
+	}
+	if math.Abs(v) >= 100 {
+		return fmtFixed(v, 0)
+	}
+	return fmtFixed(v, 2)
+}
+
+// fmtSignedUnit is fmtUnit with an explicit sign (fractions as percentage points).
+func fmtSignedUnit(v float64, unit string) string {
+	if unit == "fraction" {
+		s := fmtFixed(v*100, 1) + " pp"
+		if v >= 0 {
+			s = "+" + s
+		}
+		return s
+	}
+	s := fmtUnit(v, unit)
+	if v >= 0 && s != na {
+		s = "+" + s
+	}
+	return s
+}
+
+// ciPct formats a relative confidence interval.
+func ciPct(m metrics.MetricDelta) string {
+	if m.Verdict == metrics.VerdictNA || m.Base == 0 {
+		return "[" + fmtSignedUnit(m.CILow, m.Unit) + ", " + fmtSignedUnit(m.CIHigh, m.Unit) + "]"
+	}
+	return "[" + fmtSignedPct(m.CILowPct/100) + ", " + fmtSignedPct(m.CIHighPct/100) + "]"
+}
+
+// verdictText is the verdict cell, naming the broken rule when regressed.
+func verdictText(m metrics.MetricDelta) string {
+	v := m.Verdict
+	if v == metrics.VerdictRegressed {
+		v = "REGRESSED"
+	}
+	if m.Threshold != "" {
+		v += " (" + m.Threshold + ")"
+	}
+	return v
+}
+
+func deltaPctText(m metrics.MetricDelta) string {
+	if m.Base == 0 {
+		return na
+	}
+	return fmtSignedPct(m.DeltaPct / 100)
+}
+
+func metricLabel(m metrics.MetricDelta) string {
+	if m.Unit == "" {
+		return m.Name
+	}
+	return m.Name + " (" + m.Unit + ")"
+}
+
+// WriteComparisonTerminal prints the comparison as an aligned table that fits 100 columns:
+// the verdict, both sides, and one row per metric with its change, confidence interval and
+// verdict.
+func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
+	if c == nil {
+		return fmt.Errorf("reports: WriteComparisonTerminal: nil comparison")
+	}
+	e := &errWriter{w: w}
+	for _, line := range wrap(termSafe(ComparisonHeadline(c)), termWidth) {
+		e.printf("%s\n", line)
+	}
+	e.field("base", sideText(c.Base))
+	e.field("candidate", sideText(c.Cand))
+	e.field("method", c.Method)
+	e.printf("\n%-24s%10s%10s%11s%9s  %-19s%s\n", "metric", "base", "cand", "delta", "delta%", "CI of delta", "verdict")
+	for _, m := range c.Metrics {
+		e.printf("%-24s%10s%10s%11s%9s  %-19s%s\n", clip(termSafe(metricLabel(m)), 23), fmtUnit(m.Base, m.Unit),
+			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ciPct(m), termSafe(verdictText(m)))
+	}
+	if eq := c.Equivalence; eq != nil {
+		e.printf("\n")
+		e.field("outputs", equivalenceText(eq))
+	}
+	if len(c.Warnings) > 0 {
+		e.printf("\nWarnings\n")
+		for _, wn := range c.Warnings {
+			for i, line := range wrap(termSafe(wn), termWidth-4) {
+				if i == 0 {
+					e.printf("  ! %s\n", line)
+				} else {
+					e.printf("    %s\n", line)
+				}
+			}
+		}
+	}
+	return e.err
+}
+
+func equivalenceText(eq *metrics.Equivalence) string {
+	s := fmt.Sprintf("%s of %s compared requests produced different output · %s unchecked",
+		fmtInt(int64(eq.Mismatched)), fmtInt(int64(eq.Compared)), fmtInt(int64(eq.Unchecked)))
+	if len(eq.MismatchIDs) > 0 {
+		s += " · e.g. " + strings.Join(eq.MismatchIDs, ", ")
+	}
+	return s
+}
+
+// WriteComparisonMarkdown writes the comparison as GitHub-flavoured Markdown for a pull-request
+// comment: the verdict, both sides and the delta table with confidence intervals.
+func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
+	if c == nil {
+		return fmt.Errorf("reports: WriteComparisonMarkdown: nil comparison")
+	}
+	e := &errWriter{w: w}
+	mark := "✅"
+	if c.Regressed {
+		mark = "❌"
+	}
+	e.printf("### %s llmbench compare: %s\n\n", mark, mdEscape(ComparisonHeadline(c)))
+	e.printf("- **Base:** %s\n- **Candidate:** %s\n- **Method:** %s\n", mdEscape(sideText(c.Base)),
+		mdEscape(sideText(c.Cand)), mdEscape(c.Method))
+	if eq := c.Equivalence; eq != nil {
+		e.printf("- **Outputs:** %s\n", mdEscape(equivalenceText(eq)))
+	}
+	e.printf("\n")
+	e.mdHeader("Metric", "base", "cand", "delta", "delta %", "CI of delta", "verdict")
+	for _, m := range c.Metrics {
+		v := mdEscape(verdictText(m))
+		if m.Verdict == metrics.VerdictRegressed {
+			v = "**" + v + "**"
+		}
+		e.mdRow(mdEscape(metricLabel(m)), fmtUnit(m.Base, m.Unit), fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit),
+			deltaPctText(m), ciPct(m), v)
+	}
+	if len(c.Warnings) > 0 {
+		e.printf("\n**Warnings**\n\n")
+		for _, wn := range c.Warnings {
+			e.printf("- %s\n", mdEscape(wn))
+		}
+	}
+	return e.err
+}

@@ -1,0 +1,324 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+// cdfOrder is the display order of a comparison's overlaid CDFs; others follow by name.
+var cdfOrder = []string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "max_gap", "tokens_per_chunk", "fluidity"}
+
+var cdfTitles = map[string]string{
+	"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL per token", "itl_chunk": "ITL per chunk", "e2e": "End-to-end latency",
+	"max_gap": "Largest gap per request", "tokens_per_chunk": "Tokens per chunk", "fluidity": "Fluidity index",
+}
+
+var unsafeID = regexp.MustCompile(`[^a-z0-9_-]+`)
+
+// chartID turns a name from the data into a stable, safe element id.
+func chartID(prefix, name string) string {
+	return prefix + unsafeID.ReplaceAllString(strings.ToLower(name), "-")
+}
+
+var verdictColor = map[string]string{
+	metrics.VerdictRegressed: colRed, metrics.VerdictWorse: colOrange, metrics.VerdictBetter: colGreen,
+	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8",
+}
+
+var verdictClass = map[string]string{
+	metrics.VerdictRegressed: "bad", metrics.VerdictWorse: "bad", metrics.VerdictBetter: "good",
+	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted",
+}
+
+// WriteComparisonHTML writes the self-contained HTML report of a comparison: the regression
+// verdict, both sides, the delta table with confidence intervals (also as a chart), overlaid
+// CDFs, the per-request A vs B scatter when opts.Pairs is set, output equivalence and each
+// side's summary. Identical inputs give identical bytes.
+func WriteComparisonHTML(w io.Writer, c *metrics.Comparison, o HTMLOptions) error {
+	if c == nil {
+		return fmt.Errorf("reports: WriteComparisonHTML: nil comparison")
+	}
+	script, err := resolveECharts(&o)
+	if err != nil {
+		return err
+	}
+	p := comparisonPage(c, &o)
+	p.Script = script
+	return p.render(w)
+}
+
+func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
+	title := o.Title
+	if title == "" {
+		title = "llmbench compare: " + c.Base.Label + " vs " + c.Cand.Label
+	}
+	p := &page{Title: title, Kind: "comparison", Headline: ComparisonHeadline(c), Good: !c.Regressed,
+		Warnings: c.Warnings, Generator: "llmbench · schema " + c.Schema}
+	p.Facts = []fact{{"base", sideText(c.Base)}, {"candidate", sideText(c.Cand)}, {"method", c.Method}}
+	if c.Paired {
+		p.Facts = append(p.Facts, fact{"matched request ids", fmtInt(int64(c.MatchedIDs))})
+	}
+	p.Facts = append(p.Facts, fact{"resamples", fmtInt(int64(c.Resamples))},
+		fact{"confidence", fmtShort(c.Confidence*100) + "%"}, fact{"bootstrap seed", fmt.Sprint(c.Seed)})
+	for _, th := range c.Thresholds {
+		p.Facts = append(p.Facts, fact{"fail on", th.Text})
+	}
+	p.Tiles = comparisonTiles(c)
+	p.Sections = append(p.Sections, deltaSection(c))
+	if sec, ok := cdfCompareSection(c); ok {
+		p.Sections = append(p.Sections, sec)
+	}
+	if sec, ok := scatterSection(c, o.Pairs); ok {
+		p.Sections = append(p.Sections, sec)
+	}
+	if c.Equivalence != nil {
+		p.Sections = append(p.Sections, equivalenceSection(c.Equivalence))
+	}
+	p.Sections = append(p.Sections, sidesSection(c))
+	return p
+}
+
+func comparisonTiles(c *metrics.Comparison) []tile {
+	v := tile{Label: "Verdict", Value: "no regression", Class: "good", Key: "compare.verdict",
+		Sub: fmt.Sprintf("%d metrics compared", len(c.Metrics))}
+	if c.Regressed {
+		v.Value, v.Class = "regression", "bad"
+		v.Sub = strings.Join(c.Regressions, ", ")
+	}
+	tiles := []tile{v}
+	for _, name := range []string{"ttft.p95", "tpot.p95", "itl.p99", "e2e.p95", "throughput.requests_per_s", "goodput.fraction"} {
+		for _, m := range c.Metrics {
+			if m.Name != name {
+				continue
+			}
+			tiles = append(tiles, tile{Label: m.Name, Value: deltaPctText(m), Key: "tile." + m.Name + ".delta_pct",
+				Class: verdictClass[m.Verdict], Sub: fmtUnit(m.Base, m.Unit) + " → " + fmtUnit(m.Cand, m.Unit) + " " + unitSuffix(m.Unit)})
+		}
+	}
+	return tiles
+}
+
+func unitSuffix(unit string) string {
+	if unit == "fraction" {
+		return ""
+	}
+	return unit
+}
+
+func deltaSection(c *metrics.Comparison) section {
+	t := &table{Numeric: true, Head: []string{"metric", "unit", "better", "base", "cand", "delta", "delta %",
+		"CI low", "CI high", "CI low %", "CI high %", "verdict", "rule", "base runs", "cand runs"}}
+	ch := &chartSpec{ID: "cmp-deltas", Title: "Change per metric with its confidence interval",
+		Note: "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged",
+		YName: "% change", Horizontal: true}
+	var bars []any
+	var lows, highs [][2]any
+	for _, m := range c.Metrics {
+		k := "delta." + m.Name + "."
+		t.add(txt(m.Name), txt(m.Unit), txt(m.Better), keyed(k+"base", fmtUnit(m.Base, m.Unit)), keyed(k+"cand", fmtUnit(m.Cand, m.Unit)),
+			txt(fmtSignedUnit(m.Delta, m.Unit)), keyed(k+"delta_pct", deltaPctText(m)),
+			txt(fmtSignedUnit(m.CILow, m.Unit)), txt(fmtSignedUnit(m.CIHigh, m.Unit)),
+			txt(pctOrNA(m.CILowPct, m.Base)), txt(pctOrNA(m.CIHighPct, m.Base)),
+			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold),
+			txt(spreadText(m.BaseSpread, m.Unit)), txt(spreadText(m.CandSpread, m.Unit)))
+		ch.XCats = append(ch.XCats, m.Name)
+		if m.Base == 0 || m.Verdict == metrics.VerdictNA || !finite(m.DeltaPct) {
+			bars = append(bars, "-")
+			lows, highs = append(lows, [2]any{"-", m.Name}), append(highs, [2]any{"-", m.Name})
+			continue
+		}
+		bars = append(bars, map[string]any{"value": rnd(m.DeltaPct), "itemStyle": map[string]any{"color": verdictColor[m.Verdict]}})
+		lows = append(lows, [2]any{rnd(m.CILowPct), m.Name})
+		highs = append(highs, [2]any{rnd(m.CIHighPct), m.Name})
+	}
+	ch.Series = []seriesSpec{
+		{Name: "change %", Kind: "bar", Data: bars},
+		{Name: "CI low %", Kind: "scatter", Data: lows, Color: "#202124", Symbol: 9},
+		{Name: "CI high %", Kind: "scatter", Data: highs, Color: "#202124", Symbol: 9},
+	}
+	ch.Height = 120 + 26*len(c.Metrics)
+	ch.Table = &table{Numeric: true, Head: []string{"metric", "change %", "CI low %", "CI high %", "verdict"}}
+	for _, m := range c.Metrics {
+		ch.Table.add(txt(m.Name), txt(deltaPctText(m)), txt(pctOrNA(m.CILowPct, m.Base)), txt(pctOrNA(m.CIHighPct, m.Base)), txt(m.Verdict))
+	}
+	intro := "Delta = candidate − base. A metric regresses only when its whole confidence interval lies beyond a --fail-on rule; " +
+		"worse/better mean the interval excludes zero; unchanged means the data cannot tell the sides apart."
+	return section{ID: "deltas", Title: "Deltas", Intro: intro, Blocks: []block{{Table: t}, {Charts: []*chartSpec{ch}}}}
+}
+
+func pctOrNA(pct, base float64) string {
+	if base == 0 {
+		return na
+	}
+	return fmtSignedPct(pct / 100)
+}
+
+func spreadText(s *metrics.Spread, unit string) string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d: %s–%s (CV %s%%)", s.Runs, fmtUnit(s.Min, unit), fmtUnit(s.Max, unit), fmtFixed(s.CVPct, 1))
+}
+
+func cdfCompareSection(c *metrics.Comparison) (section, bool) {
+	if len(c.CDFs) == 0 {
+		return section{}, false
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for _, k := range cdfOrder {
+		if _, ok := c.CDFs[k]; ok {
+			keys = append(keys, k)
+			seen[k] = true
+		}
+	}
+	for _, k := range sortedKeys(c.CDFs) {
+		if !seen[k] {
+			keys = append(keys, k)
+		}
+	}
+	var charts []*chartSpec
+	for _, k := range keys {
+		pair := c.CDFs[k]
+		title := cdfTitles[k]
+		if title == "" {
+			title = k
+		}
+		unit := pair.Unit
+		if unit == "" {
+			unit = "value"
+		}
+		ch := &chartSpec{ID: chartID("cmp-cdf-", k), Title: title, Note: "cumulative distribution, base vs candidate",
+			XName: unit, YName: "fraction ≤ x", YMax: 1}
+		ch.Series = []seriesSpec{cdfSeries(c.Base.Label+" (base)", colBlue, pair.Base, false),
+			cdfSeries(c.Cand.Label+" (cand)", colOrange, pair.Cand, true)}
+		ch.Table = cdfTable("", []string{"base", "cand"}, [][]metrics.CDFPoint{pair.Base, pair.Cand})
+		charts = append(charts, ch)
+	}
+	return section{ID: "cdfs", Title: "Distributions, overlaid",
+		Intro: "Base solid, candidate dashed. A curve further right is slower; a gap that opens only near the top is a tail change.",
+		Blocks: []block{{Charts: charts}}}, true
+}
+
+func scatterSection(c *metrics.Comparison, p *RequestPairs) (section, bool) {
+	if p == nil || len(p.Keys) == 0 {
+		return section{}, false
+	}
+	mk := func(id, title string, base, cand []float64) *chartSpec {
+		ch := &chartSpec{ID: id, Title: title, Height: 380, XName: c.Base.Label + " (base) ms", YName: c.Cand.Label + " (cand) ms",
+			Note: "one point per request; above the diagonal the candidate was slower"}
+		pts := xyPairs(base, cand)
+		hi := 0.0
+		for _, q := range pts {
+			hi = max(hi, q[0], q[1])
+		}
+		ch.Series = []seriesSpec{
+			{Name: "requests", Kind: "scatter", Data: pts, Color: colBlue, Symbol: 4},
+			{Name: "no change", Data: [][2]float64{{0, 0}, {rnd(hi), rnd(hi)}}, Color: colGray, Dashed: true, Width: 1},
+		}
+		t := &table{Numeric: true, Head: []string{"request", "base ms", "cand ms", "change ms"}}
+		for i, k := range p.Keys {
+			t.add(txt(k), txt(fmtMs(base[i])), txt(fmtMs(cand[i])), txt(fmtSignedUnit(cand[i]-base[i], "ms")))
+		}
+		ch.Table = t
+		return ch
+	}
+	intro := fmt.Sprintf("Requests matched by id on both sides: %s; plotted: %s", fmtInt(int64(p.Matched)), fmtInt(int64(len(p.Keys))))
+	if len(p.Keys) < p.Matched {
+		intro += " (a deterministic sample by id hash)"
+	}
+	return section{ID: "scatter", Title: "Per request, base vs candidate", Intro: intro + ".",
+		Blocks: []block{{Charts: []*chartSpec{
+			mk("cmp-scatter-ttft", "TTFT per request", p.BaseTTFT, p.CandTTFT),
+			mk("cmp-scatter-e2e", "E2E per request", p.BaseE2E, p.CandE2E),
+		}}}}, true
+}
+
+func equivalenceSection(eq *metrics.Equivalence) section {
+	t := &table{Numeric: true, Head: []string{"measure", "value"}}
+	cls := "good"
+	if eq.Mismatched > 0 {
+		cls = "bad"
+	}
+	t.add(txt("requests compared"), txt(fmtInt(int64(eq.Compared))))
+	t.add(txt("outputs that differ"), cell{Text: fmtInt(int64(eq.Mismatched)), Key: "equivalence.mismatched", Class: cls})
+	t.add(txt("unchecked (no output hash on a side)"), txt(fmtInt(int64(eq.Unchecked))))
+	blocks := []block{{Table: t}}
+	if len(eq.MismatchIDs) > 0 {
+		ids := append([]string(nil), eq.MismatchIDs...)
+		sort.Strings(ids)
+		blocks = append(blocks, block{Para: "Differing request ids: " + strings.Join(ids, ", ")})
+	}
+	return section{ID: "equivalence", Title: "Output equivalence",
+		Intro: "At temperature 0 both sides must produce identical text per request; speculative decoding changes speed, never output.",
+		Blocks: blocks}
+}
+
+func sidesSection(c *metrics.Comparison) section {
+	t := &table{Numeric: true, Head: []string{"measure", "base: " + c.Base.Label, "cand: " + c.Cand.Label}}
+	type row struct {
+		label string
+		get   func(s *metrics.Summary) string
+	}
+	ms := func(d func(s *metrics.Summary) metrics.Dist, stat func(metrics.Dist) float64) func(s *metrics.Summary) string {
+		return func(s *metrics.Summary) string { dd := d(s); return fmtDistMs(dd, stat(dd)) }
+	}
+	p50 := func(d metrics.Dist) float64 { return d.P50 }
+	p99 := func(d metrics.Dist) float64 { return d.P99 }
+	rows := []row{
+		{"headline", func(s *metrics.Summary) string { return Headline(s) }},
+		{"requests", func(s *metrics.Summary) string { return fmtInt(int64(s.Requests.Total)) }},
+		{"failed", func(s *metrics.Summary) string { return fmtInt(int64(s.Requests.Failed)) }},
+		{"requests / s", func(s *metrics.Summary) string { return fmtRate(s.Throughput.RequestsPerS) }},
+		{"output tokens / s", func(s *metrics.Summary) string { return fmtRate(s.Throughput.OutputTokensPerS) }},
+		{"within SLO", func(s *metrics.Summary) string { return goodputCell(s.Goodput) }},
+		{"TTFT p50 / p99 ms", func(s *metrics.Summary) string {
+			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TTFT }, p50)(s) + " / " +
+				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TTFT }, p99)(s)
+		}},
+		{"TPOT p50 / p99 ms", func(s *metrics.Summary) string {
+			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TPOT }, p50)(s) + " / " +
+				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TPOT }, p99)(s)
+		}},
+		{"ITL per token p50 / p99 ms", func(s *metrics.Summary) string {
+			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITL }, p50)(s) + " / " +
+				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITL }, p99)(s)
+		}},
+		{"ITL per chunk p50 / p99 ms", func(s *metrics.Summary) string {
+			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITLChunk }, p50)(s) + " / " +
+				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITLChunk }, p99)(s)
+		}},
+		{"E2E p50 / p99 ms", func(s *metrics.Summary) string {
+			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.E2E }, p50)(s) + " / " +
+				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.E2E }, p99)(s)
+		}},
+		{"requests with a stall", func(s *metrics.Summary) string { return fmtPct(s.Stalls.RequestFraction) }},
+		{"fluidity index ≥ 0.9", func(s *metrics.Summary) string { return fmtPct(s.Fluidity.FractionAbove90) }},
+		{"tokens per chunk mean", func(s *metrics.Summary) string { return fmtFixed(s.TokensPerChunk.Mean, 2) }},
+		{"model", func(s *metrics.Summary) string { return s.Run.Model }},
+		{"endpoint", func(s *metrics.Summary) string { return s.Run.Endpoint }},
+		{"mode", func(s *metrics.Summary) string { return modeLabel(s.Run) }},
+	}
+	for _, r := range rows {
+		b, cd := na, na
+		if c.Base.Summary != nil {
+			b = r.get(c.Base.Summary)
+		}
+		if c.Cand.Summary != nil {
+			cd = r.get(c.Cand.Summary)
+		}
+		cls := ""
+		switch r.label {
+		case "headline", "model", "endpoint":
+			cls = "wrap"
+		}
+		t.add(txt(r.label), cell{Text: b, Class: cls}, cell{Text: cd, Class: cls})
+	}
+	return section{ID: "sides", Title: "Each side", Intro: "Pooled steady-state summaries of each side, computed with the same SLOs, stall threshold and fluidity deadlines.",
+		Blocks: []block{{Table: t}}}
+}

@@ -1,0 +1,444 @@
+package reports
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+// secretFlag matches command-line flags whose value must not appear in a report.
+var secretFlag = regexp.MustCompile(`(?i)(--?[a-z0-9_-]*(?:key|token|secret|password|auth)[a-z0-9_-]*)(=|\s+)("[^"]*"|'[^']*'|\S+)`)
+
+// redactCommand hides the values of secret-looking flags in a recorded command line.
+func redactCommand(cmd string) string {
+	return secretFlag.ReplaceAllString(cmd, "$1$2***")
+}
+
+// runFacts lists what was run, in a fixed order.
+func runFacts(r metrics.RunInfo) []fact {
+	var f []fact
+	add := func(label, v string) {
+		if v != "" {
+			f = append(f, fact{label, v})
+		}
+	}
+	add("endpoint", r.Endpoint)
+	add("model", r.Model)
+	add("backend", r.Backend)
+	add("API", r.API)
+	add("mode", modeLabel(r))
+	add("trace", r.Trace)
+	add("seed", strconv.FormatInt(r.Seed, 10))
+	add("start", r.Start)
+	add("duration", fmtSeconds(r.DurationS))
+	if r.RateScale != 0 && r.RateScale != 1 {
+		add("rate scale", fmtShort(r.RateScale)+"×")
+	}
+	if r.Repeat > 1 {
+		add("repeats", strconv.Itoa(r.Repeat))
+	}
+	add("tokenizer", r.Tokenizer)
+	add("llmbench", r.Version)
+	host := strings.TrimSpace(fmt.Sprintf("%s/%s, %d CPUs %s, %s", r.Host.OS, r.Host.Arch, r.Host.CPUs, r.Host.CPUModel, r.Host.GoVersion))
+	add("client host", strings.ReplaceAll(host, "  ", " "))
+	for _, k := range sortedKeys(r.Engine) {
+		add("engine "+k, r.Engine[k])
+	}
+	if r.Interrupted {
+		add("interrupted", "yes: numbers cover the requests that finished")
+	}
+	add("command", redactCommand(r.Command))
+	return f
+}
+
+func runTitle(s *metrics.Summary, o *HTMLOptions) string {
+	if o.Title != "" {
+		return o.Title
+	}
+	if s.Run.Model != "" {
+		return "llmbench run: " + s.Run.Model
+	}
+	return "llmbench run"
+}
+
+// runPage builds the single-run page.
+func runPage(s *metrics.Summary, o *HTMLOptions) *page {
+	p := &page{
+		Title: runTitle(s, o), Kind: "run", Headline: Headline(s), Good: healthy(s),
+		Facts: runFacts(s.Run), Warnings: s.Warnings,
+		Generator: "llmbench " + s.Run.Version + " · schema " + s.Schema,
+	}
+	p.Tiles = runTiles(s)
+	p.Sections = append(p.Sections, latencySection(s), cdfSection(s))
+	p.Sections = append(p.Sections, throughputSection(s))
+	if sec, ok := timeSection(s.TimeSeries, o.maxPoints()); ok {
+		p.Sections = append(p.Sections, sec)
+	}
+	p.Sections = append(p.Sections, outcomesSection(s))
+	if len(s.ByClass) > 0 {
+		p.Sections = append(p.Sections, classSection(s))
+	}
+	p.Sections = append(p.Sections, deliverySection(s, o))
+	if sec, ok := workloadSection(s.Workload); ok {
+		p.Sections = append(p.Sections, sec)
+	}
+	if sec, ok := serverSection(o.ServerMetrics, o.maxPoints()); ok {
+		p.Sections = append(p.Sections, sec)
+	}
+	return p
+}
+
+func runTiles(s *metrics.Summary) []tile {
+	l := s.Latency
+	reqClass := "good"
+	if s.Requests.Failed > 0 {
+		reqClass = "bad"
+	}
+	gp := tile{Label: "Goodput", Value: "no SLO", Sub: "give --slo to measure", Key: "goodput.fraction"}
+	if len(s.Goodput.SLO) > 0 || len(s.Goodput.ClassSLO) > 0 {
+		gp.Value = fmtPct(s.Goodput.Fraction)
+		gp.Sub = fmtRate(s.Goodput.RequestsPerS) + " req/s within SLO"
+	}
+	client := tile{Label: "Client", Value: "healthy", Class: "good", Key: "client.limited",
+		Sub: "lag p99 " + fmtDistMs(s.Client.LagMs, s.Client.LagMs.P99) + " ms"}
+	if s.Client.Limited {
+		client.Value, client.Class = "limited", "bad"
+	}
+	return []tile{
+		{Label: "Requests", Value: fmtInt(int64(s.Requests.Total)), Key: "requests.total", Class: reqClass,
+			Sub: fmtInt(int64(s.Requests.Succeeded)) + " ok · " + fmtInt(int64(s.Requests.Failed)) + " failed"},
+		{Label: "Throughput", Value: fmtRate(s.Throughput.RequestsPerS) + " req/s", Key: "throughput.requests_per_s",
+			Sub: fmtRate(s.Throughput.OutputTokensPerS) + " output tok/s"},
+		gp,
+		{Label: "TTFT p99", Value: fmtDistMs(l.TTFT, l.TTFT.P99) + " ms", Key: "latency.ttft.p99",
+			Sub: "p50 " + fmtDistMs(l.TTFT, l.TTFT.P50) + " ms"},
+		{Label: "ITL p99", Value: fmtDistMs(l.ITL, l.ITL.P99) + " ms", Key: "latency.itl.p99",
+			Sub: "per chunk " + fmtDistMs(l.ITLChunk, l.ITLChunk.P99) + " ms"},
+		{Label: "E2E p99", Value: fmtDistMs(l.E2E, l.E2E.P99) + " ms", Key: "latency.e2e.p99",
+			Sub: "p50 " + fmtDistMs(l.E2E, l.E2E.P50) + " ms"},
+		{Label: "Stalls", Value: fmtPct(s.Stalls.RequestFraction), Key: "stalls.requests_with_stall_fraction",
+			Sub: "of requests · " + fmtInt(s.Stalls.Count) + " gaps > " + fmtShort(s.Stalls.ThresholdMs) + " ms"},
+		client,
+	}
+}
+
+// percentileTable is the table of a set of distributions; prefix keys its cells.
+func percentileTable(caption, prefix string, rows []distRow) *table {
+	t := &table{Caption: caption, Numeric: true, Head: []string{"metric (ms)"}}
+	for _, st := range distStats {
+		t.Head = append(t.Head, st.Label)
+	}
+	t.Head = append(t.Head, "count", "what it measures")
+	for _, r := range rows {
+		cells := []cell{txt(r.Label)}
+		for _, st := range distStats {
+			cells = append(cells, keyed(prefix+r.Key+"."+st.Key, fmtDistMs(r.D, st.Get(r.D))))
+		}
+		cells = append(cells, keyed(prefix+r.Key+".count", fmtInt(r.D.Count)), classed("txt", r.Note))
+		t.add(cells...)
+	}
+	return t
+}
+
+func latencySection(s *metrics.Summary) section {
+	rows := latencyRows(s.Latency)
+	rows = append(rows, distRow{"schedule_lag", "Schedule lag", "client health: actual minus intended dispatch", s.Client.LagMs})
+	return section{ID: "latency", Title: "Latency",
+		Intro: "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing.",
+		Blocks: []block{{Table: percentileTable("", "latency.", rows)}}}
+}
+
+// cdfPoints returns d's CDF, or one built from its percentiles when the summary has none.
+func cdfPoints(d metrics.Dist) []metrics.CDFPoint {
+	if len(d.CDF) > 0 {
+		return d.CDF
+	}
+	if d.Count == 0 {
+		return nil
+	}
+	return []metrics.CDFPoint{{Q: 0, Value: d.Min}, {Q: 0.5, Value: d.P50}, {Q: 0.9, Value: d.P90},
+		{Q: 0.95, Value: d.P95}, {Q: 0.99, Value: d.P99}, {Q: 0.999, Value: d.P999}, {Q: 1, Value: d.Max}}
+}
+
+// cdfSeries plots a CDF as (value, fraction) points.
+func cdfSeries(name, color string, pts []metrics.CDFPoint, dashed bool) seriesSpec {
+	xs := make([]float64, len(pts))
+	ys := make([]float64, len(pts))
+	for i, p := range pts {
+		xs[i], ys[i] = p.Value, p.Q
+	}
+	return seriesSpec{Name: name, Color: color, Data: xyPairs(xs, ys), Dashed: dashed}
+}
+
+// cdfTable lists CDFs side by side: one row per quantile of the first, one column per CDF.
+func cdfTable(caption string, names []string, cdfs [][]metrics.CDFPoint) *table {
+	t := &table{Caption: caption, Numeric: true, Head: append([]string{"quantile"}, names...)}
+	longest := 0
+	for i, c := range cdfs {
+		if len(c) > len(cdfs[longest]) {
+			longest = i
+		}
+	}
+	if len(cdfs) == 0 {
+		return t
+	}
+	for r, p := range cdfs[longest] {
+		cells := []cell{txt(strconv.FormatFloat(p.Q*100, 'f', -1, 64) + "%")}
+		for _, c := range cdfs {
+			v := na
+			if r < len(c) {
+				v = fmtMs(c[r].Value)
+			}
+			cells = append(cells, txt(v))
+		}
+		t.add(cells...)
+	}
+	return t
+}
+
+func cdfChart(id, title, note string, names, colors []string, dists []metrics.Dist) *chartSpec {
+	c := &chartSpec{ID: id, Title: title, Note: note, XName: "ms", YName: "fraction ≤ x", YMax: 1}
+	var cdfs [][]metrics.CDFPoint
+	for i, d := range dists {
+		pts := cdfPoints(d)
+		cdfs = append(cdfs, pts)
+		c.Series = append(c.Series, cdfSeries(names[i], colors[i], pts, false))
+	}
+	c.Table = cdfTable("", names, cdfs)
+	return c
+}
+
+func cdfSection(s *metrics.Summary) section {
+	l := s.Latency
+	return section{ID: "cdfs", Title: "Latency distributions",
+		Intro: "Cumulative distributions: the height at x is the fraction of requests (or gaps) at or below x ms. A long flat top is a tail.",
+		Blocks: []block{{Charts: []*chartSpec{
+			cdfChart("cdf-ttft", "TTFT", "time to first token", []string{"TTFT"}, []string{colBlue}, []metrics.Dist{l.TTFT}),
+			cdfChart("cdf-itl", "Inter-token latency", "per token (a k-token chunk adds k-1 zero gaps) and per chunk",
+				[]string{"per token", "per chunk"}, []string{colGreen, colOrange}, []metrics.Dist{l.ITL, l.ITLChunk}),
+			cdfChart("cdf-e2e", "End-to-end latency", "from intended send to the last token",
+				[]string{"E2E"}, []string{colPurple}, []metrics.Dist{l.E2E}),
+			cdfChart("cdf-maxgap", "Largest gap per request", "a stall shows here even when TPOT looks fine",
+				[]string{"max gap", "TPOT"}, []string{colRed, colTeal}, []metrics.Dist{l.MaxGap, l.TPOT}),
+		}}}}
+}
+
+func throughputSection(s *metrics.Summary) section {
+	q, th := s.Requests, s.Throughput
+	tp := &table{Caption: "Throughput (steady-state window)", Numeric: true, Head: []string{"measure", "value"}}
+	tp.add(txt("requests / s"), keyed("throughput.requests_per_s.table", fmtRate(th.RequestsPerS)))
+	tp.add(txt("input tokens / s"), keyed("throughput.input_tokens_per_s", fmtRate(th.InputTokensPerS)))
+	tp.add(txt("output tokens / s"), keyed("throughput.output_tokens_per_s", fmtRate(th.OutputTokensPerS)))
+	tp.add(txt("window"), txt(fmtSeconds(th.WindowS)))
+	tp.add(txt("input tokens"), txt(fmtInt(q.InputTokens)))
+	tp.add(txt("output tokens"), txt(fmtInt(q.OutputTokens)))
+	for _, k := range sortedKeys(q.TokenSource) {
+		tp.add(txt("requests counted by "+k), txt(fmtInt(int64(q.TokenSource[k]))))
+	}
+	tp.add(txt("client vs server token mismatch"), txt(fmtPct(q.TokenMismatch)))
+
+	gp := &table{Caption: "Goodput", Numeric: true, Head: []string{"measure", "value"}}
+	if len(s.Goodput.SLO) == 0 && len(s.Goodput.ClassSLO) == 0 {
+		gp.add(txt("SLO"), txt("none given (--slo ttft=…,tpot=…)"))
+	} else {
+		gp.add(txt("goodput req/s"), keyed("goodput.requests_per_s", fmtRate(s.Goodput.RequestsPerS)))
+		gp.add(txt("within every SLO"), keyed("goodput.fraction.table", fmtPct(s.Goodput.Fraction)))
+		gp.add(txt("requests within SLO"), txt(fmtInt(int64(s.Goodput.Met))+" of "+fmtInt(int64(s.Requests.Total))))
+		for _, k := range sortedKeys(s.Goodput.SLO) {
+			gp.add(txt("SLO "+k), txt("≤ "+fmtShort(s.Goodput.SLO[k])+" ms"))
+		}
+		for _, c := range sortedKeys(s.Goodput.ClassSLO) {
+			gp.add(txt("SLO for class "+c), txt(sloList(s.Goodput.ClassSLO[c])))
+		}
+	}
+	st := s.Stalls
+	sf := &table{Caption: "Stalls and fluidity", Numeric: true, Head: []string{"measure", "value"}}
+	rule := st.ThresholdRule
+	if rule != "" {
+		rule = " (" + rule + ")"
+	}
+	sf.add(txt("stall threshold"), txt(fmtShort(st.ThresholdMs)+" ms"+rule))
+	sf.add(txt("stalls"), keyed("stalls.count", fmtInt(st.Count)))
+	sf.add(txt("requests with a stall"), txt(fmtInt(st.RequestsWithStall)+" ("+fmtPct(st.RequestFraction)+")"))
+	sf.add(txt("stalled time"), txt(fmtMs(st.StalledTimeMs)+" ms ("+fmtPct(st.StalledTimeFraction)+" of decode time)"))
+	f := s.Fluidity
+	sf.add(txt("fluidity index mean / p50"), txt(fmtFixed(f.IndexMean, 3)+" / "+fmtFixed(f.IndexP50, 3)))
+	sf.add(txt("fluidity index p1 / p5"), txt(fmtFixed(f.IndexP1, 3)+" / "+fmtFixed(f.IndexP5, 3)))
+	sf.add(txt("requests with index ≥ 0.9"), keyed("fluidity.fraction_ge_0_9", fmtPct(f.FractionAbove90)))
+	sf.add(txt("deadlines TTFT / TBT"), txt(fmtShort(f.TTFTDeadlineMs)+" ms / "+fmtShort(f.TBTDeadlineMs)+" ms"))
+
+	cl := &table{Caption: "Client health", Numeric: true, Head: []string{"measure", "value"}}
+	cl.add(txt("verdict"), keyed("client.verdict", clientHealth(s.Client)))
+	cl.add(txt("schedule lag p50 / p99 / max"), txt(fmtDistMs(s.Client.LagMs, s.Client.LagMs.P50)+" / "+
+		fmtDistMs(s.Client.LagMs, s.Client.LagMs.P99)+" / "+fmtDistMs(s.Client.LagMs, s.Client.LagMs.Max)+" ms"))
+	cl.add(txt("client CPU"), txt(fmtPct(s.Client.CPUFraction)))
+	blocks := []block{{Table: tp}, {Table: gp}, {Table: sf}, {Table: cl}}
+	if c := s.Cost; c != nil {
+		ct := &table{Caption: "Cost (" + c.Basis + ")", Numeric: true, Head: []string{"measure", "value"}}
+		ct.add(txt("total"), txt(fmtMoney(c.Total, c.Currency)))
+		ct.add(txt("per request"), txt(fmtMoney(c.PerRequest, c.Currency)))
+		if c.PerGoodRequest != 0 {
+			ct.add(txt("per request within SLO"), txt(fmtMoney(c.PerGoodRequest, c.Currency)))
+		}
+		if c.PerMillionInput != 0 {
+			ct.add(txt("per million input tokens"), txt(fmtMoney(c.PerMillionInput, c.Currency)))
+		}
+		ct.add(txt("per million output tokens"), txt(fmtMoney(c.PerMillionOutput, c.Currency)))
+		ct.add(txt("per million tokens"), txt(fmtMoney(c.PerMillionTokens, c.Currency)))
+		blocks = append(blocks, block{Table: ct})
+	}
+	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: blocks}
+}
+
+// phaseShades shades the warm-up and cool-down of a time series.
+func phaseShades(ts *metrics.TimeSeries) []shade {
+	var sh []shade
+	if len(ts.T) == 0 {
+		return nil
+	}
+	end := ts.T[len(ts.T)-1] + ts.BucketS
+	if ts.WarmupEndS > ts.T[0] {
+		sh = append(sh, shade{From: ts.T[0], To: ts.WarmupEndS, Label: "warm-up"})
+	}
+	if ts.CooldownStartS > 0 && ts.CooldownStartS < end {
+		sh = append(sh, shade{From: ts.CooldownStartS, To: end, Label: "cool-down"})
+	}
+	return sh
+}
+
+type tsCol struct {
+	name  string
+	vals  []float64
+	color string
+	axis  int
+	dash  bool
+}
+
+// tsChart plots columns over the kept indices and tabulates exactly those points.
+func tsChart(id, title, note, y1, y2 string, ts *metrics.TimeSeries, idx []int, cols []tsCol) *chartSpec {
+	c := &chartSpec{ID: id, Title: title, Note: note, XName: "seconds from start", YName: y1, Y2Name: y2,
+		Shades: phaseShades(ts)}
+	t := &table{Numeric: true, Head: []string{"t (s)"}}
+	xs := pick(ts.T, idx)
+	var present []tsCol
+	for _, col := range cols {
+		if len(col.vals) != len(ts.T) {
+			continue
+		}
+		present = append(present, col)
+		c.Series = append(c.Series, seriesSpec{Name: col.name, Color: col.color, YAxis: col.axis, Dashed: col.dash,
+			Data: xyPairs(xs, pick(col.vals, idx)), Width: 1.6})
+		t.Head = append(t.Head, col.name)
+	}
+	for _, i := range idx {
+		cells := []cell{txt(fmtShort(ts.T[i]))}
+		for _, col := range present {
+			cells = append(cells, txt(fmtShort(rnd(col.vals[i]))))
+		}
+		t.add(cells...)
+	}
+	c.Table = t
+	return c
+}
+
+func perSecond(counts []int, bucket float64) []float64 {
+	if bucket <= 0 {
+		bucket = 1
+	}
+	out := make([]float64, len(counts))
+	for i, n := range counts {
+		out[i] = float64(n) / bucket
+	}
+	return out
+}
+
+func timeSection(ts *metrics.TimeSeries, maxPoints int) (section, bool) {
+	if ts == nil || len(ts.T) == 0 {
+		return section{}, false
+	}
+	completed := perSecond(ts.Completed, ts.BucketS)
+	failed := perSecond(ts.Failed, ts.BucketS)
+	sent := perSecond(ts.Sent, ts.BucketS)
+	inflight, queued := ints(ts.InFlight), ints(ts.Queued)
+	idx := unionLTTB(ts.T, maxPoints, ts.TTFTP50, ts.TTFTP99, ts.ITLP50, ts.ITLP99, ts.OutputTokPerS,
+		completed, failed, sent, inflight, queued)
+	note := ""
+	if len(idx) < len(ts.T) {
+		note = fmt.Sprintf(" Downsampled with LTTB from %s to %s points.", fmtInt(int64(len(ts.T))), fmtInt(int64(len(idx))))
+	}
+	bucket := "per " + fmtShort(ts.BucketS) + " s bucket"
+	return section{ID: "over-time", Title: "Over time",
+		Intro: "Per-bucket series from the start of the run; warm-up and cool-down are shaded and left out of every headline number." + note,
+		Blocks: []block{{Charts: []*chartSpec{
+			tsChart("ts-latency", "Latency over time", "TTFT (left axis) and ITL (right axis) percentiles, "+bucket,
+				"TTFT ms", "ITL ms", ts, idx, []tsCol{
+					{"TTFT p50", ts.TTFTP50, colBlue, 0, false}, {"TTFT p99", ts.TTFTP99, colBlue, 0, true},
+					{"ITL p50", ts.ITLP50, colGreen, 1, false}, {"ITL p99", ts.ITLP99, colGreen, 1, true}}),
+			tsChart("ts-throughput", "Throughput over time", "output tokens/s (left) and requests/s (right)",
+				"tok/s", "req/s", ts, idx, []tsCol{
+					{"output tok/s", ts.OutputTokPerS, colPurple, 0, false},
+					{"completed req/s", completed, colGreen, 1, false}, {"failed req/s", failed, colRed, 1, false}}),
+			tsChart("ts-load", "Requests in flight and queued", "queued = waiting for a client concurrency slot; sent per second for reference",
+				"requests", "", ts, idx, []tsCol{
+					{"in flight", inflight, colBlue, 0, false}, {"queued", queued, colOrange, 0, false},
+					{"sent / s", sent, colGray, 0, true}}),
+		}}}}, true
+}
+
+func outcomesSection(s *metrics.Summary) section {
+	q := s.Requests
+	ft := &table{Caption: "Outcomes", Numeric: true, Head: []string{"outcome", "requests", "share"}}
+	ft.add(txt("succeeded"), keyed("requests.succeeded", fmtInt(int64(q.Succeeded))), txt(fmtPct(frac(q.Succeeded, q.Total))))
+	for _, k := range countsByValue(q.Failures) {
+		ft.add(classed("bad", "failed: "+k), keyed("requests.failures."+k, fmtInt(int64(q.Failures[k]))),
+			txt(fmtPct(frac(q.Failures[k], q.Total))))
+	}
+	ft.add(txt("total"), keyed("requests.total.table", fmtInt(int64(q.Total))), txt("100.0%"))
+	blocks := []block{{Table: ft}}
+	if len(q.FailStatus) > 0 {
+		st := &table{Caption: "Failures by HTTP status", Numeric: true, Head: []string{"status", "requests"}}
+		for _, k := range countsByValue(q.FailStatus) {
+			st.add(txt(k), txt(fmtInt(int64(q.FailStatus[k]))))
+		}
+		blocks = append(blocks, block{Table: st})
+	}
+	if len(s.Excluded) > 0 {
+		ex := &table{Caption: "Excluded phases (not in any headline number)", Numeric: true,
+			Head: []string{"phase", "requests", "failed", "TTFT p50", "TTFT p99", "ITL p99", "E2E p50", "E2E p99"}}
+		for _, k := range sortedKeys(s.Excluded) {
+			ph := s.Excluded[k]
+			if ph == nil {
+				continue
+			}
+			l := ph.Latency
+			ex.add(txt(k), txt(fmtInt(int64(ph.Requests.Total))), txt(fmtInt(int64(ph.Requests.Failed))),
+				txt(fmtDistMs(l.TTFT, l.TTFT.P50)), txt(fmtDistMs(l.TTFT, l.TTFT.P99)), txt(fmtDistMs(l.ITL, l.ITL.P99)),
+				txt(fmtDistMs(l.E2E, l.E2E.P50)), txt(fmtDistMs(l.E2E, l.E2E.P99)))
+		}
+		blocks = append(blocks, block{Table: ex})
+	}
+	return section{ID: "requests", Title: "Requests and failures", Blocks: blocks}
+}
+
+func classSection(s *metrics.Summary) section {
+	t := &table{Numeric: true, Head: []string{"class", "requests", "failed", "req/s", "output tok/s", "TTFT p50", "TTFT p99",
+		"TPOT p50", "TPOT p99", "ITL p99", "E2E p50", "E2E p99", "stalled requests", "within SLO"}}
+	for _, name := range sortedKeys(s.ByClass) {
+		c := s.ByClass[name]
+		if c == nil {
+			continue
+		}
+		l := c.Latency
+		t.add(txt(name), keyed("class."+name+".requests", fmtInt(int64(c.Requests.Total))), txt(fmtInt(int64(c.Requests.Failed))),
+			txt(fmtRate(c.Throughput.RequestsPerS)), txt(fmtRate(c.Throughput.OutputTokensPerS)),
+			txt(fmtDistMs(l.TTFT, l.TTFT.P50)), keyed("class."+name+".ttft.p99", fmtDistMs(l.TTFT, l.TTFT.P99)),
+			txt(fmtDistMs(l.TPOT, l.TPOT.P50)), txt(fmtDistMs(l.TPOT, l.TPOT.P99)), txt(fmtDistMs(l.ITL, l.ITL.P99)),
+			txt(fmtDistMs(l.E2E, l.E2E.P50)), txt(fmtDistMs(l.E2E, l.E2E.P99)), txt(fmtPct(c.Stalls.RequestFraction)),
+			txt(goodputCell(c.Goodput)))
+	}
+	return section{ID: "classes", Title: "By request class", Intro: "Latencies in ms; SLOs per class where given.",
+		Blocks: []block{{Table: t}}}
+}
