@@ -114,7 +114,7 @@ func deltaSection(c *metrics.Comparison) section {
 	t := &table{Numeric: true, Head: []string{"metric", "unit", "better", "base", "cand", "delta", "delta %",
 		"CI low", "CI high", "CI low %", "CI high %", "verdict", "rule", "base runs", "cand runs"}}
 	ch := &chartSpec{ID: "cmp-deltas", Title: "Change per metric with its confidence interval",
-		Note: "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged",
+		Note:  "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged",
 		YName: "% change", Horizontal: true}
 	var bars []any
 	var lows, highs [][2]any
@@ -201,7 +201,7 @@ func cdfCompareSection(c *metrics.Comparison) (section, bool) {
 		charts = append(charts, ch)
 	}
 	return section{ID: "cdfs", Title: "Distributions, overlaid",
-		Intro: "Base solid, candidate dashed. A curve further right is slower; a gap that opens only near the top is a tail change.",
+		Intro:  "Base solid, candidate dashed. A curve further right is slower; a gap that opens only near the top is a tail change.",
 		Blocks: []block{{Charts: charts}}}, true
 }
 
@@ -255,7 +255,7 @@ func equivalenceSection(eq *metrics.Equivalence) section {
 		blocks = append(blocks, block{Para: "Differing request ids: " + strings.Join(ids, ", ")})
 	}
 	return section{ID: "equivalence", Title: "Output equivalence",
-		Intro: "At temperature 0 both sides must produce identical text per request; speculative decoding changes speed, never output.",
+		Intro:  "At temperature 0 both sides must produce identical text per request; speculative decoding changes speed, never output.",
 		Blocks: blocks}
 }
 

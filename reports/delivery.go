@@ -23,7 +23,7 @@ func deliverySection(s *metrics.Summary, o *HTMLOptions) section {
 	charts = append(charts, chunkChart(s.TokensPerChunk))
 	blocks = append([]block{{Charts: charts}}, blocks...)
 	return section{ID: "delivery", Title: "Token delivery",
-		Intro: "How tokens reached the client. A flat stretch in a timeline is a stall; chunks of several tokens come from speculative decoding or server-side batching of the stream.",
+		Intro:  "How tokens reached the client. A flat stretch in a timeline is a stall; chunks of several tokens come from speculative decoding or server-side batching of the stream.",
 		Blocks: blocks}
 }
 

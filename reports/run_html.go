@@ -147,7 +147,7 @@ func latencySection(s *metrics.Summary) section {
 	rows := latencyRows(s.Latency)
 	rows = append(rows, distRow{"schedule_lag", "Schedule lag", "client health: actual minus intended dispatch", s.Client.LagMs})
 	return section{ID: "latency", Title: "Latency",
-		Intro: "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing.",
+		Intro:  "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing.",
 		Blocks: []block{{Table: percentileTable("", "latency.", rows)}}}
 }
 
