@@ -97,12 +97,23 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base: %w", err)
 	}
-	if sopts.StallThreshold <= 0 {
+	relative := sopts.StallThreshold <= 0
+	if relative {
 		sopts.StallThreshold = time.Duration(baseSum.Stalls.ThresholdMs * float64(time.Millisecond))
 	}
 	candSum, err := Summarize(MultiSource(cand...), sopts)
 	if err != nil {
 		return nil, fmt.Errorf("cand: %w", err)
+	}
+	if relative {
+		rule := baseSum.Stalls.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
+		baseSum.Stalls.ThresholdRule, candSum.Stalls.ThresholdRule = rule, rule
+		for _, cs := range candSum.ByClass {
+			cs.Stalls.ThresholdRule = rule
+		}
+		for _, cs := range baseSum.ByClass {
+			cs.Stalls.ThresholdRule = rule
+		}
 	}
 	full := sopts.withDefaults()
 
@@ -324,6 +335,15 @@ type sideData struct {
 	hashes   map[string]*hashSeen
 	// sorted[f] lists the records with a defined scalar family f, by value.
 	sorted [nScalarFam][]int32
+	// csr[f] packs every record's bins of binned family f contiguously.
+	csr [nBinFam]binCSR
+}
+
+// binCSR stores per-record sparse bins in flat arrays: record i owns [start[i], start[i+1]).
+type binCSR struct {
+	start []int32
+	bin   []uint16
+	cnt   []int32
 }
 
 type hashSeen struct {
@@ -464,6 +484,18 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 }
 
 func (d *sideData) sortFamilies() {
+	for f := range d.csr {
+		c := binCSR{start: make([]int32, 0, len(d.recs)+1)}
+		for i := range d.recs {
+			c.start = append(c.start, int32(len(c.bin)))
+			for _, bc := range d.recs[i].bins[f] {
+				c.bin = append(c.bin, uint16(min(int(bc.bin), maxBin)))
+				c.cnt = append(c.cnt, int32(bc.count))
+			}
+		}
+		c.start = append(c.start, int32(len(c.bin)))
+		d.csr[f] = c
+	}
 	for f := range d.sorted {
 		var idx []int32
 		for i := range d.recs {
@@ -511,16 +543,17 @@ func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
 
 // eval computes every metric with per-record weights w (nil: all 1) over window seconds.
 func (d *sideData) eval(specs []metricSpec, w []int32, window float64) []float64 {
-	weight := func(i int) float64 {
-		if w == nil {
-			return 1
-		}
-		return float64(w[i])
-	}
 	out := make([]float64, len(specs))
+	var acc *scalarAcc
 	var famStats [nScalarFam]*famStat
 	var binStats [nBinFam]*famStat
 	var dense []int64
+	var needQ [nBinFam]bool
+	for _, sp := range specs {
+		if f, ok := binFamIdx[sp.family]; ok && sp.stat != "mean" {
+			needQ[f] = true
+		}
+	}
 	for k, sp := range specs {
 		if sp.family != "" {
 			var st *famStat
@@ -535,82 +568,97 @@ func (d *sideData) eval(specs []metricSpec, w []int32, window float64) []float64
 					if dense == nil {
 						dense = make([]int64, maxBin+1)
 					}
-					binStats[f] = d.binStat(f, w, dense, sp.family != "tokens_per_chunk")
+					binStats[f] = d.binStat(f, w, dense, sp.family != "tokens_per_chunk", needQ[f])
 				}
 				st = binStats[f]
 			}
 			out[k] = st.get(sp.stat)
 			continue
 		}
-		var num, den float64
-		for i := range d.recs {
-			x := weight(i)
-			if x == 0 {
-				continue
-			}
-			r := &d.recs[i]
-			switch sp.info.Name {
-			case "throughput.requests_per_s":
-				if r.ok {
-					num += x
-				}
-				den = window
-			case "throughput.input_tokens_per_s":
-				if r.ok {
-					num += x * float64(r.inTok)
-				}
-				den = window
-			case "throughput.output_tokens_per_s":
-				if r.ok {
-					num += x * float64(r.outTok)
-				}
-				den = window
-			case "goodput.fraction":
-				if r.met && r.ok {
-					num += x
-				}
-				den += x
-			case "goodput.requests_per_s":
-				if r.met && r.ok {
-					num += x
-				}
-				den = window
-			case "stalls.requests_fraction":
-				if r.ok {
-					if r.stalls > 0 {
-						num += x
-					}
-					den += x
-				}
-			case "stalls.per_request":
-				if r.ok {
-					num += x * float64(r.stalls)
-					den += x
-				}
-			case "stalls.time_fraction":
-				num += x * float64(r.stalledNs)
-				den += x * float64(r.decNs)
-			case "fluidity.fraction_ge_0_9":
-				if r.hasFlu {
-					if r.fluidGE90 {
-						num += x
-					}
-					den += x
-				}
-			case "failures.fraction":
-				if !r.ok {
-					num += x
-				}
-				den += x
-			}
+		if acc == nil {
+			acc = d.scalars(w)
 		}
-		if den > 0 {
-			out[k] = num / den
-		} else {
-			out[k] = math.NaN()
-		}
+		out[k] = acc.metric(sp.info.Name, window)
 	}
 	return out
+}
+
+// scalarAcc holds the weighted sums behind every scalar metric.
+type scalarAcc struct {
+	all, ok, met, failed float64
+	okIn, okOut          float64
+	stallReqs, stalls    float64
+	stalledNs, decNs     float64
+	fluN, fluGE          float64
+}
+
+func (d *sideData) scalars(w []int32) *scalarAcc {
+	a := &scalarAcc{}
+	for i := range d.recs {
+		x := 1.0
+		if w != nil {
+			if w[i] == 0 {
+				continue
+			}
+			x = float64(w[i])
+		}
+		r := &d.recs[i]
+		a.all += x
+		if !r.ok {
+			a.failed += x
+			continue
+		}
+		a.ok += x
+		a.okIn += x * float64(r.inTok)
+		a.okOut += x * float64(r.outTok)
+		if r.met {
+			a.met += x
+		}
+		if r.stalls > 0 {
+			a.stallReqs += x
+		}
+		a.stalls += x * float64(r.stalls)
+		a.stalledNs += x * float64(r.stalledNs)
+		a.decNs += x * float64(r.decNs)
+		if r.hasFlu {
+			a.fluN += x
+			if r.fluidGE90 {
+				a.fluGE += x
+			}
+		}
+	}
+	return a
+}
+
+// metric evaluates a scalar metric (NaN when its denominator is 0).
+func (a *scalarAcc) metric(name string, window float64) float64 {
+	var num, den float64
+	switch name {
+	case "throughput.requests_per_s":
+		num, den = a.ok, window
+	case "throughput.input_tokens_per_s":
+		num, den = a.okIn, window
+	case "throughput.output_tokens_per_s":
+		num, den = a.okOut, window
+	case "goodput.fraction":
+		num, den = a.met, a.all
+	case "goodput.requests_per_s":
+		num, den = a.met, window
+	case "stalls.requests_fraction":
+		num, den = a.stallReqs, a.ok
+	case "stalls.per_request":
+		num, den = a.stalls, a.ok
+	case "stalls.time_fraction":
+		num, den = a.stalledNs, a.decNs
+	case "fluidity.fraction_ge_0_9":
+		num, den = a.fluGE, a.fluN
+	case "failures.fraction":
+		num, den = a.failed, a.all
+	}
+	if den <= 0 {
+		return math.NaN()
+	}
+	return num / den
 }
 
 // famStat holds the statistics of one family under one weighting.
@@ -654,6 +702,13 @@ func rankOf(q, total float64) float64 {
 	return r
 }
 
+func ranksFor(total float64) (r [len(statQuantiles)]float64) {
+	for i, q := range statQuantiles {
+		r[i] = rankOf(q, total)
+	}
+	return r
+}
+
 func (d *sideData) scalarStat(f int, w []int32) *famStat {
 	var total, sum float64
 	for _, i := range d.sorted[f] {
@@ -669,6 +724,7 @@ func (d *sideData) scalarStat(f int, w []int32) *famStat {
 	}
 	st := &famStat{mean: sum / total}
 	targets := [len(statQuantiles)]*float64{&st.p50, &st.p90, &st.p95, &st.p99, &st.p999}
+	ranks := ranksFor(total)
 	var cum float64
 	q := 0
 	var last float64
@@ -682,7 +738,7 @@ func (d *sideData) scalarStat(f int, w []int32) *famStat {
 		}
 		cum += x
 		last = d.recs[i].sc[f]
-		for q < len(statQuantiles) && cum >= rankOf(statQuantiles[q], total) {
+		for q < len(ranks) && cum >= ranks[q] {
 			*targets[q] = last
 			q++
 		}
@@ -694,10 +750,11 @@ func (d *sideData) scalarStat(f int, w []int32) *famStat {
 // maxBin is the largest bin index binOf returns for values up to one hour in µs.
 var maxBin = int(binOf(histHighest))
 
-func (d *sideData) binStat(f int, w []int32, dense []int64, micros bool) *famStat {
+func (d *sideData) binStat(f int, w []int32, dense []int64, micros, quantiles bool) *famStat {
 	var total int64
 	var sum float64
 	lo, hi := len(dense), -1
+	c := &d.csr[f]
 	for i := range d.recs {
 		x := int64(1)
 		if w != nil {
@@ -709,35 +766,43 @@ func (d *sideData) binStat(f int, w []int32, dense []int64, micros bool) *famSta
 		r := &d.recs[i]
 		total += x * r.cnt[f]
 		sum += float64(x) * r.sums[f]
-		for _, bc := range r.bins[f] {
-			b := int(bc.bin)
-			if b >= len(dense) {
-				b = len(dense) - 1
-			}
-			dense[b] += x * bc.count
-			lo, hi = min(lo, b), max(hi, b)
+		if !quantiles {
+			continue
+		}
+		a, b := c.start[i], c.start[i+1]
+		if a == b {
+			continue
+		}
+		bins, cnts := c.bin[a:b], c.cnt[a:b]
+		lo, hi = min(lo, int(bins[0])), max(hi, int(bins[len(bins)-1]))
+		for k, bin := range bins {
+			dense[bin] += x * int64(cnts[k])
 		}
 	}
 	if total == 0 {
 		return &famStat{empty: true}
 	}
+	st := &famStat{mean: sum / float64(total)}
+	if !quantiles {
+		return st
+	}
 	scale := 1.0
 	if micros {
 		scale = 1e-3
 	}
-	st := &famStat{mean: sum / float64(total)}
 	targets := [len(statQuantiles)]*float64{&st.p50, &st.p90, &st.p95, &st.p99, &st.p999}
+	ranks := ranksFor(float64(total))
 	var cum int64
 	q := 0
 	for b := lo; b <= hi; b++ {
-		c := dense[b]
-		if c == 0 {
+		n := dense[b]
+		if n == 0 {
 			continue
 		}
 		dense[b] = 0
-		cum += c
+		cum += n
 		v := binValue(uint32(b)) * scale
-		for q < len(statQuantiles) && float64(cum) >= rankOf(statQuantiles[q], float64(total)) {
+		for q < len(ranks) && float64(cum) >= ranks[q] {
 			*targets[q] = v
 			q++
 		}

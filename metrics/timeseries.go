@@ -182,20 +182,20 @@ func binValue(b uint32) float64 {
 
 func (h sparseHist) add(v, n int64) sparseHist {
 	b := binOf(v)
-	i, found := slices.BinarySearchFunc(h, b, func(e binCount, t uint32) int {
-		switch {
-		case e.bin < t:
-			return -1
-		case e.bin > t:
-			return 1
+	lo, hi := 0, len(h)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if h[mid].bin < b {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		return 0
-	})
-	if found {
-		h[i].count += n
+	}
+	if lo < len(h) && h[lo].bin == b {
+		h[lo].count += n
 		return h
 	}
-	return slices.Insert(h, i, binCount{b, n})
+	return slices.Insert(h, lo, binCount{b, n})
 }
 
 // quantiles returns two nearest-rank quantiles in ms (0 when empty).
