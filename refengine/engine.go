@@ -33,6 +33,9 @@ type Engine struct {
 	inflight atomic.Int64
 	panics   atomic.Int64
 	limiter  *rateLimiter
+
+	faultMu sync.Mutex
+	faults  map[string]int64
 }
 
 // New builds an engine from cfg and starts its scheduler. The error names the config field at
@@ -149,11 +152,7 @@ func (e *Engine) submit(r *request, key, respID string, base uint64, plan *fault
 		ID: key, ResponseID: respID, Epoch: e.clock.Wall(0), Scale: e.scale,
 		FirstScheduled: -1, Finish: -1, PromptTokens: r.promptTokens, MaxTokens: r.maxTokens,
 	}
-	target := r.maxTokens
-	if plan != nil && plan.earlyEOS && !r.ignoreEOS && r.maxTokens > r.minTokens+1 {
-		lo := max(r.minTokens, 1)
-		target = lo + int(plan.eosDraw*float64(r.maxTokens-lo))
-	}
+	target := plan.target(r.maxTokens, r.minTokens, r.ignoreEOS)
 	tl.Emissions = make([]Emission, 0, min(target, 4096))
 	s := &seq{tl: tl, promptTokens: r.promptTokens, target: target, sink: sink}
 	if !e.cfg.DisablePrefixCaching {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmbench/llmbench/tokenizer"
 )
@@ -261,3 +262,7 @@ func TestModelsHealthVersionMetrics(t *testing.T) {
 		}
 	}
 }
+
+// fixedNow is a frozen wall clock for tests that must not depend on elapsed time; engines
+// given it need a Clock of their own.
+func fixedNow() time.Time { return time.Unix(1_700_000_000, 0) }

@@ -165,7 +165,7 @@ func (f Faults) String() string {
 	if f.OverloadQueue > 0 {
 		parts = append(parts, "overload="+strconv.Itoa(f.OverloadQueue))
 	}
-	if len(parts) > 0 && f.Seed != 0 {
+	if f.Seed != 0 {
 		parts = append(parts, "seed="+strconv.FormatUint(f.Seed, 10))
 	}
 	return strings.Join(parts, ",")
@@ -218,4 +218,18 @@ func (f *Faults) plan(k uint64) faultPlan {
 	p.midAt = draw(12)
 	p.eosDraw = draw(13)
 	return p
+}
+
+// target is the output length of a request under the plan: max tokens, or with an early-eos
+// fault (and without ignore_eos) a length drawn uniformly from [max(minTokens, 1), maxTokens).
+func (p *faultPlan) target(maxTokens, minTokens int, ignoreEOS bool) int {
+	if p == nil || !p.earlyEOS || ignoreEOS || maxTokens <= minTokens+1 {
+		return maxTokens
+	}
+	lo := max(minTokens, 1)
+	return lo + int(p.eosDraw*float64(maxTokens-lo))
+}
+
+func (p *faultPlan) earlyEOSFor(r *request) bool {
+	return p.target(r.maxTokens, r.minTokens, r.ignoreEOS) < r.maxTokens
 }

@@ -2,6 +2,7 @@ package refengine
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -129,6 +130,17 @@ func (e *Engine) metricsText() []byte {
 	p.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", float64(st.SpecAccepted))
 	p.counter("vllm:request_success", "Count of successfully processed requests.", float64(st.FinishedRequests))
 	p.counter("llmbench:engine_steps", "Engine iterations run.", float64(st.Steps))
+	if fc := e.FaultsInjected(); len(fc) > 0 {
+		p.header("llmbench:faults_injected_total", "counter", "Faults injected into responses, by kind.")
+		kinds := make([]string, 0, len(fc))
+		for k := range fc {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, k := range kinds {
+			p.value("llmbench:faults_injected_total", `fault="`+k+`"`, float64(fc[k]))
+		}
+	}
 	p.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", e.hist.ttft)
 	p.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", e.hist.itl)
 	p.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e.hist.e2e)

@@ -282,6 +282,7 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 
 func (c *core) finish(s *seq, reason string) {
 	c.freeBlocks(s)
+	s.blocks, s.hashes = nil, nil
 	s.state = stFinished
 	s.tl.Finish = c.now
 	s.tl.FinishReason = reason
@@ -325,6 +326,7 @@ func (c *core) dropAborted() {
 
 func (c *core) abortSeq(s *seq) {
 	c.freeBlocks(s)
+	s.blocks, s.hashes = nil, nil
 	s.state = stFinished
 	s.tl.Finish = c.now
 	s.tl.FinishReason = "abort"
@@ -362,6 +364,9 @@ func (c *core) preempt(s *seq) {
 func (c *core) submit(s *seq) {
 	s.state = stWaiting
 	s.numTokens = s.promptTokens
+	if need := min((s.promptTokens+s.target+c.blockSize-1)/c.blockSize, c.pool.numBlocks()); cap(s.blocks) < need {
+		s.blocks = make([]int32, 0, need)
+	}
 	c.waiting.pushBack(s)
 }
 

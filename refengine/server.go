@@ -200,16 +200,22 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	}
 	plan := e.cfg.Faults.plan(faultKey)
 	if plan.resetBefore {
+		e.faultCount("reset-before")
 		resetConn(w)
 		return
 	}
 	if plan.status != 0 {
+		e.faultCount(fmt.Sprintf("status-%d", plan.status))
 		writeError(w, injectedStatus(plan.status))
 		return
 	}
 	if q := e.cfg.Faults.OverloadQueue; q > 0 && e.waitingLen() >= q {
+		e.faultCount("overload")
 		writeError(w, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
 		return
+	}
+	if s := plan.earlyEOSFor(req); s {
+		e.faultCount("early-eos")
 	}
 	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, n))
 	st := newStream()
@@ -221,8 +227,11 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		}
 	}()
 	ctx := r.Context()
-	if plan.slowHeaders > 0 && !e.sleep(ctx, plan.slowHeaders) {
-		return
+	if plan.slowHeaders > 0 {
+		e.faultCount("slow-headers")
+		if !e.sleep(ctx, plan.slowHeaders) {
+			return
+		}
 	}
 	created := e.cfg.Now().Unix()
 	h := w.Header()
@@ -298,7 +307,9 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 				if req.includeUsage {
 					w.Write(enc.appendUsageEvent(buf[:0], completion))
 				}
-				if !plan.noDone {
+				if plan.noDone {
+					e.faultCount("no-done")
+				} else {
 					io.WriteString(w, doneEvent)
 				}
 				rc.Flush()
@@ -312,18 +323,24 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 // injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.
 func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, plan *faultPlan, id string) bool {
 	if plan.malformed {
+		e.faultCount("malformed")
 		io.WriteString(w, "\x00\xffnot-an-sse-line\n\n")
 	}
 	if plan.badJSON {
+		e.faultCount("bad-json")
 		b := append([]byte(`data: {"id":`), appendJSONString(nil, id)...)
 		b = append(b, `,"choices":[{"index":0,"text":`+"\n\n"...)
 		w.Write(b)
 	}
 	rc.Flush()
-	if plan.stall > 0 && !e.sleep(ctx, plan.stall) {
-		return false
+	if plan.stall > 0 {
+		e.faultCount("stall")
+		if !e.sleep(ctx, plan.stall) {
+			return false
+		}
 	}
 	if plan.resetMid {
+		e.faultCount("reset-mid")
 		resetConn(w)
 		return false
 	}
@@ -385,6 +402,27 @@ func (e *Engine) Describe() map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// faultCount counts one injected fault of kind (shown in /metrics).
+func (e *Engine) faultCount(kind string) {
+	e.faultMu.Lock()
+	if e.faults == nil {
+		e.faults = map[string]int64{}
+	}
+	e.faults[kind]++
+	e.faultMu.Unlock()
+}
+
+// FaultsInjected returns how many faults of each kind the engine has injected.
+func (e *Engine) FaultsInjected() map[string]int64 {
+	e.faultMu.Lock()
+	defer e.faultMu.Unlock()
+	out := make(map[string]int64, len(e.faults))
+	for k, v := range e.faults {
+		out[k] = v
 	}
 	return out
 }

@@ -117,10 +117,7 @@ func simulate(reqs []SimRequest, cfg Config, core0 func(*core)) (*SimResult, err
 		target := q.MaxTokens
 		if r.Faults.EarlyEOS > 0 {
 			plan := r.Faults.plan(hashString(fnvOffset, q.ID))
-			if plan.earlyEOS && !q.IgnoreEOS && q.MaxTokens > q.MinTokens+1 {
-				lo := max(q.MinTokens, 1)
-				target = lo + int(plan.eosDraw*float64(q.MaxTokens-lo))
-			}
+			target = plan.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS)
 		}
 		tl := &res.Timelines[i]
 		*tl = Timeline{ID: q.ID, Epoch: epoch, Scale: 1, Arrival: q.Arrival, FirstScheduled: -1, Finish: -1,

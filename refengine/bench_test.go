@@ -1,0 +1,55 @@
+package refengine
+
+import (
+	"testing"
+)
+
+// BenchmarkSchedulerStep measures one engine iteration (plan + complete) with 1,024 running
+// decode sequences of ~1k context. Target (issue 3): < 200 µs CPU and no allocation per step.
+func BenchmarkSchedulerStep(b *testing.B) {
+	for _, spec := range []int{0, 4} {
+		name := "decode1024"
+		if spec > 0 {
+			name += "-spec4"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, err := Config{MaxNumSeqs: 1024, NumBlocks: 1 << 20, SpecK: spec}.resolve()
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := r.newCore()
+			seqs := make([]seq, 1024)
+			tls := make([]Timeline, 1024)
+			for i := range seqs {
+				tls[i].Emissions = make([]Emission, 0, 1024)
+				seqs[i] = seq{tl: &tls[i], promptTokens: 1000, target: 100000, rng: uint64(i)}
+				seqs[i].hashes = blockHashes(nil, nil, 1000, 16, 32, uint64(i))
+				c.submit(&seqs[i])
+			}
+			for c.waiting.len() > 0 {
+				d, _ := c.plan()
+				c.complete(c.now+d, d)
+			}
+			if len(c.running) != 1024 {
+				b.Fatalf("%d running", len(c.running))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if i%1000 == 999 {
+					b.StopTimer()
+					for j := range tls {
+						tls[j].Emissions = tls[j].Emissions[:0]
+					}
+					b.StartTimer()
+				}
+				d, ok := c.plan()
+				if !ok {
+					b.Fatal("nothing scheduled")
+				}
+				c.complete(c.now+d, d)
+			}
+			b.ReportMetric(float64(c.work.Seqs), "seqs/step")
+		})
+	}
+}

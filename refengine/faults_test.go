@@ -1,0 +1,193 @@
+package refengine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustFaults(t testing.TB, spec string) Faults {
+	t.Helper()
+	f, err := ParseFaults(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func streamRaw(t testing.TB, url string) (*http.Response, []byte, error) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/v1/completions",
+		strings.NewReader(`{"prompt":"fault test","max_tokens":40,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
+func TestFaultsEachProduceTheirEffect(t *testing.T) {
+	for _, tc := range []struct {
+		spec  string
+		check func(t *testing.T, resp *http.Response, body []byte, err error)
+	}{
+		{"reset-before=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err == nil {
+				t.Fatalf("want a transport error, got %d %q", resp.StatusCode, body)
+			}
+		}},
+		{"status-429=1", statusCheck(429)},
+		{"status-500=1", statusCheck(500)},
+		{"status-503=1", statusCheck(503)},
+		{"reset-mid=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err == nil || resp.StatusCode != 200 || !strings.HasPrefix(string(body), "data: {") || strings.Contains(string(body), "[DONE]") {
+				t.Fatalf("want a 200 stream cut mid-way with an error: err=%v body=%q", err, body)
+			}
+		}},
+		{"malformed=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || !strings.Contains(string(body), "\n\n\x00\xffnot-an-sse-line\n\n") || !strings.HasSuffix(string(body), doneEvent) {
+				t.Fatalf("want one malformed line in a complete stream: err=%v body=%q", err, body)
+			}
+		}},
+		{"bad-json=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
+			bad := 0
+			for _, ev := range strings.Split(string(body), "\n\n") {
+				if p, ok := strings.CutPrefix(ev, "data: {"); ok && !json.Valid([]byte("{"+p)) {
+					bad++
+				}
+			}
+			if err != nil || bad != 1 {
+				t.Fatalf("want exactly one invalid JSON chunk, got %d: %q", bad, body)
+			}
+		}},
+		{"no-done=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || strings.Contains(string(body), "[DONE]") || !strings.Contains(string(body), `"finish_reason":"length"`) {
+				t.Fatalf("want a complete stream without [DONE]: %q", body)
+			}
+		}},
+		{"stall=1:200ms", completeStream},
+		{"slow-headers=1:200ms", completeStream},
+		{"early-eos=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
+			if err != nil || !strings.Contains(string(body), `"finish_reason":"stop"`) || strings.Count(string(body), "data: {") >= 40 {
+				t.Fatalf("want an early stop: %q", body)
+			}
+		}},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			e, url := startEngine(t, Config{Faults: mustFaults(t, tc.spec), TimeScale: 100})
+			resp, body, err := streamRaw(t, url)
+			tc.check(t, resp, body, err)
+			kind, _, _ := strings.Cut(tc.spec, "=")
+			if n := e.FaultsInjected()[kind]; n != 1 {
+				t.Fatalf("engine counted %d %s faults: %v", n, kind, e.FaultsInjected())
+			}
+		})
+	}
+}
+
+func statusCheck(code int) func(t *testing.T, resp *http.Response, body []byte, err error) {
+	return func(t *testing.T, resp *http.Response, body []byte, err error) {
+		var eb errorBody
+		if err != nil || resp.StatusCode != code || json.Unmarshal(body, &eb) != nil || eb.Error.Message == "" {
+			t.Fatalf("want %d with an OpenAI error body: %v %q", code, err, body)
+		}
+	}
+}
+
+func completeStream(t *testing.T, resp *http.Response, body []byte, err error) {
+	if err != nil || resp.StatusCode != 200 || strings.Count(string(body), "data: {") != 40 || !strings.HasSuffix(string(body), doneEvent) {
+		t.Fatalf("want a complete 40-chunk stream: %v %q", err, body)
+	}
+}
+
+// heldClock is a virtual clock whose steps never end until the engine closes, so requests pile
+// up in the queue.
+type heldClock struct{ VirtualClock }
+
+func (c *heldClock) SleepUntil(ctx context.Context, t time.Duration) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestOverloadQueue(t *testing.T) {
+	e, url := startEngine(t, Config{Faults: mustFaults(t, "overload=1"), MaxNumSeqs: 1, Clock: &heldClock{}})
+	r := &request{promptTokens: 4, maxTokens: 4, promptIDs: []int{1, 2, 3, 4}}
+	e.submit(r, "a", "a", 0, nil, nil)
+	e.submit(r, "b", "b", 0, nil, nil)
+	resp, body := post(t, url+"/v1/completions", `{"prompt":"x","max_tokens":2}`)
+	if resp.StatusCode != 429 || !strings.Contains(string(body), "overloaded") {
+		t.Fatalf("want 429 overloaded, got %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestFaultDrawsAreReproducible(t *testing.T) {
+	f := mustFaults(t, "status-503=0.3,seed=9")
+	hits := 0
+	for i := uint64(0); i < 1000; i++ {
+		a, b := f.plan(i), f.plan(i)
+		if a != b {
+			t.Fatal("plan differs for the same key")
+		}
+		if a.status == 503 {
+			hits++
+		}
+	}
+	if hits < 250 || hits > 350 {
+		t.Fatalf("%d of 1000 requests got 503 at p=0.3", hits)
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	f, err := ParseFaults("reset-mid=0.1, status-503=0.1,stall=0.1:500ms,malformed=0.05,overload=64,seed=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ResetMid != 0.1 || f.Status503 != 0.1 || f.Stall != 0.1 || f.StallFor != 500*time.Millisecond || f.Malformed != 0.05 || f.OverloadQueue != 64 || f.Seed != 3 {
+		t.Fatalf("%+v", f)
+	}
+	if g, err := ParseFaults(f.String()); err != nil || g != f {
+		t.Fatalf("round trip %q: %+v %v", f.String(), g, err)
+	}
+	if f, _ := ParseFaults("stall=0.5"); f.StallFor != 500*time.Millisecond {
+		t.Fatalf("default stall duration %v", f.StallFor)
+	}
+	for spec, want := range map[string]string{
+		"bogus=0.1":           "unknown fault",
+		"reset-mid":           "key=value",
+		"reset-mid=2":         "[0, 1]",
+		"reset-mid=x":         "[0, 1]",
+		"stall=0.1:fast":      "duration",
+		"stall=0.1:-1s":       "duration",
+		"malformed=0.1:1s":    "takes no duration",
+		"overload=0":          "queue length",
+		"seed=-1":             "seed",
+		"reset-mid=0.1,,":     "empty",
+		"no-done=1,no-done=1": "twice",
+	} {
+		if _, err := ParseFaults(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one mentioning %q", spec, err, want)
+		}
+	}
+}
+
+func FuzzParseFaults(f *testing.F) {
+	for _, s := range []string{"", "reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05", "overload=3,seed=1", "slow-headers=1:2s", "=", ",", "stall=1:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		fl, err := ParseFaults(spec)
+		if err != nil {
+			return
+		}
+		again, err := ParseFaults(fl.String())
+		if err != nil || again != fl {
+			t.Fatalf("%q parsed to %+v, whose String %q gives %+v, %v", spec, fl, fl.String(), again, err)
+		}
+	})
+}

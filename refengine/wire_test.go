@@ -1,0 +1,52 @@
+package refengine
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","prompt":"hello world","max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":3,"temperature":0.5,"seed":4}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"min_tokens":1,"max_tokens":2,"ignore_eos":true}`,
+		`{"prompt":[1,2,3],"hash_ids":[1,2],"n":1}`,
+		`{"prompt":["x"]}`, `{"prompt":null}`, `{"prompt":"\u00e9\ud800"}`, `[]`, `{`, ``, `{"max_tokens":1e400}`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	lim := decodeLimits{servedModel: "m", maxModelLen: 64, defaultMaxTokens: 16}
+	f.Fuzz(func(t *testing.T, body []byte, chat bool) {
+		r, aerr := decodeRequest(body, chat, lim)
+		if aerr != nil {
+			if r != nil || aerr.status < 400 || aerr.message == "" {
+				t.Fatalf("bad error %+v", aerr)
+			}
+			var eb errorBody
+			if err := json.Unmarshal(appendErrorJSON(nil, aerr), &eb); err != nil || eb.Error.Message != aerr.message {
+				t.Fatalf("error body does not round-trip: %v", err)
+			}
+			return
+		}
+		if r.promptTokens < 1 || r.maxTokens < 1 || r.promptTokens+r.maxTokens > lim.maxModelLen ||
+			r.minTokens > r.maxTokens || r.temperature < 0 || r.temperature > 2 || r.chat != chat {
+			t.Fatalf("accepted an invalid request: %+v", r)
+		}
+	})
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\`, "ctl\x00\x1f\n\t", "<script>&", "é日本", "bad\xff\xfe"} {
+		var back string
+		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		want, _ := json.Marshal(s)
+		var w string
+		json.Unmarshal(want, &w)
+		if back != w {
+			t.Fatalf("%q round-trips to %q, want %q", s, back, w)
+		}
+	}
+}
