@@ -74,6 +74,13 @@ func (rw *RecordWriter) Write(r *Record) error {
 		rw.err = err
 		return err
 	}
+	// Hand each frame to the OS at once (one write call per record): a process killed with
+	// SIGKILL then still leaves every completed record in the file. Flush and Close add the
+	// fsync that makes them survive a machine crash too.
+	if err := rw.w.Flush(); err != nil {
+		rw.err = err
+		return err
+	}
 	rw.n++
 	return nil
 }

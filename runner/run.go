@@ -31,6 +31,9 @@ type Produced struct {
 	ClientCPUFraction float64
 	// Engine, when set, replaces RunInfo.Engine (configuration known only after the run).
 	Engine map[string]string
+	// Duration, when set, is the run's duration (a simulation's makespan on its virtual
+	// clock); otherwise the wall time from Start to the end of the run.
+	Duration time.Duration
 }
 
 // Options configures one measured run written to one results directory.
@@ -130,6 +133,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	info.Start = started.UTC().Format(time.RFC3339)
 	info.DurationS = now().Sub(started).Seconds()
+	if prod.Duration > 0 {
+		info.DurationS = prod.Duration.Seconds()
+	}
 	info.Interrupted = prod.Interrupted
 	if info.Host.OS == "" {
 		info.Host = HostFacts()

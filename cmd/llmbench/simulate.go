@@ -103,6 +103,14 @@ type simAdapter struct {
 	warmup, cooldown time.Duration
 	info             map[string]string
 	stats            refengine.SimStats
+	clock            func() time.Time // wall clock for the run's start (time.Now when nil)
+}
+
+func (a *simAdapter) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return time.Now()
 }
 
 // simRequests maps trace requests to the engine's simulated requests.
@@ -157,7 +165,7 @@ func (a *simAdapter) produce(ctx context.Context, reqs []traces.Request, sink fu
 		}
 		sink(rec)
 	}
-	return &runner.Produced{Start: time.Unix(0, 0), Model: res.Info.ServedModelName, Engine: a.info}, nil
+	return &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: a.info, Duration: res.Stats.Makespan}, nil
 }
 
 // timelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the
