@@ -131,6 +131,9 @@ func ParseFaults(spec string) (Faults, error) {
 						return Faults{}, fmt.Errorf("faults: %s=%q: the duration after ':' must be positive, like 500ms", key, val)
 					}
 				}
+				if p == 0 {
+					d = 0 // a fault that never fires has no duration (keeps String exact)
+				}
 				*fs.dur(&f) = d
 			}
 		}
