@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"encoding/json"
 	"math"
+	"strconv"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -20,6 +22,8 @@ var (
 	colTeal   = "#0f9d9a"
 	colGray   = "#80868b"
 	colorList = []string{colBlue, colOrange, colGreen, colRed, colPurple, colTeal, "#b8860b", colGray}
+	// sampleColors leave out red, which marks stalls in the token timeline.
+	sampleColors = []string{colBlue, colOrange, colGreen, colPurple, colTeal, "#b8860b", colGray}
 )
 
 // seriesSpec is one plotted series. Data is [][2]float64 for x/y pairs, []float64 for a
@@ -53,6 +57,7 @@ type chartSpec struct {
 	YLog            bool
 	YMax            any
 	Y2Max           any
+	XMax            any  // "dataMax" ends a time axis at the last sample
 	Horizontal      bool // category axis on y (bars grow to the right)
 	Series          []seriesSpec
 	Shades          []shade
@@ -74,10 +79,10 @@ func (c *chartSpec) option() map[string]any {
 		charts.WithAnimation(false),
 		charts.WithColorsOpts(colorList),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: c.trigger()}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(len(c.Series) > 1), Type: "scroll", Top: "0"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: "44", Bottom: "28", ContainLabel: opts.Bool(true)}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(len(c.Series) > 1), Top: "0"}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: strconv.Itoa(c.gridTop()), Bottom: "28", ContainLabel: opts.Bool(true)}),
 	)
-	valueX := opts.XAxis{Type: "value", Name: c.XName, NameLocation: "middle", NameGap: 24, Scale: opts.Bool(true)}
+	valueX := opts.XAxis{Type: "value", Name: c.XName, NameLocation: "middle", NameGap: 24, Scale: opts.Bool(true), Max: c.XMax}
 	catX := opts.XAxis{Type: "category", Name: c.XName, NameLocation: "middle", NameGap: 24}
 	yType := "value"
 	if c.YLog {
@@ -147,14 +152,53 @@ func (c *chartSpec) option() map[string]any {
 					})
 				}
 				ss.MarkAreas = &opts.MarkAreas{Data: areas, MarkAreaStyle: opts.MarkAreaStyle{
-					ItemStyle: &opts.ItemStyle{Color: "rgba(128,134,139,0.13)"},
-					Label:     &opts.Label{Show: opts.Bool(true), Color: "#5f6368", Position: "insideTop"},
+					ItemStyle: &opts.ItemStyle{Color: "rgba(128,134,139,0.16)"},
+					Label:     &opts.Label{Show: opts.Bool(false)},
 				}}
 			}
 		}))
 	}
 	l.Validate()
-	return l.JSON()
+	return tweak(l.JSON())
+}
+
+// tweak adjusts what go-echarts cannot express: y-axis names are aligned towards the plot so
+// long names are not cut off at the chart's edge. It round-trips through JSON, which also
+// turns the option into plain maps and slices.
+func tweak(obj map[string]any) map[string]any {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return obj
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return obj
+	}
+	if ys, ok := m["yAxis"].([]any); ok {
+		for i, y := range ys {
+			if ym, ok := y.(map[string]any); ok {
+				align := "left"
+				if i > 0 {
+					align = "right"
+				}
+				ym["nameTextStyle"] = map[string]any{"align": align}
+			}
+		}
+	}
+	return m
+}
+
+// gridTop leaves room for the legend, which wraps onto more lines when names are long.
+func (c *chartSpec) gridTop() int {
+	if len(c.Series) <= 1 {
+		return 36
+	}
+	width := 0
+	for _, s := range c.Series {
+		width += 40 + 7*len([]rune(s.Name))
+	}
+	lines := (width + 519) / 520
+	return 28 + 22*lines
 }
 
 func (c *chartSpec) trigger() string {

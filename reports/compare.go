@@ -40,7 +40,7 @@ func ComparisonHeadline(c *metrics.Comparison) string {
 	}
 	s += " (" + how + ")"
 	if e := c.Equivalence; e != nil && e.Mismatched > 0 {
-		s += fmt.Sprintf(" · %d of %d outputs differ", e.Mismatched, e.Compared)
+		s += fmt.Sprintf(" · %s of %s outputs differ", fmtInt(int64(e.Mismatched)), fmtInt(int64(e.Compared)))
 	}
 	return s
 }
@@ -115,11 +115,13 @@ func deltaPctText(m metrics.MetricDelta) string {
 	return fmtSignedPct(m.DeltaPct / 100)
 }
 
+// metricLabel names a metric with its unit where the name does not already say it.
 func metricLabel(m metrics.MetricDelta) string {
-	if m.Unit == "" {
-		return m.Name
+	switch m.Unit {
+	case "ms", "tokens", "tok/s":
+		return m.Name + " (" + m.Unit + ")"
 	}
-	return m.Name + " (" + m.Unit + ")"
+	return m.Name
 }
 
 // WriteComparisonTerminal prints the comparison as an aligned table that fits 100 columns:
@@ -136,10 +138,27 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	e.field("base", sideText(c.Base))
 	e.field("candidate", sideText(c.Cand))
 	e.field("method", c.Method)
-	e.printf("\n%-24s%10s%10s%11s%9s  %-19s%s\n", "metric", "base", "cand", "delta", "delta%", "CI of delta", "verdict")
+	e.printf("\n%-27s%9s%9s%10s%8s  %-20s%s\n", "metric", "base", "cand", "delta", "delta%", "CI of delta", "verdict")
+	var rules []string
 	for _, m := range c.Metrics {
-		e.printf("%-24s%10s%10s%11s%9s  %-19s%s\n", clip(termSafe(metricLabel(m)), 23), fmtUnit(m.Base, m.Unit),
-			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ciPct(m), termSafe(verdictText(m)))
+		v := m.Verdict
+		if v == metrics.VerdictRegressed {
+			v = "REGRESSED"
+		}
+		if m.Threshold != "" {
+			v += " *"
+			state := "held"
+			if m.Verdict == metrics.VerdictRegressed {
+				state = "BROKEN"
+			}
+			rules = append(rules, m.Threshold+" "+state)
+		}
+		e.printf("%-27s%9s%9s%10s%8s  %-20s%s\n", clip(termSafe(metricLabel(m)), 26), fmtUnit(m.Base, m.Unit),
+			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ciPct(m), v)
+	}
+	if len(rules) > 0 {
+		e.printf("\n")
+		e.field("* fail-on", strings.Join(rules, "; "))
 	}
 	if eq := c.Equivalence; eq != nil {
 		e.printf("\n")

@@ -96,11 +96,24 @@ func comparisonTiles(c *metrics.Comparison) []tile {
 			if m.Name != name {
 				continue
 			}
-			tiles = append(tiles, tile{Label: m.Name, Value: deltaPctText(m), Key: "tile." + m.Name + ".delta_pct",
+			tiles = append(tiles, tile{Label: tileLabel(m.Name), Value: deltaPctText(m), Key: "tile." + m.Name + ".delta_pct",
 				Class: verdictClass[m.Verdict], Sub: fmtUnit(m.Base, m.Unit) + " → " + fmtUnit(m.Cand, m.Unit) + " " + unitSuffix(m.Unit)})
 		}
 	}
 	return tiles
+}
+
+// tileLabel shortens a metric name for a headline tile.
+func tileLabel(name string) string {
+	switch name {
+	case "throughput.requests_per_s":
+		return "throughput"
+	case "goodput.fraction":
+		return "goodput"
+	}
+	head, tail, _ := strings.Cut(name, ".")
+	head = strings.ReplaceAll(strings.ToUpper(head), "_", " ")
+	return strings.TrimSpace(head + " " + tail)
 }
 
 func unitSuffix(unit string) string {
@@ -111,8 +124,15 @@ func unitSuffix(unit string) string {
 }
 
 func deltaSection(c *metrics.Comparison) section {
-	t := &table{Numeric: true, Head: []string{"metric", "unit", "better", "base", "cand", "delta", "delta %",
-		"CI low", "CI high", "CI low %", "CI high %", "verdict", "rule", "base runs", "cand runs"}}
+	spreads := false
+	for _, m := range c.Metrics {
+		spreads = spreads || m.BaseSpread != nil || m.CandSpread != nil
+	}
+	head := []string{"metric", "unit", "better", "base", "cand", "delta", "delta %", "CI of delta", "CI of delta %", "verdict", "rule"}
+	if spreads {
+		head = append(head, "base runs (min–max, CV)", "cand runs (min–max, CV)")
+	}
+	t := &table{Numeric: true, LeftCols: 3, Head: head}
 	ch := &chartSpec{ID: "cmp-deltas", Title: "Change per metric with its confidence interval",
 		Note:  "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged",
 		YName: "% change", Horizontal: true}
@@ -120,12 +140,15 @@ func deltaSection(c *metrics.Comparison) section {
 	var lows, highs [][2]any
 	for _, m := range c.Metrics {
 		k := "delta." + m.Name + "."
-		t.add(txt(m.Name), txt(m.Unit), txt(m.Better), keyed(k+"base", fmtUnit(m.Base, m.Unit)), keyed(k+"cand", fmtUnit(m.Cand, m.Unit)),
+		row := []cell{txt(m.Name), txt(m.Unit), txt(m.Better), keyed(k+"base", fmtUnit(m.Base, m.Unit)), keyed(k+"cand", fmtUnit(m.Cand, m.Unit)),
 			txt(fmtSignedUnit(m.Delta, m.Unit)), keyed(k+"delta_pct", deltaPctText(m)),
-			txt(fmtSignedUnit(m.CILow, m.Unit)), txt(fmtSignedUnit(m.CIHigh, m.Unit)),
-			txt(pctOrNA(m.CILowPct, m.Base)), txt(pctOrNA(m.CIHighPct, m.Base)),
-			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold),
-			txt(spreadText(m.BaseSpread, m.Unit)), txt(spreadText(m.CandSpread, m.Unit)))
+			txt("[" + fmtSignedUnit(m.CILow, m.Unit) + ", " + fmtSignedUnit(m.CIHigh, m.Unit) + "]"),
+			txt("[" + pctOrNA(m.CILowPct, m.Base) + ", " + pctOrNA(m.CIHighPct, m.Base) + "]"),
+			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold)}
+		if spreads {
+			row = append(row, txt(spreadText(m.BaseSpread, m.Unit)), txt(spreadText(m.CandSpread, m.Unit)))
+		}
+		t.add(row...)
 		ch.XCats = append(ch.XCats, m.Name)
 		if m.Base == 0 || m.Verdict == metrics.VerdictNA || !finite(m.DeltaPct) {
 			bars = append(bars, "-")
@@ -210,8 +233,8 @@ func scatterSection(c *metrics.Comparison, p *RequestPairs) (section, bool) {
 		return section{}, false
 	}
 	mk := func(id, title string, base, cand []float64) *chartSpec {
-		ch := &chartSpec{ID: id, Title: title, Height: 380, XName: c.Base.Label + " (base) ms", YName: c.Cand.Label + " (cand) ms",
-			Note: "one point per request; above the diagonal the candidate was slower"}
+		ch := &chartSpec{ID: id, Title: title, Height: 380, XName: "base ms", YName: "candidate ms",
+			Note: "one point per request (x: " + c.Base.Label + ", y: " + c.Cand.Label + "); above the diagonal the candidate was slower"}
 		pts := xyPairs(base, cand)
 		hi := 0.0
 		for _, q := range pts {
@@ -240,7 +263,7 @@ func scatterSection(c *metrics.Comparison, p *RequestPairs) (section, bool) {
 }
 
 func equivalenceSection(eq *metrics.Equivalence) section {
-	t := &table{Numeric: true, Head: []string{"measure", "value"}}
+	t := &table{Numeric: true}
 	cls := "good"
 	if eq.Mismatched > 0 {
 		cls = "bad"

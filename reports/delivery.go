@@ -39,7 +39,7 @@ func timelineChart(s *metrics.Summary, o *HTMLOptions) (*chartSpec, *table) {
 	} else {
 		c.Note = "cumulative tokens per request"
 	}
-	info := &table{Caption: "Sampled requests", Numeric: true, Head: []string{"request", "picked as", "class", "outcome",
+	info := &table{Caption: "Sampled requests", Numeric: true, LeftCols: 4, Head: []string{"request", "picked as", "class", "outcome",
 		"TTFT ms", "E2E ms", "tokens", "chunks", "max gap ms", "stalls"}}
 	pts := &table{Numeric: true, Head: []string{"request", "ms", "tokens", "gap ms"}}
 	var stalls [][2]any
@@ -75,7 +75,7 @@ func timelineChart(s *metrics.Summary, o *HTMLOptions) (*chartSpec, *table) {
 		if why != "" {
 			name += " (" + why + ")"
 		}
-		c.Series = append(c.Series, seriesSpec{Name: name, Color: colorList[i%len(colorList)], Step: true,
+		c.Series = append(c.Series, seriesSpec{Name: name, Color: sampleColors[i%len(sampleColors)], Step: true,
 			Data: xyPairs(kx, ky), Width: 1.6})
 		for j := range kx {
 			gap := ""
@@ -194,7 +194,7 @@ func workloadSection(w any) (section, bool) {
 		return section{}, false
 	}
 	var dists []workloadDist
-	facts := &table{Caption: "Traffic sent", Numeric: true, Head: []string{"property", "value"}}
+	facts := &table{Caption: "Traffic sent", Numeric: true}
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
 		switch x := v.(type) {

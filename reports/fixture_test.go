@@ -100,8 +100,9 @@ func fixtureSeries(n int) *metrics.TimeSeries {
 		ts.OutputTokPerS = append(ts.OutputTokPerS, round3(2580+300*w))
 		ts.TTFTP50 = append(ts.TTFTP50, round3(180+40*w))
 		ts.TTFTP99 = append(ts.TTFTP99, round3(560+150*w))
-		ts.ITLP50 = append(ts.ITLP50, round3(18+3*w))
-		ts.ITLP99 = append(ts.ITLP99, round3(70+20*w))
+		v := math.Cos(float64(i)/11) + 0.2*math.Sin(float64(i)*2.3)
+		ts.ITLP50 = append(ts.ITLP50, round3(18+3*v))
+		ts.ITLP99 = append(ts.ITLP99, round3(70+20*v))
 	}
 	return ts
 }

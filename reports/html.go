@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -114,8 +115,26 @@ type table struct {
 	Caption string
 	Head    []string
 	Rows    [][]cell
-	// Numeric right-aligns every column after the first.
-	Numeric bool
+	// Numeric right-aligns every column after the first LeftCols (at least one).
+	Numeric  bool
+	LeftCols int
+	// LastLeft left-aligns the last column too (a text note after the numbers).
+	LastLeft bool
+}
+
+// Class is the table's CSS class list.
+func (t *table) Class() string {
+	var c []string
+	if t.Numeric {
+		c = append(c, "num")
+	}
+	if t.LeftCols > 1 {
+		c = append(c, "l"+strconv.Itoa(min(t.LeftCols, 4)))
+	}
+	if t.LastLeft {
+		c = append(c, "lastl")
+	}
+	return strings.Join(c, " ")
 }
 
 func (t *table) add(cells ...cell) { t.Rows = append(t.Rows, cells) }
@@ -137,6 +156,7 @@ type block struct {
 	Para   string
 	Notes  []string
 	Table  *table
+	Tables []*table // small tables side by side
 	Charts []*chartSpec
 }
 

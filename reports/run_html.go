@@ -42,8 +42,18 @@ func runFacts(r metrics.RunInfo) []fact {
 	}
 	add("tokenizer", r.Tokenizer)
 	add("llmbench", r.Version)
-	host := strings.TrimSpace(fmt.Sprintf("%s/%s, %d CPUs %s, %s", r.Host.OS, r.Host.Arch, r.Host.CPUs, r.Host.CPUModel, r.Host.GoVersion))
-	add("client host", strings.ReplaceAll(host, "  ", " "))
+	host := []string{r.Host.OS + "/" + r.Host.Arch}
+	if r.Host.CPUs > 0 {
+		host = append(host, strconv.Itoa(r.Host.CPUs)+" CPUs")
+	}
+	for _, h := range []string{r.Host.CPUModel, r.Host.GoVersion} {
+		if h != "" {
+			host = append(host, h)
+		}
+	}
+	if r.Host.OS != "" || r.Host.CPUs > 0 {
+		add("client host", strings.Join(host, ", "))
+	}
 	for _, k := range sortedKeys(r.Engine) {
 		add("engine "+k, r.Engine[k])
 	}
@@ -127,7 +137,7 @@ func runTiles(s *metrics.Summary) []tile {
 
 // percentileTable is the table of a set of distributions; prefix keys its cells.
 func percentileTable(caption, prefix string, rows []distRow) *table {
-	t := &table{Caption: caption, Numeric: true, Head: []string{"metric (ms)"}}
+	t := &table{Caption: caption, Numeric: true, LastLeft: true, Head: []string{"metric (ms)"}}
 	for _, st := range distStats {
 		t.Head = append(t.Head, st.Label)
 	}
@@ -228,7 +238,7 @@ func cdfSection(s *metrics.Summary) section {
 
 func throughputSection(s *metrics.Summary) section {
 	q, th := s.Requests, s.Throughput
-	tp := &table{Caption: "Throughput (steady-state window)", Numeric: true, Head: []string{"measure", "value"}}
+	tp := &table{Caption: "Throughput (steady-state window)", Numeric: true}
 	tp.add(txt("requests / s"), keyed("throughput.requests_per_s.table", fmtRate(th.RequestsPerS)))
 	tp.add(txt("input tokens / s"), keyed("throughput.input_tokens_per_s", fmtRate(th.InputTokensPerS)))
 	tp.add(txt("output tokens / s"), keyed("throughput.output_tokens_per_s", fmtRate(th.OutputTokensPerS)))
@@ -240,7 +250,7 @@ func throughputSection(s *metrics.Summary) section {
 	}
 	tp.add(txt("client vs server token mismatch"), txt(fmtPct(q.TokenMismatch)))
 
-	gp := &table{Caption: "Goodput", Numeric: true, Head: []string{"measure", "value"}}
+	gp := &table{Caption: "Goodput", Numeric: true}
 	if len(s.Goodput.SLO) == 0 && len(s.Goodput.ClassSLO) == 0 {
 		gp.add(txt("SLO"), txt("none given (--slo ttft=…,tpot=…)"))
 	} else {
@@ -255,7 +265,7 @@ func throughputSection(s *metrics.Summary) section {
 		}
 	}
 	st := s.Stalls
-	sf := &table{Caption: "Stalls and fluidity", Numeric: true, Head: []string{"measure", "value"}}
+	sf := &table{Caption: "Stalls and fluidity", Numeric: true}
 	rule := st.ThresholdRule
 	if rule != "" {
 		rule = " (" + rule + ")"
@@ -270,14 +280,14 @@ func throughputSection(s *metrics.Summary) section {
 	sf.add(txt("requests with index ≥ 0.9"), keyed("fluidity.fraction_ge_0_9", fmtPct(f.FractionAbove90)))
 	sf.add(txt("deadlines TTFT / TBT"), txt(fmtShort(f.TTFTDeadlineMs)+" ms / "+fmtShort(f.TBTDeadlineMs)+" ms"))
 
-	cl := &table{Caption: "Client health", Numeric: true, Head: []string{"measure", "value"}}
+	cl := &table{Caption: "Client health", Numeric: true}
 	cl.add(txt("verdict"), keyed("client.verdict", clientHealth(s.Client)))
 	cl.add(txt("schedule lag p50 / p99 / max"), txt(fmtDistMs(s.Client.LagMs, s.Client.LagMs.P50)+" / "+
 		fmtDistMs(s.Client.LagMs, s.Client.LagMs.P99)+" / "+fmtDistMs(s.Client.LagMs, s.Client.LagMs.Max)+" ms"))
 	cl.add(txt("client CPU"), txt(fmtPct(s.Client.CPUFraction)))
-	blocks := []block{{Table: tp}, {Table: gp}, {Table: sf}, {Table: cl}}
+	kv := []*table{tp, gp, sf, cl}
 	if c := s.Cost; c != nil {
-		ct := &table{Caption: "Cost (" + c.Basis + ")", Numeric: true, Head: []string{"measure", "value"}}
+		ct := &table{Caption: "Cost (" + c.Basis + ")", Numeric: true}
 		ct.add(txt("total"), txt(fmtMoney(c.Total, c.Currency)))
 		ct.add(txt("per request"), txt(fmtMoney(c.PerRequest, c.Currency)))
 		if c.PerGoodRequest != 0 {
@@ -288,9 +298,9 @@ func throughputSection(s *metrics.Summary) section {
 		}
 		ct.add(txt("per million output tokens"), txt(fmtMoney(c.PerMillionOutput, c.Currency)))
 		ct.add(txt("per million tokens"), txt(fmtMoney(c.PerMillionTokens, c.Currency)))
-		blocks = append(blocks, block{Table: ct})
+		kv = append(kv, ct)
 	}
-	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: blocks}
+	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
 
 // phaseShades shades the warm-up and cool-down of a time series.
@@ -320,7 +330,7 @@ type tsCol struct {
 // tsChart plots columns over the kept indices and tabulates exactly those points.
 func tsChart(id, title, note, y1, y2 string, ts *metrics.TimeSeries, idx []int, cols []tsCol) *chartSpec {
 	c := &chartSpec{ID: id, Title: title, Note: note, XName: "seconds from start", YName: y1, Y2Name: y2,
-		Shades: phaseShades(ts)}
+		Shades: phaseShades(ts), XMax: "dataMax"}
 	t := &table{Numeric: true, Head: []string{"t (s)"}}
 	xs := pick(ts.T, idx)
 	var present []tsCol
@@ -371,7 +381,7 @@ func timeSection(ts *metrics.TimeSeries, maxPoints int) (section, bool) {
 	}
 	bucket := "per " + fmtShort(ts.BucketS) + " s bucket"
 	return section{ID: "over-time", Title: "Over time",
-		Intro: "Per-bucket series from the start of the run; warm-up and cool-down are shaded and left out of every headline number." + note,
+		Intro: "Per-bucket series from the start of the run. Grey bands mark warm-up and cool-down, which are left out of every headline number." + note,
 		Blocks: []block{{Charts: []*chartSpec{
 			tsChart("ts-latency", "Latency over time", "TTFT (left axis) and ITL (right axis) percentiles, "+bucket,
 				"TTFT ms", "ITL ms", ts, idx, []tsCol{
@@ -397,14 +407,15 @@ func outcomesSection(s *metrics.Summary) section {
 			txt(fmtPct(frac(q.Failures[k], q.Total))))
 	}
 	ft.add(txt("total"), keyed("requests.total.table", fmtInt(int64(q.Total))), txt("100.0%"))
-	blocks := []block{{Table: ft}}
+	kv := []*table{ft}
 	if len(q.FailStatus) > 0 {
 		st := &table{Caption: "Failures by HTTP status", Numeric: true, Head: []string{"status", "requests"}}
 		for _, k := range countsByValue(q.FailStatus) {
 			st.add(txt(k), txt(fmtInt(int64(q.FailStatus[k]))))
 		}
-		blocks = append(blocks, block{Table: st})
+		kv = append(kv, st)
 	}
+	blocks := []block{{Tables: kv}}
 	if len(s.Excluded) > 0 {
 		ex := &table{Caption: "Excluded phases (not in any headline number)", Numeric: true,
 			Head: []string{"phase", "requests", "failed", "TTFT p50", "TTFT p99", "ITL p99", "E2E p50", "E2E p99"}}

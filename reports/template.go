@@ -32,7 +32,7 @@ h2{font-size:17px;margin:0 0 10px;padding-bottom:4px;border-bottom:1px solid var
 .warnings h2{border:0;margin:0;padding:0}
 .warnings ul{margin:6px 0 0;padding-left:20px}
 .note{background:#e8f0fe;border:1px solid #c6dafc;border-radius:8px;padding:8px 14px;font-size:13px;margin:18px 0}
-.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:12px;margin-top:20px}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(138px,1fr));gap:12px;margin-top:20px}
 .tile{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 14px}
 .tl{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.05em}
 .tv{font-size:22px;font-weight:650;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -46,6 +46,10 @@ th,td{padding:4px 12px;border-bottom:1px solid var(--line);white-space:nowrap;te
 th{background:#f1f3f4;font-weight:600}
 tbody tr:hover{background:#f8f9fa}
 table.num td:not(:first-child),table.num th:not(:first-child){text-align:right}
+table.l2 td:nth-child(-n+2),table.l2 th:nth-child(-n+2),table.l3 td:nth-child(-n+3),table.l3 th:nth-child(-n+3),
+table.l4 td:nth-child(-n+4),table.l4 th:nth-child(-n+4),table.lastl td:last-child,table.lastl th:last-child{text-align:left}
+.kv{display:flex;flex-wrap:wrap;gap:4px 28px;align-items:flex-start}
+.kv caption{white-space:nowrap}
 table.num td.txt{text-align:left;color:var(--muted);white-space:normal;min-width:16em}
 td.bad{color:var(--bad);font-weight:600}
 td.good{color:var(--good);font-weight:600}
@@ -91,6 +95,7 @@ footer{color:var(--muted);font-size:12px;padding-top:8px;padding-bottom:28px}
 {{- if .Para}}<p>{{.Para}}</p>{{end}}
 {{- if .Notes}}<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{- with .Table}}{{template "table" .}}{{end}}
+{{- if .Tables}}<div class="kv">{{range .Tables}}{{template "table" .}}{{end}}</div>{{end}}
 {{- if .Charts}}
 <div class="grid">
 {{- range .Charts}}
@@ -137,7 +142,7 @@ const llmbenchCharts = {{.Charts}};
 </script>
 </body>
 </html>
-{{define "table"}}<div class="tw"><table{{if .ID}} id="{{.ID}}"{{end}}{{if .Numeric}} class="num"{{end}}>{{if .Caption}}<caption>{{.Caption}}</caption>{{end}}<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{define "table"}}<div class="tw"><table{{if .ID}} id="{{.ID}}"{{end}}{{with .Class}} class="{{.}}"{{end}}>{{if .Caption}}<caption>{{.Caption}}</caption>{{end}}{{if .Head}}<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>{{end}}<tbody>
 {{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}{{if .Key}} data-k="{{.Key}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>{{end}}
 `

@@ -38,3 +38,21 @@ func TestWriteTerminalStripsControlCharacters(t *testing.T) {
 		t.Fatalf("control characters reached the terminal: %q", buf.String())
 	}
 }
+
+func TestWriteComparisonTerminalFits100Columns(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteComparisonTerminal(&buf, fixtureComparison("spec-decode")); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for i, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > termWidth {
+			t.Errorf("line %d has %d columns: %q", i+1, n, line)
+		}
+	}
+	for _, want := range []string{"REGRESSION: ttft.p95", "REGRESSED *", "ttft.p95>+5% BROKEN", "[+9.8%, +18.3%]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("comparison output lacks %q:\n%s", want, out)
+		}
+	}
+}
