@@ -156,7 +156,8 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		}
 		fmt.Fprintln(app.Stdout)
 	}
-	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS); err != nil {
+	pairs := pairsOf(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
+	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
 		return 2, err
 	}
 	fmt.Fprintf(app.Stdout, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)

@@ -113,7 +113,7 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	if err := writeComparison(app, c, o.format, o.html, o.echartsJS); err != nil {
+	if err := writeComparison(app, c, o.format, o.html, o.echartsJS, pairsOf(o.base[0], o.cand[0])); err != nil {
 		return 2, err
 	}
 	if c.Regressed {
@@ -123,7 +123,7 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 }
 
 // writeComparison prints c in the chosen format and optionally writes the HTML report.
-func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJS string) error {
+func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJS string, pairs *reports.RequestPairs) error {
 	switch format {
 	case "text", "":
 		if err := reports.WriteComparisonTerminal(app.Stdout, c); err != nil {
@@ -147,7 +147,7 @@ func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJ
 		if err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
-		if err := reports.WriteComparisonHTML(f, c, reports.HTMLOptions{EChartsJS: echartsJS, Getenv: app.Getenv}); err != nil {
+		if err := reports.WriteComparisonHTML(f, c, reports.HTMLOptions{EChartsJS: echartsJS, Getenv: app.Getenv, Pairs: pairs}); err != nil {
 			f.Close()
 			return err
 		}
@@ -177,4 +177,15 @@ func label(dirs []string) string {
 		return dirs[0]
 	}
 	return fmt.Sprintf("%s (+%d more)", dirs[0], len(dirs)-1)
+}
+
+// pairsOf matches the per-request latencies of two results directories for the report's
+// A-vs-B scatter; nil (no scatter) when the records cannot be read.
+func pairsOf(baseDir, candDir string) *reports.RequestPairs {
+	p, err := reports.PairRecords(metrics.FileSource(filepath.Join(baseDir, runner.RecordsFile)).Each,
+		metrics.FileSource(filepath.Join(candDir, runner.RecordsFile)).Each, 0)
+	if err != nil {
+		return nil
+	}
+	return p
 }
