@@ -41,11 +41,15 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 func scaleDur[T ~int64](d T, f float64) T { return T(float64(d) * f) }
 
 // ScaleRecordTimes multiplies every time of r by f (used to map a time-scaled run back to
-// real time).
+// real time), except the schedule lag (Dispatched - Intended), which stays in wall time: it
+// measures the client, which did not run any slower.
 func ScaleRecordTimes(r *metrics.Record, f float64) {
 	s := func(t int64) int64 { return int64(float64(t) * f) }
+	lag := r.Dispatched - r.Intended
 	r.Intended = s(r.Intended)
-	r.Dispatched = s(r.Dispatched)
+	if r.Dispatched != 0 {
+		r.Dispatched = r.Intended + lag
+	}
 	r.Sent = s(r.Sent)
 	r.Headers = s(r.Headers)
 	r.FirstToken = s(r.FirstToken)
