@@ -217,7 +217,14 @@ func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
 	return cs
 }
 
-// histDist rebuilds a headline distribution from a summary's histogram encodings.
+// HistogramDist rebuilds a distribution (with its CDF) from a summary's histogram encodings:
+// name is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values
+// come out in the Summary's units (ms; tokens; the fluidity index in [0, 1]). A missing key
+// gives an empty Dist.
+func HistogramDist(sum *Summary, name string) (Dist, error) {
+	return histDist(sum, name)
+}
+
 func histDist(sum *Summary, name string) (Dist, error) {
 	enc, ok := sum.Histograms[name]
 	if !ok {
@@ -227,8 +234,9 @@ func histDist(sum *Summary, name string) (Dist, error) {
 	if err != nil {
 		return Dist{}, fmt.Errorf("histogram %s: %w", name, err)
 	}
+	base := name[strings.LastIndexByte(name, '/')+1:]
 	for i, n := range histNames {
-		if n == name {
+		if n == base {
 			return h.dist(histScale(i)), nil
 		}
 	}

@@ -74,7 +74,6 @@ type summarizer struct {
 	phases   map[string]*group
 	anyClass bool
 	scratch  []int64
-	needITL  bool // some SLO has ITLP99
 
 	maxT       int64 // latest time seen, for the time series
 	warmEnd    int64 // earliest intended time of a steady record after warm-up
@@ -102,12 +101,6 @@ func Summarize(src Source, opts Options) (*Summary, error) {
 		phases:  map[string]*group{},
 	}
 	s.dl = s.opts.deadlines()
-	s.needITL = s.opts.SLO.ITLP99 > 0
-	for _, c := range s.opts.ClassSLO {
-		if c.ITLP99 > 0 {
-			s.needITL = true
-		}
-	}
 	if err := s.pass(src, s.first); err != nil {
 		return nil, err
 	}
