@@ -250,6 +250,9 @@ func (h *HF) loadModel(m *hfModel) error {
 		}
 		maxID = max(maxID, id)
 	}
+	if maxID >= 2*len(m.Vocab)+1024 {
+		return fmt.Errorf("vocab ids reach %d for %d entries: ids must be dense (0..n-1)", maxID, len(m.Vocab))
+	}
 	h.tokens = make([]string, maxID+1)
 	for tok, id := range m.Vocab {
 		h.tokens[id] = tok
