@@ -61,6 +61,14 @@ type Config struct {
 	SpecAlpha      float64
 	SpecDraftModel string
 
+	// Disaggregated splits the engine into a prefill pool and a decode pool, each with the
+	// full GPU setup (Model, GPU, TP, memory): a request's prompt and first token are computed
+	// in the prefill pool, then its KV cache moves to the decode pool, taking
+	// tokens × KV bytes per token / KVTransferBW (bytes/s; 0 selects TP × NVLink bandwidth ×
+	// perf's link efficiency), and the decode pool generates the rest.
+	Disaggregated bool
+	KVTransferBW  float64
+
 	// ServedModelName is the model name clients must send (default Model as given).
 	ServedModelName string
 	// DefaultMaxTokens is the output length of a chat request without max_tokens (default
@@ -172,6 +180,8 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("refengine: RateLimit, MaxConcurrentRequests and MaxBodyBytes must be >= 0")
 	case c.DefaultMaxTokens < 1:
 		return nil, fmt.Errorf("refengine: DefaultMaxTokens %d: must be >= 1", c.DefaultMaxTokens)
+	case c.KVTransferBW < 0 || math.IsNaN(c.KVTransferBW):
+		return nil, fmt.Errorf("refengine: KVTransferBW %g: must be >= 0 bytes/s (0: the GPUs' links)", c.KVTransferBW)
 	case c.HashIDTokens < 0:
 		return nil, fmt.Errorf("refengine: HashIDTokens %d: must be >= 0", c.HashIDTokens)
 	}

@@ -18,8 +18,9 @@ type Engine struct {
 	scale float64
 	seed  uint64
 
-	mu        sync.Mutex // guards core, incoming, timelines, hist
-	core      *core
+	mu        sync.Mutex // guards cl, incoming, timelines, hist, interrupt
+	cl        *cluster
+	interrupt context.CancelFunc // cancels the scheduler's sleep when an idle pool could start
 	incoming  []*seq
 	timelines *timelineStore
 	hist      *histograms
@@ -56,10 +57,8 @@ func New(cfg Config) (*Engine, error) {
 	if e.seed == 0 {
 		e.seed = tokenizer.Mix(uint64(r.Now().UnixNano()))
 	}
-	e.core = r.newCore()
-	e.core.keepDone = true
 	e.hist = newHistograms()
-	e.core.obs = e.hist
+	e.cl = r.newCluster(e.hist, true)
 	e.timelines = newTimelineStore(r.TimelineCapacity)
 	if r.RateLimit > 0 {
 		e.limiter = newRateLimiter(r.RateLimit, r.Now)
@@ -94,19 +93,26 @@ func (e *Engine) Timeline(id string) (Timeline, bool) {
 
 func (e *Engine) loop() {
 	defer close(e.done)
+	cl := e.cl
+	var reached time.Duration // the time the last uninterrupted sleep was for
 	for {
 		e.mu.Lock()
+		cl.now = max(cl.now, e.clock.Now(), reached)
+		cl.advance()
 		for _, s := range e.incoming {
-			e.core.submit(s)
+			cl.submit(s)
 		}
 		clear(e.incoming)
 		e.incoming = e.incoming[:0]
-		if now := e.clock.Now(); now > e.core.now {
-			e.core.now = now
-		}
-		start := e.core.now
-		d, ok := e.core.plan()
+		cl.planIdle()
 		e.noteFinished()
+		next, ok := cl.nextEvent()
+		ctx, cancel := e.ctx, context.CancelFunc(nil)
+		if ok && cl.anyIdle() {
+			// A new arrival may start an idle pool before next: let submit interrupt the sleep.
+			ctx, cancel = context.WithCancel(e.ctx)
+			e.interrupt = cancel
+		}
 		e.mu.Unlock()
 		if !ok {
 			select {
@@ -116,24 +122,24 @@ func (e *Engine) loop() {
 				return
 			}
 		}
-		if err := e.clock.SleepUntil(e.ctx, start+d); err != nil {
+		if e.clock.SleepUntil(ctx, next) == nil {
+			reached = next
+		}
+		if cancel != nil {
+			e.mu.Lock()
+			e.interrupt = nil
+			e.mu.Unlock()
+			cancel()
+		}
+		if e.ctx.Err() != nil {
 			return
 		}
-		e.mu.Lock()
-		end := max(e.clock.Now(), start+d)
-		e.core.complete(end, d)
-		e.noteFinished()
-		e.mu.Unlock()
 	}
 }
 
 // noteFinished moves timelines of finished requests into the bounded store's history.
 func (e *Engine) noteFinished() {
-	for _, s := range e.core.done {
-		e.timelines.finished(s.tl)
-	}
-	clear(e.core.done)
-	e.core.done = e.core.done[:0]
+	e.cl.drainDone(func(s *seq) { e.timelines.finished(s.tl) })
 }
 
 // newID returns a response id with the given prefix ("cmpl-", "chatcmpl-").
@@ -167,6 +173,10 @@ func (e *Engine) submit(r *request, key, respID string, base uint64, plan *fault
 	tl.Arrival = e.clock.Now()
 	e.timelines.add(tl)
 	e.incoming = append(e.incoming, s)
+	if e.interrupt != nil {
+		e.interrupt()
+		e.interrupt = nil
+	}
 	e.mu.Unlock()
 	select {
 	case e.wake <- struct{}{}:
@@ -193,7 +203,7 @@ func (e *Engine) abort(s *seq) {
 	}
 	// A waiting request ends now; a running one when the scheduler drops it before its next
 	// step.
-	e.core.abort(s)
+	e.cl.abort(s)
 	e.noteFinished()
 }
 
@@ -201,7 +211,7 @@ func (e *Engine) abort(s *seq) {
 func (e *Engine) waitingLen() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.core.waiting.len() + len(e.incoming)
+	return e.cl.waiting() + len(e.incoming)
 }
 
 // blockHashes returns the chained hashes of the full prompt blocks. Block b's content is the

@@ -114,12 +114,17 @@ func (e *Engine) metricsText() []byte {
 	p := &promWriter{label: `model_name=` + string(appendJSONString(nil, e.cfg.ServedModelName))}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.core
-	st := c.stats
-	p.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(len(c.running)))
-	p.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(c.waiting.len()+len(e.incoming)))
-	p.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", float64(c.pool.used())/float64(c.pool.numBlocks()))
-	p.gauge("llmbench:kv_cache_num_blocks", "KV cache capacity in blocks.", float64(c.pool.numBlocks()))
+	cl := e.cl
+	st := cl.stats()
+	used, total := 0, 0
+	for _, pl := range cl.pools {
+		used += pl.c.pool.used()
+		total += pl.c.pool.numBlocks()
+	}
+	p.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(cl.running()))
+	p.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(cl.waiting()+len(e.incoming)))
+	p.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", float64(used)/float64(total))
+	p.gauge("llmbench:kv_cache_num_blocks", "KV cache capacity in blocks (all pools).", float64(total))
 	p.counter("vllm:num_preemptions", "Cumulative number of preemptions from the engine.", float64(st.Preemptions))
 	p.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", float64(st.PrefixQueries))
 	p.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", float64(st.PrefixHits))

@@ -13,6 +13,7 @@ const (
 	stWaiting seqState = iota
 	stRunning
 	stFinished
+	stHandoff // left a prefill pool; its KV cache is in transfer
 )
 
 // seq is one request inside the scheduler.
@@ -36,6 +37,7 @@ type seq struct {
 	spec  int // of which draft tokens to verify
 
 	sink emitSink // nil in Simulate
+	pool *core    // the pool the request is in (nil while its KV is in transfer)
 }
 
 // emitSink receives a sequence's tokens as the scheduler emits them (HTTP streams).
@@ -108,6 +110,11 @@ type core struct {
 	done  []*seq // finished or aborted since the caller last drained it (when keepDone)
 
 	keepDone bool
+
+	// handoff marks a disaggregated prefill pool: a request leaves it after its first token,
+	// keeping its blocks until the cluster has transferred its KV cache.
+	handoff  bool
+	handoffs []*seq
 }
 
 // plan schedules the next step and returns its duration; ok is false when nothing can run.
@@ -159,14 +166,16 @@ func (c *core) plan() (d time.Duration, ok bool) {
 			c.waiting.popFront()
 			continue
 		}
-		hits := 0
+		hits, matched := 0, false
 		if s.numComputed == 0 && len(s.blocks) == 0 {
-			hits = c.matchPrefix(s)
+			hits, matched = c.matchPrefix(s), true
 		}
 		n := min(s.numTokens-s.numComputed, budget)
 		if !c.ensureBlocks(s, s.numComputed+n) {
 			c.freeBlocks(s)
-			s.numComputed, s.hashedBlocks = 0, 0
+			if matched {
+				s.numComputed, s.hashedBlocks = 0, 0
+			}
 			break
 		}
 		c.waiting.popFront()
@@ -270,6 +279,11 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 		if done {
 			c.finish(s, tl.finishReasonFor())
 			finished = true
+		} else if c.handoff {
+			s.state = stHandoff
+			s.pool = nil
+			c.handoffs = append(c.handoffs, s)
+			finished = true
 		}
 		if s.sink != nil {
 			s.sink.emit(start, emitted, at, done, tl.FinishReason)
@@ -363,10 +377,21 @@ func (c *core) preempt(s *seq) {
 // submit queues a new request (its timeline's Arrival is already set).
 func (c *core) submit(s *seq) {
 	s.state = stWaiting
+	s.pool = c
 	s.numTokens = s.promptTokens
 	if need := min((s.promptTokens+s.target+c.blockSize-1)/c.blockSize, c.pool.numBlocks()); cap(s.blocks) < need {
 		s.blocks = make([]int32, 0, need)
 	}
+	c.waiting.pushBack(s)
+}
+
+// submitHandoff queues a request whose prompt KV cache arrived from a prefill pool: only its
+// last token remains to be computed.
+func (c *core) submitHandoff(s *seq) {
+	s.state = stWaiting
+	s.pool = c
+	s.numComputed = s.numTokens - 1
+	s.hashes, s.hashedBlocks = nil, 0
 	c.waiting.pushBack(s)
 }
 

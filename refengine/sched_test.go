@@ -194,3 +194,42 @@ func TestEarlyEOSFault(t *testing.T) {
 		}
 	}
 }
+
+func TestDisaggregatedPoolsIsolateDecode(t *testing.T) {
+	reqs := []SimRequest{{ID: "decoder", PromptTokens: 200, MaxTokens: 400}}
+	for i := 0; i < 20; i++ {
+		reqs = append(reqs, SimRequest{ID: fmt.Sprintf("prefill%d", i), Arrival: time.Duration(50+100*i) * time.Millisecond,
+			PromptTokens: 8000, MaxTokens: 2})
+	}
+	maxGap := func(tl Timeline) time.Duration {
+		var g time.Duration
+		for i := 1; i < len(tl.Emissions); i++ {
+			g = max(g, tl.Emissions[i].At-tl.Emissions[i-1].At)
+		}
+		return g
+	}
+	colo, err := Simulate(reqs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dis, err := Simulate(reqs, Config{Disaggregated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tl := range dis.Timelines {
+		if !tl.Done || tl.OutputTokens != reqs[i].MaxTokens || tl.KVTransfer <= 0 {
+			t.Fatalf("%s: %+v", tl.ID, tl)
+		}
+		// The second token comes after the KV transfer.
+		if tl.Emissions[1].At-tl.Emissions[0].At < tl.KVTransfer {
+			t.Fatalf("%s: second token %v after the first, before the %v transfer finished", tl.ID, tl.Emissions[1].At-tl.Emissions[0].At, tl.KVTransfer)
+		}
+	}
+	gc, gd := maxGap(colo.Timelines[0]), maxGap(dis.Timelines[0])
+	if gd*3 > gc {
+		t.Fatalf("decode max gap %v disaggregated vs %v colocated: want prefill interference removed", gd, gc)
+	}
+	if dis.Stats.PromptTokens != colo.Stats.PromptTokens || dis.Stats.GenerationTokens != colo.Stats.GenerationTokens {
+		t.Fatalf("token counts differ: %+v vs %+v", dis.Stats, colo.Stats)
+	}
+}

@@ -75,9 +75,11 @@ func simulate(reqs []SimRequest, cfg Config, core0 func(*core)) (*SimResult, err
 	if err != nil {
 		return nil, err
 	}
-	c := r.newCore()
+	cl := r.newCluster(nil, false)
 	if core0 != nil {
-		core0(c)
+		for _, p := range cl.pools {
+			core0(p.c)
+		}
 	}
 	res := &SimResult{Timelines: make([]Timeline, len(reqs)), Info: r.info(1)}
 	seqs := make([]seq, len(reqs))
@@ -138,47 +140,48 @@ func simulate(reqs []SimRequest, cfg Config, core0 func(*core)) (*SimResult, err
 	}
 	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
 	if len(reqs) > 0 {
-		c.now = reqs[order[0]].Arrival
+		cl.now = reqs[order[0]].Arrival
 	}
 	next := 0
 	for {
-		for next < len(order) && reqs[order[next]].Arrival <= c.now {
+		cl.advance()
+		for next < len(order) && reqs[order[next]].Arrival <= cl.now {
 			i := order[next]
 			emissionCap := seqs[i].target
 			if r.SpecK > 0 {
 				emissionCap = emissionCap/2 + 1
 			}
 			res.Timelines[i].Emissions = make([]Emission, 0, emissionCap)
-			c.submit(&seqs[i])
+			cl.submit(&seqs[i])
 			next++
 		}
-		d, ok := c.plan()
+		cl.planIdle()
+		t, ok := cl.nextEvent()
+		if next < len(order) && (!ok || reqs[order[next]].Arrival < t) {
+			t, ok = reqs[order[next]].Arrival, true
+		}
 		if !ok {
-			if next < len(order) {
-				c.now = max(c.now, reqs[order[next]].Arrival)
-				continue
-			}
-			if len(c.running) > 0 || c.waiting.len() > 0 {
+			if cl.pending() {
 				return nil, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?)",
-					len(c.running), c.waiting.len(), r.numBlocks)
+					cl.running(), cl.waiting(), r.numBlocks)
 			}
 			break
 		}
-		c.complete(c.now+d, d)
+		cl.now = max(cl.now, t)
 	}
 	for i := range seqs {
 		seqs[i].hashes, seqs[i].blocks = nil, nil
 	}
-	st := c.stats
+	st := cl.stats()
 	res.Stats = SimStats{
 		Steps: st.Steps, BusyTime: st.BusyTime, Preemptions: st.Preemptions, PreemptedReqs: st.PreemptedRequests,
 		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, SpecPasses: st.SpecPasses,
 		SpecDraftTokens: st.SpecDraftTokens, SpecAccepted: st.SpecAccepted, PromptTokens: st.PromptTokens,
 		GenerationTokens: st.GenerationTokens, ComputedTokens: st.ComputedTokens, MaxRunning: st.MaxRunning,
-		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: r.numBlocks, PrefixEvictions: c.pool.evictions,
+		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: r.numBlocks, PrefixEvictions: st.PrefixEvictions,
 	}
 	if len(reqs) > 0 {
-		res.Stats.Makespan = c.now - reqs[order[0]].Arrival
+		res.Stats.Makespan = cl.now - reqs[order[0]].Arrival
 	}
 	return res, nil
 }

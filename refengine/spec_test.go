@@ -46,8 +46,12 @@ func streamChunks(t testing.TB, url, body, id string) ([]int, string) {
 // TestTimelineMatchesClient runs concurrent streams and checks that the ground truth lists the
 // same chunks, in the same order with the same token counts, as each client saw.
 func TestTimelineMatchesClient(t *testing.T) {
-	for _, spec := range []int{0, 4} {
-		e, url := startEngine(t, Config{SpecK: spec, SpecAlpha: 0.8, TimeScale: 100})
+	for _, tc := range []struct {
+		spec   int
+		disagg bool
+	}{{0, false}, {4, false}, {0, true}} {
+		spec := tc.spec
+		e, url := startEngine(t, Config{SpecK: spec, SpecAlpha: 0.8, TimeScale: 100, Disaggregated: tc.disagg})
 		var wg sync.WaitGroup
 		const n = 24
 		counts := make([][]int, n)

@@ -34,6 +34,9 @@ type Timeline struct {
 	OutputTokens int // emitted so far
 	CachedTokens int // prompt tokens found in the prefix cache at first scheduling
 	Preemptions  int
+	// KVTransfer is the time the request's KV cache took to move from the prefill pool to the
+	// decode pool (disaggregated mode only).
+	KVTransfer time.Duration
 
 	SpecPasses         int // speculative verification passes
 	SpecDraftTokens    int // draft tokens verified
