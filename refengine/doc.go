@@ -1,10 +1,151 @@
 // Package refengine is the reference engine: a simulated GPU serving engine that speaks the
 // OpenAI-compatible streaming API and emits each token at the time a real engine would
 // (continuous batching, PagedAttention KV blocks, chunked prefill, prefix caching, speculative
-// decoding, quantization), driven by the roofline model in refengine/perf. It runs on a real
-// (optionally scaled) clock behind HTTP, or on a virtual clock for whole-trace simulation, and
-// keeps every request's ground-truth timeline so tests can measure the harness's own error.
+// decoding, quantization, optional prefill/decode disaggregation), with step times from the
+// roofline model in refengine/perf. It runs on a real (optionally scaled) clock behind HTTP
+// (New, Handler), or on a virtual clock for whole-trace simulation (Simulate), and keeps every
+// request's ground-truth timeline so tests can measure the harness's own error.
 //
-// It must never import loadgen, metrics or reports: it shares only the wire protocol (and the
-// reference tokenizer) with the rest of llmbench.
+// It must never import loadgen, metrics, reports or traces: it shares only the wire protocol
+// (and the reference tokenizer) with the rest of llmbench. It installs no signal handlers,
+// reads no environment and touches no global state; clocks and wall time are injected
+// through Config.
+//
+// # Wire format
+//
+// POST /v1/completions and POST /v1/chat/completions accept the OpenAI request bodies with
+// vLLM's extensions: model (must equal Config.ServedModelName; empty means that name; anything
+// else is a 404 model_not_found), prompt (a string, an array of one string, or an array of
+// token ids), messages ([{role, content}], content a string or [{type:"text", text}] parts),
+// max_tokens or max_completion_tokens, min_tokens, ignore_eos, temperature, seed, n (only 1),
+// stream, stream_options.include_usage, stream_options.continuous_usage_stats, and the
+// llmbench extension hash_ids (shared-prefix block ids, see "Prefix caching"). Other fields are
+// accepted and ignored. Without max_tokens a completion generates 16 tokens (the OpenAI and vLLM
+// default) and a chat completion Config.DefaultMaxTokens.
+//
+// A streamed response is text/event-stream, one event per engine emission, framed exactly as
+// vLLM does:
+//
+//	data: {"id":"cmpl-…","object":"text_completion","created":…,"model":"…","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null}]}
+//
+//	data: {"id":"chatcmpl-…","object":"chat.completion.chunk","created":…,"model":"…","choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}]}
+//
+// A chat stream starts with a chunk whose delta is {"role":"assistant","content":""}. The last
+// content chunk carries "finish_reason" ("length", or "stop" after an injected early end) and
+// "stop_reason":null. With continuous_usage_stats every chunk carries
+// "usage":{"prompt_tokens","total_tokens","completion_tokens"} (completion tokens so far); with
+// include_usage a final chunk with "choices":[] and the usage follows. The stream ends with
+// "data: [DONE]". Each event holds all tokens of one engine step for the request: one token
+// normally, 1 + accepted drafts under speculative decoding. Non-streaming responses are the
+// "text_completion" / "chat.completion" objects with "usage". The response header X-Request-Id
+// echoes the request's key.
+//
+// Errors are OpenAI-style JSON, {"error":{"message","type","param","code"}}: 400 for invalid
+// input, naming the field in param (wrong JSON types, max_tokens < 1, prompt + max_tokens over
+// the context length, min_tokens > max_tokens, temperature outside [0, 2], n > 1,
+// stream_options without stream, batched prompts, non-text content parts), 404 for an unknown
+// model, 413 for a body over Config.MaxBodyBytes, 401 for a missing or wrong API key, 429 for
+// rate, concurrency or overload limits, 500 for a recovered panic (counted by Panics).
+//
+// GET /v1/models lists the served model; GET /health answers 200; GET /metrics is Prometheus
+// text with vLLM's names (vllm:num_requests_running, vllm:num_requests_waiting,
+// vllm:kv_cache_usage_perc, vllm:num_preemptions_total, vllm:prefix_cache_queries_total,
+// vllm:prefix_cache_hits_total, vllm:prompt_tokens_total, vllm:generation_tokens_total,
+// vllm:spec_decode_num_drafts_total, vllm:spec_decode_num_draft_tokens_total,
+// vllm:spec_decode_num_accepted_tokens_total, vllm:request_success_total, and the histograms
+// vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
+// vllm:e2e_request_latency_seconds in simulated seconds with vLLM's buckets) plus
+// llmbench:kv_cache_num_blocks, llmbench:engine_steps_total and
+// llmbench:faults_injected_total{fault}. GET /version returns Info as JSON (model, GPU, TP,
+// dtypes, cache size, scheduler limits, speculative settings, time scale, faults) so that
+// comparisons can list configuration differences. With Config.APIKey set, /v1/ paths need
+// "Authorization: Bearer <key>" (compared in constant time); the others stay open.
+//
+// # Tokens and output text
+//
+// Prompt tokens are counted with tokenizer.Reference: Count(prompt) for a completion, and for a
+// chat the sum of Count(content) over the messages, with no chat-template overhead. A token-id
+// prompt counts its ids.
+//
+// Output token i of a request is tokenizer.Word(tokenizer.Mix(base ^ tokenizer.Mix(i))), so the
+// whole output is tokenizer.Text(base, 0, n) and every word is exactly one reference token.
+// base is Mix(promptHash) for temperature 0 (greedy), Mix(promptHash ^ Mix(seed)) for
+// temperature > 0 with a seed, and Mix(promptHash ^ r) with r fresh per request otherwise
+// (temperature defaults to 1 as in the OpenAI API). promptHash is FNV-1a 64 of the prompt
+// text; for chat, of each message's role, a 0 byte, its content and a 1 byte; for token ids,
+// of each id's 8 little-endian bytes; in Simulate without text, of the token count, the ID and
+// the HashIDs. Greedy output therefore depends only on the prompt: it is identical between
+// runs and with speculative decoding on or off. Timeline.OutputSeed records base.
+//
+// The engine never ends a sequence on its own: it generates exactly max_tokens tokens
+// (finish_reason "length"). min_tokens and ignore_eos matter only under the early-eos fault,
+// which stops a request (finish_reason "stop") at a length drawn from [max(min_tokens, 1),
+// max_tokens) unless ignore_eos is set.
+//
+// # Scheduler
+//
+// One engine step, in the style of vLLM v1: the running requests are visited in admission
+// order, each getting the tokens it still needs to compute (the rest of its prompt, or one
+// decode token, or 1 + k verify tokens with speculative decoding) up to the step's remaining
+// token budget (MaxNumBatchedTokens), so long prompts are prefilled in chunks alongside the
+// decodes. Each request holds ceil(tokens/BlockSize) KV blocks, allocated on demand; when none
+// is free, the most recently admitted running request is preempted (its blocks freed, its
+// progress discarded, put back at the head of the queue to be recomputed, as vLLM's recompute
+// preemption does). Then, if nothing was preempted, waiting requests are admitted first come
+// first served while the budget lasts and fewer than MaxNumSeqs run. A step's duration is
+// perf's roofline over the batch (perf.Work: new tokens, KV read, attention pairs), plus k
+// draft passes of the draft model if one is configured; its tokens are emitted when it ends.
+// The KV cache holds perf's NumBlocks (or Config.NumBlocks) blocks.
+//
+// # Prefix caching
+//
+// Each full prompt block has a chained hash: h_b = Mix(h_(b-1) ^ Mix(content_b)). content_b is
+// taken from hash_ids when the request has them (entry j covers prompt tokens
+// [j·HashIDTokens, (j+1)·HashIDTokens)), else from the block's token ids, else (Simulate
+// without prompt text) from a value unique to the request. Blocks are registered in the cache
+// once computed; a new request takes the longest run of cached leading blocks (never its last
+// token) and computes only the rest. Freed cached blocks are evicted least recently freed
+// first, after all uncached free blocks. Queries and hits are counted in prompt tokens, once
+// per request.
+//
+// # Speculative decoding
+//
+// With SpecK = k > 0, a decoding request verifies 1 + k tokens per step (fewer near
+// max_tokens); each draft is accepted with probability SpecAlpha, left to right, stopping at
+// the first rejection, from a generator seeded by the request's seed (or its prompt hash), so
+// runs are reproducible. The accepted drafts plus one token are emitted together in one
+// chunk; expected tokens per pass are (1 − α^(k+1)) / (1 − α). Drafting is free unless
+// SpecDraftModel names a draft profile, whose k passes are added to each step.
+//
+// # Disaggregation
+//
+// With Disaggregated, a prefill pool and a decode pool, each a full copy of the GPU setup,
+// step independently: a request is prefilled (and gets its first token) in the first, its KV
+// cache moves to the second in tokens × KV bytes / KVTransferBW, and it decodes there.
+//
+// # Clocks and ground truth
+//
+// All engine times are simulated offsets from an epoch. The HTTP engine runs on a ScaledClock
+// (Config.TimeScale: 2 runs twice as fast as the GPU would) or on any Clock given in
+// Config.Clock; Simulate uses virtual time and never sleeps. Fault durations (stall,
+// slow-headers) are simulated time too. Engine.Timeline(id) returns the ground truth of a
+// request keyed by its X-Request-Id header (else its response id): arrival, first scheduled
+// step, every emission (simulated offset and token count; Timeline.Wall gives wall time),
+// finish, prompt/output/cached tokens, preemptions, speculative counts, KV transfer time.
+// The engine keeps in-flight timelines and the last TimelineCapacity finished ones.
+//
+// # Faults
+//
+// Config.Faults (ParseFaults: "reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05")
+// injects, per request with the given probability drawn from the fault seed and the request's
+// key: reset-before (TCP reset before headers), status-429/500/503 (OpenAI error bodies),
+// slow-headers=p:d, reset-mid, stall=p:d, malformed (one non-SSE line), bad-json (one
+// truncated JSON chunk), no-done (no [DONE]), early-eos; overload=N answers 429 while more than
+// N requests wait. Mid-stream faults fire once, at a point drawn uniformly over the output.
+//
+// # Configuration
+//
+// Every Config field is documented on the type; the zero value of each selects its default
+// (Llama 3.1 8B, bf16, one H100 SXM, gpu memory utilization 0.9, block size 16, 256 sequences,
+// 8,192 batched tokens, prefix caching on, no speculation, time scale 1).
 package refengine
