@@ -18,13 +18,35 @@ const (
 	fluidityScal = 1000 // the fluidity index is recorded as round(index * 1000): exact buckets
 )
 
-// hist wraps an HdrHistogram with clamping. It is not safe for concurrent use.
+// hist wraps an HdrHistogram with clamping. The HdrHistogram (about 190 KB at this geometry)
+// is allocated on the first value, so unused histograms cost nothing. It is not safe for
+// concurrent use.
 type hist struct {
 	h *hdrhistogram.Histogram
 }
 
-func newHist() *hist {
-	return &hist{h: hdrhistogram.New(histLowest, histHighest, histSigFigs)}
+func newHist() *hist { return &hist{} }
+
+func (h *hist) ensure() {
+	if h.h == nil {
+		h.h = hdrhistogram.New(histLowest, histHighest, histSigFigs)
+	}
+}
+
+// quantile is the value at percentile p (0-100), 0 when empty.
+func (h *hist) quantile(p float64) int64 {
+	if h.h == nil {
+		return 0
+	}
+	return h.h.ValueAtQuantile(p)
+}
+
+// mean is the histogram's mean, 0 when empty.
+func (h *hist) mean() float64 {
+	if h.h == nil {
+		return 0
+	}
+	return h.h.Mean()
 }
 
 // recordValue records v (in the histogram's unit) clamped to the trackable range.
@@ -35,6 +57,7 @@ func (h *hist) recordValue(v int64) {
 	if v > histHighest {
 		v = histHighest
 	}
+	h.ensure()
 	// In range by construction, so RecordValue cannot fail.
 	_ = h.h.RecordValue(v)
 }
@@ -50,6 +73,7 @@ func (h *hist) recordValues(v, n int64) {
 	if v > histHighest {
 		v = histHighest
 	}
+	h.ensure()
 	_ = h.h.RecordValues(v, n)
 }
 
@@ -63,14 +87,26 @@ func nsToMicros(ns int64) int64 {
 	return (ns + 500) / 1000
 }
 
-func (h *hist) count() int64 { return h.h.TotalCount() }
+func (h *hist) count() int64 {
+	if h.h == nil {
+		return 0
+	}
+	return h.h.TotalCount()
+}
 
 // merge adds other's counts into h. Both share the package geometry, so nothing is dropped.
-func (h *hist) merge(other *hist) { h.h.Merge(other.h) }
+func (h *hist) merge(other *hist) {
+	if other.count() == 0 {
+		return
+	}
+	h.ensure()
+	h.h.Merge(other.h)
+}
 
 // encode returns the HdrHistogram V2 compressed encoding (base64 text), the standard
 // interchange format of HdrHistogram implementations.
 func (h *hist) encode() (string, error) {
+	h.ensure()
 	b, err := h.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
 	if err != nil {
 		return "", fmt.Errorf("encode histogram: %w", err)
@@ -100,27 +136,38 @@ var cdfQuantiles = func() []float64 {
 	return append(q, 0.995, 0.999, 0.9999, 1)
 }()
 
+// distPercentiles are the percentiles dist asks for in one scan: P50, P90, P95, P99, P99.9,
+// then the CDF's.
+var distPercentiles = func() []float64 {
+	p := []float64{50, 90, 95, 99, 99.9}
+	for _, q := range cdfQuantiles {
+		p = append(p, q*100)
+	}
+	return p
+}()
+
 // dist summarizes h, multiplying every value by scale (1e-3 turns µs into ms).
 func (h *hist) dist(scale float64) Dist {
-	n := h.h.TotalCount()
+	n := h.count()
 	if n == 0 {
 		return Dist{}
 	}
-	at := func(p float64) float64 { return float64(h.h.ValueAtQuantile(p)) * scale }
+	v := h.h.ValueAtPercentilesSlice(distPercentiles)
+	at := func(i int) float64 { return float64(v[i]) * scale }
 	d := Dist{
 		Mean:  h.h.Mean() * scale,
-		P50:   at(50),
-		P90:   at(90),
-		P95:   at(95),
-		P99:   at(99),
-		P999:  at(99.9),
+		P50:   at(0),
+		P90:   at(1),
+		P95:   at(2),
+		P99:   at(3),
+		P999:  at(4),
 		Max:   float64(h.h.Max()) * scale,
 		Min:   float64(h.h.Min()) * scale,
 		Count: n,
 	}
 	d.CDF = make([]CDFPoint, len(cdfQuantiles))
 	for i, q := range cdfQuantiles {
-		d.CDF[i] = CDFPoint{Q: q, Value: at(q * 100)}
+		d.CDF[i] = CDFPoint{Q: q, Value: at(5 + i)}
 	}
 	d.CDF[0].Value = d.Min
 	d.CDF[len(d.CDF)-1].Value = d.Max

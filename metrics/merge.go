@@ -226,7 +226,7 @@ type partBlocks struct {
 
 func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win float64) *partBlocks {
 	out := &partBlocks{req: Requests{Failures: map[string]int{}, FailStatus: map[string]int{}, TokenSource: map[string]int{}}}
-	var mismatch, fluidGE90, fluidN int64
+	var mismatch, fluidGE90 int64
 	var okIn, okOut float64
 	for i, p := range parts {
 		r := p.req
@@ -256,9 +256,6 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		fluidGE90 += int64(math.Round(p.fl.FractionAbove90 * float64(p.fluidN)))
 	}
 	fh := hists[prefix+histNames[hFluid]]
-	if fh != nil {
-		fluidN = fh.count()
-	}
 	if out.req.TokenCompared > 0 {
 		out.req.TokenMismatch = float64(mismatch) / float64(out.req.TokenCompared)
 	}
@@ -286,12 +283,8 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		}
 	}
 	out.lat = g.latency()
-	if fluidN > 0 {
-		out.fl.IndexMean = fh.h.Mean() / fluidityScal
-		out.fl.IndexP1 = float64(fh.h.ValueAtQuantile(1)) / fluidityScal
-		out.fl.IndexP5 = float64(fh.h.ValueAtQuantile(5)) / fluidityScal
-		out.fl.IndexP50 = float64(fh.h.ValueAtQuantile(50)) / fluidityScal
-		out.fl.FractionAbove90 = float64(fluidGE90) / float64(fluidN)
+	if fh != nil {
+		out.fl = fluidityBlock(fh, fluidGE90, out.fl.TTFTDeadlineMs, out.fl.TBTDeadlineMs)
 	}
 	return out
 }

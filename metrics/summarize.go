@@ -106,7 +106,7 @@ func Summarize(src Source, opts Options) (*Summary, error) {
 	}
 	s.threshold = int64(s.opts.StallThreshold)
 	if s.threshold <= 0 {
-		med := s.head.h[hITLChunk].h.ValueAtQuantile(50) // µs
+		med := s.head.h[hITLChunk].quantile(50) // µs
 		s.threshold = int64(float64(med) * 1000 * s.opts.StallMultiple)
 	}
 	s.ts = newTSBuilder(s.opts.Bucket, s.maxT)
@@ -381,14 +381,18 @@ func (s *summarizer) thresholdRule() string {
 }
 
 func (s *summarizer) fluidity(g *group) Fluidity {
-	h := g.h[hFluid]
-	f := Fluidity{TTFTDeadlineMs: ms(s.dl.ttft), TBTDeadlineMs: ms(s.dl.tbt)}
+	return fluidityBlock(g.h[hFluid], g.fluidGE90, ms(s.dl.ttft), ms(s.dl.tbt))
+}
+
+// fluidityBlock summarizes a fluidity histogram; ge90 counts requests with index >= 0.9.
+func fluidityBlock(h *hist, ge90 int64, ttftMs, tbtMs float64) Fluidity {
+	f := Fluidity{TTFTDeadlineMs: ttftMs, TBTDeadlineMs: tbtMs}
 	if n := h.count(); n > 0 {
-		f.IndexMean = h.h.Mean() / fluidityScal
-		f.IndexP1 = float64(h.h.ValueAtQuantile(1)) / fluidityScal
-		f.IndexP5 = float64(h.h.ValueAtQuantile(5)) / fluidityScal
-		f.IndexP50 = float64(h.h.ValueAtQuantile(50)) / fluidityScal
-		f.FractionAbove90 = float64(g.fluidGE90) / float64(n)
+		f.IndexMean = h.mean() / fluidityScal
+		f.IndexP1 = float64(h.quantile(1)) / fluidityScal
+		f.IndexP5 = float64(h.quantile(5)) / fluidityScal
+		f.IndexP50 = float64(h.quantile(50)) / fluidityScal
+		f.FractionAbove90 = float64(ge90) / float64(n)
 	}
 	return f
 }
