@@ -1,0 +1,141 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// SweepPoint is one load point of a sweep: the offered load and what the run achieved.
+type SweepPoint struct {
+	// Rate is the offered load: requests per second (open loop) or the concurrency (closed loop).
+	Rate             float64 `json:"rate"`
+	RequestsPerS     float64 `json:"requests_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	GoodputFraction  float64 `json:"goodput_fraction"`
+	GoodputPerS      float64 `json:"goodput_per_s"`
+	TTFTP50          float64 `json:"ttft_p50_ms"`
+	TTFTP99          float64 `json:"ttft_p99_ms"`
+	TPOTP50          float64 `json:"tpot_p50_ms"`
+	TPOTP99          float64 `json:"tpot_p99_ms"`
+	ITLP99           float64 `json:"itl_p99_ms"`
+	E2EP99           float64 `json:"e2e_p99_ms"`
+	FailedFraction   float64 `json:"failed_fraction"`
+	// Saturated is true when the endpoint could not keep up with the offered load (see
+	// Saturated); Reason says why.
+	Saturated bool   `json:"saturated"`
+	Reason    string `json:"reason,omitempty"`
+	// Dir is the point's results directory (filled by the caller).
+	Dir string `json:"dir,omitempty"`
+}
+
+// SaturationRatio: an open-loop point whose completed requests per second fall below this
+// fraction of the offered rate is saturated (the queue grows without bound).
+const SaturationRatio = 0.9
+
+// PointFrom reads a sweep point from a run's summary. openLoop says whether rate is a request
+// rate (saturation is then judged against it) or a concurrency.
+func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
+	p := SweepPoint{
+		Rate:             rate,
+		RequestsPerS:     s.Throughput.RequestsPerS,
+		OutputTokensPerS: s.Throughput.OutputTokensPerS,
+		GoodputFraction:  s.Goodput.Fraction,
+		GoodputPerS:      s.Goodput.RequestsPerS,
+		TTFTP50:          s.Latency.TTFT.P50,
+		TTFTP99:          s.Latency.TTFT.P99,
+		TPOTP50:          s.Latency.TPOT.P50,
+		TPOTP99:          s.Latency.TPOT.P99,
+		ITLP99:           s.Latency.ITL.P99,
+		E2EP99:           s.Latency.E2E.P99,
+	}
+	if s.Requests.Total > 0 {
+		p.FailedFraction = float64(s.Requests.Failed) / float64(s.Requests.Total)
+	}
+	switch {
+	case openLoop && rate > 0 && p.RequestsPerS < SaturationRatio*rate:
+		p.Saturated = true
+		p.Reason = fmt.Sprintf("completed %.3g req/s of %.3g offered (below %.0f%%)", p.RequestsPerS, rate, SaturationRatio*100)
+	case p.FailedFraction > 0.5:
+		p.Saturated = true
+		p.Reason = fmt.Sprintf("%.0f%% of requests failed", p.FailedFraction*100)
+	}
+	return p
+}
+
+// CapacitySearch finds the highest offered load whose goodput fraction reaches Target, by
+// bracketing (doubling up, or halving down, until one point passes and one fails) and then
+// bisection until the bracket is narrower than Precision (relative to its lower end). A point
+// passes when it is not saturated and its goodput fraction is at least Target.
+type CapacitySearch struct {
+	Target    float64 // e.g. 0.9: 90% of requests within SLO
+	Precision float64 // relative bracket width that ends the search (default 0.05)
+	MaxPoints int     // stop after this many points (default 12)
+	MinRate   float64 // never go below this rate (default 1e-3)
+}
+
+// Capacity is the result of a search so far.
+type Capacity struct {
+	// Rate is the highest passing load measured (0 when none passed yet).
+	Rate float64 `json:"rate"`
+	// Failing is the lowest failing load above Rate (0 when none failed yet).
+	Failing float64 `json:"failing"`
+	// Done is true when the bracket is narrow enough, the point budget is spent, or the
+	// lowest load failed at MinRate.
+	Done   bool   `json:"done"`
+	Reason string `json:"reason"`
+}
+
+func (c CapacitySearch) pass(p SweepPoint) bool {
+	return !p.Saturated && p.GoodputFraction >= c.Target
+}
+
+// Next returns the next load to measure given the points measured so far (any order), and the
+// capacity found so far. With no points it returns start. When the result is Done, next is 0.
+func (c CapacitySearch) Next(start float64, points []SweepPoint) (next float64, cap Capacity) {
+	if c.Precision <= 0 {
+		c.Precision = 0.05
+	}
+	if c.MaxPoints <= 0 {
+		c.MaxPoints = 12
+	}
+	if c.MinRate <= 0 {
+		c.MinRate = 1e-3
+	}
+	if len(points) == 0 {
+		return start, Capacity{Reason: "no point measured yet"}
+	}
+	pts := append([]SweepPoint(nil), points...)
+	sort.Slice(pts, func(i, j int) bool { return pts[i].Rate < pts[j].Rate })
+	lo, hi := 0.0, math.Inf(1)
+	for _, p := range pts {
+		if c.pass(p) && p.Rate > lo {
+			lo = p.Rate
+		}
+	}
+	for _, p := range pts {
+		if !c.pass(p) && p.Rate > lo && p.Rate < hi {
+			hi = p.Rate
+		}
+	}
+	cap.Rate = lo
+	if !math.IsInf(hi, 1) {
+		cap.Failing = hi
+	}
+	switch {
+	case lo == 0 && pts[0].Rate <= c.MinRate:
+		cap.Done, cap.Reason = true, fmt.Sprintf("even %.3g fails the target", pts[0].Rate)
+		return 0, cap
+	case len(points) >= c.MaxPoints:
+		cap.Done, cap.Reason = true, fmt.Sprintf("point budget of %d spent", c.MaxPoints)
+		return 0, cap
+	case lo == 0:
+		return math.Max(pts[0].Rate/2, c.MinRate), cap
+	case math.IsInf(hi, 1):
+		return pts[len(pts)-1].Rate * 2, cap
+	case (hi-lo)/lo <= c.Precision:
+		cap.Done, cap.Reason = true, fmt.Sprintf("bracket [%.4g, %.4g] is within %.0f%%", lo, hi, c.Precision*100)
+		return 0, cap
+	}
+	return (lo + hi) / 2, cap
+}
