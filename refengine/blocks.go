@@ -135,5 +135,5 @@ func (p *blockPool) register(b int32, h uint64) {
 	p.cached[h] = b
 }
 
-// reset drops every cached prefix (used when prefix caching is switched off by tests).
+// cachedBlocks is the number of blocks holding a cached prefix.
 func (p *blockPool) cachedBlocks() int { return len(p.cached) }

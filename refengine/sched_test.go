@@ -233,3 +233,89 @@ func TestDisaggregatedPoolsIsolateDecode(t *testing.T) {
 		t.Fatalf("token counts differ: %+v vs %+v", dis.Stats, colo.Stats)
 	}
 }
+
+func TestAbortFreesBlocks(t *testing.T) {
+	r, err := Config{NumBlocks: 100}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.newCore()
+	c.keepDone = true
+	a := &seq{tl: &Timeline{ID: "a"}, promptTokens: 64, target: 50}
+	b := &seq{tl: &Timeline{ID: "b"}, promptTokens: 64, target: 50}
+	w := &seq{tl: &Timeline{ID: "w"}, promptTokens: 64, target: 50}
+	c.maxSeqs = 2
+	for _, s := range []*seq{a, b, w} {
+		c.submit(s)
+	}
+	for i := 0; i < 3; i++ {
+		d, _ := c.plan()
+		c.complete(c.now+d, d)
+	}
+	used := c.pool.used()
+	c.abort(a) // running: dropped before the next step
+	c.abort(w) // waiting: dropped at once
+	if !w.tl.Done || w.tl.FinishReason != "abort" || a.tl.Done {
+		t.Fatalf("after abort: w %+v a %+v", w.tl, a.tl)
+	}
+	d, _ := c.plan()
+	if !a.tl.Done || a.tl.FinishReason != "abort" || len(c.running) != 1 || c.pool.used() >= used {
+		t.Fatalf("running %d, blocks %d -> %d, a %+v", len(c.running), used, c.pool.used(), a.tl)
+	}
+	c.complete(c.now+d, d)
+	if len(c.done) != 2 {
+		t.Fatalf("done %d", len(c.done))
+	}
+}
+
+func TestBlockPoolLRU(t *testing.T) {
+	p := newBlockPool(4)
+	var got []int32
+	for i := 0; i < 4; i++ {
+		b, ok := p.alloc()
+		if !ok {
+			t.Fatal("alloc failed")
+		}
+		got = append(got, b)
+	}
+	if _, ok := p.alloc(); ok {
+		t.Fatal("allocated a fifth block of four")
+	}
+	p.register(got[0], 11)
+	p.register(got[1], 22)
+	p.release(got[0]) // cached: tail
+	p.release(got[1]) // cached: tail, after 0
+	p.release(got[2]) // uncached: head
+	if b, _ := p.alloc(); b != got[2] {
+		t.Fatalf("reused %d before the uncached block %d", b, got[2])
+	}
+	if b, ok := p.lookup(22); !ok || b != got[1] || p.ref[b] != 1 {
+		t.Fatal("cached block 22 not found")
+	}
+	// The next allocation evicts the least recently freed cached block (11).
+	if b, _ := p.alloc(); b != got[0] || p.cachedBlocks() != 1 {
+		t.Fatalf("evicted %d, cached %d", b, p.cachedBlocks())
+	}
+	if _, ok := p.lookup(11); ok {
+		t.Fatal("evicted hash still found")
+	}
+}
+
+func TestTimelineStoreBounded(t *testing.T) {
+	s := newTimelineStore(2)
+	var tls []*Timeline
+	for i := 0; i < 4; i++ {
+		tl := &Timeline{ID: fmt.Sprint(i)}
+		tls = append(tls, tl)
+		s.add(tl)
+	}
+	for _, tl := range tls {
+		tl.Done = true
+		s.finished(tl)
+	}
+	for i, want := range []bool{false, false, true, true} {
+		if _, ok := s.get(fmt.Sprint(i)); ok != want {
+			t.Fatalf("timeline %d kept = %v", i, ok)
+		}
+	}
+}

@@ -58,8 +58,9 @@ func appendOutput(b []byte, base uint64, start, n int) []byte {
 	return b
 }
 
-// OutputText returns the first n output tokens of a request with the given prompt hash and
-// sampling settings, exactly as the engine streams them. PromptHash documents the hash.
+// OutputText returns the first n output tokens the engine streams for a request with the given
+// prompt hash (see the package doc) that is greedy (temperature 0) or seeded. Unseeded sampling
+// is not reproducible: for it OutputText returns one possible output.
 func OutputText(promptHash uint64, temperature float64, seed *int64, n int) string {
 	return string(appendOutput(nil, outputBase(promptHash, temperature, seed, 0), 0, n))
 }

@@ -103,3 +103,36 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("codes %v, want [200 200 429 429]", codes)
 	}
 }
+
+func TestMaxConcurrentRequests(t *testing.T) {
+	_, url := startEngine(t, Config{MaxConcurrentRequests: 1, Clock: &heldClock{}})
+	// A chat stream flushes its role chunk at once, so Do returns while it stays in flight
+	// (the held clock never finishes a step).
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions",
+		strings.NewReader(`{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first request: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	r2, body := post(t, url+"/v1/completions", `{"prompt":"x","max_tokens":1}`)
+	if r2.StatusCode != 429 || !strings.Contains(string(body), "in flight") {
+		t.Fatalf("second request: %d %s", r2.StatusCode, body)
+	}
+}
+
+func TestHashIDsOverHTTP(t *testing.T) {
+	e, url := startEngine(t, Config{HashIDTokens: 16, TimeScale: 100})
+	for _, id := range []string{"h1", "h2"} {
+		// Different text, same hash_ids: the 4 blocks (64 tokens) they cover are shared.
+		body := `{"prompt":"` + strings.Repeat(" "+id, 70) + `","max_tokens":2,"hash_ids":[5,6,7,8]}`
+		if resp, b := post(t, url+"/v1/completions", body, "X-Request-Id", id); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", id, resp.StatusCode, b)
+		}
+	}
+	a, _ := e.Timeline("h1")
+	b, _ := e.Timeline("h2")
+	if a.CachedTokens != 0 || b.CachedTokens != 64 {
+		t.Fatalf("cached tokens %d, %d; want 0, 64", a.CachedTokens, b.CachedTokens)
+	}
+}
