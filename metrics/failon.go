@@ -48,6 +48,11 @@ var metricAliases = map[string]string{
 	"failures":   "failures.fraction",
 }
 
+// DefaultFailOn is a regression gate a CLI can apply when the user gives no --fail-on: a
+// latency percentile 5% (10% for per-token ITL P99) slower, throughput 5% lower or the goodput
+// fraction 2% lower, each only when the whole confidence interval is past the limit.
+const DefaultFailOn = "ttft.p95>+5%,tpot.p95>+5%,itl.p99>+10%,e2e.p95>+5%,throughput<-5%,goodput<-2%"
+
 // MetricInfo describes a comparable metric.
 type MetricInfo struct {
 	Name   string // canonical name

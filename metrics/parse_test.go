@@ -72,6 +72,9 @@ func TestParseFailOn(t *testing.T) {
 	if got[0].String() != "ttft.p95>+5%" || got[3].String() != "e2e.p50>+500" {
 		t.Errorf("String: %s %s", got[0], got[3])
 	}
+	if d, err := ParseFailOn(DefaultFailOn); err != nil || len(d) != 6 {
+		t.Errorf("DefaultFailOn: %v %v", d, err)
+	}
 	if r, err := ParseFailOn("  "); err != nil || r != nil {
 		t.Errorf("empty: %v %v", r, err)
 	}

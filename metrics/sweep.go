@@ -92,7 +92,7 @@ func (c CapacitySearch) pass(p SweepPoint) bool {
 
 // Next returns the next load to measure given the points measured so far (any order), and the
 // capacity found so far. With no points it returns start. When the result is Done, next is 0.
-func (c CapacitySearch) Next(start float64, points []SweepPoint) (next float64, cap Capacity) {
+func (c CapacitySearch) Next(start float64, points []SweepPoint) (next float64, res Capacity) {
 	if c.Precision <= 0 {
 		c.Precision = 0.05
 	}
@@ -118,24 +118,24 @@ func (c CapacitySearch) Next(start float64, points []SweepPoint) (next float64, 
 			hi = p.Rate
 		}
 	}
-	cap.Rate = lo
+	res.Rate = lo
 	if !math.IsInf(hi, 1) {
-		cap.Failing = hi
+		res.Failing = hi
 	}
 	switch {
 	case lo == 0 && pts[0].Rate <= c.MinRate:
-		cap.Done, cap.Reason = true, fmt.Sprintf("even %.3g fails the target", pts[0].Rate)
-		return 0, cap
+		res.Done, res.Reason = true, fmt.Sprintf("even %.3g fails the target", pts[0].Rate)
+		return 0, res
 	case len(points) >= c.MaxPoints:
-		cap.Done, cap.Reason = true, fmt.Sprintf("point budget of %d spent", c.MaxPoints)
-		return 0, cap
+		res.Done, res.Reason = true, fmt.Sprintf("point budget of %d spent", c.MaxPoints)
+		return 0, res
 	case lo == 0:
-		return math.Max(pts[0].Rate/2, c.MinRate), cap
+		return math.Max(pts[0].Rate/2, c.MinRate), res
 	case math.IsInf(hi, 1):
-		return pts[len(pts)-1].Rate * 2, cap
+		return pts[len(pts)-1].Rate * 2, res
 	case (hi-lo)/lo <= c.Precision:
-		cap.Done, cap.Reason = true, fmt.Sprintf("bracket [%.4g, %.4g] is within %.0f%%", lo, hi, c.Precision*100)
-		return 0, cap
+		res.Done, res.Reason = true, fmt.Sprintf("bracket [%.4g, %.4g] is within %.0f%%", lo, hi, c.Precision*100)
+		return 0, res
 	}
-	return (lo + hi) / 2, cap
+	return (lo + hi) / 2, res
 }
