@@ -1,0 +1,488 @@
+package loadgen
+
+import (
+	"errors"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// chunkFields is what one OpenAI-style JSON object (a streamed chunk or a whole non-streaming
+// response) says about the request. Byte slices alias the parsed input or the scratch buffer
+// handed to parseChunk and are valid only until either is reused.
+type chunkFields struct {
+	// text is the generated text of choices[0]: "text" (completions), or "content" and
+	// "reasoning_content"/"reasoning" of "delta" (streamed chat) or "message" (whole chat).
+	text []byte
+	// choice reports that choices held at least one element; role that it named a role.
+	choice bool
+	role   bool
+	// finish reports a non-null finish_reason.
+	finish bool
+	// usage reports a non-null usage object; its counts are -1 when absent or null.
+	usage            bool
+	promptTokens     int64
+	completionTokens int64
+	// id is the raw (still escaped) response id.
+	id []byte
+	// isError reports an error object ({"error":...} or {"object":"error",...}); errMsg is
+	// its message, unescaped.
+	isError bool
+	errMsg  []byte
+}
+
+var errJSON = errors.New("invalid JSON")
+
+// parseChunk extracts the fields llmbench needs from one JSON object without building a
+// generic tree: it walks the bytes once, skips what it does not need and unescapes generated
+// text into scratch (returned, possibly grown, for reuse). It allocates nothing unless scratch
+// must grow or an error message has to be copied.
+func parseChunk(b []byte, f *chunkFields, scratch []byte) ([]byte, error) {
+	*f = chunkFields{promptTokens: -1, completionTokens: -1}
+	s := scanner{b: b}
+	var err error
+	scratch = scratch[:0]
+	isErrObject := false
+	var topMsg []byte
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "choices":
+			scratch, err = s.choices(f, scratch)
+			return err == nil
+		case "usage":
+			return s.usage(f)
+		case "id":
+			if s.peek() == '"' {
+				raw, _, ok := s.str()
+				f.id = raw
+				return ok
+			}
+			return s.skip()
+		case "error":
+			f.isError = true
+			return s.errorValue(f)
+		case "object":
+			if s.peek() == '"' {
+				raw, _, ok := s.str()
+				isErrObject = string(raw) == "error"
+				return ok
+			}
+			return s.skip()
+		case "message":
+			if s.peek() == '"' {
+				raw, esc, ok := s.str()
+				if ok {
+					topMsg = unescapeCopy(raw, esc)
+				}
+				return ok
+			}
+			return s.skip()
+		}
+		return s.skip()
+	})
+	if err != nil {
+		return scratch, err
+	}
+	if !ok {
+		return scratch, s.fail()
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return scratch, s.fail()
+	}
+	if isErrObject {
+		f.isError = true
+		if f.errMsg == nil {
+			f.errMsg = topMsg
+		}
+	}
+	f.text = scratch
+	return scratch, nil
+}
+
+// scanner walks JSON bytes. Its methods return false on malformed input.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) fail() error { return errJSON }
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) consume(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object walks an object, calling field with each key positioned at its value; field must
+// consume the value. A null value counts as an empty object.
+func (s *scanner) object(field func(key []byte) bool) bool {
+	if s.null() {
+		return true
+	}
+	if !s.consume('{') {
+		return false
+	}
+	if s.consume('}') {
+		return true
+	}
+	for {
+		if s.peek() != '"' {
+			return false
+		}
+		key, _, ok := s.str()
+		if !ok || !s.consume(':') {
+			return false
+		}
+		s.ws()
+		if !field(key) {
+			return false
+		}
+		if s.consume(',') {
+			continue
+		}
+		return s.consume('}')
+	}
+}
+
+// null consumes a null literal if one is next.
+func (s *scanner) null() bool {
+	if s.peek() == 'n' && len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// str consumes a string and returns its raw contents and whether they contain escapes.
+func (s *scanner) str() (raw []byte, escaped bool, ok bool) {
+	if !s.consume('"') {
+		return nil, false, false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			return raw, escaped, true
+		case c == '\\':
+			escaped = true
+			s.i += 2
+		case c < 0x20:
+			return nil, false, false
+		default:
+			s.i++
+		}
+	}
+	return nil, false, false
+}
+
+// skip consumes any value.
+func (s *scanner) skip() bool {
+	switch c := s.peek(); {
+	case c == '"':
+		_, _, ok := s.str()
+		return ok
+	case c == '{' || c == '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				if _, _, ok := s.str(); !ok {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
+			}
+			s.i++
+		}
+		return false
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, ok := s.number()
+		return ok
+	}
+	return false
+}
+
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// number consumes a JSON number and returns its integer part (fractions are truncated).
+func (s *scanner) number() (int64, bool) {
+	start := s.i
+	neg := false
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		neg = true
+		s.i++
+	}
+	var v int64
+	digits := 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		if v < 1<<58 {
+			v = v*10 + int64(s.b[s.i]-'0')
+		}
+		s.i++
+		digits++
+	}
+	if digits == 0 {
+		s.i = start
+		return 0, false
+	}
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
+			s.i++
+			continue
+		}
+		break
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// count consumes a number or null; null yields -1.
+func (s *scanner) count() (int64, bool) {
+	if s.null() {
+		return -1, true
+	}
+	if c := s.peek(); c == '-' || (c >= '0' && c <= '9') {
+		return s.number()
+	}
+	return 0, false
+}
+
+// appendText consumes a string (appending it unescaped to dst) or skips any other value.
+func (s *scanner) appendText(dst []byte) ([]byte, bool) {
+	if s.peek() != '"' {
+		return dst, s.skip()
+	}
+	raw, esc, ok := s.str()
+	if !ok {
+		return dst, false
+	}
+	if !esc {
+		return append(dst, raw...), true
+	}
+	return unescape(dst, raw)
+}
+
+func (s *scanner) choices(f *chunkFields, scratch []byte) ([]byte, error) {
+	if s.null() {
+		return scratch, nil
+	}
+	if !s.consume('[') {
+		return scratch, errJSON
+	}
+	if s.consume(']') {
+		return scratch, nil
+	}
+	f.choice = true
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "text":
+			var ok bool
+			scratch, ok = s.appendText(scratch)
+			return ok
+		case "delta", "message":
+			return s.object(func(k []byte) bool {
+				switch string(k) {
+				case "content", "reasoning_content", "reasoning":
+					var ok bool
+					scratch, ok = s.appendText(scratch)
+					return ok
+				case "role":
+					f.role = true
+				}
+				return s.skip()
+			})
+		case "finish_reason":
+			if s.null() {
+				return true
+			}
+			f.finish = true
+		}
+		return s.skip()
+	})
+	if !ok {
+		return scratch, errJSON
+	}
+	for s.consume(',') {
+		if !s.skip() {
+			return scratch, errJSON
+		}
+	}
+	if !s.consume(']') {
+		return scratch, errJSON
+	}
+	return scratch, nil
+}
+
+func (s *scanner) usage(f *chunkFields) bool {
+	if s.null() {
+		return true
+	}
+	f.usage = true
+	return s.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "prompt_tokens":
+			f.promptTokens, ok = s.count()
+			return ok
+		case "completion_tokens":
+			f.completionTokens, ok = s.count()
+			return ok
+		}
+		return s.skip()
+	})
+}
+
+// errorValue reads the value of an "error" key: an object with a message, or a string.
+func (s *scanner) errorValue(f *chunkFields) bool {
+	switch s.peek() {
+	case '"':
+		raw, esc, ok := s.str()
+		f.errMsg = unescapeCopy(raw, esc)
+		return ok
+	case '{':
+		return s.object(func(key []byte) bool {
+			if string(key) == "message" && s.peek() == '"' {
+				raw, esc, ok := s.str()
+				f.errMsg = unescapeCopy(raw, esc)
+				return ok
+			}
+			return s.skip()
+		})
+	}
+	return s.skip()
+}
+
+func unescapeCopy(raw []byte, esc bool) []byte {
+	if !esc {
+		return append([]byte(nil), raw...)
+	}
+	out, _ := unescape(nil, raw)
+	return out
+}
+
+// unescape appends the JSON string contents raw, with escapes resolved, to dst. Invalid
+// \u escapes and lone surrogates become U+FFFD.
+func unescape(dst, raw []byte) ([]byte, bool) {
+	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			j++
+		}
+		dst = append(dst, raw[i:j]...)
+		if j >= len(raw) {
+			break
+		}
+		if j+1 >= len(raw) {
+			return dst, false
+		}
+		c := raw[j+1]
+		i = j + 2
+		switch c {
+		case '"', '\\', '/':
+			dst = append(dst, c)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(raw, i)
+			if !ok {
+				return dst, false
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok2 := rune(-1), false
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					r2, ok2 = hex4(raw, i+2)
+				}
+				if ok2 {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return dst, false
+		}
+	}
+	return dst, true
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

@@ -1,0 +1,651 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/tokenizer"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// Causes a request's context is canceled with; they decide the failure kind.
+var (
+	errTimeoutConnect = errors.New("no response headers within the connect timeout")
+	errTimeoutFirst   = errors.New("no generated token within the first-token timeout")
+	errTimeoutIdle    = errors.New("stream silent longer than the idle timeout")
+	errTimeoutTotal   = errors.New("request longer than the total timeout")
+	errInterrupted    = errors.New("canceled: run interrupted and the grace period ended")
+)
+
+// maxErrorBody bounds how much of an error response is read; maxJSONBody a non-streaming
+// response.
+const (
+	maxErrorBody = 64 << 10
+	maxJSONBody  = 64 << 20
+	readerSize   = 8 << 10
+	drainLimit   = 64 << 10
+	drainTimeout = time.Second
+)
+
+// client sends requests to one target and turns responses into Records.
+type client struct {
+	hc      *http.Client
+	tr      *http.Transport
+	base    string // scheme://host[:port][/prefix], without a trailing /v1
+	target  Target
+	ext     extensions
+	model   string
+	tok     tokenizer.Tokenizer
+	clock   Clock
+	start   time.Time
+	secrets []string
+	bufs    sync.Pool // *streamBufs
+}
+
+type streamBufs struct {
+	sr      *sseReader
+	scratch []byte
+}
+
+func newClient(t Target, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*client, error) {
+	base, err := normalizeBase(t.URL)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := backendExtensions(t.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	switch t.API {
+	case "", "completions", "chat":
+	default:
+		return nil, fmt.Errorf("target API %q: want completions, chat or empty (per request)", t.API)
+	}
+	tlsConf := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify}
+	if t.CACertFile != "" {
+		pem, err := os.ReadFile(t.CACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA certificate file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA certificate file %s: no PEM certificate found; give a PEM-encoded CA", t.CACertFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	if dial == nil {
+		d := &net.Dialer{Timeout: t.Timeouts.Connect, KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would sit inside every measured latency
+		DialContext:           dial,
+		TLSClientConfig:       tlsConf,
+		ForceAttemptHTTP2:     strings.HasPrefix(base, "https:"),
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   1 << 16,
+		MaxConnsPerHost:       0,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true, // compressed SSE would delay and batch chunks
+		TLSHandshakeTimeout:   t.Timeouts.Connect,
+		ExpectContinueTimeout: 0,
+		WriteBufferSize:       16 << 10,
+		ReadBufferSize:        16 << 10,
+	}
+	c := &client{
+		hc:     &http.Client{Transport: tr},
+		tr:     tr,
+		base:   base,
+		target: t,
+		ext:    ext,
+	}
+	if t.APIKey != "" {
+		c.secrets = append(c.secrets, t.APIKey)
+	}
+	for _, v := range t.Headers {
+		if len(v) >= 4 {
+			c.secrets = append(c.secrets, v)
+		}
+	}
+	if u, err := url.Parse(t.URL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			c.secrets = append(c.secrets, p)
+		}
+	}
+	c.bufs.New = func() any { return &streamBufs{sr: newSSEReader(nil, readerSize)} }
+	return c, nil
+}
+
+func (c *client) close() { c.tr.CloseIdleConnections() }
+
+// normalizeBase accepts http(s)://host[:port][/prefix][/v1][/] and returns it without the
+// trailing /v1 and slash.
+func normalizeBase(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("target URL %q: want http://host:port or https://host (optionally ending in /v1)", redactURL(raw))
+	}
+	u.User = nil
+	s := strings.TrimRight(u.String(), "/")
+	s = strings.TrimSuffix(s, "/v1")
+	return s, nil
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if i := strings.Index(raw, "@"); i >= 0 {
+			return "<redacted>" + raw[i:]
+		}
+		return raw
+	}
+	u.User = url.User("<redacted>")
+	return u.String()
+}
+
+// scrub removes every secret from a message and truncates it.
+func (c *client) scrub(msg string) string {
+	for _, s := range c.secrets {
+		msg = strings.ReplaceAll(msg, s, "<redacted>")
+	}
+	return metrics.TruncateError(msg)
+}
+
+func (c *client) header(h http.Header) {
+	for k, v := range c.target.Headers {
+		h.Set(k, v)
+	}
+	if c.target.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.target.APIKey)
+	}
+}
+
+func (c *client) since(t time.Time) int64 { return t.Sub(c.start).Nanoseconds() }
+func (c *client) now() int64              { return c.since(c.clock.Now()) }
+
+// call is one request on the wire.
+type call struct {
+	requestID   string
+	chat        bool
+	prompt      string
+	messages    []traces.Message
+	maxTokens   int
+	temperature *float64
+	seed        *int64
+	keepText    bool // return the output text (multi-turn sessions need it)
+}
+
+type streamOptions struct {
+	IncludeUsage         bool `json:"include_usage,omitempty"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats,omitempty"`
+}
+
+type wireBody struct {
+	Model         string           `json:"model"`
+	Prompt        string           `json:"prompt,omitempty"`
+	Messages      []traces.Message `json:"messages,omitempty"`
+	MaxTokens     int              `json:"max_tokens"`
+	MinTokens     int              `json:"min_tokens,omitempty"`
+	IgnoreEOS     bool             `json:"ignore_eos,omitempty"`
+	Stream        bool             `json:"stream"`
+	StreamOptions *streamOptions   `json:"stream_options,omitempty"`
+	Temperature   *float64         `json:"temperature,omitempty"`
+	Seed          *int64           `json:"seed,omitempty"`
+}
+
+func (c *client) body(k *call) ([]byte, error) {
+	w := wireBody{
+		Model:       c.model,
+		MaxTokens:   k.maxTokens,
+		Stream:      c.target.Stream,
+		Temperature: k.temperature,
+		Seed:        k.seed,
+	}
+	if k.chat {
+		w.Messages = k.messages
+	} else {
+		w.Prompt = k.prompt
+	}
+	if c.ext.ignoreEOS {
+		w.IgnoreEOS = true
+	}
+	if c.ext.minTokens {
+		w.MinTokens = k.maxTokens
+	}
+	if c.target.Stream && (c.ext.includeUsage || c.ext.continuousUsage) {
+		w.StreamOptions = &streamOptions{IncludeUsage: c.ext.includeUsage, ContinuousUsageStats: c.ext.continuousUsage}
+	}
+	return json.Marshal(&w)
+}
+
+// timers arms the request's timeouts; each cancels the request with its own cause.
+type timers struct {
+	connect, first, idle, total *time.Timer
+	idleD                       time.Duration
+}
+
+func (t *timers) stop() {
+	for _, tm := range []*time.Timer{t.connect, t.first, t.idle, t.total} {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
+}
+
+func arm(d time.Duration, cancel context.CancelCauseFunc, cause error) *time.Timer {
+	if d <= 0 {
+		return nil
+	}
+	return time.AfterFunc(d, func() { cancel(cause) })
+}
+
+// execute sends one request and fills rec from Sent on. It returns the generated text when
+// k.keepText is set.
+func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) string {
+	rec.RequestedTokens = k.maxTokens
+	rec.ServerInputTokens, rec.ServerOutputTokens = -1, -1
+	path := "/v1/completions"
+	if k.chat {
+		path = "/v1/chat/completions"
+	}
+	body, err := c.body(k)
+	if err != nil {
+		rec.Sent = c.now()
+		rec.End = rec.Sent
+		c.fail(rec, metrics.FailMalformed, "encoding the request body: "+err.Error())
+		return ""
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		rec.Sent = c.now()
+		rec.End = rec.Sent
+		c.fail(rec, metrics.FailConnect, err.Error())
+		return ""
+	}
+	c.header(req.Header)
+	req.Header.Set("Content-Type", "application/json")
+	if c.target.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if k.requestID != "" {
+		req.Header.Set("X-Request-Id", k.requestID)
+	}
+	to := c.target.Timeouts
+	tm := &timers{idleD: to.Idle}
+	defer tm.stop()
+	rec.Sent = c.now()
+	tm.total = arm(to.Total, cancel, errTimeoutTotal)
+	tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
+	tm.first = arm(to.FirstToken, cancel, errTimeoutFirst)
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		rec.End = c.now()
+		kind, msg := c.classify(ctx, err, metrics.FailConnect)
+		c.fail(rec, kind, msg)
+		return ""
+	}
+	defer resp.Body.Close()
+	rec.Headers = c.now()
+	if tm.connect != nil {
+		tm.connect.Stop()
+	}
+	rec.Status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		c.httpError(ctx, resp, rec)
+		return ""
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if c.target.Stream && ct != "application/json" {
+		tm.idle = arm(to.Idle, cancel, errTimeoutIdle)
+		return c.stream(ctx, resp, k, rec, tm)
+	}
+	return c.whole(ctx, resp, k, rec)
+}
+
+// classify maps a transport or read error to a failure kind, preferring the cause the
+// request's context was canceled with.
+func (c *client) classify(ctx context.Context, err error, fallback metrics.FailureKind) (metrics.FailureKind, string) {
+	switch cause := context.Cause(ctx); cause {
+	case errTimeoutConnect:
+		return metrics.FailTimeoutConnect, cause.Error()
+	case errTimeoutFirst:
+		return metrics.FailTimeoutFirst, cause.Error()
+	case errTimeoutIdle:
+		return metrics.FailTimeoutIdle, cause.Error()
+	case errTimeoutTotal:
+		return metrics.FailTimeoutTotal, cause.Error()
+	case errInterrupted:
+		return metrics.FailCanceled, cause.Error()
+	case nil:
+	default:
+		return metrics.FailCanceled, "canceled: " + cause.Error()
+	}
+	if errors.Is(err, errMalformedSSE) {
+		return metrics.FailMalformed, err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && fallback == metrics.FailConnect {
+		return metrics.FailTimeoutConnect, err.Error()
+	}
+	return fallback, err.Error()
+}
+
+func (c *client) fail(rec *metrics.Record, kind metrics.FailureKind, msg string) {
+	rec.Failure = kind
+	rec.Error = c.scrub(msg)
+}
+
+func (c *client) httpError(ctx context.Context, resp *http.Response, rec *metrics.Record) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	rec.End = c.now()
+	msg := strings.TrimSpace(string(b))
+	var f chunkFields
+	if _, perr := parseChunk(b, &f, nil); perr == nil && f.errMsg != nil {
+		msg = string(f.errMsg)
+	}
+	if msg == "" && err != nil {
+		_, msg = c.classify(ctx, err, metrics.FailStreamBroken)
+	}
+	msg = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
+	switch s := resp.StatusCode; {
+	case s == http.StatusTooManyRequests:
+		c.fail(rec, metrics.FailHTTP429, msg)
+	case s >= 400 && s < 500:
+		c.fail(rec, metrics.FailHTTP4xx, msg)
+	case s >= 500:
+		c.fail(rec, metrics.FailHTTP5xx, msg)
+	default:
+		c.fail(rec, metrics.FailMalformed, "unexpected "+msg)
+	}
+}
+
+// fnv64a constants: the output hash is computed incrementally over the chunks' text.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvAdd(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+func hashString(h uint64) string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[h&15]
+		h >>= 4
+	}
+	return string(b[:])
+}
+
+// counter accumulates one response's token accounting.
+type counter struct {
+	c        *client
+	rec      *metrics.Record
+	hash     uint64
+	out      []byte
+	keep     bool
+	prevCT   int64 // last cumulative completion_tokens seen
+	pending  int64 // usage tokens from chunks without text, owed to the next content chunk
+	byUsage  int   // content chunks counted from per-chunk usage
+	byOther  int   // content chunks counted by the tokenizer or as one
+	textSeen bool
+	unknown  bool // no count at all (non-streaming, no usage, no tokenizer)
+}
+
+// onChunk accounts one parsed event that arrived at t.
+func (n *counter) onChunk(f *chunkFields, t int64) {
+	rec := n.rec
+	if f.id != nil && rec.ResponseID == "" {
+		rec.ResponseID = string(f.id)
+	}
+	var delta int64 = -1
+	if f.usage {
+		if f.promptTokens >= 0 {
+			rec.ServerInputTokens = int(f.promptTokens)
+		}
+		if f.completionTokens >= 0 {
+			rec.ServerOutputTokens = int(f.completionTokens)
+			delta = f.completionTokens - n.prevCT
+			n.prevCT = f.completionTokens
+		}
+	}
+	if len(f.text) == 0 {
+		// A role prelude, a finish marker or the final usage chunk: tokens it reports
+		// belong to content chunks (only when content is counted from usage at all).
+		if delta > 0 && (f.choice || n.byUsage > 0) {
+			n.pending += delta
+		}
+		return
+	}
+	var tokens int64
+	if delta >= 0 {
+		tokens = delta + n.pending
+		n.pending = 0
+		n.byUsage++
+	} else {
+		tokens = 1
+		if n.c.tok != nil {
+			if k := n.c.tok.Count(unsafe.String(&f.text[0], len(f.text))); k > 1 {
+				tokens = int64(k)
+			}
+		}
+		n.byOther++
+	}
+	if !n.textSeen {
+		n.textSeen = true
+		rec.FirstToken = t
+	}
+	n.hash = fnvAdd(n.hash, f.text)
+	if n.keep {
+		n.out = append(n.out, f.text...)
+	}
+	rec.Chunks = append(rec.Chunks, metrics.Chunk{T: t, Tokens: int32(tokens)})
+	rec.OutputTokens += int(tokens)
+}
+
+// finish settles the counts once the response is complete or has failed.
+func (n *counter) finish() {
+	rec := n.rec
+	if n.pending > 0 && n.byUsage > 0 && len(rec.Chunks) > 0 {
+		rec.Chunks[len(rec.Chunks)-1].Tokens += int32(n.pending)
+		rec.OutputTokens += int(n.pending)
+		n.pending = 0
+	}
+	switch {
+	case n.byOther == 0 && n.byUsage > 0:
+		rec.TokenSource = metrics.TokensFromUsage
+	case n.c.tok != nil:
+		rec.TokenSource = metrics.TokensFromTokenizer
+	default:
+		rec.TokenSource = metrics.TokensFromChunks
+	}
+	if n.textSeen {
+		rec.OutputHash = hashString(n.hash)
+	}
+}
+
+// complete applies the checks of a response that ended normally.
+func (n *counter) complete() {
+	rec := n.rec
+	switch {
+	case !n.textSeen:
+		n.c.fail(rec, metrics.FailEmpty, "the response carried no generated text")
+	case n.c.ext.ignoreEOS && !n.unknown && n.generated() < rec.RequestedTokens:
+		n.c.fail(rec, metrics.FailShortOutput, fmt.Sprintf("%d output tokens, %d requested with ignore_eos", n.generated(), rec.RequestedTokens))
+	}
+}
+
+// generated is the best count of output tokens: the server's when it reported one.
+func (n *counter) generated() int {
+	if n.rec.ServerOutputTokens >= 0 {
+		return n.rec.ServerOutputTokens
+	}
+	return n.rec.OutputTokens
+}
+
+func (c *client) stream(ctx context.Context, resp *http.Response, k *call, rec *metrics.Record, tm *timers) string {
+	bufs := c.bufs.Get().(*streamBufs)
+	defer c.bufs.Put(bufs)
+	sr := bufs.sr
+	sr.reset(resp.Body)
+	defer sr.reset(nil)
+	if cap(rec.Chunks) == 0 {
+		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
+	}
+	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	var f chunkFields
+	events := 0
+	for {
+		data, event, err := sr.next()
+		t := c.now()
+		if err != nil {
+			rec.End = t
+			n.finish()
+			switch {
+			case err == io.EOF || err == io.ErrUnexpectedEOF:
+				if cause := context.Cause(ctx); cause != nil {
+					kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
+					c.fail(rec, kind, msg)
+				} else {
+					c.fail(rec, metrics.FailStreamBroken, fmt.Sprintf("the stream ended without [DONE] after %d events", events))
+				}
+			default:
+				kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
+				c.fail(rec, kind, fmt.Sprintf("after %d events: %s", events, msg))
+			}
+			return ""
+		}
+		events++
+		if tm.idle != nil {
+			tm.idle.Reset(tm.idleD)
+		}
+		if string(data) == "[DONE]" {
+			rec.End = t
+			break
+		}
+		bufs.scratch, err = parseChunk(data, &f, bufs.scratch)
+		if err != nil {
+			rec.End = t
+			n.finish()
+			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("event %d: %v: %q", events, err, clip(data, 120)))
+			return ""
+		}
+		if f.isError || string(event) == "error" {
+			rec.End = t
+			n.finish()
+			msg := string(f.errMsg)
+			if msg == "" {
+				msg = string(clip(data, 200))
+			}
+			c.fail(rec, metrics.FailServerError, "error in stream: "+msg)
+			return ""
+		}
+		n.onChunk(&f, t)
+		if n.textSeen && tm.first != nil {
+			tm.first.Stop()
+			tm.first = nil
+		}
+	}
+	n.finish()
+	n.complete()
+	c.drain(resp.Body, tm)
+	return string(n.out)
+}
+
+// drain reads what is left of a finished stream (the chunked terminator) so the connection
+// can be reused, for at most drainTimeout and drainLimit bytes.
+func (c *client) drain(body io.Reader, tm *timers) {
+	tm.stop()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, io.LimitReader(body, drainLimit))
+		close(done)
+	}()
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		if cl, ok := body.(io.Closer); ok {
+			cl.Close()
+		}
+		<-done
+	}
+}
+
+func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *metrics.Record) string {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
+	rec.End = c.now()
+	if err != nil {
+		kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
+		c.fail(rec, kind, "reading the response: "+msg)
+		return ""
+	}
+	var f chunkFields
+	if _, err := parseChunk(b, &f, nil); err != nil {
+		c.fail(rec, metrics.FailMalformed, fmt.Sprintf("response body: %v: %q", err, clip(b, 120)))
+		return ""
+	}
+	if f.isError {
+		c.fail(rec, metrics.FailServerError, "error in response: "+string(f.errMsg))
+		return ""
+	}
+	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	if f.id != nil {
+		rec.ResponseID = string(f.id)
+	}
+	if f.usage {
+		if f.promptTokens >= 0 {
+			rec.ServerInputTokens = int(f.promptTokens)
+		}
+		if f.completionTokens >= 0 {
+			rec.ServerOutputTokens = int(f.completionTokens)
+		}
+	}
+	if len(f.text) > 0 {
+		n.textSeen = true
+		n.hash = fnvAdd(n.hash, f.text)
+		if n.keep {
+			n.out = append(n.out, f.text...)
+		}
+		switch {
+		case rec.ServerOutputTokens >= 0:
+			rec.OutputTokens = rec.ServerOutputTokens
+			n.byUsage = 1
+		case c.tok != nil:
+			rec.OutputTokens = c.tok.Count(string(f.text))
+			n.byOther = 1
+		default:
+			n.byOther = 1
+			n.unknown = true
+		}
+	}
+	n.finish()
+	n.complete()
+	return string(n.out)
+}

@@ -1,0 +1,206 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// Timeouts bound each request; 0 means none. Each produces its own failure kind.
+type Timeouts struct {
+	// Connect bounds the time from sending to the response headers (metrics.FailTimeoutConnect;
+	// a dial that fails outright is metrics.FailConnect).
+	Connect time.Duration
+	// FirstToken bounds the time from sending to the first generated text
+	// (metrics.FailTimeoutFirst).
+	FirstToken time.Duration
+	// Idle bounds the gap between two events of a stream (metrics.FailTimeoutIdle).
+	Idle time.Duration
+	// Total bounds the whole request from sending to the end (metrics.FailTimeoutTotal).
+	Total time.Duration
+}
+
+// Target is the endpoint under test.
+type Target struct {
+	// URL is the server's base URL, e.g. http://127.0.0.1:8000, with or without /v1.
+	URL string
+	// API is "completions", "chat", or "" to choose per request (Messages → chat, else
+	// completions).
+	API string
+	// Model is the model name to request; "" discovers it from /v1/models.
+	Model string
+	// Backend selects which extensions are sent: "vllm" (the default when empty), "sglang",
+	// "tgi", "llamacpp", "ollama" or "openai". See BackendExtensions.
+	Backend string
+	// Stream requests server-sent events (TTFT, ITL); false sends non-streaming requests.
+	Stream bool
+	// APIKey is sent as a bearer token and written nowhere else: error messages are scrubbed
+	// of it.
+	APIKey string
+	// Headers are extra request headers. Their values are scrubbed from error messages too.
+	Headers map[string]string
+	// CACertFile is a PEM file of CAs to trust for HTTPS; InsecureSkipVerify skips
+	// verification.
+	CACertFile         string
+	InsecureSkipVerify bool
+	Timeouts           Timeouts
+}
+
+// Options configure a run.
+type Options struct {
+	Target Target
+	// Concurrency > 0 runs closed loop with that many requests in flight, ignoring arrival
+	// times (label "closed-loop").
+	Concurrency int
+	// MaxConcurrency > 0 caps an open-loop run: a request due while the cap is reached waits
+	// for a slot; the wait is queue time (Sent - Dispatched) and counts in TTFT and E2E, which
+	// are measured from Intended.
+	MaxConcurrency int
+	// RateScale divides arrival offsets (2 = twice the rate); 0 means 1. Think times of
+	// multi-turn sessions are not scaled.
+	RateScale float64
+	// Duration stops sending after this long (0 = whole trace). Requests whose intended send
+	// time falls at or after it are outside the run: they get no Record and are counted in
+	// Result.Skipped.
+	Duration time.Duration
+	// MaxRequests limits the run to the first N requests in intended order (0 = all); the
+	// rest are counted in Result.Skipped.
+	MaxRequests int
+	// Warmup and Cooldown mark records whose intended time falls in the first Warmup or the
+	// last Cooldown of the run (its Duration, else the last planned arrival) with
+	// metrics.PhaseWarmup / PhaseCooldown. Cooldown needs Duration in closed loop.
+	Warmup, Cooldown time.Duration
+	// Repeat replays the trace N times back to back (Record.Repeat is the 0-based index);
+	// 0 means 1.
+	Repeat int
+	// Seed seeds prompt synthesis.
+	Seed int64
+	// Tokenizer counts prompt tokens and, when the server sends no per-chunk usage, each
+	// chunk's output tokens. Nil counts one token per content chunk (TokenSource "chunks").
+	Tokenizer tokenizer.Tokenizer
+	// PromptBlockTokens is the number of tokens per hash_ids block (default 512).
+	PromptBlockTokens int
+	// Grace is how long, after ctx is canceled, in-flight requests may finish before they are
+	// canceled (default 10s).
+	Grace time.Duration
+	// Progress, when set, is updated live.
+	Progress *Progress
+	// Clock is the time source; nil is the real monotonic clock with sub-millisecond pacing.
+	Clock Clock
+	// Dial, when set, replaces the TCP dialer (tests use in-memory connections).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Progress holds live counters a caller may poll while Run works.
+type Progress struct {
+	Sent         atomic.Int64 // requests written to the wire
+	InFlight     atomic.Int64 // sent and not yet finished
+	Done         atomic.Int64 // records emitted (succeeded or failed)
+	Failed       atomic.Int64 // records emitted with a failure
+	OutputTokens atomic.Int64 // output tokens counted so far
+}
+
+// Clock is the time source of a run. Now must carry a monotonic reading; SleepUntil returns
+// when Now() >= t or with ctx's error when ctx ends first.
+type Clock interface {
+	Now() time.Time
+	SleepUntil(ctx context.Context, t time.Time) error
+}
+
+// Result describes a finished run; the Records went to the sink.
+type Result struct {
+	// Start is the run epoch: every Record time is nanoseconds after it (monotonic).
+	Start time.Time
+	// Elapsed is the run's length, from Start to the last record.
+	Elapsed time.Duration
+	// Model is the model requested (given or discovered).
+	Model string
+	// Mode is "open-loop" or "closed-loop".
+	Mode string
+	// Sent counts requests written to the wire; Succeeded + Failed counts every Record.
+	Sent, Succeeded, Failed int
+	// Dropped counts records of requests never sent (metrics.FailDropped); they are in Failed.
+	Dropped int
+	// Skipped counts trace requests outside the run (Duration, MaxRequests); no Record.
+	Skipped int
+	// Interrupted reports that ctx was canceled before the run finished.
+	Interrupted bool
+	// ClientCPUFraction is the process's CPU time (user+sys) over wall time × GOMAXPROCS
+	// during the run; -1 where the platform cannot tell. It includes anything else running in
+	// the process (an embedded reference engine, for one).
+	ClientCPUFraction float64
+}
+
+// realClock paces with a timer and then spins for the last stretch, so sends land well
+// within a millisecond of their time even though timers fire late under load.
+type realClock struct{}
+
+// spinWindow is how early the timer wakes before the target; the rest is a yielding spin.
+const spinWindow = 300 * time.Microsecond
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) SleepUntil(ctx context.Context, t time.Time) error {
+	if d := time.Until(t) - spinWindow; d > 0 {
+		tm := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return ctx.Err()
+		case <-tm.C:
+		}
+	}
+	for time.Now().Before(t) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// extensions are the non-standard request fields a backend accepts.
+type extensions struct {
+	ignoreEOS       bool // ignore_eos: generate exactly max_tokens
+	minTokens       bool // min_tokens = max_tokens
+	includeUsage    bool // stream_options.include_usage: final usage chunk
+	continuousUsage bool // stream_options.continuous_usage_stats: usage in every chunk
+}
+
+// Backends lists the accepted Target.Backend values.
+var Backends = []string{"vllm", "sglang", "tgi", "llamacpp", "ollama", "openai"}
+
+// BackendExtensions says which extensions a backend preset sends, for documentation and
+// results: ignore_eos, min_tokens, stream_options.include_usage and
+// stream_options.continuous_usage_stats.
+func BackendExtensions(backend string) (map[string]bool, error) {
+	e, err := backendExtensions(backend)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]bool{
+		"ignore_eos":             e.ignoreEOS,
+		"min_tokens":             e.minTokens,
+		"include_usage":          e.includeUsage,
+		"continuous_usage_stats": e.continuousUsage,
+	}, nil
+}
+
+func backendExtensions(backend string) (extensions, error) {
+	switch backend {
+	case "", "vllm":
+		return extensions{true, true, true, true}, nil
+	case "sglang":
+		return extensions{true, true, true, true}, nil
+	case "llamacpp":
+		return extensions{ignoreEOS: true, includeUsage: true}, nil
+	case "tgi", "ollama", "openai":
+		return extensions{includeUsage: true}, nil
+	}
+	return extensions{}, fmt.Errorf("backend %q: want one of vllm, sglang, tgi, llamacpp, ollama, openai", backend)
+}
