@@ -319,3 +319,24 @@ func TestTimelineStoreBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestDraftModelAndQuantizationChangeStepTime(t *testing.T) {
+	one := []SimRequest{{ID: "x", PromptTokens: 512, MaxTokens: 200}}
+	itl := func(cfg Config) time.Duration {
+		t.Helper()
+		res, err := Simulate(one, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := res.Timelines[0]
+		return (tl.Finish - tl.Emissions[0].At) / time.Duration(tl.OutputTokens-1)
+	}
+	bf16, fp8 := itl(Config{}), itl(Config{WeightDtype: "fp8"})
+	if fp8 >= bf16 {
+		t.Fatalf("fp8 weights %v per token, bf16 %v: want faster", fp8, bf16)
+	}
+	free, drafted := itl(Config{SpecK: 4, SpecAlpha: 0.8}), itl(Config{SpecK: 4, SpecAlpha: 0.8, SpecDraftModel: "llama-3.2-1b"})
+	if !(free < drafted && drafted < bf16) {
+		t.Fatalf("per-token time: free drafts %v, 1B draft model %v, no speculation %v", free, drafted, bf16)
+	}
+}

@@ -90,6 +90,10 @@ type Info struct {
 	SpecK               int     `json:"num_speculative_tokens"`
 	SpecAlpha           float64 `json:"spec_acceptance_rate"`
 	SpecDraftModel      string  `json:"speculative_model"`
+	Disaggregated       bool    `json:"disaggregated_prefill"`
+	KVTransferBW        float64 `json:"kv_transfer_bandwidth"`
+	HashIDTokens        int     `json:"hash_id_tokens"`
+	DefaultMaxTokens    int     `json:"default_max_tokens"`
 	TimeScale           float64 `json:"time_scale"`
 	Faults              string  `json:"faults"`
 }
@@ -107,7 +111,9 @@ func (r *resolved) info(scale float64) Info {
 		Model: r.model.Name, GPU: pc.GPU.Name, TP: pc.TP, WeightDtype: pc.WeightDtype, KVDtype: pc.KVDtype,
 		GPUMemUtil: pc.GPUMemUtil, NumBlocks: r.numBlocks, BlockSize: r.BlockSize, MaxModelLen: r.maxModelLen,
 		MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens, PrefixCaching: !r.DisablePrefixCaching,
-		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, TimeScale: scale, Faults: r.Faults.String(),
+		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, Disaggregated: r.Disaggregated,
+		KVTransferBW: r.KVTransferBW, HashIDTokens: r.HashIDTokens, DefaultMaxTokens: r.DefaultMaxTokens,
+		TimeScale: scale, Faults: r.Faults.String(),
 	}
 }
 

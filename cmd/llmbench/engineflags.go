@@ -34,13 +34,15 @@ type engineFlags struct {
 	servedModelName     string
 	profiles            string
 	seed                uint64
+	disaggregated       bool
+	kvTransferGBps      float64
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
 	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "faults", "served-model-name",
-	"profiles", "engine-seed"}
+	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps"}
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
@@ -64,6 +66,8 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")
+	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
+	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
 	return f
 }
 
@@ -107,6 +111,10 @@ func (f *engineFlags) config() (refengine.Config, error) {
 		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
 		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK, SpecAlpha: f.specAlpha,
 		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: f.seed,
+		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
+	}
+	if f.kvTransferGBps != 0 && !f.disaggregated {
+		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")
 	}
 	if f.specAlpha != 0 && f.specK == 0 {
 		return cfg, fmt.Errorf("--spec-alpha %g needs --spec-k > 0 (the draft length)", f.specAlpha)
