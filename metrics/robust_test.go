@@ -149,8 +149,12 @@ func FuzzSummarize(f *testing.F) {
 			t.Fatalf("counts %+v %+v", sum.Requests, sum.Goodput)
 		}
 		if len(recs) >= 2 {
-			if _, err := Compare([]Source{recs[:len(recs)/2]}, []Source{recs[len(recs)/2:]}, CompareOptions{Resamples: 20}); err != nil {
+			c, err := Compare([]Source{recs[:len(recs)/2]}, []Source{recs[len(recs)/2:]}, CompareOptions{Resamples: 20})
+			if err != nil {
 				t.Fatal(err)
+			}
+			if _, err := json.Marshal(c); err != nil {
+				t.Fatalf("comparison does not serialize: %v", err)
 			}
 		}
 	})

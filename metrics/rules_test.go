@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -340,6 +341,8 @@ func TestMergeOfHalvesEqualsWhole(t *testing.T) {
 	}
 	sa, _ := Summarize(a, opts)
 	sb, _ := Summarize(b, opts)
+	// Go through summary.json, as `llmbench merge` does.
+	sa, sb = viaJSON(t, sa), viaJSON(t, sb)
 	merged, err := MergeSummaries(MergeShards, sa, sb)
 	if err != nil {
 		t.Fatal(err)
@@ -390,4 +393,17 @@ func TestMergeOfHalvesEqualsWhole(t *testing.T) {
 	if _, err := MergeSummaries(MergeShards); err == nil {
 		t.Error("empty merge accepted")
 	}
+}
+
+func viaJSON(t *testing.T, s *Summary) *Summary {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Summary
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }

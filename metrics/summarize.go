@@ -375,7 +375,7 @@ func (s *summarizer) thresholdRule() string {
 		return "absolute"
 	}
 	if s.threshold <= 0 {
-		return fmt.Sprintf("%gx median chunk ITL (no chunk gaps measured: no stalls counted)", s.opts.StallMultiple)
+		return fmt.Sprintf("%gx median chunk ITL (median chunk ITL is 0 or unmeasured: no stalls counted)", s.opts.StallMultiple)
 	}
 	return fmt.Sprintf("%gx median chunk ITL", s.opts.StallMultiple)
 }
