@@ -75,19 +75,45 @@ type chartCheck struct {
 	H      int     `json:"h"`
 	Ink    float64 `json:"ink"`
 	Colors int     `json:"colors"`
+	Data   int     `json:"data"` // pixels in a series colour
 }
 
-const chartProbe = `Array.from(document.querySelectorAll("[data-chart]")).map(function (el) {
-  var cv = el.querySelector("canvas");
-  if (!cv) { return {id: el.id, canvas: false}; }
-  var d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
-  var ink = 0, n = 0, colors = new Set();
-  for (var i = 0; i < d.length; i += 4 * 5) {
-    n++;
-    if (d[i + 3] > 0) { ink++; if (colors.size < 64) { colors.add(d[i] + "," + d[i + 1] + "," + d[i + 2]); } }
+// chartProbe reports, per chart element, its canvas size, how much of it is drawn, how many
+// colours it uses, and how many pixels carry one of the colours its series were given — so a
+// chart that shows axes but no data counts as blank.
+const chartProbe = `(function () {
+  function hexes(o, out) {
+    if (o && typeof o === "object") {
+      for (var k in o) {
+        var v = o[k];
+        if (k === "color" && typeof v === "string" && /^#[0-9a-f]{6}$/i.test(v)) { out.push(v); } else { hexes(v, out); }
+      }
+    }
+    return out;
   }
-  return {id: el.id, canvas: true, w: cv.width, h: cv.height, ink: ink / n, colors: colors.size};
-})`
+  var options = {};
+  llmbenchCharts.forEach(function (c) { options[c.id] = c.option; });
+  return Array.from(document.querySelectorAll("[data-chart]")).map(function (el) {
+    var cv = el.querySelector("canvas");
+    if (!cv) { return {id: el.id, canvas: false}; }
+    // Greys are left out: axis labels and grid lines are grey too.
+    var want = hexes((options[el.id] || {}).series, []).map(function (h) {
+      return [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)];
+    }).filter(function (c) { return Math.max(c[0], c[1], c[2]) - Math.min(c[0], c[1], c[2]) > 24; });
+    var d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+    var ink = 0, n = 0, data = 0, colors = new Set();
+    for (var i = 0; i < d.length; i += 4) {
+      n++;
+      if (d[i + 3] === 0) { continue; }
+      ink++;
+      if (colors.size < 64) { colors.add(d[i] + "," + d[i + 1] + "," + d[i + 2]); }
+      for (var j = 0; j < want.length; j++) {
+        if (d[i + 3] > 200 && Math.abs(d[i] - want[j][0]) + Math.abs(d[i + 1] - want[j][1]) + Math.abs(d[i + 2] - want[j][2]) < 40) { data++; break; }
+      }
+    }
+    return {id: el.id, canvas: true, w: cv.width, h: cv.height, ink: ink / n, colors: colors.size, data: data};
+  });
+})()`
 
 const keyProbe = `Object.fromEntries(Array.from(document.querySelectorAll("[data-k]")).map(function (el) {
   return [el.getAttribute("data-k"), el.textContent];
@@ -183,6 +209,8 @@ func TestBrowserRendersReports(t *testing.T) {
 					t.Errorf("chart %s canvas is %dx%d", id, c.W, c.H)
 				case c.Ink < 0.01 || c.Colors < 3:
 					t.Errorf("chart %s looks blank: %.2f%% of pixels drawn, %d colours", id, c.Ink*100, c.Colors)
+				case c.Data < 50:
+					t.Errorf("chart %s shows no data: only %d pixels in its series colours", id, c.Data)
 				}
 			}
 			if len(checks) != len(pg.charts) {
