@@ -67,7 +67,7 @@ type wireReq struct {
 
 func decodeReq(t testing.TB, r *http.Request) wireReq {
 	var w wireReq
-	if err := json.NewDecoder(r.Body).Decode(&w); err != nil {
+	if err := json.NewDecoder(r.Body).Decode(&w); err != nil && t != nil {
 		t.Errorf("server: bad request body: %v", err)
 	}
 	return w

@@ -72,16 +72,18 @@ type Options struct {
 	// rest are counted in Result.Skipped.
 	MaxRequests int
 	// Warmup and Cooldown mark records whose intended time falls in the first Warmup or the
-	// last Cooldown of the run (its Duration, else the last planned arrival) with
-	// metrics.PhaseWarmup / PhaseCooldown. Cooldown needs Duration in closed loop.
+	// last Cooldown of the run (its Duration, else the replay's length: the trace's last
+	// arrival plus one mean inter-arrival gap, times Repeat) with metrics.PhaseWarmup /
+	// PhaseCooldown. Cooldown needs Duration in closed loop.
 	Warmup, Cooldown time.Duration
 	// Repeat replays the trace N times back to back (Record.Repeat is the 0-based index);
 	// 0 means 1.
 	Repeat int
 	// Seed seeds prompt synthesis.
 	Seed int64
-	// Tokenizer counts prompt tokens and, when the server sends no per-chunk usage, each
-	// chunk's output tokens. Nil counts one token per content chunk (TokenSource "chunks").
+	// Tokenizer synthesizes prompts of InputTokens tokens, counts prompt tokens and, when the
+	// server sends no per-chunk usage, each chunk's output tokens. Nil synthesizes prompts for
+	// the reference tokenizer and counts one token per content chunk (TokenSource "chunks").
 	Tokenizer tokenizer.Tokenizer
 	// PromptBlockTokens is the number of tokens per hash_ids block (default 512).
 	PromptBlockTokens int

@@ -1,15 +1,12 @@
 package loadgen
 
 import (
-	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 )
 
-// promptText synthesizes the prompt of a request that has no text of its own.
+// promptText synthesizes the prompt of a request that has no text of its own: exactly
+// InputTokens tokens under the run's tokenizer, sharing the text of its leading hash_ids
+// blocks with every other request that shares them (package workloads).
 func (r *runner) promptText(q *traces.Request) string {
-	seed := uint64(r.opts.Seed) ^ tokenizer.Mix(uint64(len(q.ID)))
-	for i := 0; i < len(q.ID); i++ {
-		seed = tokenizer.Mix(seed ^ uint64(q.ID[i]))
-	}
-	return tokenizer.Text(seed, 0, q.InputTokens)
+	return r.prompter.Text(q)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/workloads"
 )
 
 // item is one unit the scheduler dispatches: a single request, or a multi-turn session whose
@@ -37,6 +38,7 @@ type runner struct {
 	recs     sync.Pool
 	wg       sync.WaitGroup
 	progress *Progress
+	prompter *workloads.Prompter
 
 	sent, succeeded, failed, dropped, skipped atomic.Int64
 }
@@ -71,7 +73,8 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 	if clock == nil {
 		clock = realClock{}
 	}
-	r := &runner{opts: opts, c: c, clock: clock, sink: sink, soft: ctx, progress: opts.Progress}
+	r := &runner{opts: opts, c: c, clock: clock, sink: sink, soft: ctx, progress: opts.Progress,
+		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens)}
 	if r.progress == nil {
 		r.progress = &Progress{}
 	}
@@ -237,11 +240,11 @@ func (r *runner) plan(reqs []traces.Request) ([]item, int) {
 			left -= len(items[i].turns)
 		}
 	}
-	switch {
-	case o.Duration > 0:
-		r.runEnd = o.Duration
-	case len(items) > 0:
-		r.runEnd = items[len(items)-1].intended
+	// The run's nominal end: Duration, else the length of the replay (the trace's span plus
+	// one mean gap, times Repeat).
+	r.runEnd = o.Duration
+	if r.runEnd == 0 {
+		r.runEnd = time.Duration(o.Repeat) * period
 	}
 	return items, skipped
 }
@@ -393,14 +396,15 @@ func (r *runner) dropItem(it *item, turn int, intended, dispatched int64, why st
 // succeeded and when it ended.
 func (r *runner) send(it *item, i int, conv *conversation, intended, dispatched int64) (bool, int64) {
 	if r.sem != nil {
+		acquired := false
 		select {
 		case r.sem <- struct{}{}:
+			acquired = true
 		case <-r.soft.Done():
 		}
 		if r.soft.Err() != nil {
-			select {
-			case <-r.sem:
-			default:
+			if acquired {
+				<-r.sem
 			}
 			r.dropItem(it, i, intended, dispatched, "never sent: the run was interrupted while the request waited for a concurrency slot")
 			return false, r.c.now()
