@@ -57,7 +57,8 @@ func TimesOf(r *metrics.Record) RecordTimes {
 
 // WriteCSV writes one CSV row per Record that each yields (for example metrics.EachRecord over
 // requests.msgpack, or a slice), with the columns of CSVHeader. Text that a spreadsheet would
-// run as a formula is prefixed with a single quote.
+// run as a formula is prefixed with a single quote. When each fails part-way, the rows already
+// read are written and the error is returned.
 func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
@@ -91,10 +92,12 @@ func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) erro
 		}
 		return nil
 	})
+	// Flush before reporting a read error, so the rows of every record read before the damage
+	// (a truncated or corrupt records file) still reach the output.
+	cw.Flush()
 	if err != nil {
 		return fmt.Errorf("CSV export after %d records: %w", n, err)
 	}
-	cw.Flush()
 	if err := cw.Error(); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}

@@ -41,10 +41,23 @@ func TestWriteCSV(t *testing.T) {
 	}
 }
 
-func TestWriteCSVPassesIterationError(t *testing.T) {
+func TestWriteCSVKeepsRowsBeforeAnIterationError(t *testing.T) {
 	boom := errors.New("records file is truncated")
-	err := WriteCSV(&bytes.Buffer{}, func(fn func(*metrics.Record) error) error { return boom })
+	recs := fixtureRecords(3)
+	var buf bytes.Buffer
+	err := WriteCSV(&buf, func(fn func(*metrics.Record) error) error {
+		for i := range recs {
+			if err := fn(&recs[i]); err != nil {
+				return err
+			}
+		}
+		return boom
+	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("got %v, want wrapped %v", err, boom)
+	}
+	rows, rerr := csv.NewReader(&buf).ReadAll()
+	if rerr != nil || len(rows) != 4 {
+		t.Fatalf("got %d CSV lines (%v), want the header and 3 rows read before the error", len(rows), rerr)
 	}
 }
