@@ -266,3 +266,24 @@ func TestModelsHealthVersionMetrics(t *testing.T) {
 // fixedNow is a frozen wall clock for tests that must not depend on elapsed time; engines
 // given it need a Clock of their own.
 func fixedNow() time.Time { return time.Unix(1_700_000_000, 0) }
+
+func TestChatRoleChunkWaitsForFirstToken(t *testing.T) {
+	e, url := startEngine(t, Config{Clock: &heldClock{}})
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions",
+		strings.NewReader(`{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	// No step ever ends, so no token exists: closing the engine must end a stream that has
+	// sent headers but not a single chunk (vLLM sends the role chunk with the first token).
+	e.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if len(b) != 0 {
+		t.Fatalf("stream sent %q before any token", b)
+	}
+	if r2, _ := post(t, url+"/v1/completions", `{"prompt":"x"}`); r2.StatusCode != 503 {
+		t.Fatalf("request after Close: %d, want 503", r2.StatusCode)
+	}
+}

@@ -162,6 +162,11 @@ func tooMany(msg string) *apiError {
 
 // handleGenerate serves both generation endpoints.
 func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	if e.ctx.Err() != nil {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down",
+			message: "the engine is shutting down"})
+		return
+	}
 	if e.limiter != nil && !e.limiter.allow() {
 		writeError(w, tooMany(fmt.Sprintf("rate limit of %g requests/s exceeded; retry later", e.cfg.RateLimit)))
 		return
@@ -277,11 +282,10 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return -1
 	}
 	buf := make([]byte, 0, 1024)
-	if chat {
-		buf = enc.appendEvent(buf, nil, true, "", usage(0))
-		w.Write(buf)
-		rc.Flush()
-	}
+	// Headers go out at once (as uvicorn does for vLLM's streaming responses); the chat role
+	// chunk goes out with the first token, as vLLM sends it on the first engine output.
+	rc.Flush()
+	roleSent := !chat
 	threshold := max(1, int(plan.midAt*float64(s.target)))
 	midDone := !plan.midStream()
 	sent := 0
@@ -297,6 +301,10 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 				if !e.injectMid(ctx, w, rc, &plan, respID) {
 					return
 				}
+			}
+			if !roleSent {
+				roleSent = true
+				w.Write(enc.appendEvent(buf[:0], nil, true, "", usage(0)))
 			}
 			text = appendOutput(text[:0], base, p.start, p.n)
 			finish := ""

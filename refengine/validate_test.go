@@ -106,8 +106,8 @@ func TestLimits(t *testing.T) {
 
 func TestMaxConcurrentRequests(t *testing.T) {
 	_, url := startEngine(t, Config{MaxConcurrentRequests: 1, Clock: &heldClock{}})
-	// A chat stream flushes its role chunk at once, so Do returns while it stays in flight
-	// (the held clock never finishes a step).
+	// A stream flushes its headers at once, so Do returns while it stays in flight (the held
+	// clock never finishes a step).
 	req, _ := http.NewRequest("POST", url+"/v1/chat/completions",
 		strings.NewReader(`{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"stream":true}`))
 	resp, err := http.DefaultClient.Do(req)
