@@ -407,3 +407,47 @@ func viaJSON(t *testing.T, s *Summary) *Summary {
 	}
 	return &out
 }
+
+func TestEachSLOLimit(t *testing.T) {
+	// 20 chunks: 19 gaps of 20ms except one of 300ms; TTFT 100ms; E2E 100+18*20+300 = 760ms.
+	gaps := constGaps(19, 20)
+	gaps[10] = 300
+	r := timeline("r", 0, 100, gaps, nil)
+	s := &summarizer{}
+	for _, c := range []struct {
+		slo  string
+		meet bool
+	}{
+		{"ttft=100ms", true}, {"ttft=99ms", false},
+		{"e2e=760ms", true}, {"e2e=759ms", false},
+		{"tpot=35ms", true}, {"tpot=34ms", false}, // (760-100)/19 = 34.7ms
+		{"max_gap=300ms", true}, {"max_gap=299ms", false},
+		{"itl_p99=300ms", true}, {"itl_p99=299ms", false}, // 19 samples: p99 is the largest
+		{"ttft=1s,tpot=1s,itl_p99=1s,max_gap=1s,e2e=1s", true},
+	} {
+		slo, err := ParseSLO(c.slo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.opts = Options{SLO: slo}
+		if got := s.meets(&r); got != c.meet {
+			t.Errorf("%s: meets=%v", c.slo, got)
+		}
+	}
+}
+
+func TestOptionDefaults(t *testing.T) {
+	o := Options{}.withDefaults()
+	if o.StallMultiple != 5 || o.Bucket != time.Second || o.LagLimit != 5*time.Millisecond || o.FluidityTBT != 50*time.Millisecond ||
+		o.FluidityTTFT != 500*time.Millisecond || o.FluidityPrefillRate != 10000 || o.Currency != "USD" || o.CPULimit != 0.8 {
+		t.Errorf("%+v", o)
+	}
+	o = Options{SLO: SLO{TTFT: 2 * time.Second, ITLP99: 80 * time.Millisecond}}.withDefaults()
+	if o.FluidityTTFT != 2*time.Second || o.FluidityTBT != 80*time.Millisecond {
+		t.Errorf("SLO-derived deadlines %+v", o)
+	}
+	o = Options{SLO: SLO{TPOT: 40 * time.Millisecond, ITLP99: 80 * time.Millisecond}, FluidityPrefillRate: -1}.withDefaults()
+	if o.FluidityTBT != 40*time.Millisecond || o.FluidityPrefillRate != -1 {
+		t.Errorf("TPOT first %+v", o)
+	}
+}
