@@ -340,3 +340,31 @@ func TestDraftModelAndQuantizationChangeStepTime(t *testing.T) {
 		t.Fatalf("per-token time: free drafts %v, 1B draft model %v, no speculation %v", free, drafted, bf16)
 	}
 }
+
+func TestBatchingMultipliesDecodeThroughput(t *testing.T) {
+	// Decode throughput (tokens per simulated second over the decode phase) of 64 concurrent
+	// sequences of 1k context against one sequence.
+	throughput := func(n int) float64 {
+		reqs := make([]SimRequest, n)
+		for i := range reqs {
+			reqs[i] = SimRequest{ID: fmt.Sprint(i), PromptTokens: 1024, MaxTokens: 129}
+		}
+		res, err := Simulate(reqs, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var start, end time.Duration
+		for i, tl := range res.Timelines {
+			if i == 0 || tl.Emissions[0].At > start {
+				start = tl.Emissions[0].At
+			}
+			end = max(end, tl.Finish)
+		}
+		return float64(n*128) / (end - start).Seconds()
+	}
+	one, batch := throughput(1), throughput(64)
+	if batch < 20*one {
+		t.Fatalf("64-way decode %.0f tok/s vs single %.0f tok/s: want many times more", batch, one)
+	}
+	t.Logf("decode throughput: 1 seq %.0f tok/s, 64 seqs %.0f tok/s", one, batch)
+}
