@@ -118,7 +118,7 @@ func usageChunk(prompt, completion int) string {
 	return fmt.Sprintf(`{"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, prompt, completion, prompt+completion)
 }
 
-func newServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
+func newServer(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
