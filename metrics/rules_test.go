@@ -451,3 +451,22 @@ func TestOptionDefaults(t *testing.T) {
 		t.Errorf("TPOT first %+v", o)
 	}
 }
+
+func TestTooManyClassesFoldIntoOther(t *testing.T) {
+	var recs SliceSource
+	for i := 0; i < MaxClasses+10; i++ {
+		r := timeline(fmt.Sprint(i), float64(i), 100, nil, nil)
+		r.Class = fmt.Sprint("user-", i)
+		recs = append(recs, r)
+	}
+	sum, err := Summarize(recs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.ByClass) != MaxClasses+1 || sum.ByClass["(other)"].Requests.Total != 10 {
+		t.Fatalf("%d classes", len(sum.ByClass))
+	}
+	if !strings.Contains(strings.Join(sum.Warnings, " "), "10 requests of the classes after the first 64") {
+		t.Errorf("warnings %v", sum.Warnings)
+	}
+}

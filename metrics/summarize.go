@@ -43,6 +43,13 @@ func histScale(i int) float64 {
 // noClass is the by_class key of records without a class when other records have one.
 const noClass = "(none)"
 
+// MaxClasses bounds by_class: records of classes beyond the first MaxClasses seen are counted
+// under otherClass (with a warning), so that a trace with a class per request cannot make
+// memory grow with the number of records.
+const MaxClasses = 64
+
+const otherClass = "(other)"
+
 // group accumulates one set of records: the headline, a class or an excluded phase.
 type group struct {
 	req Requests
@@ -71,6 +78,7 @@ type summarizer struct {
 	dl       fluidityDeadlines
 	head     *group
 	classes  map[string]*group
+	overflow int // steady records whose class was folded into otherClass
 	phases   map[string]*group
 	anyClass bool
 	scratch  []int64
@@ -143,6 +151,13 @@ func (s *summarizer) groupsOf(r *Record, create bool) (*group, *group) {
 			key = noClass
 		}
 		cg := s.classes[key]
+		if cg == nil && len(s.classes) >= MaxClasses {
+			if create {
+				s.overflow++
+			}
+			key = otherClass
+			cg = s.classes[key]
+		}
 		if cg == nil && create {
 			cg = newGroup()
 			s.classes[key] = cg
@@ -520,6 +535,9 @@ func (s *summarizer) warnings(sum *Summary) []string {
 	}
 	w = append(w, failureWarning(sum.Requests)...)
 	w = append(w, mismatchWarning(sum.Requests)...)
+	if s.overflow > 0 {
+		w = append(w, fmt.Sprintf("classes: more than %d request classes; %d requests of the classes after the first %d are counted together under %q", MaxClasses, s.overflow, MaxClasses, otherClass))
+	}
 	return w
 }
 
