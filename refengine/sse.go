@@ -94,9 +94,17 @@ func (c *chunkEncoder) appendUsageEvent(b []byte, completion int) []byte {
 
 const doneEvent = "data: [DONE]\n\n"
 
-// appendJSONBytes appends generated text (ASCII words) as a JSON string.
+// appendJSONBytes appends generated text as a JSON string. Generated words are ASCII letters
+// and spaces, which need no escaping; anything else takes the general path.
 func appendJSONBytes(b, text []byte) []byte {
-	return appendJSONString(b, string(text))
+	for _, c := range text {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendJSONString(b, string(text))
+		}
+	}
+	b = append(b, '"')
+	b = append(b, text...)
+	return append(b, '"')
 }
 
 // appendFullResponse appends a non-streaming response.

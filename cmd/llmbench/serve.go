@@ -17,8 +17,9 @@ func init() { register("serve", newServeCmd) }
 
 // serveOptions is everything `llmbench serve` needs.
 type serveOptions struct {
-	addr   string
-	engine refengine.Config
+	addr     string
+	maxConns int
+	engine   refengine.Config
 }
 
 func newServeCmd(app *App) *cobra.Command {
@@ -29,6 +30,7 @@ func newServeCmd(app *App) *cobra.Command {
 		maxConc    int
 		rateLimit  float64
 		maxBodyMiB float64
+		maxConns   int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -51,6 +53,7 @@ It binds 127.0.0.1 unless --addr says otherwise.`,
 	fs.IntVar(&maxConc, "max-concurrent-requests", 0, "answer 429 beyond this many generation requests in flight (0: no cap)")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, "answer 429 beyond this many generation requests per second (0: no cap)")
 	fs.Float64Var(&maxBodyMiB, "max-body-mib", 8, "largest request body accepted, MiB")
+	fs.IntVar(&maxConns, "max-connections", 0, "keep at most this many client connections open; more wait to be accepted (0: no cap)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := ef.config()
 		if err != nil {
@@ -70,7 +73,10 @@ It binds 127.0.0.1 unless --addr says otherwise.`,
 		cfg.MaxConcurrentRequests = maxConc
 		cfg.RateLimit = rateLimit
 		cfg.MaxBodyBytes = int64(maxBodyMiB * (1 << 20))
-		return runServe(cmd.Context(), app, serveOptions{addr: addr, engine: cfg})
+		if maxConns < 0 {
+			return fmt.Errorf("--max-connections %d: must be >= 0", maxConns)
+		}
+		return runServe(cmd.Context(), app, serveOptions{addr: addr, maxConns: maxConns, engine: cfg})
 	}
 	return cmd
 }
@@ -90,6 +96,7 @@ func runServe(ctx context.Context, app *App, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", o.addr, err)
 	}
+	ln = refengine.LimitListener(ln, o.maxConns)
 	srv := &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

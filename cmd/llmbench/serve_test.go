@@ -26,7 +26,7 @@ func TestServeCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() {
-		code <- execute(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--time-scale", "100", "--spec-k", "2", "--served-model-name", "m"})
+		code <- execute(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--time-scale", "100", "--spec-k", "2", "--served-model-name", "m", "--max-connections", "4"})
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
