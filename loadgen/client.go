@@ -309,14 +309,17 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		tm.connect.Stop()
 	}
 	rec.Status = resp.StatusCode
+	tm.idle = arm(to.Idle, cancel, errTimeoutIdle)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		c.httpError(ctx, resp, rec)
 		return ""
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if c.target.Stream && ct != "application/json" {
-		tm.idle = arm(to.Idle, cancel, errTimeoutIdle)
+	if ct == "text/event-stream" || (c.target.Stream && ct != "application/json") {
 		return c.stream(ctx, resp, k, rec, tm)
+	}
+	if tm.idle != nil {
+		tm.idle.Stop() // a whole response has no gaps between chunks to bound
 	}
 	return c.whole(ctx, resp, k, rec)
 }
@@ -486,6 +489,9 @@ func (n *counter) finish() {
 	}
 	if n.textSeen {
 		rec.OutputHash = hashString(n.hash)
+	}
+	if len(n.c.secrets) > 0 && rec.ResponseID != "" {
+		rec.ResponseID = n.c.scrub(rec.ResponseID)
 	}
 }
 

@@ -69,6 +69,9 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 			return nil, err
 		}
 	}
+	if sink == nil {
+		sink = func(*metrics.Record) {}
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
