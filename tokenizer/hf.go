@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,12 @@ type HF struct {
 
 	templateTokens int
 
+	// wordMarker, when set, is the SentencePiece space marker ("▁") and no vocabulary entry
+	// has it after another character; BPE then cannot merge across a marker that follows a
+	// non-marker, so long pieces are cut there, which keeps results identical and lets the
+	// word cache work on text without a pre-tokenizer.
+	wordMarker string
+
 	cache  sync.Map // piece -> []int
 	cached atomic.Int64
 }
@@ -154,6 +161,7 @@ func ParseHF(data []byte) (*HF, error) {
 		return nil, fmt.Errorf("post_processor: %w", err)
 	}
 	h.templateTokens = n
+	h.wordMarker = h.findWordMarker()
 	if h.byteLevel {
 		for b := 0; b < 256; b++ {
 			h.byteIDs[b] = -1
@@ -631,65 +639,64 @@ func findLiteral(s, lit string) [][2]int {
 
 // appendSplit cuts p at the matches (sorted, non-overlapping) as behavior b says.
 func appendSplit(out []piece, p piece, matches [][2]int, b splitBehavior, invert bool) []piece {
-	type region struct {
-		start, end int
-		match      bool
-	}
-	regions := make([]region, 0, 2*len(matches)+1)
-	last := 0
-	for _, m := range matches {
-		if m[0] > last {
-			regions = append(regions, region{last, m[0], invert})
-		}
-		regions = append(regions, region{m[0], m[1], !invert})
-		last = m[1]
-	}
-	if last < len(p.s) {
-		regions = append(regions, region{last, len(p.s), invert})
-	}
+	out = slices.Grow(out, 2*len(matches)+1)
 	emit := func(start, end int) {
 		if end > start {
 			out = append(out, piece{s: p.s[start:end], first: p.first && start == 0})
 		}
 	}
+	// regions calls fn for the gaps and matches that tile p.s, in order; with invert the two
+	// trade places.
+	regions := func(fn func(start, end int, match bool)) {
+		last := 0
+		for _, m := range matches {
+			if m[0] > last {
+				fn(last, m[0], invert)
+			}
+			fn(m[0], m[1], !invert)
+			last = m[1]
+		}
+		if last < len(p.s) {
+			fn(last, len(p.s), invert)
+		}
+	}
 	switch b {
 	case splitIsolated:
-		for _, r := range regions {
-			emit(r.start, r.end)
-		}
+		regions(func(start, end int, _ bool) { emit(start, end) })
 	case splitRemoved:
-		for _, r := range regions {
-			if !r.match {
-				emit(r.start, r.end)
+		regions(func(start, end int, match bool) {
+			if !match {
+				emit(start, end)
 			}
-		}
+		})
 	case splitMergedWithPrevious:
-		start := 0
-		for _, r := range regions {
-			if r.match {
-				emit(start, r.end)
-				start = r.end
+		from := 0
+		regions(func(_, end int, match bool) {
+			if match {
+				emit(from, end)
+				from = end
 			}
-		}
-		emit(start, len(p.s))
+		})
+		emit(from, len(p.s))
 	case splitMergedWithNext:
-		start := 0
-		for _, r := range regions {
-			if r.match {
-				emit(start, r.start)
-				start = r.start
+		from := 0
+		regions(func(start, _ int, match bool) {
+			if match {
+				emit(from, start)
+				from = start
 			}
-		}
-		emit(start, len(p.s))
+		})
+		emit(from, len(p.s))
 	case splitContiguous:
-		for i := 0; i < len(regions); {
-			j := i + 1
-			for j < len(regions) && regions[j].match == regions[i].match {
-				j++
+		from, kind, seen := 0, false, false
+		regions(func(start, _ int, match bool) {
+			if seen && match != kind {
+				emit(from, start)
+				from = start
 			}
-			emit(regions[i].start, regions[j-1].end)
-			i = j
-		}
+			kind, seen = match, true
+		})
+		emit(from, len(p.s))
 	}
 	return out
 }
@@ -811,6 +818,51 @@ func (h *HF) matchAdded(text string, i, floor int) (a *addedToken, start, end in
 	return nil, 0, 0
 }
 
+// findWordMarker returns the space marker that SentencePiece-style BPE cannot merge across,
+// or "" (see HF.wordMarker).
+func (h *HF) findWordMarker() string {
+	if h.byteLevel {
+		return ""
+	}
+	marker := ""
+	for _, r := range h.unreplace {
+		if r[1] == " " {
+			marker = r[0]
+			break
+		}
+	}
+	if marker == "" {
+		return ""
+	}
+	if _, ok := h.vocab[marker]; !ok {
+		return "" // an unknown marker could fuse with a neighbouring <unk>
+	}
+	for tok := range h.vocab {
+		if i := strings.Index(strings.TrimLeft(tok, marker), marker); i >= 0 {
+			return ""
+		}
+	}
+	return marker
+}
+
+// cutAtMarkers calls fn for the parts of w that begin at a marker following a non-marker.
+func cutAtMarkers(w, marker string, fn func(string)) {
+	start := 0
+	for i := len(marker); i < len(w); {
+		j := strings.Index(w[i:], marker)
+		if j < 0 {
+			break
+		}
+		at := i + j
+		if !strings.HasSuffix(w[:at], marker) {
+			fn(w[start:at])
+			start = at
+		}
+		i = at + len(marker)
+	}
+	fn(w[start:])
+}
+
 // walkSegment encodes text that holds no added token.
 func (h *HF) walkSegment(seg string, first bool, emit func([]int)) {
 	if seg == "" {
@@ -824,7 +876,11 @@ func (h *HF) walkSegment(seg string, first bool, emit func([]int)) {
 		pieces = step(pieces)
 	}
 	for _, p := range pieces {
-		if p.s != "" {
+		switch {
+		case p.s == "":
+		case h.wordMarker != "" && len(p.s) > maxCachedLen:
+			cutAtMarkers(p.s, h.wordMarker, func(w string) { emit(h.word(w)) })
+		default:
 			emit(h.word(p.s))
 		}
 	}
@@ -844,6 +900,12 @@ func (h *HF) word(w string) []int {
 		}
 	}
 	return ids
+}
+
+// resetCache empties the word cache (benchmarks measure cold encoding with it).
+func (h *HF) resetCache() {
+	h.cache.Clear()
+	h.cached.Store(0)
 }
 
 func (h *HF) bpe(w string) []int {

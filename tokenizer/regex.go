@@ -88,8 +88,8 @@ type reThread struct{ pc, pos int }
 // run executes the program. With visited == nil it gives up (ok=false) after maxStepsPlain
 // steps; otherwise it always finishes. end is -1 when there is no match.
 func (re *regex) run(s string, start int, visited map[uint64]struct{}) (end int, ok bool) {
-	stack := make([]reThread, 0, 16)
-	stack = append(stack, reThread{0, start})
+	var buf [32]reThread
+	stack := append(buf[:0], reThread{0, start})
 	steps := 0
 	for len(stack) > 0 {
 		t := stack[len(stack)-1]
@@ -163,6 +163,21 @@ type runeClass struct {
 	fold   bool // case-insensitive: a rune matches when any rune of its fold orbit does
 	ranges []rune
 	tables []classTable
+	ascii  [2]uint64 // membership of runes below 128, filled by prepare
+	ready  bool
+}
+
+// prepare fills the ASCII bitmap; the class must not change afterwards.
+func (c *runeClass) prepare() {
+	if c.ready {
+		return
+	}
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		if c.matchSlow(r) {
+			c.ascii[r>>6] |= 1 << (r & 63)
+		}
+	}
+	c.ready = true
 }
 
 type classTable struct {
@@ -171,6 +186,13 @@ type classTable struct {
 }
 
 func (c *runeClass) matches(r rune) bool {
+	if r < utf8.RuneSelf && c.ready {
+		return c.ascii[r>>6]&(1<<(r&63)) != 0
+	}
+	return c.matchSlow(r)
+}
+
+func (c *runeClass) matchSlow(r rune) bool {
 	in := c.has(r)
 	if !in && c.fold {
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
@@ -660,6 +682,7 @@ func (c *reCompiler) emit(n *reNode) error {
 	switch n.kind {
 	case kEmpty:
 	case kClass:
+		n.cls.prepare()
 		c.insts = append(c.insts, reInst{op: opClass, cls: n.cls})
 	case kConcat:
 		for _, s := range n.subs {
