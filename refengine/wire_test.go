@@ -1,7 +1,9 @@
 package refengine
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -49,4 +51,46 @@ func TestAppendJSONString(t *testing.T) {
 			t.Fatalf("%q round-trips to %q, want %q", s, back, w)
 		}
 	}
+}
+
+// FuzzHandler drives the whole HTTP handler with arbitrary bodies: every answer is a 200 or an
+// OpenAI-style 4xx error, and nothing panics.
+func FuzzHandler(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt":"hello world","max_tokens":5,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
+		`{"prompt":[1,2,3],"hash_ids":[1,2],"max_tokens":2,"min_tokens":1,"ignore_eos":true,"seed":3,"temperature":0.5}`,
+		`{"prompt":"x","max_tokens":-1}`, `nope`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	e, err := New(Config{MaxModelLen: 256, Clock: NewVirtualClock(fixedNow()), Now: fixedNow, HashIDTokens: 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer e.Close()
+	h := e.Handler()
+	f.Fuzz(func(t *testing.T, body []byte, chat bool) {
+		path := "/v1/completions"
+		if chat {
+			path = "/v1/chat/completions"
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", path, bytes.NewReader(body)))
+		switch {
+		case rec.Code == 200:
+		case rec.Code >= 400 && rec.Code < 500:
+			var eb errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Message == "" {
+				t.Fatalf("%d with a body that is not an OpenAI error: %q", rec.Code, rec.Body.Bytes())
+			}
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+		}
+		if n := e.Panics(); n != 0 {
+			t.Fatalf("%d panics recovered", n)
+		}
+	})
 }
