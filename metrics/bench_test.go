@@ -10,7 +10,7 @@ import (
 // SLOs with a per-request ITL P99, time series) over records in memory. Divide ns/op and
 // allocs/op by the records/op metric for per-record figures.
 func BenchmarkSummarize(b *testing.B) {
-	recs := mixedRun(2000, 5)
+	recs := mixedRun(20000, 5)
 	opts := Options{SLO: SLO{TTFT: 300 * time.Millisecond, ITLP99: 100 * time.Millisecond}}
 	b.ReportAllocs()
 	for b.Loop() {
