@@ -57,7 +57,8 @@ type chartSpec struct {
 	YLog            bool
 	YMax            any
 	Y2Max           any
-	XMax            any  // "dataMax" ends a time axis at the last sample
+	XMax            any // "dataMax" ends a time axis at the last sample
+	XLog            bool
 	Horizontal      bool // category axis on y (bars grow to the right)
 	Series          []seriesSpec
 	Shades          []shade
@@ -83,6 +84,9 @@ func (c *chartSpec) option() map[string]any {
 		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: strconv.Itoa(c.gridTop()), Bottom: "28", ContainLabel: opts.Bool(true)}),
 	)
 	valueX := opts.XAxis{Type: "value", Name: c.XName, NameLocation: "middle", NameGap: 24, Scale: opts.Bool(true), Max: c.XMax}
+	if c.XLog {
+		valueX.Type = "log"
+	}
 	catX := opts.XAxis{Type: "category", Name: c.XName, NameLocation: "middle", NameGap: 24}
 	yType := "value"
 	if c.YLog {
@@ -136,6 +140,8 @@ func (c *chartSpec) option() map[string]any {
 				if s.Area {
 					ss.AreaStyle = &opts.AreaStyle{Opacity: opts.Float(0.12)}
 				}
+			case "bar":
+				ss.BarMaxWidth = "64"
 			case "scatter":
 				size := s.Symbol
 				if size == 0 {

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,9 +55,6 @@ func runFacts(r metrics.RunInfo) []fact {
 	if r.Host.OS != "" || r.Host.CPUs > 0 {
 		add("client host", strings.Join(host, ", "))
 	}
-	for _, k := range sortedKeys(r.Engine) {
-		add("engine "+k, r.Engine[k])
-	}
 	if r.Interrupted {
 		add("interrupted", "yes: numbers cover the requests that finished")
 	}
@@ -97,6 +95,14 @@ func runPage(s *metrics.Summary, o *HTMLOptions) *page {
 	}
 	if sec, ok := serverSection(o.ServerMetrics, o.maxPoints()); ok {
 		p.Sections = append(p.Sections, sec)
+	}
+	if len(s.Run.Engine) > 0 {
+		t := &table{Numeric: true, LastLeft: true}
+		for _, k := range sortedKeys(s.Run.Engine) {
+			t.add(txt(k), txt(s.Run.Engine[k]))
+		}
+		p.Sections = append(p.Sections, section{ID: "engine", Title: "Engine configuration",
+			Intro: "What the run saw of the serving engine's configuration.", Blocks: []block{{Table: t}}})
 	}
 	return p
 }
@@ -212,13 +218,52 @@ func cdfTable(caption string, names []string, cdfs [][]metrics.CDFPoint) *table 
 func cdfChart(id, title, note string, names, colors []string, dists []metrics.Dist) *chartSpec {
 	c := &chartSpec{ID: id, Title: title, Note: note, XName: "ms", YName: "fraction ≤ x", YMax: 1}
 	var cdfs [][]metrics.CDFPoint
-	for i, d := range dists {
-		pts := cdfPoints(d)
-		cdfs = append(cdfs, pts)
-		c.Series = append(c.Series, cdfSeries(names[i], colors[i], pts, false))
+	for _, d := range dists {
+		cdfs = append(cdfs, cdfPoints(d))
+	}
+	c.XLog = longTail(cdfs)
+	if c.XLog {
+		c.XName = "ms (log scale)"
+	}
+	for i, pts := range cdfs {
+		c.Series = append(c.Series, cdfSeries(names[i], colors[i], logSafe(pts, c.XLog), i > 0))
 	}
 	c.Table = cdfTable("", names, cdfs)
 	return c
+}
+
+// longTail reports whether the CDFs span so many orders of magnitude (max over median above
+// 10) that a linear axis would squash the bulk of the distribution against the left edge.
+func longTail(cdfs [][]metrics.CDFPoint) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, pts := range cdfs {
+		var med float64
+		for _, p := range pts {
+			if p.Q <= 0.5 {
+				med = p.Value
+			}
+			hi = max(hi, p.Value)
+		}
+		if med > 0 {
+			lo = min(lo, med)
+		}
+	}
+	return !math.IsInf(lo, 1) && hi/lo > 10
+}
+
+// logSafe drops the points a log axis cannot place (zero gaps of multi-token chunks); the
+// table keeps them.
+func logSafe(pts []metrics.CDFPoint, log bool) []metrics.CDFPoint {
+	if !log {
+		return pts
+	}
+	out := make([]metrics.CDFPoint, 0, len(pts))
+	for _, p := range pts {
+		if p.Value > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func cdfSection(s *metrics.Summary) section {
