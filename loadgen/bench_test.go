@@ -52,7 +52,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.Run(fmt.Sprintf("usage=%v", usage), func(b *testing.B) {
 			const n = 4096
 			body := sseBody(n, usage)
-			c := &client{tok: tokenizer.Reference{}, clock: realClock{}, start: time.Now()}
+			c := &client{tok: tokenizer.Reference{}, clock: newRealClock(), start: time.Now()}
 			rd := bytes.NewReader(body)
 			sr := newSSEReader(rd, readerSize)
 			rec := &metrics.Record{Chunks: make([]metrics.Chunk, 0, n)}

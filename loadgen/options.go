@@ -138,17 +138,35 @@ type Result struct {
 	ClientCPUFraction float64
 }
 
-// realClock paces with a timer and then spins for the last stretch, so sends land well
-// within a millisecond of their time even though timers fire late under load.
-type realClock struct{}
+// realClock paces with a timer and then spins (yielding) for the last stretch, so sends land
+// well within a millisecond of their time even where timers fire a millisecond late. The
+// stretch adapts to how late this machine's timers fire: about twice the recent lateness,
+// between minSpin and maxSpin.
+type realClock struct {
+	late atomic.Int64 // moving average of timer lateness, ns
+}
 
-// spinWindow is how early the timer wakes before the target; the rest is a yielding spin.
-const spinWindow = 300 * time.Microsecond
+const (
+	minSpin     = 100 * time.Microsecond
+	maxSpin     = 4 * time.Millisecond
+	initialLate = time.Millisecond
+)
 
-func (realClock) Now() time.Time { return time.Now() }
+func newRealClock() *realClock {
+	c := &realClock{}
+	c.late.Store(int64(initialLate))
+	return c
+}
 
-func (realClock) SleepUntil(ctx context.Context, t time.Time) error {
-	if d := time.Until(t) - spinWindow; d > 0 {
+func (c *realClock) Now() time.Time { return time.Now() }
+
+func (c *realClock) window() time.Duration {
+	return min(max(2*time.Duration(c.late.Load()), minSpin), maxSpin)
+}
+
+func (c *realClock) SleepUntil(ctx context.Context, t time.Time) error {
+	w := c.window()
+	if d := time.Until(t) - w; d > 0 {
 		tm := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -156,6 +174,9 @@ func (realClock) SleepUntil(ctx context.Context, t time.Time) error {
 			return ctx.Err()
 		case <-tm.C:
 		}
+		late := int64(time.Since(t.Add(-w)))
+		old := c.late.Load()
+		c.late.Store(old + (late-old)/8)
 	}
 	for time.Now().Before(t) {
 		if ctx.Err() != nil {

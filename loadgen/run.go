@@ -74,7 +74,7 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 	}
 	clock := opts.Clock
 	if clock == nil {
-		clock = realClock{}
+		clock = newRealClock()
 	}
 	r := &runner{opts: opts, c: c, clock: clock, sink: sink, soft: ctx, progress: opts.Progress,
 		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens)}
