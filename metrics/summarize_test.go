@@ -3,9 +3,7 @@ package metrics
 import (
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 )
 
 func TestSummarizeBasicDefinitions(t *testing.T) {
@@ -59,7 +57,7 @@ func TestSummarizeBasicDefinitions(t *testing.T) {
 	if !near(sum.Throughput.WindowS, 1.31, 1e-9) || !near(sum.Throughput.OutputTokensPerS, 8/1.31, 1e-9) {
 		t.Errorf("throughput %+v", sum.Throughput)
 	}
-	if len(sum.TTFTCDF()) == 0 {
+	if len(sum.Latency.TTFT.CDF) == 0 {
 		t.Error("no CDF")
 	}
 	if len(sum.ByClass) != 0 {
@@ -69,9 +67,6 @@ func TestSummarizeBasicDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// TTFTCDF is a test convenience.
-func (s *Summary) TTFTCDF() []CDFPoint { return s.Latency.TTFT.CDF }
 
 func TestSummarizeFileSourceAndTruncation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "requests.msgpack")
@@ -95,6 +90,4 @@ func TestSummarizeFileSourceAndTruncation(t *testing.T) {
 	if sum.Requests.Total != 3 || len(sum.Warnings) != 0 {
 		t.Fatalf("total %d warnings %v", sum.Requests.Total, sum.Warnings)
 	}
-	_ = time.Second
-	_ = strings.Contains
 }
