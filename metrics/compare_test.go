@@ -183,3 +183,49 @@ func TestCompareOutputEquivalence(t *testing.T) {
 		t.Fatalf("%+v", eq)
 	}
 }
+
+// Speculative decoding in miniature: the candidate delivers 4 tokens every 40ms instead of one
+// every 10ms. TPOT is the same; per-chunk ITL quadruples while per-token ITL's median drops to
+// zero, and tokens per chunk shows the burstiness.
+func TestCompareShowsChunkVersusTokenITL(t *testing.T) {
+	var base, cand SliceSource
+	for i := 0; i < 50; i++ {
+		id := fmt.Sprintf("q%02d", i)
+		base = append(base, timeline(id, float64(i)*500, 100, constGaps(40, 10), nil))
+		toks := make([]int32, 11)
+		for j := range toks {
+			toks[j] = 4
+		}
+		toks[0] = 1 // 1 + 10*4 = 41 tokens, like the base
+		cand = append(cand, timeline(id, float64(i)*500, 100, constGaps(10, 40), toks))
+	}
+	c, err := Compare([]Source{base}, []Source{cand}, CompareOptions{
+		Metrics:   []string{"tpot.p50", "itl.p50", "itl.p95", "itl_chunk.p50", "tokens_per_chunk.mean"},
+		Resamples: 200,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]float64{
+		"tpot.p50":              {10, 10},
+		"itl.p50":               {10, 0},
+		"itl.p95":               {10, 40},
+		"itl_chunk.p50":         {10, 40},
+		"tokens_per_chunk.mean": {1, 41.0 / 11},
+	}
+	for name, w := range want {
+		m := metricByName(t, c, name)
+		if !near(m.Base, w[0], w[0]*0.008+1e-9) || !near(m.Cand, w[1], w[1]*0.008+1e-9) {
+			t.Errorf("%s: base %v cand %v, want %v", name, m.Base, m.Cand, w)
+		}
+	}
+	if v := metricByName(t, c, "tpot.p50").Verdict; v != VerdictUnchanged {
+		t.Errorf("tpot verdict %s", v)
+	}
+	if v := metricByName(t, c, "itl_chunk.p50").Verdict; v != VerdictWorse {
+		t.Errorf("chunk ITL verdict %s", v)
+	}
+	if cdf := c.CDFs["tokens_per_chunk"]; cdf.Unit != "tokens" || cdf.Cand[len(cdf.Cand)-1].Value != 4 {
+		t.Errorf("tokens per chunk CDF %+v", cdf)
+	}
+}
