@@ -418,28 +418,37 @@ func timeSection(ts *metrics.TimeSeries, maxPoints int) (section, bool) {
 	failed := perSecond(ts.Failed, ts.BucketS)
 	sent := perSecond(ts.Sent, ts.BucketS)
 	inflight, queued := ints(ts.InFlight), ints(ts.Queued)
-	idx := unionLTTB(ts.T, maxPoints, ts.TTFTP50, ts.TTFTP99, ts.ITLP50, ts.ITLP99, ts.OutputTokPerS,
-		completed, failed, sent, inflight, queued)
+	latency := []tsCol{
+		{"TTFT p50", ts.TTFTP50, colBlue, 0, false}, {"TTFT p99", ts.TTFTP99, colBlue, 0, true},
+		{"ITL p50", ts.ITLP50, colGreen, 1, false}, {"ITL p99", ts.ITLP99, colGreen, 1, true}}
+	throughput := []tsCol{{"output tok/s", ts.OutputTokPerS, colPurple, 0, false},
+		{"completed req/s", completed, colGreen, 1, false}, {"failed req/s", failed, colRed, 1, false}}
+	load := []tsCol{{"in flight", inflight, colBlue, 0, false}, {"queued", queued, colOrange, 0, false},
+		{"sent / s", sent, colGray, 0, true}}
+	// Each chart keeps the union of its own series' LTTB picks, so its table has its points.
+	idxOf := func(cols []tsCol) []int {
+		vals := make([][]float64, len(cols))
+		for i, c := range cols {
+			vals[i] = c.vals
+		}
+		return unionLTTB(ts.T, maxPoints, vals...)
+	}
+	li, ti, di := idxOf(latency), idxOf(throughput), idxOf(load)
 	note := ""
-	if len(idx) < len(ts.T) {
-		note = fmt.Sprintf(" Downsampled with LTTB from %s to %s points.", fmtInt(int64(len(ts.T))), fmtInt(int64(len(idx))))
+	if kept := max(len(li), len(ti), len(di)); kept < len(ts.T) {
+		note = fmt.Sprintf(" Downsampled with LTTB from %s buckets to at most %s points per chart.",
+			fmtInt(int64(len(ts.T))), fmtInt(int64(kept)))
 	}
 	bucket := "per " + fmtShort(ts.BucketS) + " s bucket"
 	return section{ID: "over-time", Title: "Over time",
 		Intro: "Per-bucket series from the start of the run. Grey bands mark warm-up and cool-down, which are left out of every headline number." + note,
 		Blocks: []block{{Charts: []*chartSpec{
 			tsChart("ts-latency", "Latency over time", "TTFT (left axis) and ITL (right axis) percentiles, "+bucket,
-				"TTFT ms", "ITL ms", ts, idx, []tsCol{
-					{"TTFT p50", ts.TTFTP50, colBlue, 0, false}, {"TTFT p99", ts.TTFTP99, colBlue, 0, true},
-					{"ITL p50", ts.ITLP50, colGreen, 1, false}, {"ITL p99", ts.ITLP99, colGreen, 1, true}}),
+				"TTFT ms", "ITL ms", ts, li, latency),
 			tsChart("ts-throughput", "Throughput over time", "output tokens/s (left) and requests/s (right)",
-				"tok/s", "req/s", ts, idx, []tsCol{
-					{"output tok/s", ts.OutputTokPerS, colPurple, 0, false},
-					{"completed req/s", completed, colGreen, 1, false}, {"failed req/s", failed, colRed, 1, false}}),
+				"tok/s", "req/s", ts, ti, throughput),
 			tsChart("ts-load", "Requests in flight and queued", "queued = waiting for a client concurrency slot; sent per second for reference",
-				"requests", "", ts, idx, []tsCol{
-					{"in flight", inflight, colBlue, 0, false}, {"queued", queued, colOrange, 0, false},
-					{"sent / s", sent, colGray, 0, true}}),
+				"requests", "", ts, di, load),
 		}}}}, true
 }
 

@@ -69,7 +69,7 @@ func TestReportSizeFor100kRequests(t *testing.T) {
 		if run.Len() > limit || cmp.Len() > limit {
 			t.Errorf("report too large: run %d bytes, comparison %d bytes (limit %d)", run.Len(), cmp.Len(), limit)
 		}
-		if seconds == 20000 && !strings.Contains(run.String(), "Downsampled with LTTB from 20,000") {
+		if seconds == 20000 && !strings.Contains(run.String(), "Downsampled with LTTB from 20,000 buckets") {
 			t.Error("long series were not downsampled")
 		}
 	}
