@@ -118,6 +118,16 @@ func (cl *cluster) nextEvent() (t time.Duration, ok bool) {
 	return t, ok
 }
 
+// busy reports whether any pool is stepping or any KV transfer is in flight.
+func (cl *cluster) busy() bool {
+	for _, p := range cl.pools {
+		if p.busy {
+			return true
+		}
+	}
+	return len(cl.transfers) > 0
+}
+
 // anyIdle reports whether some pool is not stepping (so a new arrival could start at once).
 func (cl *cluster) anyIdle() bool {
 	for _, p := range cl.pools {

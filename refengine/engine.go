@@ -91,22 +91,43 @@ func (e *Engine) Timeline(id string) (Timeline, bool) {
 	return t.clone(), true
 }
 
+// loop is the scheduler goroutine. Simulated time follows the ideal schedule: a step that
+// starts at t ends at t + its priced duration, whatever the OS timer's precision, and the
+// clock only paces the loop (it sleeps until the wall time of the next event, and runs
+// overdue events back to back). Tokens are therefore never delivered before their
+// ground-truth time, and late by at most the timer's granularity. When nothing is pending the
+// engine's time catches up with the clock; a request is admitted once the engine's time has
+// reached its arrival.
 func (e *Engine) loop() {
 	defer close(e.done)
 	cl := e.cl
-	var reached time.Duration // the time the last uninterrupted sleep was for
 	for {
 		e.mu.Lock()
-		cl.now = max(cl.now, e.clock.Now(), reached)
-		cl.advance()
-		for _, s := range e.incoming {
-			cl.submit(s)
+		if !cl.busy() {
+			cl.now = max(cl.now, e.clock.Now())
 		}
-		clear(e.incoming)
-		e.incoming = e.incoming[:0]
+		cl.advance()
+		j := 0
+		var nextArrival time.Duration
+		for _, s := range e.incoming {
+			if s.tl.Arrival <= cl.now {
+				cl.submit(s)
+				continue
+			}
+			if j == 0 || s.tl.Arrival < nextArrival {
+				nextArrival = s.tl.Arrival
+			}
+			e.incoming[j] = s
+			j++
+		}
+		clear(e.incoming[j:])
+		e.incoming = e.incoming[:j]
 		cl.planIdle()
 		e.noteFinished()
 		next, ok := cl.nextEvent()
+		if j > 0 && (!ok || nextArrival < next) {
+			next, ok = nextArrival, true
+		}
 		ctx, cancel := e.ctx, context.CancelFunc(nil)
 		if ok && cl.anyIdle() {
 			// A new arrival may start an idle pool before next: let submit interrupt the sleep.
@@ -122,13 +143,14 @@ func (e *Engine) loop() {
 				return
 			}
 		}
-		if e.clock.SleepUntil(ctx, next) == nil {
-			reached = next
+		reached := e.clock.SleepUntil(ctx, next) == nil
+		e.mu.Lock()
+		e.interrupt = nil
+		if reached {
+			cl.now = max(cl.now, next)
 		}
+		e.mu.Unlock()
 		if cancel != nil {
-			e.mu.Lock()
-			e.interrupt = nil
-			e.mu.Unlock()
 			cancel()
 		}
 		if e.ctx.Err() != nil {

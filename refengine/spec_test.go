@@ -186,3 +186,29 @@ func TestSpecTokensPerPass(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPStepsFollowTheModel checks that the HTTP engine's ground truth follows the priced
+// schedule exactly, whatever the OS timer precision at a high time scale: a lone request's
+// token gaps equal Simulate's.
+func TestHTTPStepsFollowTheModel(t *testing.T) {
+	e, url := startEngine(t, Config{TimeScale: 100})
+	post(t, url+"/v1/completions", `{"prompt":"hello there","max_tokens":60,"temperature":0}`, "X-Request-Id", "d")
+	got, _ := e.Timeline("d")
+	res, err := Simulate([]SimRequest{{ID: "d", Prompt: "hello there", MaxTokens: 60}}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res.Timelines[0]
+	if len(got.Emissions) != len(want.Emissions) || got.OutputSeed != want.OutputSeed {
+		t.Fatalf("%d emissions vs %d; seeds %x %x", len(got.Emissions), len(want.Emissions), got.OutputSeed, want.OutputSeed)
+	}
+	for i := 1; i < len(want.Emissions); i++ {
+		g, w := got.Emissions[i].At-got.Emissions[i-1].At, want.Emissions[i].At-want.Emissions[i-1].At
+		if g != w {
+			t.Fatalf("gap %d: HTTP %v, Simulate %v", i, g, w)
+		}
+	}
+	if got.Emissions[0].At-got.FirstScheduled != want.Emissions[0].At-want.FirstScheduled {
+		t.Fatalf("prefill step %v vs %v", got.Emissions[0].At-got.FirstScheduled, want.Emissions[0].At-want.FirstScheduled)
+	}
+}
