@@ -127,8 +127,13 @@
 //
 // All engine times are simulated offsets from an epoch. The HTTP engine runs on a ScaledClock
 // (Config.TimeScale: 2 runs twice as fast as the GPU would) or on any Clock given in
-// Config.Clock; Simulate uses virtual time and never sleeps. Fault durations (stall,
-// slow-headers) are simulated time too. Engine.Timeline(id) returns the ground truth of a
+// Config.Clock; Simulate uses virtual time and never sleeps. The HTTP engine's simulated time
+// follows the priced schedule exactly (a step starting at t ends at t + its duration); the
+// clock only paces the scheduler, which sleeps until the wall time of the next event and runs
+// overdue steps back to back, so a token is never sent before its ground-truth time and is
+// late by at most the OS timer's granularity (about a millisecond of wall time). When idle,
+// the engine's time catches up with the clock. Fault durations (stall, slow-headers) are
+// simulated time too. Engine.Timeline(id) returns the ground truth of a
 // request keyed by its X-Request-Id header (else its response id): arrival, first scheduled
 // step, every emission (simulated offset and token count; Timeline.Wall gives wall time),
 // finish, prompt/output/cached tokens, preemptions, speculative counts, KV transfer time.
@@ -141,7 +146,8 @@
 // key: reset-before (TCP reset before headers), status-429/500/503 (OpenAI error bodies),
 // slow-headers=p:d, reset-mid, stall=p:d, malformed (one non-SSE line), bad-json (one
 // truncated JSON chunk), no-done (no [DONE]), early-eos; overload=N answers 429 while more than
-// N requests wait. Mid-stream faults fire once, at a point drawn uniformly over the output.
+// N requests wait. Mid-stream faults fire once, at a point drawn uniformly over the output,
+// and apply to streamed responses only. Simulate applies early-eos alone.
 //
 // # Configuration
 //
