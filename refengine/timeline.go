@@ -54,7 +54,9 @@ type Timeline struct {
 	Done         bool
 }
 
-// Wall returns the wall-clock time of simulated offset d.
+// Wall returns the wall-clock time of simulated offset d: Epoch + d/Scale. For the HTTP
+// engine this is when the engine's schedule reached d; a chunk is written to the connection
+// at or shortly after the Wall time of its emission, never before.
 func (t *Timeline) Wall(d time.Duration) time.Time {
 	if t.Scale <= 0 || t.Scale == 1 {
 		return t.Epoch.Add(d)
