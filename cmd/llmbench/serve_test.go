@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,5 +117,33 @@ func TestEngineFlagsConfig(t *testing.T) {
 	ef = addEngineFlags(fs)
 	if ef.changed() || ef.modelName() != "" {
 		t.Fatal("defaults count as changed")
+	}
+}
+
+func TestEngineFlagsProfilesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "profiles.json")
+	err := os.WriteFile(path, []byte(`{"gpus":[{"name":"tiny-gpu","mem_gb":24,"mem_bw_gbs":1000,"bf16_tflops":100,"link_gbs":50}]}`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	ef := addEngineFlags(fs)
+	if err := fs.Parse([]string{"--profiles", path, "--gpu", "tiny-gpu", "--disaggregated", "--kv-transfer-gbps", "25", "--engine-seed", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ef.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Profiles == nil || !cfg.Disaggregated || cfg.KVTransferBW != 25e9 || cfg.Seed != 7 {
+		t.Fatalf("%+v", cfg)
+	}
+	eng, err := refengine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if info := eng.Info(); info.GPU != "tiny-gpu" || !info.Disaggregated {
+		t.Fatalf("engine info %+v", info)
 	}
 }
