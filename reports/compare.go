@@ -117,9 +117,8 @@ func deltaPctText(m metrics.MetricDelta) string {
 
 // metricLabel names a metric with its unit where the name does not already say it.
 func metricLabel(m metrics.MetricDelta) string {
-	switch m.Unit {
-	case "ms", "tokens", "tok/s":
-		return m.Name + " (" + m.Unit + ")"
+	if m.Unit == "ms" {
+		return m.Name + " (ms)"
 	}
 	return m.Name
 }
@@ -138,7 +137,7 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	e.field("base", sideText(c.Base))
 	e.field("candidate", sideText(c.Cand))
 	e.field("method", c.Method)
-	e.printf("\n%-27s%9s%9s%10s%8s  %-20s%s\n", "metric", "base", "cand", "delta", "delta%", "CI of delta", "verdict")
+	e.printf("\n%-31s%8s%8s%10s%9s  %-20s%s\n", "metric", "base", "cand", "delta", "delta%", "CI of delta", "verdict")
 	var rules []string
 	for _, m := range c.Metrics {
 		v := m.Verdict
@@ -153,7 +152,7 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			}
 			rules = append(rules, m.Threshold+" "+state)
 		}
-		e.printf("%-27s%9s%9s%10s%8s  %-20s%s\n", clip(termSafe(metricLabel(m)), 26), fmtUnit(m.Base, m.Unit),
+		e.printf("%-31s%8s%8s%10s%9s  %-20s%s\n", clip(termSafe(metricLabel(m)), 30), fmtUnit(m.Base, m.Unit),
 			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ciPct(m), v)
 	}
 	if len(rules) > 0 {

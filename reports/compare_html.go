@@ -84,10 +84,10 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 }
 
 func comparisonTiles(c *metrics.Comparison) []tile {
-	v := tile{Label: "Verdict", Value: "no regression", Class: "good", Key: "compare.verdict",
+	v := tile{Label: "Verdict", Value: "no regression", Class: "good wide", Key: "compare.verdict",
 		Sub: fmt.Sprintf("%d metrics compared", len(c.Metrics))}
 	if c.Regressed {
-		v.Value, v.Class = "regression", "bad"
+		v.Value, v.Class = "regression", "bad wide"
 		v.Sub = strings.Join(c.Regressions, ", ")
 	}
 	tiles := []tile{v}
@@ -218,8 +218,11 @@ func cdfCompareSection(c *metrics.Comparison) (section, bool) {
 		}
 		ch := &chartSpec{ID: chartID("cmp-cdf-", k), Title: title, Note: "cumulative distribution, base vs candidate",
 			XName: unit, YName: "fraction ≤ x", YMax: 1}
-		ch.Series = []seriesSpec{cdfSeries(c.Base.Label+" (base)", colBlue, pair.Base, false),
-			cdfSeries(c.Cand.Label+" (cand)", colOrange, pair.Cand, true)}
+		if unit == "ms" && longTail([][]metrics.CDFPoint{pair.Base, pair.Cand}) {
+			ch.XLog, ch.XName = true, "ms (log scale)"
+		}
+		ch.Series = []seriesSpec{cdfSeries(c.Base.Label+" (base)", colBlue, logSafe(pair.Base, ch.XLog), false),
+			cdfSeries(c.Cand.Label+" (cand)", colOrange, logSafe(pair.Cand, ch.XLog), true)}
 		ch.Table = cdfTable("", []string{"base", "cand"}, [][]metrics.CDFPoint{pair.Base, pair.Cand})
 		charts = append(charts, ch)
 	}

@@ -37,6 +37,7 @@ h2{font-size:17px;margin:0 0 10px;padding-bottom:4px;border-bottom:1px solid var
 .tl{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.05em}
 .tv{font-size:22px;font-weight:650;font-variant-numeric:tabular-nums;white-space:nowrap}
 .ts{font-size:12px;color:var(--muted)}
+.tile.wide{grid-column:span 2}
 .tile.bad .tv{color:var(--bad)}
 .tile.good .tv{color:var(--good)}
 .tw{overflow-x:auto;max-width:100%;margin:8px 0 14px}
