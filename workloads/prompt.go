@@ -161,8 +161,15 @@ func (p *Prompter) blockText(s segment) string {
 	return bt
 }
 
-// fillers are short words that are one token in most tokenizers.
-var fillers = []string{" the", " of", " and", " to", " in", " is", " it", " on", ",", ".", " a", " for", " as", " at", " by"}
+// fillers are short words that are one token in most tokenizers, then single characters
+// for small vocabularies.
+var fillers = func() []string {
+	f := []string{" the", " of", " and", " to", " in", " is", " it", " on", ",", ".", " a", " for", " as", " at", " by"}
+	for _, c := range "etaoinshrdlucmfwypvbgkqjxz0123456789.,;:!?-" {
+		f = append(f, " "+string(c), string(c))
+	}
+	return f
+}()
 
 // fit appends words from the stream seed to prefix so that tok counts exactly target tokens
 // (or as close below as the tokenizer allows).

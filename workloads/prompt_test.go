@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -177,6 +178,39 @@ func BenchmarkGenerateMixed(b *testing.B) {
 	for b.Loop() {
 		if _, err := Generate(spec); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPromptTextHFTokenizers fits prompts under the small Hugging Face tokenizer.json files
+// the tokenizer package tests with (byte-level BPE and SentencePiece-style BPE).
+func TestPromptTextHFTokenizers(t *testing.T) {
+	files, _ := filepath.Glob("../tokenizer/testdata/*.tokenizer.json")
+	if len(files) == 0 {
+		t.Skip("no tokenizer.json fixtures in ../tokenizer/testdata")
+	}
+	for _, f := range files {
+		tok, err := tokenizer.LoadHF(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		p := NewPrompter(tok, 5, 128)
+		for _, r := range []traces.Request{
+			{ID: "a", InputTokens: 1},
+			{ID: "b", InputTokens: 200},
+			{ID: "c", InputTokens: 700, HashIDs: []int64{1, 2, 3}},
+			{ID: "d", InputTokens: 300, HashIDs: []int64{1, 2, 3}},
+		} {
+			text := p.Text(&r)
+			if got := tok.Count(text); got != r.InputTokens {
+				t.Errorf("%s: request %s: %d tokens, want %d", filepath.Base(f), r.ID, got, r.InputTokens)
+			}
+		}
+		c := p.Text(&traces.Request{ID: "c", InputTokens: 700, HashIDs: []int64{1, 2, 3}})
+		d := p.Text(&traces.Request{ID: "d", InputTokens: 300, HashIDs: []int64{1, 2, 3}})
+		shared := p.blockText(segment{seed: p.blockSeed(1), id: 1, full: true}) + p.blockText(segment{seed: p.blockSeed(2), id: 2, full: true})
+		if !strings.HasPrefix(c, shared) || !strings.HasPrefix(d, shared) {
+			t.Errorf("%s: requests sharing hash ids do not share their leading blocks", filepath.Base(f))
 		}
 	}
 }
