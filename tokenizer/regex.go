@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode"
@@ -45,6 +46,14 @@ type reInst struct {
 type regex struct {
 	src   string
 	insts []reInst
+
+	// A pattern whose top level is an alternation also keeps one program per alternative
+	// and the runes each can start with, so that a position tries only the alternatives
+	// that can match there, in their order (which keeps leftmost-first semantics).
+	alts      []*regex
+	altFirst  [][]*runeClass // nil entry: the alternative can match empty; always try it
+	altASCII  [utf8.RuneSelf]uint64
+	altsReady bool
 }
 
 // maxStepsPlain bounds backtracking steps of one match attempt before the matcher restarts
@@ -69,11 +78,111 @@ func compileRegex(pattern string) (*regex, error) {
 		return nil, fmt.Errorf("regex %q: %w", pattern, err)
 	}
 	c.insts = append(c.insts, reInst{op: opMatch})
-	return &regex{src: pattern, insts: c.insts}, nil
+	re := &regex{src: pattern, insts: c.insts}
+	if n.kind == kAlt && len(n.subs) <= 64 {
+		for _, sub := range n.subs {
+			ac := &reCompiler{}
+			if err := ac.emit(sub); err != nil {
+				return nil, fmt.Errorf("regex %q: %w", pattern, err)
+			}
+			ac.insts = append(ac.insts, reInst{op: opMatch})
+			re.alts = append(re.alts, &regex{src: pattern, insts: ac.insts})
+			first, nullable := firstClasses(sub)
+			if nullable {
+				first = nil
+			}
+			re.altFirst = append(re.altFirst, first)
+		}
+		for r := rune(0); r < utf8.RuneSelf; r++ {
+			for k := range re.alts {
+				if re.canStart(k, r) {
+					re.altASCII[r] |= 1 << k
+				}
+			}
+		}
+		re.altsReady = true
+	}
+	return re, nil
+}
+
+// firstClasses returns classes that cover every rune a match of n can start with, and
+// whether n can match without consuming a rune (then the classes say nothing).
+func firstClasses(n *reNode) (first []*runeClass, nullable bool) {
+	switch n.kind {
+	case kEmpty, kLook:
+		// A lookahead consumes nothing; what follows it decides the first rune, and the
+		// lookahead can only reject more, so skipping it is conservative.
+		return nil, true
+	case kClass:
+		return []*runeClass{n.cls}, false
+	case kConcat:
+		for _, sub := range n.subs {
+			f, null := firstClasses(sub)
+			first = append(first, f...)
+			if !null {
+				return first, false
+			}
+		}
+		return first, true
+	case kAlt:
+		for _, sub := range n.subs {
+			f, null := firstClasses(sub)
+			first = append(first, f...)
+			nullable = nullable || null
+		}
+		return first, nullable
+	case kRepeat:
+		f, null := firstClasses(n.subs[0])
+		return f, null || n.min == 0
+	}
+	return nil, true
+}
+
+// canStart reports whether alternative k may match at a rune r.
+func (re *regex) canStart(k int, r rune) bool {
+	first := re.altFirst[k]
+	if first == nil {
+		return true
+	}
+	for _, c := range first {
+		if c.matches(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchAt returns the end of the match starting at pos, or -1.
 func (re *regex) matchAt(s string, pos int) int {
+	if re.altsReady {
+		if pos >= len(s) {
+			for k, alt := range re.alts {
+				if re.altFirst[k] == nil {
+					if end := alt.matchAt(s, pos); end >= 0 {
+						return end
+					}
+				}
+			}
+			return -1
+		}
+		if c := s[pos]; c < utf8.RuneSelf {
+			for mask := re.altASCII[c]; mask != 0; mask &= mask - 1 {
+				if end := re.alts[bits.TrailingZeros64(mask)].matchAt(s, pos); end >= 0 {
+					return end
+				}
+			}
+			return -1
+		}
+		r, _ := utf8.DecodeRuneInString(s[pos:])
+		for k, alt := range re.alts {
+			if re.canStart(k, r) {
+				if end := alt.matchAt(s, pos); end >= 0 {
+					return end
+				}
+			}
+		}
+		return -1
+	}
 	if end, ok := re.run(s, pos, nil); ok {
 		return end
 	}

@@ -200,7 +200,7 @@ func FuzzSplitPatternsVsStdlib(f *testing.F) {
 func FuzzRegexVsStdlib(f *testing.F) {
 	patterns := []string{
 		`[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}`, `(?i:ab|a)c?`, `[a-f]+?x|[a-f]{2,4}`, `(?:ab|a)(?:bc|c)*`,
-		`\S+`, `[^\s\p{L}]+[\r\n]*`, `x*y|x+`, `(?i)[a-z]{2}`, `.+`, `\p{Lu}\p{Ll}*`,
+		`\S+`, `[^\s\p{L}]+[\r\n]*`, `x*y|x+`, `(?i)[a-z]{2}`, `.+`, `\p{Lu}\p{Ll}*`, `b*|a+`, `(?:x|)y|z|é+`,
 	}
 	type pair struct {
 		mine *regex
