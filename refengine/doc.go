@@ -146,7 +146,8 @@
 // key: reset-before (TCP reset before headers), status-429/500/503 (OpenAI error bodies),
 // slow-headers=p:d, reset-mid, stall=p:d, malformed (one non-SSE line), bad-json (one
 // truncated JSON chunk), no-done (no [DONE]), early-eos; overload=N answers 429 while more than
-// N requests wait. Mid-stream faults fire once, at a point drawn uniformly over the output,
+// N requests wait; from=D and until=D confine the faults to requests arriving in that window of
+// simulated time (an outage), and seed=N seeds the draws. Mid-stream faults fire once, at a point drawn uniformly over the output,
 // and apply to streamed responses only. Simulate applies early-eos alone.
 //
 // # Configuration

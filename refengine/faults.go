@@ -32,6 +32,9 @@ type Faults struct {
 	// wait to be scheduled.
 	OverloadQueue int
 	Seed          uint64
+	// From and Until schedule the faults: only requests arriving at simulated offsets in
+	// [From, Until) are affected (Until 0: no end). They model an outage window.
+	From, Until time.Duration
 }
 
 // faultSpec describes one key of the spec syntax.
@@ -42,6 +45,7 @@ type faultSpec struct {
 	help     string
 	intValue func(*Faults) *int
 	seed     bool
+	window   func(*Faults) *time.Duration
 }
 
 var faultKeys = map[string]faultSpec{
@@ -59,6 +63,8 @@ var faultKeys = map[string]faultSpec{
 	"early-eos":    {prob: func(f *Faults) *float64 { return &f.EarlyEOS }, help: "stop early unless ignore_eos"},
 	"overload":     {intValue: func(f *Faults) *int { return &f.OverloadQueue }, help: "429 while more than N requests wait, e.g. overload=64"},
 	"seed":         {seed: true, help: "seed of the fault draws"},
+	"from":         {window: func(f *Faults) *time.Duration { return &f.From }, help: "inject only from this simulated time on, e.g. from=30s"},
+	"until":        {window: func(f *Faults) *time.Duration { return &f.Until }, help: "inject only before this simulated time, e.g. until=40s"},
 }
 
 func faultKeyList() string {
@@ -72,8 +78,9 @@ func faultKeyList() string {
 
 // ParseFaults parses a spec such as "reset-mid=0.1,status-503=0.1,stall=0.1:500ms,
 // malformed=0.05": comma-separated key=value items, where a probability is in [0, 1] and may
-// carry ":duration" for stall and slow-headers; "overload=N" takes a queue length and
-// "seed=N" a seed. An empty spec injects nothing.
+// carry ":duration" for stall and slow-headers; "overload=N" takes a queue length, "seed=N" a
+// seed, and "from=30s" / "until=40s" a window of simulated arrival time outside which nothing
+// is injected. An empty spec injects nothing.
 func ParseFaults(spec string) (Faults, error) {
 	var f Faults
 	spec = strings.TrimSpace(spec)
@@ -107,6 +114,12 @@ func ParseFaults(spec string) (Faults, error) {
 				return Faults{}, fmt.Errorf("faults: seed=%q: want a non-negative integer", val)
 			}
 			f.Seed = n
+		case fs.window != nil:
+			d, err := time.ParseDuration(val)
+			if err != nil || d < 0 {
+				return Faults{}, fmt.Errorf("faults: %s=%q: want a non-negative duration such as 30s (%s)", key, val, fs.help)
+			}
+			*fs.window(&f) = d
 		case fs.intValue != nil:
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 1 {
@@ -137,6 +150,9 @@ func ParseFaults(spec string) (Faults, error) {
 				*fs.dur(&f) = d
 			}
 		}
+	}
+	if f.Until > 0 && f.Until <= f.From {
+		return Faults{}, fmt.Errorf("faults: until=%v must be after from=%v", f.Until, f.From)
 	}
 	return f, nil
 }
@@ -171,6 +187,12 @@ func (f Faults) String() string {
 	if f.Seed != 0 {
 		parts = append(parts, "seed="+strconv.FormatUint(f.Seed, 10))
 	}
+	if f.From > 0 {
+		parts = append(parts, "from="+f.From.String())
+	}
+	if f.Until > 0 {
+		parts = append(parts, "until="+f.Until.String())
+	}
 	return strings.Join(parts, ",")
 }
 
@@ -191,9 +213,12 @@ type faultPlan struct {
 
 func (p *faultPlan) midStream() bool { return p.resetMid || p.stall > 0 || p.malformed || p.badJSON }
 
-// plan draws the faults of the request with key hash k.
-func (f *Faults) plan(k uint64) faultPlan {
+// plan draws the faults of the request with key hash k arriving at simulated offset at.
+func (f *Faults) plan(k uint64, at time.Duration) faultPlan {
 	var p faultPlan
+	if at < f.From || (f.Until > 0 && at >= f.Until) {
+		return p
+	}
 	draw := func(i uint64) float64 {
 		return float64(tokenizer.Mix(f.Seed^tokenizer.Mix(k^(i*0x9e3779b97f4a7c15)))>>11) / (1 << 53)
 	}

@@ -130,7 +130,7 @@ func TestFaultDrawsAreReproducible(t *testing.T) {
 	f := mustFaults(t, "status-503=0.3,seed=9")
 	hits := 0
 	for i := uint64(0); i < 1000; i++ {
-		a, b := f.plan(i), f.plan(i)
+		a, b := f.plan(i, 0), f.plan(i, 0)
 		if a != b {
 			t.Fatal("plan differs for the same key")
 		}
@@ -169,6 +169,8 @@ func TestParseFaults(t *testing.T) {
 		"seed=-1":             "seed",
 		"reset-mid=0.1,,":     "empty",
 		"no-done=1,no-done=1": "twice",
+		"from=soon":           "duration",
+		"from=20s,until=10s":  "after",
 	} {
 		if _, err := ParseFaults(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one mentioning %q", spec, err, want)
@@ -177,7 +179,7 @@ func TestParseFaults(t *testing.T) {
 }
 
 func FuzzParseFaults(f *testing.F) {
-	for _, s := range []string{"", "reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05", "overload=3,seed=1", "slow-headers=1:2s", "=", ",", "stall=1:"} {
+	for _, s := range []string{"", "reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05", "overload=3,seed=1", "slow-headers=1:2s", "=", ",", "stall=1:", "status-500=1,from=1s,until=2s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
@@ -190,4 +192,21 @@ func FuzzParseFaults(f *testing.F) {
 			t.Fatalf("%q parsed to %+v, whose String %q gives %+v, %v", spec, fl, fl.String(), again, err)
 		}
 	})
+}
+
+func TestFaultWindow(t *testing.T) {
+	f := mustFaults(t, "status-503=1,from=10s,until=20s")
+	for at, want := range map[time.Duration]int{0: 0, 10 * time.Second: 503, 19 * time.Second: 503, 20 * time.Second: 0} {
+		if got := f.plan(1, at).status; got != want {
+			t.Errorf("at %v: status %d, want %d", at, got, want)
+		}
+	}
+	reqs := []SimRequest{{ID: "a", PromptTokens: 5, MaxTokens: 50}, {ID: "b", Arrival: 15 * time.Second, PromptTokens: 5, MaxTokens: 50}}
+	res, err := Simulate(reqs, Config{Faults: mustFaults(t, "early-eos=1,from=10s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Timelines[0].OutputTokens != 50 || res.Timelines[1].OutputTokens >= 50 {
+		t.Fatalf("early-eos outside/inside the window: %d, %d tokens", res.Timelines[0].OutputTokens, res.Timelines[1].OutputTokens)
+	}
 }

@@ -209,7 +209,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	} else {
 		key = respID
 	}
-	plan := e.cfg.Faults.plan(faultKey)
+	plan := e.cfg.Faults.plan(faultKey, e.clock.Now())
 	if plan.resetBefore {
 		e.faultCount("reset-before")
 		resetConn(w)

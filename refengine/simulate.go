@@ -118,7 +118,7 @@ func simulate(reqs []SimRequest, cfg Config, core0 func(*core)) (*SimResult, err
 		}
 		target := q.MaxTokens
 		if r.Faults.EarlyEOS > 0 {
-			plan := r.Faults.plan(hashString(fnvOffset, q.ID))
+			plan := r.Faults.plan(hashString(fnvOffset, q.ID), q.Arrival)
 			target = plan.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS)
 		}
 		tl := &res.Timelines[i]
