@@ -138,10 +138,10 @@ type Result struct {
 	ClientCPUFraction float64
 }
 
-// realClock paces with a timer and then spins (yielding) for the last stretch, so sends land
-// well within a millisecond of their time even where timers fire a millisecond late. The
-// stretch adapts to how late this machine's timers fire: about twice the recent lateness,
-// between minSpin and maxSpin.
+// realClock paces with a timer and then spins for the last stretch (yielding to other
+// goroutines until the final busyWait), so sends land well within a millisecond of their time
+// even where timers fire a millisecond late. The stretch adapts to how late this machine's
+// timers fire: about twice the recent lateness, between minSpin and maxSpin.
 type realClock struct {
 	late atomic.Int64 // moving average of timer lateness, ns
 }
@@ -150,6 +150,7 @@ const (
 	minSpin     = 100 * time.Microsecond
 	maxSpin     = 4 * time.Millisecond
 	initialLate = time.Millisecond
+	busyWait    = 200 * time.Microsecond
 )
 
 func newRealClock() *realClock {
@@ -178,13 +179,20 @@ func (c *realClock) SleepUntil(ctx context.Context, t time.Time) error {
 		old := c.late.Load()
 		c.late.Store(old + (late-old)/8)
 	}
-	for time.Now().Before(t) {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	// Yield while the target is far enough that a trip through the run queue cannot make us
+	// late; busy-wait for the last stretch.
+	for {
+		left := time.Until(t)
+		if left <= 0 {
+			return nil
 		}
-		runtime.Gosched()
+		if left > busyWait {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			runtime.Gosched()
+		}
 	}
-	return nil
 }
 
 // extensions are the non-standard request fields a backend accepts.

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/loadgen/selfbench"
+	"github.com/llmbench/llmbench/runner"
+)
+
+func init() { register("bench", newBenchCmd) }
+
+type benchOptions struct {
+	json  bool
+	quick bool
+	sb    selfbench.Options
+}
+
+func newBenchCmd(app *App) *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure llmbench's own client: dispatch rate, token ingest rate and timing error",
+		Long: `bench starts a minimal streaming server of its own on 127.0.0.1 (pre-rendered responses, in
+this process) and measures the load generator against it, so you can check that the harness
+was not the bottleneck of a run on this machine:
+
+  dispatch_req_per_s    highest open-loop rate of short streamed requests whose schedule lag
+                        P99 stays under --lag-limit (target >= 5,000)
+  ingest_tokens_per_s   streamed tokens (one per chunk) parsed, timestamped and counted per
+                        second by one request's reader: one core (target >= 200,000)
+  arrival_error_p99_ms  client token arrival time minus the server's send time, P99 over
+                        every token of --streams concurrent streams (target <= 1 ms)
+  client_cpu_fraction   process CPU over wall time x GOMAXPROCS during the streams test
+                        (it includes the built-in server)
+
+Each figure is the median of --runs repetitions; every run's value is printed too, so the
+noise is visible. The default takes about 30 s; --quick about 10 s.`,
+		Example: `  llmbench bench
+  llmbench bench --json
+  llmbench bench --quick --streams 200`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), app, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&o.json, "json", false, "print the figures and machine facts as one JSON object")
+	fs.BoolVar(&o.quick, "quick", false, "one run with shorter steps, fewer streams and a shorter ingest stream (about 10 s)")
+	fs.IntVar(&o.sb.Runs, "runs", 3, "repetitions of each measurement; the median is reported")
+	fs.DurationVar(&o.sb.DispatchStep, "dispatch-step", 500*time.Millisecond, "length of each rate step of the dispatch test")
+	fs.DurationVar(&o.sb.LagLimit, "lag-limit", time.Millisecond, "schedule-lag P99 a dispatch rate must stay under")
+	fs.IntVar(&o.sb.IngestTokens, "ingest-tokens", 1_000_000, "tokens streamed in the ingest test")
+	fs.IntVar(&o.sb.Streams, "streams", 1000, "concurrent streams in the arrival-error test")
+	fs.IntVar(&o.sb.StreamTokens, "stream-tokens", 100, "tokens per stream in the arrival-error test")
+	fs.DurationVar(&o.sb.TokenGap, "token-gap", 20*time.Millisecond, "gap between a stream's tokens in the arrival-error test")
+	return cmd
+}
+
+func runBench(ctx context.Context, app *App, o *benchOptions) error {
+	so := o.sb
+	if so.Runs < 1 || so.IngestTokens < 1 || so.Streams < 1 || so.StreamTokens < 1 || so.DispatchStep <= 0 || so.LagLimit <= 0 || so.TokenGap <= 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--runs, --ingest-tokens, --streams, --stream-tokens, --dispatch-step, --lag-limit and --token-gap must be > 0")}
+	}
+	if o.quick {
+		so.Runs = 1
+		so.DispatchStep = min(so.DispatchStep, 300*time.Millisecond)
+		so.IngestTokens = min(so.IngestTokens, 300_000)
+		so.StreamTokens = min(so.StreamTokens, 50)
+	}
+	if !o.json {
+		so.Log = app.Stderr
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if app.Interrupts != nil {
+		go func() {
+			select {
+			case <-app.Interrupts:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	f, err := selfbench.Run(ctx, so)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	h := runner.HostFacts()
+	f.CPUModel, f.Cores, f.GoVersion, f.GOMAXPROCS = h.CPUModel, h.CPUs, h.GoVersion, runtime.GOMAXPROCS(0)
+	if o.json {
+		return writeJSONTo(app.Stdout, f)
+	}
+	return printBench(app.Stdout, f)
+}
+
+func printBench(w io.Writer, f *selfbench.Figures) error {
+	fmt.Fprintf(w, "machine: %s, %d cores (GOMAXPROCS %d), %s\n\n", f.CPUModel, f.Cores, f.GOMAXPROCS, f.GoVersion)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tmedian\ttarget\truns\t")
+	mark := func(k string) string {
+		if f.MeetsTargets[k] {
+			return "ok"
+		}
+		return "MISSED"
+	}
+	fmt.Fprintf(tw, "dispatch_req_per_s\t%.0f\t>= %.0f %s\t%s\t\n", f.DispatchReqPerS, selfbench.Targets["dispatch_req_per_s"], mark("dispatch_req_per_s"), runsOf(f.Runs.DispatchReqPerS, "%.0f"))
+	fmt.Fprintf(tw, "ingest_tokens_per_s\t%.0f\t>= %.0f %s\t%s\t\n", f.IngestTokensPerS, selfbench.Targets["ingest_tokens_per_s"], mark("ingest_tokens_per_s"), runsOf(f.Runs.IngestTokensPerS, "%.0f"))
+	fmt.Fprintf(tw, "arrival_error_p99_ms\t%.3f\t<= %.0f %s\t%s\t\n", f.ArrivalErrorP99Ms, selfbench.Targets["arrival_error_p99_ms"], mark("arrival_error_p99_ms"), runsOf(f.Runs.ArrivalErrorP99Ms, "%.3f"))
+	fmt.Fprintf(tw, "client_cpu_fraction\t%.2f\t\t%s\t\n", f.ClientCPUFraction, runsOf(f.Runs.ClientCPUFraction, "%.2f"))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ndispatch lag P99 at that rate: %.3f ms; arrival error P50 %.3f ms, max %.3f ms; %d streams x %d tokens; %.1f s in all\n",
+		f.DispatchLagP99Ms, f.ArrivalErrorP50Ms, f.ArrivalErrorMaxMs, f.Settings.Streams, f.Settings.StreamTokens, f.ElapsedS)
+	return nil
+}
+
+func runsOf(v []float64, format string) string {
+	s := ""
+	for i, x := range v {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf(format, x)
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+package selfbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// Request headers that select what the bench server does.
+const (
+	modeHeader   = "X-Bench-Mode"   // short, ingest or timed
+	tokensHeader = "X-Bench-Tokens" // tokens to stream (ingest, timed)
+	gapHeader    = "X-Bench-Gap"    // gap between tokens (timed), a Go duration
+)
+
+// server is a minimal OpenAI-style streaming server that spends as little CPU as possible:
+// responses are pre-rendered, and the timed mode books when it emitted each token so the
+// client's arrival times can be checked against it.
+type server struct {
+	epoch time.Time
+	srv   *http.Server
+	url   string
+	done  chan struct{}
+
+	short []byte // a whole 4-token stream
+	block []byte // blockTokens chunks of one token each
+	final []byte // usage chunk and [DONE] (completion_tokens filled per request)
+	words [][]byte
+
+	mu      sync.Mutex
+	emitted map[string][]int64 // request id -> emission time of each token, ns after epoch
+}
+
+const blockTokens = 1024
+
+func startServer() (*server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench server: %w", err)
+	}
+	s := &server{epoch: time.Now(), url: "http://" + l.Addr().String(), done: make(chan struct{}), emitted: map[string][]int64{}}
+	for i := range blockTokens {
+		w := tokenizer.Word(uint64(i))
+		s.words = append(s.words, fmt.Appendf(nil, "data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},\"finish_reason\":null}]}\n\n", w))
+		s.block = append(s.block, s.words[i]...)
+	}
+	for i := range 4 {
+		s.short = append(s.short, s.words[i]...)
+	}
+	s.short = append(s.short, usage(4)...)
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		s.srv.Serve(l)
+		close(s.done)
+	}()
+	return s, nil
+}
+
+func usage(n int) []byte {
+	return fmt.Appendf(nil, "data: {\"id\":\"b\",\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", n, n+4)
+}
+
+func (s *server) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s.srv.Shutdown(ctx) != nil {
+		s.srv.Close()
+	}
+	<-s.done
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	n, _ := strconv.Atoi(r.Header.Get(tokensHeader))
+	switch r.Header.Get(modeHeader) {
+	case "short":
+		w.Write(s.short)
+	case "ingest":
+		for left := n; left > 0; left -= blockTokens {
+			b := s.block
+			if left < blockTokens {
+				b = nil
+				for i := range left {
+					b = append(b, s.words[i]...)
+				}
+			}
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+		}
+		w.Write(usage(n))
+	case "timed":
+		s.timed(w, r, n)
+	default:
+		http.Error(w, "bench server: unknown mode", http.StatusBadRequest)
+	}
+}
+
+// timed streams n tokens gap apart on an absolute schedule, booking each emission time just
+// before the write.
+func (s *server) timed(w http.ResponseWriter, r *http.Request, n int) {
+	gap, _ := time.ParseDuration(r.Header.Get(gapHeader))
+	id := r.Header.Get("X-Request-Id")
+	times := make([]int64, 0, n)
+	f := w.(http.Flusher)
+	w.WriteHeader(http.StatusOK)
+	f.Flush()
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		times = append(times, time.Since(s.epoch).Nanoseconds())
+		if _, err := w.Write(s.words[i%blockTokens]); err != nil {
+			return
+		}
+		f.Flush()
+	}
+	w.Write(usage(n))
+	s.mu.Lock()
+	s.emitted[id] = times
+	s.mu.Unlock()
+}
+
+func (s *server) takeEmitted() map[string][]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.emitted
+	s.emitted = map[string][]int64{}
+	return m
+}
