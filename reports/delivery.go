@@ -3,8 +3,8 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -178,7 +178,7 @@ var workloadStatOrder = []string{"min", "mean", "p50", "p90", "p95", "p99", "p99
 
 // workloadSection renders Summary.Workload generically (it is filled from the trace's
 // statistics, whose type this package does not import): objects with percentile keys become
-// length distributions, every other scalar becomes a fact.
+// length distributions, every other scalar becomes a fact, in the order the JSON has them.
 func workloadSection(w any) (section, bool) {
 	if w == nil {
 		return section{}, false
@@ -189,8 +189,8 @@ func workloadSection(w any) (section, bool) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeOrdered(dec)
+	if err != nil {
 		return section{}, false
 	}
 	var dists []workloadDist
@@ -198,22 +198,17 @@ func workloadSection(w any) (section, bool) {
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
 		switch x := v.(type) {
-		case map[string]any:
+		case []member:
 			if d, ok := asDist(x); ok && prefix != "" {
 				dists = append(dists, workloadDist{prefix, d})
 				return
 			}
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				p := k
+			for _, m := range x {
+				p := m.key
 				if prefix != "" {
-					p = prefix + "." + k
+					p = prefix + "." + m.key
 				}
-				walk(p, x[k])
+				walk(p, m.val)
 			}
 		case []any:
 			if len(x) > 0 {
@@ -221,10 +216,10 @@ func workloadSection(w any) (section, bool) {
 				for _, e := range x {
 					parts = append(parts, scalarText(e))
 				}
-				facts.add(txt(prefix), cell{Text: strings.Join(parts, ", "), Class: "wrap"})
+				facts.add(txt(humanKey(prefix)), cell{Text: strings.Join(parts, ", "), Class: "wrap"})
 			}
 		default:
-			facts.add(txt(prefix), txt(scalarText(x)))
+			facts.add(txt(humanKey(prefix)), txt(scalarText(x)))
 		}
 	}
 	walk("", v)
@@ -242,11 +237,63 @@ func workloadSection(w any) (section, bool) {
 		Intro: "What the trace asked for, so a reader can see what was tested.", Blocks: blocks}, true
 }
 
+// humanKey turns a JSON key path into words ("input_tokens" -> "input tokens").
+func humanKey(k string) string { return strings.ReplaceAll(k, "_", " ") }
+
+// member is one key of a JSON object decoded in order.
+type member struct {
+	key string
+	val any
+}
+
+// decodeOrdered decodes one JSON value, keeping object keys in their order: objects become
+// []member, arrays []any, numbers json.Number.
+func decodeOrdered(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			var obj []member
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				v, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				obj = append(obj, member{k, v})
+			}
+			_, err := dec.Token()
+			return obj, err
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				v, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			_, err := dec.Token()
+			return arr, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	}
+	return tok, nil
+}
+
 // asDist recognizes an object of percentile statistics.
-func asDist(m map[string]any) (map[string]float64, bool) {
+func asDist(obj []member) (map[string]float64, bool) {
 	out := map[string]float64{}
-	for k, v := range m {
-		n, ok := v.(json.Number)
+	for _, m := range obj {
+		n, ok := m.val.(json.Number)
 		if !ok {
 			continue
 		}
@@ -255,8 +302,8 @@ func asDist(m map[string]any) (map[string]float64, bool) {
 			continue
 		}
 		for _, s := range workloadStatOrder {
-			if s == k {
-				out[k] = f
+			if s == m.key {
+				out[m.key] = f
 			}
 		}
 	}
@@ -302,7 +349,7 @@ func workloadChart(dists []workloadDist) *chartSpec {
 	colors := []string{colBlue, colOrange, colGreen, colPurple, colTeal}
 	for i, d := range dists {
 		vals := make([]any, len(cats))
-		cells := []cell{txt(d.name)}
+		cells := []cell{txt(humanKey(d.name))}
 		for j, s := range cats {
 			v, ok := d.vals[s]
 			switch {
@@ -318,7 +365,7 @@ func workloadChart(dists []workloadDist) *chartSpec {
 				cells = append(cells, txt(fmtShort(v)))
 			}
 		}
-		c.Series = append(c.Series, seriesSpec{Name: d.name, Kind: "bar", Color: colors[i%len(colors)], Data: vals})
+		c.Series = append(c.Series, seriesSpec{Name: humanKey(d.name), Kind: "bar", Color: colors[i%len(colors)], Data: vals})
 		t.add(cells...)
 	}
 	c.Table = t
