@@ -54,7 +54,8 @@
 // vllm:spec_decode_num_drafts_total, vllm:spec_decode_num_draft_tokens_total,
 // vllm:spec_decode_num_accepted_tokens_total, vllm:request_success_total, and the histograms
 // vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
-// vllm:e2e_request_latency_seconds in simulated seconds with vLLM's buckets) plus
+// vllm:e2e_request_latency_seconds, vllm:request_queue_time_seconds,
+// vllm:time_per_output_token_seconds in simulated seconds with vLLM's buckets) plus
 // llmbench:kv_cache_num_blocks, llmbench:engine_steps_total and
 // llmbench:faults_injected_total{fault}. GET /version returns Info as JSON (model, GPU, TP,
 // dtypes, cache size, scheduler limits, speculative settings, time scale, faults) so that

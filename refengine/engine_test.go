@@ -256,7 +256,9 @@ func TestModelsHealthVersionMetrics(t *testing.T) {
 		`vllm:time_to_first_token_seconds_bucket{model_name="llama-3.1-8b",le="+Inf"} 1`,
 		`vllm:e2e_request_latency_seconds_count{model_name="llama-3.1-8b"} 1`,
 		`vllm:inter_token_latency_seconds_count{model_name="llama-3.1-8b"}`,
-		`vllm:generation_tokens_total{model_name="llama-3.1-8b"} 20`} {
+		`vllm:generation_tokens_total{model_name="llama-3.1-8b"} 20`,
+		`vllm:request_queue_time_seconds_count{model_name="llama-3.1-8b"} 1`,
+		`vllm:time_per_output_token_seconds_count{model_name="llama-3.1-8b"} 1`} {
 		if !strings.Contains(string(b), name) {
 			t.Errorf("/metrics lacks %q", name)
 		}

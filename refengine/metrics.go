@@ -31,14 +31,16 @@ func (h *histogram) observe(v float64, n uint64) {
 
 // histograms are the engine's latency histograms, in simulated seconds, with vLLM's buckets.
 type histograms struct {
-	ttft, itl, e2e *histogram
+	ttft, itl, e2e, queue, tpot *histogram
 }
 
 func newHistograms() *histograms {
 	return &histograms{
-		ttft: newHistogram([]float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}),
-		itl:  newHistogram([]float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
-		e2e:  newHistogram([]float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}),
+		ttft:  newHistogram([]float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}),
+		itl:   newHistogram([]float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+		e2e:   newHistogram([]float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}),
+		queue: newHistogram([]float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}),
+		tpot:  newHistogram([]float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
 	}
 }
 
@@ -53,7 +55,16 @@ func (h *histograms) interToken(gap time.Duration, tokens int) {
 	}
 }
 
-func (h *histograms) finished(d time.Duration) { h.e2e.observe(d.Seconds(), 1) }
+func (h *histograms) queued(d time.Duration) { h.queue.observe(d.Seconds(), 1) }
+
+// finished records a request's end-to-end latency and, with more than one output token, its
+// time per output token after the first (vLLM's TPOT).
+func (h *histograms) finished(e2e, decode time.Duration, outputTokens int) {
+	h.e2e.observe(e2e.Seconds(), 1)
+	if outputTokens > 1 {
+		h.tpot.observe(decode.Seconds()/float64(outputTokens-1), 1)
+	}
+}
 
 // promWriter appends Prometheus text exposition.
 type promWriter struct {
@@ -149,6 +160,8 @@ func (e *Engine) metricsText() []byte {
 	p.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", e.hist.ttft)
 	p.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", e.hist.itl)
 	p.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e.hist.e2e)
+	p.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", e.hist.queue)
+	p.histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", e.hist.tpot)
 	return p.b
 }
 

@@ -78,7 +78,8 @@ type coreStats struct {
 type observer interface {
 	firstToken(ttft time.Duration)
 	interToken(gap time.Duration, tokens int)
-	finished(e2e time.Duration)
+	queued(wait time.Duration)
+	finished(e2e, decode time.Duration, outputTokens int)
 }
 
 // core is the vLLM v1 style scheduler plus the KV block manager. It knows nothing about clocks,
@@ -185,6 +186,9 @@ func (c *core) plan() (d time.Duration, ok bool) {
 			s.everRun = true
 			s.tl.FirstScheduled = c.now
 			s.tl.CachedTokens = hits
+			if c.obs != nil {
+				c.obs.queued(c.now - s.tl.Arrival)
+			}
 			c.stats.PromptTokens += int64(s.promptTokens)
 			if c.prefixCaching {
 				c.stats.PrefixQueries += int64(s.promptTokens)
@@ -306,7 +310,7 @@ func (c *core) finish(s *seq, reason string) {
 		c.done = append(c.done, s)
 	}
 	if c.obs != nil {
-		c.obs.finished(c.now - s.tl.Arrival)
+		c.obs.finished(c.now-s.tl.Arrival, c.now-s.tl.Emissions[0].At, s.numOutput)
 	}
 }
 
