@@ -101,7 +101,7 @@ footer{color:var(--muted);font-size:12px;padding-top:8px;padding-bottom:28px}
 <div class="grid">
 {{- range .Charts}}
 <figure class="card" id="fig-{{.ID}}"><figcaption><b>{{.Title}}</b>{{if .Note}}<span>{{.Note}}</span>{{end}}</figcaption>
-<div class="chart" id="{{.ID}}" data-chart style="height:{{.Height}}px"></div>
+<div class="chart" id="{{.ID}}" data-chart role="img" aria-label="{{.Title}} (chart; the numbers are in the table below it)" style="height:{{.Height}}px"></div>
 {{- with .Table}}
 <details><summary>Numbers in this chart</summary>{{template "table" .}}</details>
 {{- end}}
