@@ -69,6 +69,7 @@ code{font-size:12px;background:#f1f3f4;padding:1px 4px;border-radius:3px;overflo
 footer{color:var(--muted);font-size:12px;padding-top:8px;padding-bottom:28px}
 @media (max-width:640px){.grid{grid-template-columns:1fr}}
 </style>
+<noscript><style>.chart{display:none}</style></noscript>
 </head>
 <body data-kind="{{.Kind}}">
 <header class="top"><div class="wrap">
