@@ -31,6 +31,7 @@ type seq struct {
 	state        seqState
 	aborted      bool
 	everRun      bool
+	drafted      bool // the last step emitted a token, so drafts can be proposed for the next
 	rng          uint64 // speculative acceptance draws
 
 	sched int // tokens scheduled in the current step
@@ -133,7 +134,7 @@ func (c *core) plan() (d time.Duration, ok bool) {
 		s := c.running[i]
 		n := s.numTokens - s.numComputed
 		spec := 0
-		if n == 1 && c.specK > 0 {
+		if n == 1 && c.specK > 0 && s.drafted {
 			spec = max(0, min(c.specK, s.target-s.numOutput-1))
 			n += spec
 		}
@@ -262,6 +263,7 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 		if s.hashes != nil {
 			c.registerBlocks(s)
 		}
+		s.drafted = emitted > 0
 		if emitted == 0 {
 			continue
 		}
@@ -369,6 +371,7 @@ func (c *core) abort(s *seq) {
 func (c *core) preempt(s *seq) {
 	c.freeBlocks(s)
 	s.numComputed, s.hashedBlocks = 0, 0
+	s.drafted = false
 	s.state = stWaiting
 	s.tl.Preemptions++
 	if s.tl.Preemptions == 1 {
