@@ -31,7 +31,7 @@ type seq struct {
 	state        seqState
 	aborted      bool
 	everRun      bool
-	drafted      bool // the last step emitted a token, so drafts can be proposed for the next
+	drafted      bool   // the last step emitted a token, so drafts can be proposed for the next
 	rng          uint64 // speculative acceptance draws
 
 	sched int // tokens scheduled in the current step
