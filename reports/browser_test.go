@@ -126,6 +126,9 @@ type browserPage struct {
 	charts []string           // chart ids that must render
 	want   map[string]float64 // data-k -> number the DOM must show
 	text   map[string]string  // data-k -> exact text
+	// noECharts: the page references a script that cannot load (an offline reader of a
+	// report made without a local ECharts); charts must say so and the tables must remain.
+	noECharts bool
 }
 
 func TestBrowserRendersReports(t *testing.T) {
@@ -133,7 +136,7 @@ func TestBrowserRendersReports(t *testing.T) {
 	js := echartsPath(t)
 	dir := artifactDir(t)
 
-	pages := []browserPage{browserRunPage(t, js), browserComparisonPage(t, js)}
+	pages := []browserPage{browserRunPage(t, js), browserComparisonPage(t, js), browserOfflinePage(t)}
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chrome), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -179,6 +182,10 @@ func TestBrowserRendersReports(t *testing.T) {
 			state, err := chromedp.Run(ctx, chromedp.Poll[string](`document.documentElement.getAttribute("data-charts")`))
 			if err != nil {
 				t.Fatalf("charts never initialized: %v", err)
+			}
+			if pg.noECharts {
+				checkOffline(ctx, t, pg, state)
+				return
 			}
 			if state != strconv.Itoa(len(pg.charts)) {
 				t.Fatalf("page initialized %q charts, want %d", state, len(pg.charts))
@@ -375,5 +382,50 @@ func browserComparisonPage(t *testing.T, js string) browserPage {
 		name: "comparison", html: buf.Bytes(), want: want, text: text,
 		charts: []string{"cmp-deltas", "cmp-cdf-ttft", "cmp-cdf-itl_chunk", "cmp-cdf-e2e", "cmp-cdf-tokens_per_chunk",
 			"cmp-scatter-ttft", "cmp-scatter-e2e"},
+	}
+}
+
+// browserOfflinePage is the run report as a reader without network sees one that was made
+// without a local ECharts: the pinned URL is swapped for one that cannot load.
+func browserOfflinePage(t *testing.T) browserPage {
+	t.Helper()
+	s := fixtureSummary("llama-3.1-8b", "w")
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, s, HTMLOptions{Getenv: func(string) string { return "" }}); err != nil {
+		t.Fatal(err)
+	}
+	html := bytes.ReplaceAll(buf.Bytes(), []byte(`src="`+EChartsURL+`"`), []byte(`src="file:///nonexistent/echarts.min.js"`))
+	if bytes.Equal(html, buf.Bytes()) {
+		t.Fatal("report does not reference EChartsURL")
+	}
+	return browserPage{name: "offline", html: html, noECharts: true,
+		want: map[string]float64{"latency.ttft.p99": s.Latency.TTFT.P99, "requests.total": float64(s.Requests.Total)}}
+}
+
+func checkOffline(ctx context.Context, t *testing.T, pg browserPage, state string) {
+	t.Helper()
+	if state != "unavailable" {
+		t.Fatalf("data-charts = %q, want unavailable", state)
+	}
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`({
+	  charts: document.querySelectorAll("[data-chart]").length,
+	  said: Array.from(document.querySelectorAll(".chart.nochart")).filter(function (el) { return el.textContent.indexOf("Chart unavailable") === 0; }).length,
+	  note: document.querySelectorAll("#echarts-note").length,
+	  tables: document.querySelectorAll("table").length
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res["charts"] == 0 || res["said"] != res["charts"] || res["note"] != 1 || res["tables"] < 10 {
+		t.Errorf("offline page: %v (want every chart to say it is unavailable, the note, and the tables)", res)
+	}
+	keys, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](keyProbe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range pg.want {
+		if v, err := parseShown(keys[k]); err != nil || !closeEnough(v, want) {
+			t.Errorf("offline page: data-k=%q shows %q, want %g", k, keys[k], want)
+		}
 	}
 }
