@@ -108,3 +108,23 @@ func newBenchServer(b *testing.B, body []byte) string {
 		w.Write(body)
 	}).URL
 }
+
+// BenchmarkOpenLoopDispatch measures the open-loop path (dispatch goroutine, concurrency
+// slot, HTTP round trip over loopback, 4 chunks, record) with every request due at once, so
+// the figure is the client's ceiling, not a paced rate.
+func BenchmarkOpenLoopDispatch(b *testing.B) {
+	srv := newBenchServer(b, sseBody(4, true))
+	reqs := make([]traces.Request, 512)
+	for i := range reqs {
+		reqs[i] = traces.Request{ID: fmt.Sprint(i), InputTokens: 1, OutputTokens: 4, Prompt: " a"}
+	}
+	opts := Options{Target: Target{URL: srv, Model: "m", Stream: true}, MaxConcurrency: 64}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Run(context.Background(), reqs, opts, func(*metrics.Record) {})
+		if err != nil || res.Succeeded != len(reqs) {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(reqs))/b.Elapsed().Seconds(), "req/s")
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -138,19 +137,20 @@ type Result struct {
 	ClientCPUFraction float64
 }
 
-// realClock paces with a timer and then spins for the last stretch (yielding to other
-// goroutines until the final busyWait), so sends land well within a millisecond of their time
-// even where timers fire a millisecond late. The stretch adapts to how late this machine's
-// timers fire: about twice the recent lateness, between minSpin and maxSpin.
+// realClock paces in three stages so that sends land well within a millisecond of their time
+// without hogging a core: a Go timer up to a window before the target (Go timers can fire a
+// millisecond late, so the window adapts to about twice the recent lateness, between minSpin
+// and maxSpin), then kernel sleeps (fineSleep: the thread sleeps, so a loaded machine does not
+// punish it as a CPU hog), then a busy wait for the last busyWait.
 type realClock struct {
 	late atomic.Int64 // moving average of timer lateness, ns
 }
 
 const (
-	minSpin     = 100 * time.Microsecond
+	minSpin     = 200 * time.Microsecond
 	maxSpin     = 4 * time.Millisecond
 	initialLate = time.Millisecond
-	busyWait    = 200 * time.Microsecond
+	busyWait    = 100 * time.Microsecond
 )
 
 func newRealClock() *realClock {
@@ -179,8 +179,6 @@ func (c *realClock) SleepUntil(ctx context.Context, t time.Time) error {
 		old := c.late.Load()
 		c.late.Store(old + (late-old)/8)
 	}
-	// Yield while the target is far enough that a trip through the run queue cannot make us
-	// late; busy-wait for the last stretch.
 	for {
 		left := time.Until(t)
 		if left <= 0 {
@@ -190,7 +188,7 @@ func (c *realClock) SleepUntil(ctx context.Context, t time.Time) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			runtime.Gosched()
+			fineSleep(left - busyWait*4/5)
 		}
 	}
 }

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package loadgen
+
+import (
+	"runtime"
+	"time"
+)
+
+// fineSleep yields to other goroutines; without nanosleep the wait becomes a yielding spin.
+func fineSleep(time.Duration) { runtime.Gosched() }
