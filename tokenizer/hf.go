@@ -64,6 +64,7 @@ type HF struct {
 	added        []addedToken
 	addedByFirst [256][]int // indexes into added, longest content first
 	addedID      map[int]string
+	addedPlain   map[int]bool // non-special added tokens, decoded like model tokens
 
 	normalizers []normalizeFunc
 	pre         []preStep
@@ -143,7 +144,7 @@ func ParseHF(data []byte) (*HF, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("not a tokenizer.json file: %w", err)
 	}
-	h := &HF{name: "hf", unk: -1, addedID: map[int]string{}}
+	h := &HF{name: "hf", unk: -1, addedID: map[int]string{}, addedPlain: map[int]bool{}}
 	if err := h.loadModel(&f.Model); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
@@ -187,6 +188,7 @@ type hfAdded struct {
 	SingleWord bool   `json:"single_word"`
 	Lstrip     bool   `json:"lstrip"`
 	Rstrip     bool   `json:"rstrip"`
+	Special    bool   `json:"special"`
 }
 
 type hfModel struct {
@@ -332,6 +334,7 @@ func (h *HF) loadAdded(list []hfAdded) error {
 			continue
 		}
 		h.addedID[a.ID] = a.Content
+		h.addedPlain[a.ID] = !a.Special
 		h.added = append(h.added, addedToken{content: a.Content, id: a.ID, lstrip: a.Lstrip, rstrip: a.Rstrip, wordOnly: a.SingleWord})
 	}
 	for i, a := range h.added {
@@ -1060,13 +1063,18 @@ func (q *mergeQueue) Pop() any {
 	return x
 }
 
-// Decode returns the text of ids: added tokens as written, model tokens with the byte-level
-// mapping, the "▁" replacement and <0xNN> byte fallback undone, and the prefix that a Prepend
-// normalizer, a Metaspace pre-tokenizer or ByteLevel's add_prefix_space put at the start of
-// each segment removed. Ids outside the vocabulary are skipped. For byte-level tokenizers
-// Decode(Encode(s)) == s for every valid UTF-8 s; for SentencePiece-style ones it holds when
-// s contains no "▁" and, with a Metaspace pre-tokenizer, does not start with a space (the
-// prefix space is then ambiguous, as in the Hugging Face library).
+// Decode returns the text of ids: added tokens as written (non-special ones of
+// SentencePiece-style files with "▁" turned back into spaces), model tokens with the
+// byte-level mapping, the "▁" replacement and <0xNN> byte fallback undone, and the prefix
+// that a Prepend normalizer, a Metaspace pre-tokenizer or ByteLevel's add_prefix_space put at
+// the start of each segment removed. Ids outside the vocabulary are skipped.
+//
+// Decode(Encode(s)) == s for byte-level files when the normalizer leaves s unchanged (Qwen's
+// NFC changes non-NFC text) and no lstrip/rstrip added token swallowed whitespace; for
+// SentencePiece-style files it also needs s free of "▁" and, with a Metaspace pre-tokenizer,
+// not starting with a space (that space is ambiguous, as in the Hugging Face library). For
+// ids made by Encode, Encode(Decode(ids)) == ids in the same cases and whenever the text had
+// no "▁"; prompt synthesis can rely on that to fit a text to an exact count.
 func (h *HF) Decode(ids []int) string {
 	var out strings.Builder
 	var run []byte
@@ -1089,6 +1097,9 @@ func (h *HF) Decode(ids []int) string {
 	for _, id := range ids {
 		if content, ok := h.addedID[id]; ok {
 			flush()
+			if h.addedPlain[id] && !h.byteLevel {
+				content = h.undoReplace(content) // Gemma's "▁▁" whitespace tokens
+			}
 			out.WriteString(content)
 			atTextStart = false
 			continue

@@ -57,13 +57,14 @@ func TestHFGolden(t *testing.T) {
 				if c := h.Count(g.Text); c != len(g.IDs) {
 					t.Errorf("Count(%q) = %d, want %d", g.Text, c, len(g.IDs))
 				}
-				// Decode inverts Encode exactly when no normalizer rewrites the text (Qwen's
-				// NFC does); re-encoding the decoded text always gives the same ids.
+				// Decode inverts Encode exactly for byte-level files whose normalizer does not
+				// rewrite the text (Qwen's NFC does); re-encoding the decoded text gives the
+				// same ids for every file.
 				d := h.Decode(got)
 				if h.byteLevel && len(h.normalizers) == 0 && d != g.Text {
 					t.Errorf("Decode(Encode(%q)) = %q", g.Text, d)
 				}
-				if h.byteLevel && !slices.Equal(h.Encode(d), got) {
+				if (h.byteLevel || !strings.Contains(g.Text, "▁")) && !slices.Equal(h.Encode(d), got) {
 					t.Errorf("Encode(Decode(Encode(%q))) differs: %q", g.Text, d)
 				}
 			}
