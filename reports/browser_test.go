@@ -411,13 +411,14 @@ func checkOffline(ctx context.Context, t *testing.T, pg browserPage, state strin
 	  charts: document.querySelectorAll("[data-chart]").length,
 	  said: Array.from(document.querySelectorAll(".chart.nochart")).filter(function (el) { return el.textContent.indexOf("Chart unavailable") === 0; }).length,
 	  note: document.querySelectorAll("#echarts-note").length,
+	  open: document.querySelectorAll("figure.card details[open]").length,
 	  tables: document.querySelectorAll("table").length
 	})`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res["charts"] == 0 || res["said"] != res["charts"] || res["note"] != 1 || res["tables"] < 10 {
-		t.Errorf("offline page: %v (want every chart to say it is unavailable, the note, and the tables)", res)
+	if res["charts"] == 0 || res["said"] != res["charts"] || res["open"] != res["charts"] || res["note"] != 1 || res["tables"] < 10 {
+		t.Errorf("offline page: %v (want every chart to say it is unavailable with its table opened, the note, and the tables)", res)
 	}
 	keys, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](keyProbe))
 	if err != nil {

@@ -125,7 +125,10 @@ const llmbenchCharts = {{.Charts}};
   if (typeof echarts === "undefined") {
     els.forEach(function (el) {
       el.classList.add("nochart");
+      el.style.height = "auto";
       el.textContent = "Chart unavailable: the ECharts script did not load. The numbers are in the table below.";
+      var d = el.parentNode.querySelector("details");
+      if (d) { d.open = true; }
     });
     root.setAttribute("data-charts", "unavailable");
     return;
