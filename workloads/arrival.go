@@ -67,8 +67,8 @@ func (a ArrivalSpec) check() error {
 			return bad("gamma needs cv > 0 (1 is Poisson, above 1 is bursty; set --cv)")
 		}
 	case OnOff:
-		if !(a.OnS > 0) || !(a.OffS >= 0) || !finite(a.OnS) || !finite(a.OffS) {
-			return bad("onoff needs on_s > 0 and off_s >= 0 (set --on and --off)")
+		if !(a.OnS >= 1e-6) || !(a.OffS >= 0) || !finite(a.OnS) || !finite(a.OffS) {
+			return bad("onoff needs on_s >= 1µs and off_s >= 0 (set --on and --off)")
 		}
 	case Ramp:
 		if !(a.RateEnd >= 0) || !finite(a.RateEnd) || (a.Rate == 0 && a.RateEnd == 0) {

@@ -151,6 +151,9 @@ func (d Dist) String() string {
 	case Zipf:
 		add("s", f(d.S))
 	case Empirical:
+		if d.From != "" && len(d.Values) == 0 && d.Min == 0 && d.Max == 0 {
+			return d.Kind + ":" + d.From
+		}
 		if d.From != "" {
 			add("from", d.From)
 		}
@@ -236,6 +239,9 @@ func (d Dist) check() error {
 			return bad(fmt.Sprintf("zipf range must have fewer than %d values", maxZipfRange))
 		}
 	case Empirical:
+		if strings.ContainsAny(d.From, ",=") {
+			return bad("the trace file name must not contain ',' or '='")
+		}
 		for _, v := range d.Values {
 			if v < 0 {
 				return bad("empirical values must be >= 0")

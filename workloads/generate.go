@@ -94,6 +94,7 @@ func Generate(spec Spec) ([]traces.Request, error) {
 
 	var reqs []traces.Request
 	sessions := 0
+	idBudget := maxHashIDs
 	for i, at := range times {
 		r := newRNG(spec.Seed, 1<<40+uint64(i))
 		cc := &classes[pick(classCDF, r.float())]
@@ -109,6 +110,9 @@ func Generate(spec Spec) ([]traces.Request, error) {
 			ids = append(ids, cc.groups[pick(cc.groupCDF, group)]...)
 			prefix = cc.prefixTokens
 		}
+		if prefix+in > MaxPromptTokens {
+			return nil, fmt.Errorf("class %q: a prompt of %d tokens exceeds the limit of %d; lower the input distribution's max", c.Name, prefix+in, MaxPromptTokens)
+		}
 		if c.Session == nil {
 			reqs = append(reqs, traces.Request{Arrival: at, InputTokens: prefix + in, OutputTokens: out,
 				Class: c.Name, HashIDs: ids, Temperature: c.Temperature})
@@ -121,7 +125,7 @@ func Generate(spec Spec) ([]traces.Request, error) {
 			tpot = 20
 		}
 		session := fmt.Sprintf("s%d", sessions)
-		turns := max(1, cc.turns.at(r.norm()))
+		turns := min(MaxTurns, max(1, cc.turns.at(r.norm())))
 		total := prefix + in
 		var think time.Duration
 		for k := 1; k <= turns; k++ {
@@ -132,12 +136,16 @@ func Generate(spec Spec) ([]traces.Request, error) {
 				total += out + max(1, cc.newInput.at(r.norm()))
 				out = max(1, cc.output.at(r.norm()))
 			}
-			if at >= D || (s.MaxInput > 0 && total > s.MaxInput) {
+			if at >= D || (s.MaxInput > 0 && total > s.MaxInput) || total > MaxPromptTokens {
 				break
 			}
 			for len(ids)*B < total {
 				ids = append(ids, nextID)
 				nextID++
+			}
+			idBudget -= len(ids)
+			if idBudget < 0 {
+				return nil, fmt.Errorf("the spec's sessions need more than %d hash ids in all; lower the turns, the context or raise block_tokens", maxHashIDs)
 			}
 			req := traces.Request{Arrival: at, InputTokens: total, OutputTokens: out, Class: c.Name,
 				Session: session, Turn: k, HashIDs: append([]int64(nil), ids...), Temperature: c.Temperature}
@@ -145,6 +153,9 @@ func Generate(spec Spec) ([]traces.Request, error) {
 				req.Think = think
 			}
 			reqs = append(reqs, req)
+		}
+		if len(reqs) > maxArrivals {
+			return nil, fmt.Errorf("the spec produces more than %d requests; lower the rate, the duration or the turns per session", maxArrivals)
 		}
 	}
 	traces.SortByArrival(reqs)
@@ -159,6 +170,16 @@ func Generate(spec Spec) ([]traces.Request, error) {
 	}
 	return reqs, nil
 }
+
+// Limits that keep a spec from asking for unbounded memory.
+const (
+	// MaxPromptTokens is the largest prompt Generate writes; sessions end before exceeding it.
+	MaxPromptTokens = 1 << 24
+	// MaxTurns caps the turns of one session.
+	MaxTurns = 1000
+	// maxHashIDs bounds the hash ids of all session turns together.
+	maxHashIDs = 1 << 25
+)
 
 // pick returns the index of the first cumulative weight >= u.
 func pick(cdf []float64, u float64) int {

@@ -126,8 +126,8 @@ func (s *Spec) Validate() error {
 	if s.MaxRequests < 0 {
 		return fmt.Errorf("max_requests must be >= 0 (got %d)", s.MaxRequests)
 	}
-	if s.BlockTokens < 0 {
-		return fmt.Errorf("block_tokens must be >= 0 (got %d)", s.BlockTokens)
+	if s.BlockTokens != 0 && (s.BlockTokens < 16 || s.BlockTokens > MaxPromptTokens) {
+		return fmt.Errorf("block_tokens must be 0 (default 512) or in [16, %d] (got %d)", MaxPromptTokens, s.BlockTokens)
 	}
 	if err := s.Arrival.check(); err != nil {
 		return err
@@ -189,8 +189,8 @@ func (c *ClassSpec) check() error {
 		if !(p.Zipf >= 0) || !finite(p.Zipf) || !(p.Fraction >= 0 && p.Fraction <= 1) {
 			return fmt.Errorf("prefix zipf must be >= 0 and fraction in [0, 1]")
 		}
-		if p.Groups > 1_000_000 {
-			return fmt.Errorf("prefix groups must be at most 1000000")
+		if p.Tokens > MaxPromptTokens || p.Groups > 1_000_000 || int64(p.Groups)*int64(p.Tokens) > 1<<26 {
+			return fmt.Errorf("prefix groups × tokens must stay below 2^26 (at most %d tokens, 1000000 groups)", MaxPromptTokens)
 		}
 	}
 	if s := c.Session; s != nil {
