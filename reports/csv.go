@@ -9,11 +9,13 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 )
 
-// CSVHeader is the column list of WriteCSV. Times are milliseconds; an empty cell means the
-// event did not happen (no first token, never sent).
-var CSVHeader = []string{
-	"id", "class", "phase", "failure", "status", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "lag_ms",
-	"max_gap_ms", "chunks", "input_tokens", "output_tokens", "token_source",
+// CSVColumns returns the column list of WriteCSV. Times are milliseconds; an empty cell means
+// the event did not happen (no first token, never sent).
+func CSVColumns() []string {
+	return []string{
+		"id", "class", "phase", "failure", "status", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "lag_ms",
+		"max_gap_ms", "chunks", "input_tokens", "output_tokens", "token_source",
+	}
 }
 
 // RecordTimes are one request's latencies in milliseconds, as the CSV export shows them. A
@@ -61,10 +63,11 @@ func TimesOf(r *metrics.Record) RecordTimes {
 // read are written and the error is returned.
 func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	head := CSVColumns()
+	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write CSV header: %w", err)
 	}
-	row := make([]string, len(CSVHeader))
+	row := make([]string, len(head))
 	n := 0
 	err := each(func(r *metrics.Record) error {
 		n++

@@ -27,7 +27,7 @@ func TestWriteCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		CSVHeader,
+		CSVColumns(),
 		{"a", "chat", "steady", "", "200", "100.000", "33.333", "200.000", "2.000", "1.000", "80.000", "3", "10", "4", "usage"},
 		{"'=HYPERLINK(\"x\")", "", "warmup", "dropped", "", "", "", "", "", "", "", "0", "0", "0", ""},
 	}

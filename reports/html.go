@@ -29,7 +29,8 @@ const EChartsURL = "https://cdn.jsdelivr.net/npm/echarts@" + EChartsVersion + "/
 // maxEChartsBytes bounds an inlined script; echarts.min.js is about 1 MB.
 const maxEChartsBytes = 8 << 20
 
-// HTMLOptions configure WriteHTML and WriteComparisonHTML.
+// HTMLOptions configure WriteHTML and WriteComparisonHTML. A comparison uses Title,
+// EChartsJS, Pairs, MaxPoints, Getenv and ReadFile; a single run all but Pairs.
 type HTMLOptions struct {
 	// Title heads the page; empty means a title built from the run.
 	Title string
