@@ -58,7 +58,7 @@ func TimesOf(r *metrics.Record) RecordTimes {
 }
 
 // WriteCSV writes one CSV row per Record that each yields (for example metrics.EachRecord over
-// requests.msgpack, or a slice), with the columns of CSVHeader. Text that a spreadsheet would
+// requests.msgpack, or a slice), with the columns of CSVColumns. Text that a spreadsheet would
 // run as a formula is prefixed with a single quote. When each fails part-way, the rows already
 // read are written and the error is returned.
 func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) error {
