@@ -52,6 +52,11 @@ import (
 // dropped. Encode recognizes added and special tokens written in the text, as the library
 // does by default.
 //
+// TestHFGolden compares Encode with the Hugging Face library itself: on the tokenizer.json
+// files of Llama 2, Llama 3, Qwen3, Gemma 3, DeepSeek V3, cl100k, o200k and gpt-oss, the ids
+// of 3008 texts each (English prose and random mixes of scripts, digits, whitespace, emoji
+// and special tokens) were identical.
+//
 // An HF is immutable after loading apart from an internal word cache, and safe for
 // concurrent use.
 type HF struct {

