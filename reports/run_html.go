@@ -92,6 +92,8 @@ func runPage(s *metrics.Summary, o *HTMLOptions) *page {
 	p.Sections = append(p.Sections, deliverySection(s, o))
 	if sec, ok := workloadSection(s.Workload); ok {
 		p.Sections = append(p.Sections, sec)
+	} else if sec, ok := measuredWorkload(s.Requests); ok {
+		p.Sections = append(p.Sections, sec)
 	}
 	if sec, ok := serverSection(o.ServerMetrics, o.maxPoints()); ok {
 		p.Sections = append(p.Sections, sec)
@@ -506,4 +508,22 @@ func classSection(s *metrics.Summary) section {
 	}
 	return section{ID: "classes", Title: "By request class", Intro: "Latencies in ms; SLOs per class where given.",
 		Blocks: []block{{Table: t}}}
+}
+
+// measuredWorkload describes the traffic from the request totals when the summary carries no
+// trace statistics.
+func measuredWorkload(q metrics.Requests) (section, bool) {
+	if q.Total == 0 {
+		return section{}, false
+	}
+	t := &table{Caption: "Traffic measured (no trace statistics in the summary)", Numeric: true}
+	t.add(txt("requests"), txt(fmtInt(int64(q.Total))))
+	t.add(txt("input tokens per request (mean)"), txt(fmtFixed(float64(q.InputTokens)/float64(q.Total), 1)))
+	if q.Succeeded > 0 {
+		t.add(txt("output tokens per successful request (mean)"), txt(fmtFixed(float64(q.OutputTokens)/float64(q.Succeeded), 1)))
+	}
+	if q.OutputTokens > 0 {
+		t.add(txt("input : output tokens"), txt(fmtFixed(float64(q.InputTokens)/float64(q.OutputTokens), 2)+" : 1"))
+	}
+	return section{ID: "workload", Title: "Workload", Blocks: []block{{Table: t}}}, true
 }
