@@ -56,8 +56,8 @@
 // vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 // vllm:e2e_request_latency_seconds, vllm:request_queue_time_seconds,
 // vllm:time_per_output_token_seconds in simulated seconds with vLLM's buckets) plus
-// llmbench:kv_cache_num_blocks, llmbench:engine_steps_total and
-// llmbench:faults_injected_total{fault}. GET /version returns Info as JSON (model, GPU, TP,
+// llmbench:kv_cache_num_blocks, llmbench:engine_steps_total, llmbench:engine_max_lag_seconds
+// (see Engine.MaxLag) and llmbench:faults_injected_total{fault}. GET /version returns Info as JSON (model, GPU, TP,
 // dtypes, cache size, scheduler limits, speculative settings, time scale, faults) so that
 // comparisons can list configuration differences. With Config.APIKey set, /v1/ paths need
 // "Authorization: Bearer <key>" (compared in constant time); the others stay open.

@@ -35,6 +35,8 @@ type Engine struct {
 	panics   atomic.Int64
 	limiter  *rateLimiter
 
+	maxLag time.Duration // longest the scheduler has run behind its clock (simulated time)
+
 	faultMu sync.Mutex
 	faults  map[string]int64
 }
@@ -73,6 +75,15 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) Close() {
 	e.cancel()
 	<-e.done
+}
+
+// MaxLag is the longest the scheduler has run behind its clock, in simulated time: how late
+// (times 1/TimeScale in wall time) tokens were sent after their ground-truth emission at worst.
+// A lag near the step time means the CPU could not keep up with the time scale.
+func (e *Engine) MaxLag() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxLag
 }
 
 // ServedModelName is the model name the engine answers to.
@@ -148,6 +159,7 @@ func (e *Engine) loop() {
 		e.interrupt = nil
 		if reached {
 			cl.now = max(cl.now, next)
+			e.maxLag = max(e.maxLag, e.clock.Now()-next)
 		}
 		e.mu.Unlock()
 		if cancel != nil {
