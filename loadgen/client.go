@@ -31,6 +31,7 @@ var (
 	errTimeoutIdle    = errors.New("stream silent longer than the idle timeout")
 	errTimeoutTotal   = errors.New("request longer than the total timeout")
 	errInterrupted    = errors.New("canceled: run interrupted and the grace period ended")
+	errDrain          = errors.New("the server kept the response open after [DONE]")
 )
 
 // maxErrorBody bounds how much of an error response is read; maxJSONBody a non-streaming
@@ -316,7 +317,7 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if ct == "text/event-stream" || (c.target.Stream && ct != "application/json") {
-		return c.stream(ctx, resp, k, rec, tm)
+		return c.stream(ctx, cancel, resp, k, rec, tm)
 	}
 	if tm.idle != nil {
 		tm.idle.Stop() // a whole response has no gaps between chunks to bound
@@ -514,7 +515,7 @@ func (n *counter) generated() int {
 	return n.rec.OutputTokens
 }
 
-func (c *client) stream(ctx context.Context, resp *http.Response, k *call, rec *metrics.Record, tm *timers) string {
+func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, k *call, rec *metrics.Record, tm *timers) string {
 	bufs := c.bufs.Get().(*streamBufs)
 	defer c.bufs.Put(bufs)
 	sr := bufs.sr
@@ -579,29 +580,18 @@ func (c *client) stream(ctx context.Context, resp *http.Response, k *call, rec *
 	}
 	n.finish()
 	n.complete()
-	c.drain(resp.Body, tm)
+	c.drain(resp.Body, tm, cancel)
 	return string(n.out)
 }
 
 // drain reads what is left of a finished stream (the chunked terminator) so the connection
-// can be reused, for at most drainTimeout and drainLimit bytes.
-func (c *client) drain(body io.Reader, tm *timers) {
+// can be reused, for at most drainTimeout and drainLimit bytes; past the timeout the request
+// is canceled, which closes the connection. The record is settled before this.
+func (c *client) drain(body io.Reader, tm *timers, cancel context.CancelCauseFunc) {
 	tm.stop()
-	done := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, io.LimitReader(body, drainLimit))
-		close(done)
-	}()
-	t := time.NewTimer(drainTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		if cl, ok := body.(io.Closer); ok {
-			cl.Close()
-		}
-		<-done
-	}
+	t := time.AfterFunc(drainTimeout, func() { cancel(errDrain) })
+	io.Copy(io.Discard, io.LimitReader(body, drainLimit))
+	t.Stop()
 }
 
 func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *metrics.Record) string {

@@ -1,0 +1,67 @@
+package loadgen
+
+import (
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func okStream(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	s := startSSE(w)
+	s.data(textChunk(" a", -1))
+	s.done()
+}
+
+func TestHTTPSWithCustomCA(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(okStream))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted handshake is expected
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := target(srv.URL)
+	tg.Backend = "openai"
+	if rec := runOne(t, Options{Target: tg}, oneReq("untrusted", 1)); rec.Failure != "connect" || !strings.Contains(rec.Error, "certificate") {
+		t.Errorf("untrusted certificate: %s %q, want a connect failure naming the certificate", rec.Failure, rec.Error)
+	}
+	tg.CACertFile = ca
+	if rec := runOne(t, Options{Target: tg}, oneReq("ca", 1)); !rec.OK() {
+		t.Errorf("with the CA: %s %s", rec.Failure, rec.Error)
+	}
+	tg.CACertFile, tg.InsecureSkipVerify = "", true
+	if rec := runOne(t, Options{Target: tg}, oneReq("insecure", 1)); !rec.OK() {
+		t.Errorf("insecure: %s %s", rec.Failure, rec.Error)
+	}
+	tg.CACertFile = filepath.Join(t.TempDir(), "missing.pem")
+	if _, err := Run(t.Context(), nil, Options{Target: tg}, nil); err == nil || !strings.Contains(err.Error(), "CA certificate file") {
+		t.Errorf("missing CA file: %v", err)
+	}
+}
+
+// TestHangAfterDone: a server that keeps the response open after [DONE] must not hold the
+// request (its record is a success) nor the run.
+func TestHangAfterDone(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s := startSSE(w)
+		s.data(textChunk(" a", -1))
+		s.done()
+		<-r.Context().Done()
+	})
+	tg := target(srv.URL)
+	tg.Backend = "openai"
+	rec := runOne(t, Options{Target: tg}, oneReq("h", 1))
+	if !rec.OK() || len(rec.Chunks) != 1 {
+		t.Errorf("record %+v", rec)
+	}
+}
