@@ -130,7 +130,7 @@ func deltaSection(c *metrics.Comparison) section {
 	}
 	head := []string{"metric", "unit", "better", "base", "cand", "delta", "delta %", "CI of delta", "CI of delta %", "verdict", "rule"}
 	if spreads {
-		head = append(head, "base runs (min–max, CV)", "cand runs (min–max, CV)")
+		head = append(head, "base spread", "cand spread")
 	}
 	t := &table{Numeric: true, LeftCols: 3, Head: head}
 	ch := &chartSpec{ID: "cmp-deltas", Title: "Change per metric with its confidence interval",
@@ -185,7 +185,7 @@ func spreadText(s *metrics.Spread, unit string) string {
 	if s == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d: %s–%s (CV %s%%)", s.Runs, fmtUnit(s.Min, unit), fmtUnit(s.Max, unit), fmtFixed(s.CVPct, 1))
+	return fmt.Sprintf("%d runs %s–%s, CV %s%%", s.Runs, fmtUnit(s.Min, unit), fmtUnit(s.Max, unit), fmtFixed(s.CVPct, 1))
 }
 
 func cdfCompareSection(c *metrics.Comparison) (section, bool) {
