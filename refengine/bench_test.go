@@ -26,7 +26,7 @@ func BenchmarkSchedulerStep(b *testing.B) {
 			for i := range seqs {
 				tls[i].Emissions = make([]Emission, 0, 1024)
 				seqs[i] = seq{tl: &tls[i], promptTokens: 1000, target: 100000, rng: uint64(i)}
-				seqs[i].hashes = blockHashes(nil, nil, 1000, 16, 32, uint64(i))
+				seqs[i].hashes = blockHashes(nil, nil, 1000, 16, 512, uint64(i))
 				c.submit(&seqs[i])
 			}
 			for c.waiting.len() > 0 {

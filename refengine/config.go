@@ -49,7 +49,8 @@ type Config struct {
 	// vLLM v1).
 	DisablePrefixCaching bool
 	// HashIDTokens is the number of prompt tokens one hash_ids entry stands for (default 512,
-	// as in the Mooncake traces); it is rounded down to a multiple of BlockSize.
+	// as in the Mooncake traces and traces/FORMAT.md). A KV block is shared when the hash ids
+	// covering its tokens, and all before them, are equal.
 	HashIDTokens int
 
 	// SpecK > 0 turns speculative decoding on with k draft tokens per verification pass. Each
@@ -111,7 +112,6 @@ type resolved struct {
 	draft       perf.Model
 	numBlocks   int
 	maxModelLen int
-	hashBlocks  int // blocks per hash id
 }
 
 func (c Config) resolve() (*resolved, error) {
@@ -227,7 +227,6 @@ func (c Config) resolve() (*resolved, error) {
 		r.maxModelLen = 131072
 	}
 	r.maxModelLen = min(r.maxModelLen, r.numBlocks*c.BlockSize)
-	r.hashBlocks = c.HashIDTokens / c.BlockSize
 	return r, nil
 }
 

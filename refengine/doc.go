@@ -102,8 +102,10 @@
 //
 // Each full prompt block has a chained hash: h_b = Mix(h_(b-1) ^ Mix(content_b)). content_b is
 // taken from hash_ids when the request has them (entry j covers prompt tokens
-// [j·HashIDTokens, (j+1)·HashIDTokens)), else from the block's token ids, else (Simulate
-// without prompt text) from a value unique to the request. Blocks are registered in the cache
+// [j·HashIDTokens, (j+1)·HashIDTokens); a block straddling two entries depends on both, and
+// chaining makes an id count only after the same predecessors, as in the Mooncake traces),
+// else from the block's token ids, else (Simulate without prompt text) from a value unique to
+// the request. Blocks are registered in the cache
 // once computed; a new request takes the longest run of cached leading blocks (never its last
 // token) and computes only the rest. Freed cached blocks are evicted least recently freed
 // first, after all uncached free blocks. Queries and hits are counted in prompt tokens, once

@@ -196,7 +196,7 @@ func (e *Engine) submit(r *request, key, respID string, base uint64, plan *fault
 	tl.Emissions = make([]Emission, 0, min(target, 4096))
 	s := &seq{tl: tl, promptTokens: r.promptTokens, target: target, sink: sink}
 	if !e.cfg.DisablePrefixCaching {
-		s.hashes = blockHashes(r.promptIDs, r.hashIDs, r.promptTokens, e.cfg.BlockSize, e.cfg.hashBlocks, r.promptHash)
+		s.hashes = blockHashes(r.promptIDs, r.hashIDs, r.promptTokens, e.cfg.BlockSize, e.cfg.HashIDTokens, r.promptHash)
 	}
 	seed := r.promptHash
 	if r.seed != nil {
@@ -248,10 +248,12 @@ func (e *Engine) waitingLen() int {
 	return e.cl.waiting() + len(e.incoming)
 }
 
-// blockHashes returns the chained hashes of the full prompt blocks. Block b's content is the
-// hash_ids entry covering it (hashBlocks blocks per entry) when there is one, else its token ids,
-// else (token count only) a value unique to the prompt.
-func blockHashes(ids []int, hashIDs []int64, promptTokens, blockSize, hashBlocks int, unique uint64) []uint64 {
+// blockHashes returns the chained hashes of the full prompt blocks. Block b's content comes
+// from the hash_ids entries covering its tokens (hashTokens tokens per entry) when there are
+// such entries, else from its token ids, else (a token count only) from a value unique to the
+// prompt. Chaining makes a block's hash depend on every block before it, so hash ids identify
+// blocks in their position after the same predecessors, as in the Mooncake traces.
+func blockHashes(ids []int, hashIDs []int64, promptTokens, blockSize, hashTokens int, unique uint64) []uint64 {
 	n := promptTokens / blockSize
 	if n == 0 {
 		return nil
@@ -260,9 +262,11 @@ func blockHashes(ids []int, hashIDs []int64, promptTokens, blockSize, hashBlocks
 	h := uint64(fnvOffset)
 	for b := 0; b < n; b++ {
 		var content uint64
+		first, last := b*blockSize, (b+1)*blockSize-1
 		switch {
-		case hashBlocks > 0 && b/hashBlocks < len(hashIDs):
-			content = tokenizer.Mix(uint64(hashIDs[b/hashBlocks])^0x6a09e667f3bcc908) + uint64(b%hashBlocks)
+		case hashTokens > 0 && last/hashTokens < len(hashIDs):
+			i0, i1 := first/hashTokens, last/hashTokens
+			content = tokenizer.Mix(tokenizer.Mix(uint64(hashIDs[i0])^0x6a09e667f3bcc908)^uint64(hashIDs[i1])) + uint64(b)
 		case len(ids) >= (b+1)*blockSize:
 			c := uint64(fnvOffset)
 			for _, id := range ids[b*blockSize : (b+1)*blockSize] {

@@ -368,3 +368,27 @@ func TestBatchingMultipliesDecodeThroughput(t *testing.T) {
 	}
 	t.Logf("decode throughput: 1 seq %.0f tok/s, 64 seqs %.0f tok/s", one, batch)
 }
+
+func TestHashIDsMooncakeSemantics(t *testing.T) {
+	// 100-token hash blocks (not a multiple of the 16-token KV block): [1,2] and [1,2,3] share
+	// the 200 tokens of ids 1 and 2 (12 whole KV blocks = 192 tokens); [2] shares nothing with
+	// [1,2] although both contain id 2; a partial last block shares as far as both reach.
+	reqs := []SimRequest{
+		{ID: "a", PromptTokens: 200, HashIDs: []int64{1, 2}, MaxTokens: 2},
+		{ID: "b", Arrival: time.Second, PromptTokens: 300, HashIDs: []int64{1, 2, 3}, MaxTokens: 2},
+		{ID: "c", Arrival: 2 * time.Second, PromptTokens: 100, HashIDs: []int64{2}, MaxTokens: 2},
+		{ID: "d", Arrival: 3 * time.Second, PromptTokens: 260, HashIDs: []int64{1, 2, 3}, MaxTokens: 2},
+	}
+	res, err := Simulate(reqs, Config{HashIDTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, tl := range res.Timelines {
+		got = append(got, tl.CachedTokens)
+	}
+	// d (260 tokens) hits b's blocks up to its last full block before its last token: 256.
+	if !slices.Equal(got, []int{0, 192, 0, 256}) {
+		t.Fatalf("cached tokens %v, want [0 192 0 256]", got)
+	}
+}

@@ -130,7 +130,7 @@ func simulate(reqs []SimRequest, cfg Config, core0 func(*core)) (*SimResult, err
 		s.promptTokens = promptTokens
 		s.target = target
 		if !r.DisablePrefixCaching {
-			s.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.hashBlocks, promptHash)
+			s.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)
 		}
 		seed := promptHash
 		if q.Seed != nil {
