@@ -85,6 +85,8 @@ func FuzzReadMsgpack(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte(MsgpackMagic + "\xdf\xff\xff\xff\xff"))
 	f.Add([]byte(MsgpackMagic + "\x81\xa9arrival_s\xcb"))
+	f.Add([]byte(MsgpackMagic + "\xdd\xdd\xdd\xdd\x97\x97\x970")) // declares a 3.7e9-element array
+	f.Add([]byte(MsgpackMagic + "\xc6\xff\xff\xff\xff"))          // declares a 4 GiB binary value
 	f.Fuzz(func(t *testing.T, data []byte) {
 		reqs, err := ReadMsgpack(bytes.NewReader(data), "fuzz.msgpack", ReadOptions{})
 		if err == nil {

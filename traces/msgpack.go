@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // MsgpackMagic starts every msgpack trace. It is followed by one msgpack map per request with
@@ -71,13 +72,12 @@ func readMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineErro
 		return nil, nil
 	}
 	dec := msgpack.NewDecoder(br)
-	dec.SetMapDecoder(decodeMapBounded)
 	var reqs []Request
 	for rec := 1; ; rec++ {
 		if _, err := br.Peek(1); err == io.EOF {
 			break
 		}
-		v, err := dec.DecodeInterfaceLoose()
+		v, err := decodeValue(dec, 0)
 		if err != nil {
 			le := &LineError{File: name, Line: rec, Reason: "invalid msgpack: " + err.Error(), Err: err}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -107,31 +107,61 @@ func readMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineErro
 	return finish(reqs, name, errf), nil
 }
 
-// decodeMapBounded decodes a msgpack map without trusting its declared size for allocation
-// (a corrupt length must not reserve gigabytes) and accepts non-string keys.
-func decodeMapBounded(d *msgpack.Decoder) (any, error) {
-	n, err := d.DecodeMapLen()
+// maxDepth bounds the nesting of msgpack values in a trace record.
+const maxDepth = 64
+
+// decodeValue decodes one msgpack value without trusting declared sizes for allocation (a
+// corrupt length must not reserve gigabytes): arrays and maps grow as their elements arrive,
+// strings are read by the library in bounded chunks, and binary and extension values, which
+// the trace format never uses, are refused before their payload is read.
+func decodeValue(d *msgpack.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("values nested deeper than %d levels", maxDepth)
+	}
+	c, err := d.PeekCode()
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 {
-		return nil, nil
-	}
-	m := make(map[string]any, min(n, 64))
-	for i := 0; i < n; i++ {
-		k, err := d.DecodeInterfaceLoose()
-		if err != nil {
+	switch {
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		n, err := d.DecodeArrayLen()
+		if err != nil || n < 0 {
 			return nil, err
 		}
-		v, err := d.DecodeInterfaceLoose()
-		if err != nil {
+		s := make([]any, 0, min(n, 64))
+		for i := 0; i < n; i++ {
+			v, err := decodeValue(d, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, v)
+		}
+		return s, nil
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		n, err := d.DecodeMapLen()
+		if err != nil || n < 0 {
 			return nil, err
 		}
-		ks, ok := k.(string)
-		if !ok {
-			ks = fmt.Sprint(k)
+		m := make(map[string]any, min(n, 64))
+		for i := 0; i < n; i++ {
+			k, err := decodeValue(d, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeValue(d, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			ks, ok := k.(string)
+			if !ok {
+				ks = fmt.Sprint(k)
+			}
+			m[ks] = v
 		}
-		m[ks] = v
+		return m, nil
+	case c == msgpcode.Bin8 || c == msgpcode.Bin16 || c == msgpcode.Bin32 ||
+		c == msgpcode.Ext8 || c == msgpcode.Ext16 || c == msgpcode.Ext32 || msgpcode.IsFixedExt(c):
+		return nil, fmt.Errorf("binary and extension values (code %#x) are not part of the trace format", c)
 	}
-	return m, nil
+	return d.DecodeInterfaceLoose()
 }
