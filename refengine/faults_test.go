@@ -3,9 +3,11 @@ package refengine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -208,5 +210,48 @@ func TestFaultWindow(t *testing.T) {
 	}
 	if res.Timelines[0].OutputTokens != 50 || res.Timelines[1].OutputTokens >= 50 {
 		t.Fatalf("early-eos outside/inside the window: %d, %d tokens", res.Timelines[0].OutputTokens, res.Timelines[1].OutputTokens)
+	}
+}
+
+// TestFaultStressLeavesEngineClean runs concurrent streams through every mid-stream fault and
+// checks that the engine ends with nothing running, nothing waiting and no KV blocks held.
+func TestFaultStressLeavesEngineClean(t *testing.T) {
+	spec := "reset-mid=0.2,stall=0.2:20ms,malformed=0.1,bad-json=0.1,no-done=0.1,status-503=0.1,reset-before=0.05,early-eos=0.2,seed=5"
+	e, url := startEngine(t, Config{Faults: mustFaults(t, spec), TimeScale: 100, SpecK: 3, Disaggregated: true})
+	var wg sync.WaitGroup
+	for i := 0; i < 60; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", url+"/v1/completions",
+				strings.NewReader(fmt.Sprintf(`{"prompt":"stress %d","max_tokens":%d,"stream":%v}`, i, 5+i, i%4 != 0)))
+			req.Header.Set("X-Request-Id", fmt.Sprint("s", i))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	// One clean request after the storm: by the time it finishes, every aborted request has
+	// been dropped by an earlier step.
+	resp, body := post(t, url+"/v1/completions", `{"prompt":"after","max_tokens":3}`, "X-Request-Id", "clean-9")
+	if resp.StatusCode != 200 && resp.StatusCode != 503 {
+		t.Fatalf("clean request: %d %s", resp.StatusCode, body)
+	}
+	m := string(e.metricsText())
+	for _, want := range []string{
+		`vllm:num_requests_running{model_name="llama-3.1-8b"} 0`,
+		`vllm:num_requests_waiting{model_name="llama-3.1-8b"} 0`,
+		`vllm:kv_cache_usage_perc{model_name="llama-3.1-8b"} 0`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("after the storm /metrics lacks %q", want)
+		}
+	}
+	if e.Panics() != 0 {
+		t.Fatal("panics")
 	}
 }

@@ -298,7 +298,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 			completion := p.start + p.n
 			if !midDone && sent > 0 && completion >= threshold {
 				midDone = true
-				if !e.injectMid(ctx, w, rc, &plan, respID) {
+				if !e.injectMid(ctx, w, rc, &plan, respID, s) {
 					return
 				}
 			}
@@ -335,7 +335,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 }
 
 // injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.
-func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, plan *faultPlan, id string) bool {
+func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, plan *faultPlan, id string, s *seq) bool {
 	if plan.malformed {
 		e.faultCount("malformed")
 		io.WriteString(w, "\x00\xffnot-an-sse-line\n\n")
@@ -355,6 +355,7 @@ func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.
 	}
 	if plan.resetMid {
 		e.faultCount("reset-mid")
+		e.abort(s) // before the client can see the reset, so the engine's state is settled
 		resetConn(w)
 		return false
 	}
