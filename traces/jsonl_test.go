@@ -3,6 +3,7 @@ package traces
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -281,3 +282,22 @@ func TestMsgpackRoundTrip(t *testing.T) {
 		t.Fatalf("bad magic: %v", err)
 	}
 }
+
+func BenchmarkReadJSONL(b *testing.B) {
+	var reqs []Request
+	for i := 0; i < 10000; i++ {
+		reqs = append(reqs, Request{ID: fmt.Sprintf("q%d", i), Arrival: time.Duration(i) * 3 * time.Millisecond,
+			InputTokens: 100 + i%4000, OutputTokens: 1 + i%500, Class: "chat", HashIDs: []int64{1, 2, int64(i)}})
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, reqs); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	for b.Loop() {
+		if _, err := Read(bytes.NewReader(buf.Bytes()), "bench", ReadOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
