@@ -328,7 +328,7 @@ func browserRunPage(t *testing.T, js string) browserPage {
 	return browserPage{
 		name: "run", html: buf.Bytes(),
 		charts: []string{"cdf-ttft", "cdf-itl", "cdf-e2e", "cdf-maxgap", "ts-latency", "ts-throughput", "ts-load",
-			"token-timeline", "tokens-per-chunk", "workload-lengths", "server-load", "server-kv"},
+			"class-ttft", "class-e2e", "token-timeline", "tokens-per-chunk", "workload-lengths", "server-load", "server-kv"},
 		want: map[string]float64{
 			"requests.total": float64(s.Requests.Total), "throughput.requests_per_s": s.Throughput.RequestsPerS,
 			"goodput.fraction": s.Goodput.Fraction, "latency.ttft.p99": l.TTFT.P99, "latency.itl.p99": l.ITL.P99,

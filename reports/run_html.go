@@ -506,8 +506,39 @@ func classSection(s *metrics.Summary) section {
 			txt(fmtDistMs(l.E2E, l.E2E.P50)), txt(fmtDistMs(l.E2E, l.E2E.P99)), txt(fmtPct(c.Stalls.RequestFraction)),
 			txt(goodputCell(c.Goodput)))
 	}
+	blocks := []block{{Table: t}}
+	if len(s.ByClass) > 1 {
+		blocks = append(blocks, block{Charts: []*chartSpec{
+			classChart("class-ttft", "TTFT by class", s, func(l metrics.Latency) metrics.Dist { return l.TTFT }),
+			classChart("class-e2e", "E2E by class", s, func(l metrics.Latency) metrics.Dist { return l.E2E }),
+		}})
+	}
 	return section{ID: "classes", Title: "By request class", Intro: "Latencies in ms; SLOs per class where given.",
-		Blocks: []block{{Table: t}}}
+		Blocks: blocks}
+}
+
+// classChart compares one latency's p50 and p99 across classes.
+func classChart(id, title string, s *metrics.Summary, get func(metrics.Latency) metrics.Dist) *chartSpec {
+	c := &chartSpec{ID: id, Title: title, Note: "p50 and p99 per request class", YName: "ms"}
+	t := &table{Numeric: true, Head: []string{"class", "p50 ms", "p99 ms"}}
+	var p50, p99 []any
+	for _, name := range sortedKeys(s.ByClass) {
+		cs := s.ByClass[name]
+		if cs == nil {
+			continue
+		}
+		d := get(cs.Latency)
+		c.XCats = append(c.XCats, name)
+		if d.Count == 0 {
+			p50, p99 = append(p50, "-"), append(p99, "-")
+		} else {
+			p50, p99 = append(p50, rnd(d.P50)), append(p99, rnd(d.P99))
+		}
+		t.add(txt(name), txt(fmtDistMs(d, d.P50)), txt(fmtDistMs(d, d.P99)))
+	}
+	c.Series = []seriesSpec{{Name: "p50", Kind: "bar", Color: colBlue, Data: p50}, {Name: "p99", Kind: "bar", Color: colOrange, Data: p99}}
+	c.Table = t
+	return c
 }
 
 // measuredWorkload describes the traffic from the request totals when the summary carries no
