@@ -300,4 +300,3 @@ func BenchmarkReadJSONL(b *testing.B) {
 		}
 	}
 }
-
