@@ -105,13 +105,22 @@ type addedToken struct {
 	lstrip, rstrip, wordOnly bool
 }
 
-type normalizeFunc func(string) string
+// normalizeFunc rewrites a segment; cont says the segment continues earlier text (see
+// CountContinuation), which only Prepend looks at.
+type normalizeFunc func(s string, cont bool) string
+
+// plain adapts a normalizer that ignores cont.
+func plain(f func(string) string) normalizeFunc {
+	return func(s string, _ bool) string { return f(s) }
+}
 
 // piece is a pre-tokenized part of the text; first marks the piece at the very start of the
-// input (Metaspace's prepend_scheme "first" looks at it).
+// input (Metaspace's prepend_scheme "first" looks at it), cont a piece that continues earlier
+// text and so takes no prefix (see CountContinuation).
 type piece struct {
 	s     string
 	first bool
+	cont  bool
 }
 
 type preStep func(in []piece) []piece
@@ -377,8 +386,8 @@ func (h *HF) loadNormalizer(raw json.RawMessage, field string) error {
 			return fmt.Errorf("%s: Prepend without \"prepend\"", field)
 		}
 		p := *c.Prepend
-		h.normalizers = append(h.normalizers, func(s string) string {
-			if s == "" {
+		h.normalizers = append(h.normalizers, func(s string, cont bool) string {
+			if s == "" || cont {
 				return s
 			}
 			return p + s
@@ -397,30 +406,30 @@ func (h *HF) loadNormalizer(raw json.RawMessage, field string) error {
 			if old == "" {
 				return fmt.Errorf("%s: Replace with an empty String pattern", field)
 			}
-			h.normalizers = append(h.normalizers, func(s string) string { return strings.ReplaceAll(s, old, content) })
+			h.normalizers = append(h.normalizers, plain(func(s string) string { return strings.ReplaceAll(s, old, content) }))
 			h.unreplace = append([][2]string{{content, old}}, h.unreplace...)
 		case c.Pattern.Regex != nil:
 			re, err := compileRegex(*c.Pattern.Regex)
 			if err != nil {
 				return fmt.Errorf("%s.pattern.Regex: %w", field, err)
 			}
-			h.normalizers = append(h.normalizers, func(s string) string { return replaceAll(re, s, content) })
+			h.normalizers = append(h.normalizers, plain(func(s string) string { return replaceAll(re, s, content) }))
 		default:
 			return fmt.Errorf("%s: Replace pattern needs \"String\" or \"Regex\"", field)
 		}
 	case "NFC":
-		h.normalizers = append(h.normalizers, norm.NFC.String)
+		h.normalizers = append(h.normalizers, plain(norm.NFC.String))
 	case "NFD":
-		h.normalizers = append(h.normalizers, norm.NFD.String)
+		h.normalizers = append(h.normalizers, plain(norm.NFD.String))
 	case "NFKC":
-		h.normalizers = append(h.normalizers, norm.NFKC.String)
+		h.normalizers = append(h.normalizers, plain(norm.NFKC.String))
 	case "NFKD":
-		h.normalizers = append(h.normalizers, norm.NFKD.String)
+		h.normalizers = append(h.normalizers, plain(norm.NFKD.String))
 	case "Lowercase":
-		h.normalizers = append(h.normalizers, strings.ToLower)
+		h.normalizers = append(h.normalizers, plain(strings.ToLower))
 	case "Strip":
 		left, right := c.StripLeft, c.StripRight
-		h.normalizers = append(h.normalizers, func(s string) string {
+		h.normalizers = append(h.normalizers, plain(func(s string) string {
 			if left {
 				s = strings.TrimLeftFunc(s, unicode.IsSpace)
 			}
@@ -428,7 +437,7 @@ func (h *HF) loadNormalizer(raw json.RawMessage, field string) error {
 				s = strings.TrimRightFunc(s, unicode.IsSpace)
 			}
 			return s
-		})
+		}))
 	default:
 		return fmt.Errorf("%s: type %q is not supported (supported: Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD, Lowercase, Strip)", field, c.Type)
 	}
@@ -520,7 +529,7 @@ func (h *HF) loadPreTokenizer(raw json.RawMessage, field string) error {
 		h.pre = append(h.pre, func(in []piece) []piece {
 			out := make([]piece, 0, len(in))
 			for _, p := range in {
-				if prefix && !strings.HasPrefix(p.s, " ") {
+				if prefix && !p.cont && !strings.HasPrefix(p.s, " ") {
 					p.s = " " + p.s
 				}
 				if re == nil {
@@ -558,7 +567,7 @@ func (h *HF) loadPreTokenizer(raw json.RawMessage, field string) error {
 			out := make([]piece, 0, len(in))
 			for _, p := range in {
 				p.s = strings.ReplaceAll(p.s, " ", repl)
-				if !strings.HasPrefix(p.s, repl) && (scheme == "always" || scheme == "first" && p.first) {
+				if !p.cont && !strings.HasPrefix(p.s, repl) && (scheme == "always" || scheme == "first" && p.first) {
 					p.s = repl + p.s
 				}
 				if !split {
@@ -650,7 +659,7 @@ func appendSplit(out []piece, p piece, matches [][2]int, b splitBehavior, invert
 	out = slices.Grow(out, 2*len(matches)+1)
 	emit := func(start, end int) {
 		if end > start {
-			out = append(out, piece{s: p.s[start:end], first: p.first && start == 0})
+			out = append(out, piece{s: p.s[start:end], first: p.first && start == 0, cont: p.cont && start == 0})
 		}
 	}
 	// regions calls fn for the gaps and matches that tile p.s, in order; with invert the two
@@ -757,19 +766,31 @@ func (h *HF) TemplateTokens() int { return h.templateTokens }
 // Count implements Tokenizer.
 func (h *HF) Count(text string) int {
 	n := 0
-	h.walk(text, func(ids []int) { n += len(ids) })
+	h.walk(text, false, func(ids []int) { n += len(ids) })
+	return n
+}
+
+// CountContinuation counts text as it is tokenized in the middle of a longer input: no
+// prefix is added at its start (the "▁" of a Prepend normalizer or Metaspace pre-tokenizer,
+// ByteLevel's add_prefix_space). Streamed chunks need it: a SentencePiece-style Count(" world")
+// is 2 ("▁" + "▁world") where the model emitted one token. For files without such a prefix
+// (Llama 3, Qwen, GPT-style) it equals Count. CountChunk picks it when available.
+func (h *HF) CountContinuation(text string) int {
+	n := 0
+	h.walk(text, true, func(ids []int) { n += len(ids) })
 	return n
 }
 
 // Encode implements Tokenizer.
 func (h *HF) Encode(text string) []int {
 	ids := make([]int, 0, len(text)/3+1)
-	h.walk(text, func(t []int) { ids = append(ids, t...) })
+	h.walk(text, false, func(t []int) { ids = append(ids, t...) })
 	return ids
 }
 
-// walk calls emit with the ids of text, in order.
-func (h *HF) walk(text string, emit func([]int)) {
+// walk calls emit with the ids of text, in order; cont marks text that continues earlier
+// text.
+func (h *HF) walk(text string, cont bool, emit func([]int)) {
 	start := 0
 	var one [1]int
 	for i := 0; i < len(text); {
@@ -778,12 +799,12 @@ func (h *HF) walk(text string, emit func([]int)) {
 			i++
 			continue
 		}
-		h.walkSegment(text[start:ms], start == 0, emit)
+		h.walkSegment(text[start:ms], start == 0 && !cont, start == 0 && cont, emit)
 		one[0] = a.id
 		emit(one[:])
 		start, i = me, me
 	}
-	h.walkSegment(text[start:], start == 0, emit)
+	h.walkSegment(text[start:], start == 0 && !cont, start == 0 && cont, emit)
 }
 
 // matchAdded returns the added token at text[i:], with the span it covers once lstrip and
@@ -872,14 +893,14 @@ func cutAtMarkers(w, marker string, fn func(string)) {
 }
 
 // walkSegment encodes text that holds no added token.
-func (h *HF) walkSegment(seg string, first bool, emit func([]int)) {
+func (h *HF) walkSegment(seg string, first, cont bool, emit func([]int)) {
 	if seg == "" {
 		return
 	}
 	for _, n := range h.normalizers {
-		seg = n(seg)
+		seg = n(seg, cont)
 	}
-	pieces := []piece{{s: seg, first: first}}
+	pieces := []piece{{s: seg, first: first, cont: cont}}
 	for _, step := range h.pre {
 		pieces = step(pieces)
 	}

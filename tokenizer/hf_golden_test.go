@@ -47,6 +47,17 @@ func TestHFGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				n++
+				if n == 1 {
+					// Streaming this English paragraph token by token, CountChunk on the
+					// chunks adds up to the token count.
+					sum := 0
+					for _, c := range streamChunks(h, h.Encode("Say:"), g.IDs) {
+						sum += CountChunk(h, c)
+					}
+					if sum != len(g.IDs) {
+						t.Errorf("streamed chunks count %d tokens, want %d", sum, len(g.IDs))
+					}
+				}
 				got := h.Encode(g.Text)
 				if !slices.Equal(got, g.IDs) {
 					bad++

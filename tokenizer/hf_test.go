@@ -464,3 +464,60 @@ func FuzzHFSentencePiece(f *testing.F) {
 		}
 	})
 }
+
+// streamChunks cuts the text of ids as a server streams a completion: each chunk is the text
+// that one more token adds, decoded after the prompt's ids (so the first token keeps its
+// leading space, as servers' incremental detokenizers do).
+func streamChunks(h *HF, prompt, ids []int) []string {
+	var chunks []string
+	prev := h.Decode(prompt)
+	for k := range ids {
+		cur := h.Decode(append(slices.Clone(prompt), ids[:k+1]...))
+		chunks = append(chunks, cur[len(prev):])
+		prev = cur
+	}
+	return chunks
+}
+
+func TestCountChunk(t *testing.T) {
+	sp := loadFixture(t, "sentencepiece")
+	// SentencePiece-style Count adds the "▁" prefix of a new input; a chunk is no new input.
+	if got := sp.Count(" world"); got != 2 {
+		t.Errorf(`Count(" world") = %d, want 2 (▁ + ▁world)`, got)
+	}
+	if got := sp.CountContinuation(" world"); got != 1 {
+		t.Errorf(`CountContinuation(" world") = %d, want 1`, got)
+	}
+	if got := CountChunk(sp, " world"); got != 1 {
+		t.Errorf(`CountChunk(sp, " world") = %d, want 1`, got)
+	}
+	if got := CountChunk(Reference{}, " world"); got != 1 {
+		t.Errorf(`CountChunk(Reference, " world") = %d, want 1`, got)
+	}
+	metaspace, err := fixtureVariant(t, "sentencepiece", func(m map[string]any) {
+		m["normalizer"] = nil
+		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	english, err := os.ReadFile("testdata/english.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "hello world  hello\n" + string(english[:600])
+	for name, h := range map[string]*HF{"bytelevel": loadFixture(t, "bytelevel"), "sentencepiece": sp, "metaspace": metaspace} {
+		ids := h.Encode(text)
+		sum, plainSum := 0, 0
+		for _, c := range streamChunks(h, h.Encode("Say:"), ids[1:]) {
+			sum += CountChunk(h, c)
+			plainSum += h.Count(c)
+		}
+		if sum != len(ids)-1 {
+			t.Errorf("%s: chunks count %d tokens, the stream had %d", name, sum, len(ids)-1)
+		}
+		if name != "bytelevel" && plainSum <= sum {
+			t.Errorf("%s: Count on chunks gave %d, expected the prefix to inflate it above %d", name, plainSum, sum)
+		}
+	}
+}

@@ -34,3 +34,15 @@ func Load(spec string) (Tokenizer, error) {
 	}
 	return LoadHF(strings.TrimPrefix(spec, "hf:"))
 }
+
+// CountChunk counts the tokens of a streamed chunk of generated text. Tokenizers that add a
+// prefix at the start of an input (SentencePiece-style HF files) count the chunk as the
+// continuation it is, via CountContinuation; the others use Count. Summing CountChunk over a
+// stream's chunks gives the stream's token count when the server cuts chunks at token
+// boundaries.
+func CountChunk(t Tokenizer, chunk string) int {
+	if c, ok := t.(interface{ CountContinuation(string) int }); ok {
+		return c.CountContinuation(chunk)
+	}
+	return t.Count(chunk)
+}
