@@ -160,7 +160,7 @@ func importShareGPT(r io.Reader, name string, opts ImportOptions) ([]Request, er
 		return nil, &LineError{File: name, Line: 1, Reason: "a ShareGPT file must be a JSON array of conversations"}
 	}
 	sink := &rowSink{name: name, opts: opts}
-	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x54a4e9))
+	src := rand.NewPCG(uint64(opts.Seed), 0x54a4e9) // its bit stream is specified: stable gaps
 	var at time.Duration
 	conv := 0
 	for dec.More() {
@@ -215,7 +215,8 @@ func importShareGPT(r io.Reader, name string, opts ImportOptions) ([]Request, er
 		}
 		gap := 1 / opts.Rate
 		if opts.Poisson {
-			gap = rng.ExpFloat64() / opts.Rate
+			u := (float64(src.Uint64()>>11) + 0.5) / (1 << 53) // uniform in (0, 1)
+			gap = -math.Log(u) / opts.Rate
 		}
 		at += time.Duration(math.Round(gap * 1e9))
 	}

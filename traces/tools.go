@@ -112,10 +112,18 @@ func Sample(reqs []Request, opts SampleOptions) ([]Request, error) {
 		keep = int(math.Round(opts.Fraction * float64(units)))
 	}
 	keep = min(keep, units)
-	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x5a3b1e))
+	// A partial Fisher–Yates shuffle over the PCG bit stream (whose output is specified), so a
+	// seed selects the same subset in every Go release.
+	src := rand.NewPCG(uint64(opts.Seed), 0x5a3b1e)
+	perm := make([]int, units)
+	for i := range perm {
+		perm[i] = i
+	}
 	chosen := make([]bool, units)
-	for _, u := range rng.Perm(units)[:keep] {
-		chosen[u] = true
+	for i := 0; i < keep; i++ {
+		j := i + int(src.Uint64()%uint64(units-i))
+		perm[i], perm[j] = perm[j], perm[i]
+		chosen[perm[i]] = true
 	}
 	var out []Request
 	for i, r := range reqs {
