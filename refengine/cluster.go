@@ -16,11 +16,10 @@ type cluster struct {
 }
 
 type pool struct {
-	c      *core
-	busy   bool
-	end    time.Duration
-	dur    time.Duration
-	handed []*seq // scratch
+	c    *core
+	busy bool          // a step is in progress
+	end  time.Duration // when it ends
+	dur  time.Duration // its priced duration
 }
 
 type transfer struct {

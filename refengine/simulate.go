@@ -67,20 +67,11 @@ type SimResult struct {
 // virtual clock: no HTTP, no goroutines, no sleeping. It is deterministic for a given input and
 // Config (Config.Seed seeds unseeded sampling; HTTP-level faults do not apply, early-eos does).
 func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
-	return simulate(reqs, cfg, nil)
-}
-
-func simulate(reqs []SimRequest, cfg Config, core0 func(*core)) (*SimResult, error) {
 	r, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
 	cl := r.newCluster(nil, false)
-	if core0 != nil {
-		for _, p := range cl.pools {
-			core0(p.c)
-		}
-	}
 	res := &SimResult{Timelines: make([]Timeline, len(reqs)), Info: r.info(1)}
 	seqs := make([]seq, len(reqs))
 	order := make([]int, len(reqs))
