@@ -190,6 +190,9 @@ type call struct {
 	temperature *float64
 	seed        *int64
 	keepText    bool // return the output text (multi-turn sessions need it)
+	inputTokens int  // the client's prompt count when it differs from the trace's (0: trace)
+	body        []byte
+	bodyErr     error
 }
 
 type streamOptions struct {
@@ -265,13 +268,13 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	if k.chat {
 		path = "/v1/chat/completions"
 	}
-	body, err := c.body(k)
-	if err != nil {
+	if k.bodyErr != nil {
 		rec.Sent = c.now()
 		rec.End = rec.Sent
-		c.fail(rec, metrics.FailMalformed, "encoding the request body: "+err.Error())
+		c.fail(rec, metrics.FailMalformed, "encoding the request body: "+k.bodyErr.Error())
 		return ""
 	}
+	body := k.body
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))

@@ -252,11 +252,39 @@ func (r *runner) plan(reqs []traces.Request) ([]item, int) {
 	return items, skipped
 }
 
-// openLoop dispatches each item at its intended time, never waiting for earlier ones.
+// lookahead is how many requests the open-loop preparer builds ahead of the dispatcher.
+const lookahead = 256
+
+// openLoop dispatches each item at its intended time, never waiting for earlier ones. A
+// preparer goroutine synthesizes prompts and encodes bodies ahead of time, so that work is
+// neither schedule lag nor queue time; if it falls behind, the dispatcher waits for it and
+// the lag shows.
 func (r *runner) openLoop(items []item) {
+	prepared := make(chan *call, lookahead)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := range items {
+			k := r.buildCall(&items[i], 0, nil)
+			select {
+			case prepared <- k:
+			case <-stop:
+				return
+			}
+		}
+	}()
 	for i := range items {
 		it := &items[i]
-		if err := r.clock.SleepUntil(r.soft, r.start.Add(it.intended)); err != nil {
+		var k *call
+		select {
+		case k = <-prepared:
+		case <-r.soft.Done():
+		}
+		err := r.soft.Err()
+		if err == nil {
+			err = r.clock.SleepUntil(r.soft, r.start.Add(it.intended))
+		}
+		if err != nil {
 			for j := i; j < len(items); j++ {
 				r.dropItem(&items[j], 0, int64(items[j].intended), 0, "never sent: the run was interrupted")
 			}
@@ -266,7 +294,7 @@ func (r *runner) openLoop(items []item) {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			r.runItem(it, int64(it.intended), dispatched)
+			r.runItem(it, k, int64(it.intended), dispatched)
 		}()
 	}
 }
@@ -291,7 +319,9 @@ func (r *runner) closedLoop(items []item) {
 				r.skipped.Add(int64(len(it.turns)))
 				continue
 			}
-			r.runItem(it, now, now)
+			k := r.buildCall(it, 0, nil)
+			now = r.c.now()
+			r.runItem(it, k, now, now)
 		}
 	}
 	r.wg.Add(r.opts.Concurrency)
@@ -307,9 +337,10 @@ type conversation struct {
 	tokens   int
 }
 
-// runItem sends the turns of it in order; the first at intended (dispatched already), each
-// later one after the previous response plus its think time.
-func (r *runner) runItem(it *item, intended, dispatched int64) {
+// runItem sends the turns of it in order: the first (k, already built) at intended and
+// dispatched already, each later one after the previous response plus its think time. A later
+// turn is built before its think time is slept, so building it costs no lag.
+func (r *runner) runItem(it *item, k *call, intended, dispatched int64) {
 	var conv conversation
 	var prevEnd int64
 	for i, q := range it.turns {
@@ -319,13 +350,14 @@ func (r *runner) runItem(it *item, intended, dispatched int64) {
 				r.skipped.Add(int64(len(it.turns) - i))
 				return
 			}
+			k = r.buildCall(it, i, &conv)
 			if err := r.clock.SleepUntil(r.soft, r.start.Add(time.Duration(intended))); err != nil {
 				r.dropItem(it, i, intended, 0, "never sent: the run was interrupted during the think time")
 				return
 			}
 			dispatched = r.c.now()
 		}
-		ok, end := r.send(it, i, &conv, intended, dispatched)
+		ok, end := r.send(it, i, k, &conv, intended, dispatched)
 		if !ok {
 			if i+1 < len(it.turns) {
 				r.dropItem(it, i+1, end, 0, "never sent: an earlier turn of this session failed")
@@ -395,9 +427,9 @@ func (r *runner) dropItem(it *item, turn int, intended, dispatched int64, why st
 	}
 }
 
-// send sends turn i of it (carrying conv) and emits its record. It reports whether the turn
-// succeeded and when it ended.
-func (r *runner) send(it *item, i int, conv *conversation, intended, dispatched int64) (bool, int64) {
+// send sends turn i of it (the call k) and emits its record; a success extends conv. It
+// reports whether the turn succeeded and when it ended.
+func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, dispatched int64) (bool, int64) {
 	if r.sem != nil {
 		acquired := false
 		select {
@@ -419,7 +451,9 @@ func (r *runner) send(it *item, i int, conv *conversation, intended, dispatched 
 	}
 	rec := r.record(it, i, intended)
 	rec.Dispatched = dispatched
-	k := r.buildCall(it, i, conv, rec)
+	if k.inputTokens > 0 {
+		rec.InputTokens = k.inputTokens
+	}
 	r.sent.Add(1)
 	r.progress.Sent.Add(1)
 	r.progress.InFlight.Add(1)
@@ -439,8 +473,11 @@ func (r *runner) send(it *item, i int, conv *conversation, intended, dispatched 
 }
 
 // buildCall makes the wire request of turn i: its prompt (given or synthesized), carrying the
-// conversation so far.
-func (r *runner) buildCall(it *item, i int, conv *conversation, rec *metrics.Record) *call {
+// conversation so far (conv may be nil for a first turn), and its encoded body.
+func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
+	if conv == nil {
+		conv = &conversation{}
+	}
 	q := it.turns[i]
 	k := &call{
 		requestID:   q.ID,
@@ -491,10 +528,11 @@ func (r *runner) buildCall(it *item, i int, conv *conversation, rec *metrics.Rec
 		} else {
 			n = r.opts.Tokenizer.Count(k.prompt)
 		}
-		rec.InputTokens = n
+		k.inputTokens = n
 	case i > 0:
-		rec.InputTokens = conv.tokens + q.InputTokens
+		k.inputTokens = conv.tokens + q.InputTokens
 	}
+	k.body, k.bodyErr = r.c.body(k)
 	return k
 }
 
