@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // number is a decoded JSON or msgpack number with its original text.
@@ -174,6 +175,9 @@ func floatField(v any, what string) (float64, string) {
 // stringField parses a string; nonEmpty rejects "".
 func stringField(v any, nonEmpty bool, what string) (string, string) {
 	s, ok := v.(string)
+	if ok && !utf8.ValidString(s) {
+		return "", what + " (got a string that is not valid UTF-8)"
+	}
 	if !ok || (nonEmpty && s == "") {
 		if ok {
 			return "", what + " (got an empty string)"

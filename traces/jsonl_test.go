@@ -300,3 +300,14 @@ func BenchmarkReadJSONL(b *testing.B) {
 		}
 	}
 }
+
+func TestMsgpackRejectsInvalidUTF8(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteMsgpack(&buf, []Request{{ID: "a\xff", Arrival: 0, InputTokens: 1, OutputTokens: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadMsgpack(&buf, "u.msgpack", ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "u.msgpack:1: id: must be a non-empty string (got a string that is not valid UTF-8)") {
+		t.Fatalf("err = %v", err)
+	}
+}
