@@ -21,12 +21,16 @@ import (
 // HF is a BPE tokenizer read from a Hugging Face tokenizer.json file, in pure Go and without
 // network access. It covers the two BPE families served by LLM engines:
 //
-//   - byte-level BPE (GPT-2, Llama 3, Qwen2/Qwen3, Mistral Nemo and similar): a ByteLevel
-//     pre-tokenizer maps every byte to a printable rune, usually after a Split pre-tokenizer
-//     with the model's regex;
-//   - SentencePiece-style BPE (Llama 2, Mistral 7B, and similar): spaces become "▁" through
-//     a Replace/Prepend normalizer or a Metaspace pre-tokenizer, and runes missing from the
-//     vocabulary fall back to <0xNN> byte tokens.
+//   - byte-level BPE (GPT-2, Llama 3, Qwen2/Qwen3, DeepSeek V3, cl100k, o200k, gpt-oss and
+//     similar): a ByteLevel pre-tokenizer maps every byte to a printable rune, usually after
+//     one or more Split pre-tokenizers with the model's regex;
+//   - SentencePiece-style BPE (Llama 2, Mistral 7B, Gemma 3 and similar): spaces become "▁"
+//     through a Replace/Prepend normalizer or a Metaspace pre-tokenizer, and runes missing
+//     from the vocabulary fall back to <0xNN> byte tokens.
+//
+// Count and Encode tokenize a text as a whole input. Streamed chunks are not whole inputs:
+// count them with CountContinuation (or the package's CountChunk), which leaves out the "▁"
+// or space a SentencePiece-style file prefixes to every input.
 //
 // What is read: model (type "BPE": vocab, merges as "a b" strings or [a, b] pairs, unk_token,
 // fuse_unk, byte_fallback, ignore_merges), added_tokens (content, id, lstrip, rstrip,
@@ -49,8 +53,9 @@ import (
 // tokens are matched on the raw text even when marked "normalized"; Count and Encode never
 // add the post-processor's special tokens (see TemplateTokens); BPE dropout is ignored; a
 // rune that is neither in the vocabulary nor covered by byte fallback or an unk token is
-// dropped. Encode recognizes added and special tokens written in the text, as the library
-// does by default.
+// dropped; Decode aims at exact round trips rather than at reproducing the file's decoder
+// (it also removes the "▁" prefix that follows a special token). Encode recognizes added and
+// special tokens written in the text, as the library does by default.
 //
 // TestHFGolden compares Encode with the Hugging Face library itself: on the tokenizer.json
 // files of Llama 2, Llama 3, Qwen3, Gemma 3, DeepSeek V3, cl100k, o200k and gpt-oss, the ids
@@ -850,7 +855,8 @@ func (h *HF) matchAdded(text string, i, floor int) (a *addedToken, start, end in
 // findWordMarker returns the space marker that SentencePiece-style BPE cannot merge across,
 // or "" (see HF.wordMarker).
 func (h *HF) findWordMarker() string {
-	if h.byteLevel {
+	if h.byteLevel || h.ignoreMerges {
+		// ignore_merges looks up whole pieces, so cutting them could change the result.
 		return ""
 	}
 	marker := ""

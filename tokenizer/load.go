@@ -15,6 +15,10 @@ package tokenizer
 // exactly (other model types, unknown components, unsupported regex constructs) are refused
 // at load time with an error that names the field. HF.Decode maps ids back to text, which
 // prompt synthesis can use to fit a text to an exact token count.
+//
+// Counting a stream: use CountChunk on each chunk of generated text. Count treats its text as
+// a whole input, and SentencePiece-style files prefix every input with "▁", which would add
+// a token to nearly every chunk; CountChunk counts the chunk as the continuation it is.
 
 import (
 	"errors"
@@ -22,7 +26,8 @@ import (
 )
 
 // Load returns the tokenizer named by spec: "reference", "approx", or the path of a Hugging
-// Face tokenizer.json (optionally written "hf:PATH").
+// Face tokenizer.json (optionally written "hf:PATH"; write "./reference" for a file that is
+// named like a built-in tokenizer).
 func Load(spec string) (Tokenizer, error) {
 	switch spec {
 	case "reference":
