@@ -110,9 +110,13 @@ const ms = int64(time.Millisecond)
 func TestOpenLoopExactTimes(t *testing.T) {
 	e := &slowEngine{service: 100 * time.Millisecond, gap: 10 * time.Millisecond, chunks: 2}
 	reqs := []traces.Request{at("c", 20), at("a", 0), at("b", 10)}
-	res, recs := virtualRun(t, e, reqs, Options{RateScale: 2}, 0)
+	prog := &Progress{}
+	res, recs := virtualRun(t, e, reqs, Options{RateScale: 2, Progress: prog}, 0)
 	if res.Succeeded != 3 || res.Mode != "open-loop" || e.maxIn != 3 {
 		t.Fatalf("result %+v, max in flight %d (want 3: open loop never waits)", res, e.maxIn)
+	}
+	if prog.Sent.Load() != 3 || prog.Done.Load() != 3 || prog.InFlight.Load() != 0 || prog.Failed.Load() != 0 || prog.OutputTokens.Load() != 6 {
+		t.Errorf("progress sent %d done %d in flight %d failed %d tokens %d", prog.Sent.Load(), prog.Done.Load(), prog.InFlight.Load(), prog.Failed.Load(), prog.OutputTokens.Load())
 	}
 	for i, r := range recs {
 		want := int64(i) * 5 * ms // RateScale 2 halves the 10 ms gaps
