@@ -2,6 +2,10 @@ package refengine_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/refengine"
@@ -34,4 +38,34 @@ func ExampleSimulate() {
 	// Output:
 	// a: 1100 prompt tokens, 0 cached, chunks [1 3], output of 4 tokens
 	// b: 1100 prompt tokens, 1024 cached, chunks [1 3], output of 4 tokens
+}
+
+// New starts an engine; its Handler serves the OpenAI-compatible API and Timeline returns the
+// ground truth of each request, keyed by its X-Request-Id header.
+func ExampleNew() {
+	eng, err := refengine.New(refengine.Config{TimeScale: 50}) // 50× faster than the GPU
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close()
+	srv := httptest.NewServer(eng.Handler())
+	defer srv.Close()
+
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/completions",
+		strings.NewReader(`{"prompt":"Hello there","max_tokens":5,"temperature":0,"stream":true}`))
+	req.Header.Set("X-Request-Id", "hello-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+
+	tl, _ := eng.Timeline("hello-1")
+	fmt.Println("events:", strings.Count(string(body), "data: "), "emissions:", len(tl.Emissions),
+		"prompt tokens:", tl.PromptTokens, "output tokens:", tl.OutputTokens, "finish:", tl.FinishReason)
+	// Output:
+	// events: 6 emissions: 5 prompt tokens: 2 output tokens: 5 finish: length
 }
