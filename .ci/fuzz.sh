@@ -6,15 +6,15 @@
 #   FUZZTIME=30s .ci/fuzz.sh    # longer
 #   .ci/fuzz.sh ./traces        # only the targets under ./traces
 #
-# Each package's instrumented test binary is built once. A crashing input is saved under the package's testdata/fuzz/FuzzX/ (commit it
-# with the fix: it then runs as a regular test case). One summary line per target; the total
-# time is printed at the end.
+# Each package's instrumented test binary is built once. A crashing input is saved under the
+# package's testdata/fuzz/FuzzX/ (commit it with the fix: it then runs as a regular test
+# case). One summary line per target; the total time is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:--mod=mod}
 
 fuzztime=${FUZZTIME:-4s}
-# Per target wall limit: the fuzz time plus building the instrumented test binary.
+# Per-target wall limit in seconds (a hung target is killed and counts as a failure).
 limit=${FUZZ_TARGET_TIMEOUT:-180}
 roots=("${@:-.}")
 
