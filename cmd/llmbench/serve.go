@@ -104,6 +104,9 @@ func runServe(ctx context.Context, app *App, o serveOptions) error {
 	fmt.Fprintf(app.Stdout, "reference engine: %s on %d × %s (%s weights, %s KV, %d KV blocks, max model len %d)\n",
 		info.Model, info.TP, info.GPU, info.WeightDtype, info.KVDtype, info.NumBlocks, info.MaxModelLen)
 	fmt.Fprintf(app.Stdout, "listening on http://%s (model name %q)\n", ln.Addr(), info.ServedModelName)
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.engine.APIKey == "" {
+		fmt.Fprintf(app.Stderr, "warning: %s is reachable from other hosts and no --api-key (or LLMBENCH_API_KEY) is set\n", ln.Addr())
+	}
 	select {
 	case <-ctx.Done():
 	case <-app.Interrupts:
