@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -174,29 +175,34 @@ func (s *scanner) null() bool {
 	return false
 }
 
-// str consumes a string and returns its raw contents and whether they contain escapes.
+// str consumes a string and returns its raw contents and whether they contain escapes. It
+// finds the closing quote with bytes.IndexByte; control characters inside strings are
+// tolerated (this is an extractor, not a validator).
 func (s *scanner) str() (raw []byte, escaped bool, ok bool) {
 	if !s.consume('"') {
 		return nil, false, false
 	}
 	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw = s.b[start:s.i]
-			s.i++
-			return raw, escaped, true
-		case c == '\\':
-			escaped = true
-			s.i += 2
-		case c < 0x20:
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
 			return nil, false, false
-		default:
-			s.i++
 		}
+		end := s.i + j
+		k := end
+		for k > start && s.b[k-1] == '\\' {
+			k--
+		}
+		s.i = end + 1
+		if (end-k)%2 == 1 {
+			escaped = true // an escaped quote: keep looking
+			continue
+		}
+		if !escaped && bytes.IndexByte(s.b[start:end], '\\') >= 0 {
+			escaped = true
+		}
+		return s.b[start:end], escaped, true
 	}
-	return nil, false, false
 }
 
 // skip consumes any value.
