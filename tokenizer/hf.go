@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -967,9 +966,9 @@ func (h *HF) bpe(w string) []int {
 			q = append(q, mergeCand{pos: i, rank: int(m >> 32), id: int(uint32(m))})
 		}
 	}
-	heap.Init(&q)
-	for q.Len() > 0 {
-		top := heap.Pop(&q).(mergeCand)
+	q.init()
+	for len(q) > 0 {
+		top := q.pop()
 		left := &syms[top.pos]
 		if left.dead || left.next < 0 {
 			continue
@@ -987,12 +986,12 @@ func (h *HF) bpe(w string) []int {
 		}
 		if left.prev >= 0 {
 			if m, ok := h.merges[uint64(syms[left.prev].id)<<32|uint64(left.id)]; ok {
-				heap.Push(&q, mergeCand{pos: left.prev, rank: int(m >> 32), id: int(uint32(m))})
+				q.push(mergeCand{pos: left.prev, rank: int(m >> 32), id: int(uint32(m))})
 			}
 		}
 		if left.next >= 0 {
 			if m, ok := h.merges[uint64(left.id)<<32|uint64(syms[left.next].id)]; ok {
-				heap.Push(&q, mergeCand{pos: top.pos, rank: int(m >> 32), id: int(uint32(m))})
+				q.push(mergeCand{pos: top.pos, rank: int(m >> 32), id: int(uint32(m))})
 			}
 		}
 	}
@@ -1075,24 +1074,62 @@ func (h *HF) hasFallback(ch string) bool {
 
 type mergeCand struct{ pos, rank, id int }
 
-// mergeQueue orders candidates by rank, then leftmost position, as the Hugging Face library
-// does.
+// mergeQueue is a binary min-heap of merge candidates, ordered by rank and then by leftmost
+// position, as the Hugging Face library orders them. (container/heap would box every
+// candidate in an interface.)
 type mergeQueue []mergeCand
 
-func (q mergeQueue) Len() int { return len(q) }
-func (q mergeQueue) Less(i, j int) bool {
+func (q mergeQueue) less(i, j int) bool {
 	if q[i].rank != q[j].rank {
 		return q[i].rank < q[j].rank
 	}
 	return q[i].pos < q[j].pos
 }
-func (q mergeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *mergeQueue) Push(x any)   { *q = append(*q, x.(mergeCand)) }
-func (q *mergeQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *mergeQueue) init() {
+	for i := len(*q)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+}
+
+func (q *mergeQueue) push(c mergeCand) {
+	*q = append(*q, c)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *mergeQueue) pop() mergeCand {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	*q = h[:last]
+	q.down(0)
+	return top
+}
+
+func (q mergeQueue) down(i int) {
+	for {
+		least := i
+		if l := 2*i + 1; l < len(q) && q.less(l, least) {
+			least = l
+		}
+		if r := 2*i + 2; r < len(q) && q.less(r, least) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		q[i], q[least] = q[least], q[i]
+		i = least
+	}
 }
 
 // Decode returns the text of ids: added tokens as written (non-special ones of
