@@ -139,7 +139,8 @@
 // simulated time too. Engine.Timeline(id) returns the ground truth of a
 // request keyed by its X-Request-Id header (else its response id): arrival, first scheduled
 // step, every emission (simulated offset and token count; Timeline.Wall gives wall time),
-// finish, prompt/output/cached tokens, preemptions, speculative counts, KV transfer time.
+// finish, prompt/output/cached tokens, preemptions, speculative counts, KV transfer time, and
+// for streams the time each chunk had been flushed to the connection (Timeline.Sent).
 // The engine keeps in-flight timelines and the last TimelineCapacity finished ones.
 //
 // # Faults

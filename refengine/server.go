@@ -327,10 +327,12 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 					io.WriteString(w, doneEvent)
 				}
 				rc.Flush()
+				e.noteSent(s, sent)
 				return
 			}
 		}
 		rc.Flush()
+		e.noteSent(s, sent)
 	}
 }
 
@@ -440,4 +442,16 @@ func (e *Engine) FaultsInjected() map[string]int64 {
 		out[k] = v
 	}
 	return out
+}
+
+// noteSent records that the first n emissions of s have been flushed to the connection.
+func (e *Engine) noteSent(s *seq, n int) {
+	e.mu.Lock()
+	now := e.clock.Now()
+	for i := len(s.tl.Sent); i < n && i < len(s.tl.Emissions); i++ {
+		// The loop only completes a step once the clock has reached its end, so a chunk is
+		// never sent before its emission; max absorbs the clock's float rounding (< 1 ns).
+		s.tl.Sent = append(s.tl.Sent, max(now, s.tl.Emissions[i].At))
+	}
+	e.mu.Unlock()
 }

@@ -84,6 +84,14 @@ func TestTimelineMatchesClient(t *testing.T) {
 				multi = multi || em.Tokens > 1
 				sum += em.Tokens
 			}
+			if len(tl.Sent) != len(tl.Emissions) {
+				t.Fatalf("k%d: %d sent times for %d emissions", i, len(tl.Sent), len(tl.Emissions))
+			}
+			for j, at := range tl.Sent {
+				if at < tl.Emissions[j].At {
+					t.Fatalf("k%d: chunk %d sent at %v, before its emission at %v", i, j, at, tl.Emissions[j].At)
+				}
+			}
 			if sum != 10+3*i || tl.OutputTokens != sum || tl.FirstScheduled < tl.Arrival || tl.Emissions[0].At <= tl.FirstScheduled {
 				t.Fatalf("k%d: timeline %+v", i, tl)
 			}

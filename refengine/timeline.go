@@ -29,6 +29,11 @@ type Timeline struct {
 	FirstScheduled time.Duration // first step that computed any of it; -1 if never
 	Finish         time.Duration // last token emitted, or aborted; -1 while in flight
 	Emissions      []Emission
+	// Sent holds, for a streamed HTTP response, the simulated offset at which each emission's
+	// chunk had been written and flushed to the connection (same order as Emissions; shorter
+	// if the stream ended early). Sent[i] − Emissions[i].At is the engine's own delivery lag;
+	// nil in Simulate and for non-streamed responses.
+	Sent []time.Duration
 
 	PromptTokens int
 	OutputTokens int // emitted so far
@@ -91,6 +96,7 @@ func (t *Timeline) finishReasonFor() string {
 func (t *Timeline) clone() Timeline {
 	c := *t
 	c.Emissions = append([]Emission(nil), t.Emissions...)
+	c.Sent = append([]time.Duration(nil), t.Sent...)
 	return c
 }
 
