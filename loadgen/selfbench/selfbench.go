@@ -115,11 +115,14 @@ type Figures struct {
 	Targets      map[string]float64 `json:"targets"`
 	MeetsTargets map[string]bool    `json:"meets_targets"`
 	ElapsedS     float64            `json:"elapsed_s"`
-	// Machine facts, filled by the caller.
-	CPUModel   string `json:"cpu_model"`
-	Cores      int    `json:"cores"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	GoVersion  string `json:"go_version"`
+	// Machine facts, filled by the caller. LoadAverage is the 1-minute load average before
+	// and after the measurements (-1: unknown); above Cores, other processes competed for the
+	// CPUs and the timing figures reflect that contention.
+	CPUModel    string     `json:"cpu_model"`
+	Cores       int        `json:"cores"`
+	GOMAXPROCS  int        `json:"gomaxprocs"`
+	GoVersion   string     `json:"go_version"`
+	LoadAverage [2]float64 `json:"load_average_1m"`
 }
 
 // RunFigures are the per-run values behind each median.
