@@ -215,13 +215,14 @@ func (t *csvTable) next() ([]string, int, error) {
 	return rec, line, nil
 }
 
-// get returns the value of column c (which may be absent: ok false).
+// get returns the value of column c (which may be absent: ok false), with invalid UTF-8
+// replaced so that text copied into a trace survives JSON.
 func (t *csvTable) get(rec []string, c string) (string, bool) {
 	i, ok := t.col[normCol(c)]
 	if !ok || i >= len(rec) {
 		return "", false
 	}
-	return strings.TrimSpace(rec[i]), true
+	return strings.ToValidUTF8(strings.TrimSpace(rec[i]), "\uFFFD"), true
 }
 
 // rows walks a CSV table, handing each row to fn, and turns CSV syntax errors into bad rows.
