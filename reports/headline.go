@@ -47,6 +47,9 @@ func clientHealth(c metrics.Client) string {
 	if !c.Limited {
 		return "client healthy"
 	}
+	if strings.HasPrefix(c.Reason, "client-limited") {
+		return c.Reason
+	}
 	if c.Reason != "" {
 		return "client-limited: " + c.Reason
 	}
