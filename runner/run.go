@@ -163,9 +163,13 @@ func finish(opts Options, sum *metrics.Summary, recPath string) error {
 // RenderReport writes DIR/report.html from sum and the records in DIR (for sampled timelines).
 func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) error {
 	recPath := filepath.Join(dir, RecordsFile)
+	var recErr error
 	if hopts.Samples == nil {
-		if samples, reasons, err := reports.SampleRecords(metrics.FileSource(recPath).Each); err == nil {
+		samples, reasons, err := reports.SampleRecords(metrics.FileSource(recPath).Each)
+		if err == nil {
 			hopts.Samples, hopts.SampleReasons = samples, reasons
+		} else {
+			recErr = err
 		}
 	}
 	if hopts.ServerMetrics == nil {
@@ -177,7 +181,13 @@ func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) e
 	if err := reports.WriteHTML(&b, sum, hopts); err != nil {
 		return fmt.Errorf("render report: %w", err)
 	}
-	return WriteFileAtomic(filepath.Join(dir, ReportFile), []byte(b.String()))
+	if err := WriteFileAtomic(filepath.Join(dir, ReportFile), []byte(b.String())); err != nil {
+		return err
+	}
+	if recErr != nil {
+		return fmt.Errorf("report written from %s without sampled token timelines: %w", SummaryFile, recErr)
+	}
+	return nil
 }
 
 // HostFacts describes the client machine.
