@@ -4,7 +4,7 @@
 // Usage (needs npm and the registry; nothing here runs in CI):
 //
 //	npm install @anush008/tokenizers
-//	NODE_PATH=$PWD/node_modules node golden.js path/to/NAME.tokenizer.json corpus.txt > NAME.golden.jsonl
+//	NODE_PATH=$PWD/node_modules node golden.js path/to/NAME.tokenizer.json corpus.txt [N] > NAME.golden.jsonl
 //
 // then run LLMBENCH_HF_GOLDEN=<folder with both files> go test -run TestHFGolden ./tokenizer/
 //
@@ -14,7 +14,8 @@
 //
 // corpus.txt is read as UTF-8; every text of the corpus is encoded without special tokens
 // added by the post-processor. Besides the corpus's paragraphs (split on blank lines), the
-// script adds deterministic random strings drawn from an alphabet of tricky characters.
+// script adds N (default 3000) deterministic random strings drawn from an alphabet of tricky
+// characters.
 const fs = require('fs');
 const { Tokenizer } = require('@anush008/tokenizers');
 
@@ -35,7 +36,8 @@ function rand(n) {
   seed = (seed * 1103515245 + 12345) % 2147483648;
   return seed % n;
 }
-for (let i = 0; i < 3000; i++) {
+const extra = process.argv[4] ? parseInt(process.argv[4], 10) : 3000;
+for (let i = 0; i < extra; i++) {
   const len = 1 + rand(12);
   let s = '';
   for (let j = 0; j < len; j++) s += alphabet[rand(alphabet.length)];
