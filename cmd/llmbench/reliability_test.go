@@ -97,6 +97,15 @@ func checkRunInvariants(t *testing.T, dir string, ids []string) (map[string]metr
 	if len(recs) != len(ids) {
 		t.Errorf("requests.msgpack has %d records for %d trace requests", len(recs), len(ids))
 	}
+	// summary.json and report.html are written through a temporary file and a rename;
+	// none may be left behind.
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") || strings.Contains(e.Name(), ".tmp") {
+				t.Errorf("results directory holds a leftover temporary file %s", e.Name())
+			}
+		}
+	}
 
 	s := readSummaryStruct(t, dir)
 	rq := s.Requests
@@ -220,6 +229,16 @@ func TestReliabilityFaults(t *testing.T) {
 		{name: "overload", faults: "overload=2", flags: []string{"--max-num-seqs", "2"}, burst: true,
 			kinds: []metrics.FailureKind{metrics.FailHTTP429}, check: status(429, "overloaded")},
 	}
+	// The chat API streams a role-only prelude first; mid-stream faults must still keep the
+	// content part.
+	for _, tc := range cases[:len(cases):len(cases)] {
+		switch tc.name {
+		case "reset-mid", "malformed", "no-done", "status-503":
+			tc.name += "-chat"
+			tc.flags = append([]string{"--api", "chat"}, tc.flags...)
+			cases = append(cases, tc)
+		}
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -238,8 +257,12 @@ func TestReliabilityFaults(t *testing.T) {
 			if s.Requests.Failed == 0 {
 				t.Fatalf("no request failed with --faults %s", tc.faults)
 			}
+			chat := strings.HasSuffix(tc.name, "-chat")
 			for _, id := range ids {
 				r := recs[id]
+				if chat && r.ResponseID != "" && !strings.HasPrefix(r.ResponseID, "chatcmpl-") {
+					t.Errorf("%s: response id %q with --api chat", id, r.ResponseID)
+				}
 				if r.OK() {
 					if r.FirstToken == 0 || r.OutputTokens != r.RequestedTokens {
 						t.Errorf("%s succeeded with first token %d and %d of %d tokens", id, r.FirstToken, r.OutputTokens, r.RequestedTokens)

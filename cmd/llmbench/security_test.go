@@ -6,7 +6,9 @@ package main
 // class names) is escaped in report.html.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -373,4 +375,66 @@ func TestSecurityReportEscapesOutsideText(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSecurityServeAndRun: llmbench serve (the reference engine, loopback by default) with a
+// planted --api-key, driven by llmbench run with the same key from the environment: the key
+// reaches neither serve's output nor anything run writes.
+func TestSecurityServeAndRun(t *testing.T) {
+	root := newRootCmd(&App{Stdout: io.Discard, Stderr: io.Discard})
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def := serve.Flags().Lookup("addr").DefValue; !strings.HasPrefix(def, "127.0.0.1:") {
+		t.Errorf("serve --addr defaults to %q, want a 127.0.0.1 address", def)
+	}
+
+	serveOut := &syncBuffer{}
+	pr, pw := io.Pipe()
+	serveApp := &App{Stdout: io.MultiWriter(pw, serveOut), Stderr: serveOut, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	go func() {
+		code <- execute(ctx, serveApp, []string{"serve", "--addr", "127.0.0.1:0", "--time-scale", "20", "--api-key", plantedKey})
+		pw.Close()
+	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if c := <-code; c != 0 {
+				t.Errorf("serve exited %d", c)
+			}
+		}
+	}
+	defer stop()
+	sc := bufio.NewScanner(pr)
+	base := ""
+	for base == "" && sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if base == "" {
+		t.Fatal("serve printed no URL")
+	}
+
+	dir := t.TempDir()
+	trace, ids := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: "v", n: 10, spacing: 100 * time.Millisecond, in: 32, out: 8})
+	out := filepath.Join(dir, "out")
+	app := newTestApp(map[string]string{keyEnv: plantedKey})
+	mustRun(t, app, "run", "--trace", trace, "--out", out, "--endpoint", base, "--rate-scale", "20", "--no-progress",
+		"--api-key-env", keyEnv, "--header", secretHeader+":"+plantedHdr, "--scrape-metrics")
+	_, s := checkRunInvariants(t, out, ids)
+	if s.Requests.Failed != 0 {
+		t.Errorf("failures against serve with the right key: %v", s.Requests.Failures)
+	}
+	stop()
+	assertNoSecrets(t, app, out, plantedKey, plantedHdr)
+	if strings.Contains(serveOut.String(), plantedKey) {
+		t.Errorf("serve's output contains its API key:\n%s", serveOut.String())
+	}
 }
