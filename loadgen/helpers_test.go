@@ -119,9 +119,10 @@ func usageChunk(prompt, completion int) string {
 }
 
 func newServer(t testing.TB, h http.HandlerFunc) *httptest.Server {
-	t.Helper()
 	s := httptest.NewServer(h)
-	t.Cleanup(s.Close)
+	if t != nil {
+		t.Cleanup(s.Close)
+	}
 	return s
 }
 

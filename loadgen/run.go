@@ -191,14 +191,20 @@ func (r *runner) plan(reqs []traces.Request) ([]item, int) {
 	if len(reqs) > 1 {
 		period += (last - first) / time.Duration(len(reqs)-1)
 	}
-	items := make([]item, 0, len(reqs))
+	// Requests outside sessions share one array of pointers (one-element windows into it),
+	// so the plan costs no allocation per request.
+	ptrs := make([]*traces.Request, len(reqs))
+	for i := range reqs {
+		ptrs[i] = &reqs[i]
+	}
+	items := make([]item, 0, len(reqs)*o.Repeat)
 	for k := 0; k < o.Repeat; k++ {
 		off := time.Duration(k) * period
 		sessions := map[string]int{}
 		for i := range reqs {
 			q := &reqs[i]
 			if q.Session == "" {
-				items = append(items, item{turns: []*traces.Request{q}, repeat: k, intended: off + scale(q.Arrival)})
+				items = append(items, item{turns: ptrs[i : i+1 : i+1], repeat: k, intended: off + scale(q.Arrival)})
 				continue
 			}
 			if j, ok := sessions[q.Session]; ok {
