@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +95,7 @@ min=,max= to clamp.`,
 	fs.Float64Var(&o.correlation, "correlation", 0, "input/output length correlation, -1..1 (Gaussian copula)")
 	fs.StringVar(&o.weights, "weights", "", "class weights, e.g. chat=2,rag=1 (classes not listed are dropped)")
 	fs.StringVar(&o.class, "class", "", "rename the class (single-class specs only)")
-	fs.IntVar(&o.prefixGroups, "prefix-groups", 0, "shared-prefix groups for every class (0 = keep the spec's)")
+	fs.IntVar(&o.prefixGroups, "prefix-groups", 0, "give every class this many shared-prefix groups (0 removes prefixes)")
 	fs.IntVar(&o.prefixTokens, "prefix-tokens", 1024, "shared prefix length in tokens (rounded up to whole blocks)")
 	fs.Float64Var(&o.prefixZipf, "prefix-zipf", 1, "Zipf exponent of group popularity (0 = uniform)")
 	fs.Float64Var(&o.prefixFraction, "prefix-fraction", 1, "share of requests that use a shared prefix")
@@ -180,6 +181,16 @@ func genSpec(o *genOptions) (workloads.Spec, error) {
 	}
 	if set("amplitude") {
 		a.Amplitude = o.ampl
+	}
+	for _, f := range []struct {
+		flag  string
+		procs []string
+	}{{"cv", []string{workloads.Gamma, workloads.OnOff, workloads.Ramp, workloads.Diurnal}},
+		{"rate-end", []string{workloads.Ramp}}, {"on", []string{workloads.OnOff}}, {"off", []string{workloads.OnOff}},
+		{"period", []string{workloads.Diurnal}}, {"amplitude", []string{workloads.Diurnal}}} {
+		if set(f.flag) && !slices.Contains(f.procs, a.Process) {
+			return spec, fmt.Errorf("--%s applies to --arrival %s, not %s", f.flag, strings.Join(f.procs, "|"), a.Process)
+		}
 	}
 	if set("weights") {
 		if spec.Classes, err = reweight(spec.Classes, o.weights); err != nil {
