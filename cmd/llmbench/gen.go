@@ -263,6 +263,21 @@ func genSpec(o *genOptions) (workloads.Spec, error) {
 			}
 		}
 	}
+	var anyPrefix, anySession bool
+	for _, c := range spec.Classes {
+		anyPrefix = anyPrefix || c.Prefix != nil
+		anySession = anySession || c.Session != nil
+	}
+	for _, f := range []string{"prefix-tokens", "prefix-zipf", "prefix-fraction"} {
+		if set(f) && !anyPrefix {
+			return spec, fmt.Errorf("--%s needs shared prefixes: add --prefix-groups N", f)
+		}
+	}
+	for _, f := range []string{"session-input", "think", "tpot-ms", "max-context"} {
+		if set(f) && !anySession {
+			return spec, fmt.Errorf("--%s needs sessions: add --session-turns DIST", f)
+		}
+	}
 	return spec, spec.Validate()
 }
 
