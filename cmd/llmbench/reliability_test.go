@@ -226,6 +226,8 @@ func TestReliabilityFaults(t *testing.T) {
 			}},
 		{name: "slow-headers-timeout", faults: "slow-headers=0.5:20s", flags: []string{"--timeout-connect", "300ms"},
 			kinds: []metrics.FailureKind{metrics.FailTimeoutConnect}, check: noResponse},
+		{name: "status-500-all", faults: "status-500=1", flags: []string{"--slo", "ttft=1s,tpot=50ms"},
+			kinds: []metrics.FailureKind{metrics.FailHTTP5xx}, check: status(500, "injected fault")},
 		{name: "overload", faults: "overload=2", flags: []string{"--max-num-seqs", "2"}, burst: true,
 			kinds: []metrics.FailureKind{metrics.FailHTTP429}, check: status(429, "overloaded")},
 	}
@@ -775,6 +777,27 @@ func TestReliabilityBadInput(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("summary-truncated", func(t *testing.T) {
+		cut := filepath.Join(dir, "cut-summary")
+		copyDir(t, good, cut)
+		sum, err := os.ReadFile(filepath.Join(cut, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cut, "summary.json"), sum[:len(sum)/2], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, format := range []string{"html", "terminal"} {
+			app := newTestApp(nil)
+			if code := app.cli("report", cut, "--format", format); code == 0 {
+				t.Errorf("report --format %s of a truncated summary.json exited 0", format)
+			}
+			if want := filepath.Join(cut, "summary.json"); !strings.Contains(app.err.String(), want) {
+				t.Errorf("error does not name %s: %q", want, app.err.String())
+			}
+		}
+	})
 
 	t.Run("trace-truncated-last-line", func(t *testing.T) {
 		full, err := os.ReadFile(trace)
