@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ ShareGPT has text but no token counts or times: counts come from --tokenizer, ar
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.in = args[0]
+			if err := checkImportFlags(o.format, cmd.Flags().Changed); err != nil {
+				return err
+			}
 			return runImport(app, o)
 		},
 	}
@@ -61,6 +65,26 @@ ShareGPT has text but no token counts or times: counts come from --tokenizer, ar
 	fs.DurationVar(&o.opts.Think, "think", 10*time.Second, "sharegpt --sessions: time between turns")
 	_ = cmd.MarkFlagRequired("format")
 	return cmd
+}
+
+// checkImportFlags refuses flags that the format would ignore.
+func checkImportFlags(format string, changed func(string) bool) error {
+	only := map[string][]string{
+		"tokenizer": {"sharegpt"}, "rate": {"sharegpt"}, "poisson": {"sharegpt"}, "seed": {"sharegpt"},
+		"chat": {"sharegpt"}, "sessions": {"sharegpt"}, "think": {"sharegpt"}, "model": {"burstgpt"},
+		"lenient": {"jsonl", "msgpack"}, "drop-failed": {"azure", "burstgpt", "mooncake"},
+	}
+	names := make([]string, 0, len(only))
+	for n := range only {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if changed(n) && !slices.Contains(only[n], format) {
+			return fmt.Errorf("--%s applies to --format %s, not %s", n, strings.Join(only[n], "|"), format)
+		}
+	}
+	return nil
 }
 
 func runImport(app *App, o *importOptions) error {
