@@ -202,7 +202,7 @@ type extensions struct {
 }
 
 // Backends lists the accepted Target.Backend values.
-var Backends = []string{"vllm", "sglang", "tgi", "llamacpp", "ollama", "openai"}
+func Backends() []string { return []string{"vllm", "sglang", "tgi", "llamacpp", "ollama", "openai"} }
 
 // BackendExtensions says which extensions a backend preset sends, for documentation and
 // results: ignore_eos, min_tokens, stream_options.include_usage and

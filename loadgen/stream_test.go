@@ -376,3 +376,38 @@ func TestFailureKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestBackendPresets checks what each --backend preset puts on the wire.
+func TestBackendPresets(t *testing.T) {
+	want := map[string][4]bool{ // ignore_eos, min_tokens, include_usage, continuous_usage_stats
+		"vllm": {true, true, true, true}, "sglang": {true, true, true, true}, "llamacpp": {true, false, true, false},
+		"tgi": {false, false, true, false}, "ollama": {false, false, true, false}, "openai": {false, false, true, false},
+	}
+	if len(Backends()) != len(want) {
+		t.Fatalf("Backends() = %v", Backends())
+	}
+	for _, b := range Backends() {
+		var got wireReq
+		srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+			got = decodeReq(t, r)
+			s := startSSE(w)
+			s.data(textChunk(" a", 1))
+			s.done()
+		})
+		tg := target(srv.URL)
+		tg.Backend = b
+		runOne(t, Options{Target: tg}, oneReq("x", 1))
+		so := got.StreamOptions != nil
+		g := [4]bool{got.IgnoreEOS, got.MinTokens == 1, so && got.StreamOptions.IncludeUsage, so && got.StreamOptions.ContinuousUsageStats}
+		if g != want[b] {
+			t.Errorf("%s sent %v, want %v", b, g, want[b])
+		}
+		m, err := BackendExtensions(b)
+		if err != nil || m["ignore_eos"] != want[b][0] || m["continuous_usage_stats"] != want[b][3] {
+			t.Errorf("BackendExtensions(%s) = %v, %v", b, m, err)
+		}
+	}
+	if _, err := BackendExtensions("triton"); err == nil {
+		t.Error("unknown backend accepted")
+	}
+}
