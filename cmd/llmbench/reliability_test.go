@@ -471,6 +471,50 @@ func TestReliabilityInterrupt(t *testing.T) {
 		}
 	})
 
+	// Requests still streaming when the grace period ends are canceled and keep what they
+	// streamed.
+	t.Run("grace-cancels", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		trace, ids := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: "g", n: 60, spacing: 500 * time.Millisecond, in: 64, out: 1000})
+		out := filepath.Join(dir, "out")
+		app := newTestApp(nil)
+		sig := make(chan os.Signal, 1)
+		app.Interrupts = sig
+		done := make(chan int, 1)
+		go func() {
+			done <- app.cli("run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress", "--grace", "50ms")
+		}()
+		waitFor(t, 20*time.Second, "a first record in requests.msgpack", func() bool {
+			return recordsSoFar(filepath.Join(out, "requests.msgpack")) >= 1
+		})
+		sig <- os.Interrupt
+		if code := <-done; code != 0 {
+			t.Fatalf("interrupted run: exit %d\n%s", code, app.err.String())
+		}
+		check(t, out, ids)
+		recs, _ := checkRunInvariants(t, out, ids)
+		canceled, streaming := 0, 0
+		for _, r := range recs {
+			if r.Failure != metrics.FailCanceled {
+				continue
+			}
+			canceled++
+			if r.FirstToken != 0 {
+				streaming++
+			}
+			if r.Sent == 0 || r.End <= r.Sent || r.Error == "" {
+				t.Errorf("%s: canceled without its send/end times or a reason: sent %d end %d error %q", r.ID, r.Sent, r.End, r.Error)
+			}
+			if r.FirstToken != 0 && (len(r.Chunks) == 0 || r.OutputTokens == 0) {
+				t.Errorf("%s: canceled mid-stream but its chunks were not kept", r.ID)
+			}
+		}
+		if canceled == 0 || streaming == 0 {
+			t.Errorf("%d in-flight requests canceled when the 50 ms grace period ended, %d of them mid-stream; want some of each", canceled, streaming)
+		}
+	})
+
 	// A second interrupt exits at once; the records written so far must be readable at
 	// that moment (the Exit hook reads the file before "exiting").
 	t.Run("second-interrupt", func(t *testing.T) {
