@@ -521,3 +521,36 @@ func TestCountChunk(t *testing.T) {
 		}
 	}
 }
+
+func TestHFByteLevelPrefixSpace(t *testing.T) {
+	// GPT-2/RoBERTa style: ByteLevel with its own regex and add_prefix_space. Expected ids
+	// agree with the Hugging Face library on this variant of the fixture.
+	h, err := fixtureVariant(t, "bytelevel", func(m map[string]any) {
+		m["pre_tokenizer"] = map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		text string
+		want []int
+	}{
+		{"the", []int{258}},
+		{" the", []int{258}},
+		{"hello world", []int{' ', 257, 259, 'o', 267}},
+		{"it's  ok\n\n", []int{' ', 'i', 't', '\'', 's', ' ', ' ', 'o', 'k', 269}},
+		{"a<|endoftext|>the", []int{' ', 'a', 270, 258}},
+	}
+	for _, tt := range tests {
+		got := h.Encode(tt.text)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Encode(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+		if want := strings.TrimPrefix(tt.text, " "); h.Decode(got) != want {
+			t.Errorf("Decode(Encode(%q)) = %q, want %q", tt.text, h.Decode(got), want)
+		}
+	}
+	if got := h.CountContinuation("the"); got != 2 {
+		t.Errorf(`CountContinuation("the") = %d, want 2 (t + he, no prefix space)`, got)
+	}
+}
