@@ -29,9 +29,11 @@ type SweepPoint struct {
 	Dir string `json:"dir,omitempty"`
 }
 
-// SaturationRatio: an open-loop point whose completed requests per second fall below this
-// fraction of the offered rate is saturated (the queue grows without bound).
-const SaturationRatio = 0.9
+// SaturationRatio: an open-loop point that completes fewer than this fraction of the requests
+// it sends, counted over the time it was sending, is saturated (the queue grows without
+// bound). It is lenient because requests still in flight when sending stops are not yet
+// complete; the TTFT-growth rule (see ttftGrowth) catches queues that build more slowly.
+const SaturationRatio = 0.8
 
 // PointFrom reads a sweep point from a run's summary. openLoop says whether rate is a request
 // rate (saturation is then judged against it) or a concurrency.
@@ -52,10 +54,15 @@ func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
 	if s.Requests.Total > 0 {
 		p.FailedFraction = float64(s.Requests.Failed) / float64(s.Requests.Total)
 	}
+	grew, from, to := ttftGrowth(s.TimeSeries)
+	done, sent := completedWhileSending(s.TimeSeries)
 	switch {
-	case openLoop && rate > 0 && p.RequestsPerS < SaturationRatio*rate:
+	case openLoop && grew:
 		p.Saturated = true
-		p.Reason = fmt.Sprintf("completed %.3g req/s of %.3g offered (below %.0f%%)", p.RequestsPerS, rate, SaturationRatio*100)
+		p.Reason = fmt.Sprintf("TTFT p50 grew from %.0f ms to %.0f ms while sending: requests queue faster than they are served", from, to)
+	case openLoop && sent > 0 && float64(done) < SaturationRatio*float64(sent):
+		p.Saturated = true
+		p.Reason = fmt.Sprintf("completed %d requests while %d were sent (below %.0f%%)", done, sent, SaturationRatio*100)
 	case p.FailedFraction > 0.5:
 		p.Saturated = true
 		p.Reason = fmt.Sprintf("%.0f%% of requests failed", p.FailedFraction*100)
@@ -138,4 +145,74 @@ func (c CapacitySearch) Next(start float64, points []SweepPoint) (next float64, 
 		return 0, res
 	}
 	return (lo + hi) / 2, res
+}
+
+// sendingSpan returns the first and last time-series buckets in which requests were sent.
+func sendingSpan(ts *TimeSeries) (first, last int, ok bool) {
+	if ts == nil {
+		return 0, 0, false
+	}
+	first, last = -1, -1
+	for i, n := range ts.Sent {
+		if n > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	return first, last, first >= 0
+}
+
+// ttftGrowth reports whether the median TTFT grew markedly from the first third to the last
+// third of the buckets in which requests were sent: more than twice as high and by more than
+// 100 ms, the mark of a queue that grows without bound. It needs six buckets with first
+// tokens; from and to are the two medians in ms.
+func ttftGrowth(ts *TimeSeries) (grew bool, from, to float64) {
+	first, last, ok := sendingSpan(ts)
+	if !ok {
+		return false, 0, 0
+	}
+	var vals []float64
+	for i := first; i <= last && i < len(ts.TTFTP50); i++ {
+		if ts.TTFTP50[i] > 0 {
+			vals = append(vals, ts.TTFTP50[i])
+		}
+	}
+	if len(vals) < 6 {
+		return false, 0, 0
+	}
+	third := len(vals) / 3
+	from, to = median(vals[:third]), median(vals[len(vals)-third:])
+	return to > 2*from && to-from > 100, from, to
+}
+
+// completedWhileSending counts requests completed and sent during the sending span.
+func completedWhileSending(ts *TimeSeries) (done, sent int) {
+	first, last, ok := sendingSpan(ts)
+	if !ok {
+		return 0, 0
+	}
+	for i := first; i <= last; i++ {
+		sent += ts.Sent[i]
+		if i < len(ts.Completed) {
+			done += ts.Completed[i]
+		}
+		if i < len(ts.Failed) {
+			done += ts.Failed[i]
+		}
+	}
+	return done, sent
+}
+
+func median(v []float64) float64 {
+	c := append([]float64(nil), v...)
+	sort.Float64s(c)
+	if len(c) == 0 {
+		return 0
+	}
+	if len(c)%2 == 1 {
+		return c[len(c)/2]
+	}
+	return (c[len(c)/2-1] + c[len(c)/2]) / 2
 }

@@ -8,15 +8,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/traces"
 )
 
-// SweepOptions configures a capacity search: the trace is replayed at increasing load until
-// it saturates, then the boundary is bisected to find the highest load whose goodput
-// fraction still meets Target.
+// SweepOptions configures a capacity search: the trace is replayed at a sequence of loads
+// chosen by metrics.CapacitySearch (bracketing, then bisection) to find the highest load whose
+// goodput fraction still meets Target; or at exactly the given Points.
 type SweepOptions struct {
 	Requests []traces.Request
 	// Concurrency switches from arrival-rate points (req/s, open loop) to concurrency points
@@ -24,109 +25,117 @@ type SweepOptions struct {
 	Concurrency bool
 	// Points, when given, are measured as they are (no search).
 	Points []float64
-	// Start is the first load of the search (req/s or concurrency); Max bounds it.
-	Start, Max float64
+	// Start is the first load of the search (req/s or concurrency).
+	Start float64
 	// Target is the goodput fraction a load must reach to count as within SLO (e.g. 0.9).
 	Target float64
-	// Bisections after bracketing (default 4).
-	Bisections int
-	OutDir     string
-	Metrics    metrics.Options
-	Info       metrics.RunInfo
-	HTML       reports.HTMLOptions
+	// Precision is the relative width of the final bracket (default 0.05); MaxPoints bounds
+	// the search (default 12).
+	Precision float64
+	MaxPoints int
+	OutDir    string
+	Metrics   metrics.Options
+	HTML      reports.HTMLOptions
 	// OnPoint is told before each point starts.
 	OnPoint func(load float64)
+	// MinDuration is the least time a rate point sends for: a trace that would be shorter at
+	// that rate is replayed back to back (ids get a "~k" suffix) until it is long enough, so
+	// that a point measures a steady state rather than a ramp and a drain. BaseRate is the
+	// trace's own rate (requests per second at rate scale 1). Both 0 = no tiling.
+	MinDuration time.Duration
+	BaseRate    float64
 }
 
-// SweepPoint is one measured load.
-type SweepPoint struct {
-	Load             float64            `json:"load"` // offered req/s, or concurrency
-	Dir              string             `json:"dir"`
-	AchievedRPS      float64            `json:"achieved_requests_per_s"`
-	OutputTokPerS    float64            `json:"output_tokens_per_s"`
-	GoodputRPS       float64            `json:"goodput_requests_per_s"`
-	GoodputFraction  float64            `json:"goodput_fraction"`
-	Failed           int                `json:"failed"`
-	TTFTP50, TTFTP99 float64            `json:"-"`
-	TPOTP50, TPOTP99 float64            `json:"-"`
-	E2EP99           float64            `json:"-"`
-	Latency          map[string]float64 `json:"latency_ms"`
-	Meets            bool               `json:"meets_target"`
-	Saturated        bool               `json:"saturated"`
-	ClientLimited    bool               `json:"client_limited"`
-}
-
-// SweepResult is the latency–throughput curve and the capacity found.
+// SweepResult is the latency–throughput curve and the capacity found (sweep.json).
 type SweepResult struct {
-	Mode     string             `json:"mode"` // "rate" or "concurrency"
-	Target   float64            `json:"goodput_target"`
-	SLO      map[string]float64 `json:"slo"`
-	Points   []SweepPoint       `json:"points"`   // sorted by load
-	Capacity float64            `json:"capacity"` // highest load meeting Target (0 if none)
+	Mode     string               `json:"mode"` // "rate" or "concurrency"
+	Target   float64              `json:"goodput_target"`
+	SLO      string               `json:"slo"`
+	Points   []metrics.SweepPoint `json:"points"` // sorted by load
+	Capacity metrics.Capacity     `json:"capacity"`
 	// CapacityDir is the results directory of the capacity point.
 	CapacityDir string `json:"capacity_dir,omitempty"`
-	Note        string `json:"note,omitempty"`
 }
 
-// Sweep runs the search. produce returns the Producer for a load.
+// Sweep runs the points. produce returns the Producer (and run facts) for a load.
 func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (Producer, metrics.RunInfo, error)) (*SweepResult, error) {
 	if opts.Target <= 0 || opts.Target > 1 {
 		return nil, fmt.Errorf("goodput target %.3g: want a fraction in (0, 1]", opts.Target)
-	}
-	if opts.Bisections <= 0 {
-		opts.Bisections = 4
 	}
 	mode := "rate"
 	if opts.Concurrency {
 		mode = "concurrency"
 	}
-	res := &SweepResult{Mode: mode, Target: opts.Target, SLO: sloMap(opts.Metrics.SLO)}
-	seen := map[float64]*SweepPoint{}
-	measure := func(load float64) (*SweepPoint, error) {
-		if opts.Concurrency {
-			load = math.Max(1, math.Round(load))
-		}
-		if p, ok := seen[load]; ok {
-			return p, nil
-		}
+	res := &SweepResult{Mode: mode, Target: opts.Target, SLO: opts.Metrics.SLO.String()}
+	search := metrics.CapacitySearch{Target: opts.Target, Precision: opts.Precision, MaxPoints: opts.MaxPoints}
+	if opts.Concurrency {
+		search.MinRate = 1
+	}
+	measured := map[float64]bool{}
+	measure := func(load float64) error {
 		if opts.OnPoint != nil {
 			opts.OnPoint(load)
 		}
 		prod, info, err := produce(load)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%s", mode, strconv.FormatFloat(load, 'f', -1, 64)))
-		r, err := Execute(ctx, Options{Requests: opts.Requests, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
+		dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%s", mode, strconv.FormatFloat(load, 'g', 6, 64)))
+		reqs := opts.Requests
+		if !opts.Concurrency && opts.MinDuration > 0 && opts.BaseRate > 0 {
+			reqs = Tile(reqs, copiesFor(reqs, opts.MinDuration, load/opts.BaseRate))
+		}
+		r, err := Execute(ctx, Options{Requests: reqs, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
 		if err != nil {
-			return nil, fmt.Errorf("load %g: %w", load, err)
+			return fmt.Errorf("load %g: %w", load, err)
 		}
-		p := pointOf(load, dir, r.Summary, opts)
-		seen[load] = p
-		res.Points = append(res.Points, *p)
-		return p, nil
+		p := metrics.PointFrom(load, !opts.Concurrency, r.Summary)
+		p.Dir = dir
+		res.Points = append(res.Points, p)
+		measured[load] = true
+		return nil
 	}
 	var err error
 	if len(opts.Points) > 0 {
 		for _, l := range opts.Points {
-			if ctx.Err() != nil {
+			if err = ctx.Err(); err != nil {
 				break
 			}
-			if _, err = measure(l); err != nil {
+			if err = measure(l); err != nil {
 				break
 			}
 		}
+		_, res.Capacity = search.Next(opts.Points[0], res.Points)
 	} else {
-		err = search(ctx, opts, measure)
-	}
-	sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Load < res.Points[j].Load })
-	for _, p := range res.Points {
-		if p.Meets && p.Load > res.Capacity {
-			res.Capacity, res.CapacityDir = p.Load, p.Dir
+		if opts.Start <= 0 {
+			return nil, errors.New("sweep needs a start load > 0 (or explicit points)")
+		}
+		for {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			next, c := search.Next(opts.Start, res.Points)
+			res.Capacity = c
+			if c.Done {
+				break
+			}
+			if opts.Concurrency {
+				next = math.Max(1, math.Round(next))
+			}
+			if measured[next] { // concurrency bisection cannot split the bracket further
+				res.Capacity.Done, res.Capacity.Reason = true, "bracket cannot be split further"
+				break
+			}
+			if err = measure(next); err != nil {
+				break
+			}
 		}
 	}
-	if res.Capacity == 0 && len(res.Points) > 0 {
-		res.Note = "no measured load met the goodput target; lower --start"
+	sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Rate < res.Points[j].Rate })
+	for _, p := range res.Points {
+		if p.Rate == res.Capacity.Rate && res.Capacity.Rate > 0 {
+			res.CapacityDir = p.Dir
+		}
 	}
 	if werr := WriteJSON(filepath.Join(opts.OutDir, sweepFile), res); werr != nil && err == nil {
 		err = werr
@@ -134,91 +143,53 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 	return res, err
 }
 
-// search brackets the boundary by doubling from Start, then bisects it.
-func search(ctx context.Context, opts SweepOptions, measure func(float64) (*SweepPoint, error)) error {
-	start := opts.Start
-	if start <= 0 {
-		return errors.New("sweep needs --start > 0 (or explicit --points)")
+// copiesFor returns how many back-to-back copies of reqs last at least min at rate scale.
+func copiesFor(reqs []traces.Request, min time.Duration, scale float64) int {
+	if len(reqs) == 0 || scale <= 0 {
+		return 1
 	}
-	max := opts.Max
-	if max <= 0 {
-		max = start * 1024
+	span := float64(period(reqs)) / scale
+	if span <= 0 {
+		return 1
 	}
-	lo, hi := 0.0, 0.0
-	for l := start; l <= max; l *= 2 {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p, err := measure(l)
-		if err != nil {
-			return err
-		}
-		if !p.Meets || p.Saturated {
-			hi = l
-			break
-		}
-		lo = l
-	}
-	if hi == 0 || lo == 0 {
-		return nil // never failed up to max, or failed at the start: nothing to bisect
-	}
-	for i := 0; i < opts.Bisections; i++ {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if opts.Concurrency && hi-lo <= 1 {
-			break
-		}
-		mid := (lo + hi) / 2
-		p, err := measure(mid)
-		if err != nil {
-			return err
-		}
-		if p.Meets && !p.Saturated {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return nil
+	return max(1, int(math.Ceil(float64(min)/span)))
 }
 
-func pointOf(load float64, dir string, s *metrics.Summary, opts SweepOptions) *SweepPoint {
-	p := &SweepPoint{
-		Load:            load,
-		Dir:             dir,
-		AchievedRPS:     s.Throughput.RequestsPerS,
-		OutputTokPerS:   s.Throughput.OutputTokensPerS,
-		GoodputRPS:      s.Goodput.RequestsPerS,
-		GoodputFraction: s.Goodput.Fraction,
-		Failed:          s.Requests.Failed,
-		ClientLimited:   s.Client.Limited,
-		Latency: map[string]float64{
-			"ttft_p50": s.Latency.TTFT.P50, "ttft_p99": s.Latency.TTFT.P99,
-			"tpot_p50": s.Latency.TPOT.P50, "tpot_p99": s.Latency.TPOT.P99,
-			"itl_p99": s.Latency.ITL.P99, "e2e_p99": s.Latency.E2E.P99,
-		},
+// period is the trace's arrival span plus one mean inter-arrival gap: the offset at which a
+// back-to-back copy starts.
+func period(reqs []traces.Request) time.Duration {
+	first, last := reqs[0].Arrival, reqs[0].Arrival
+	for _, r := range reqs {
+		first, last = min(first, r.Arrival), max(last, r.Arrival)
 	}
-	p.Meets = p.GoodputFraction >= opts.Target
-	// An open-loop point is saturated when the server completes clearly fewer requests per
-	// second than were offered: queues grow without bound and latency depends on run length.
-	if !opts.Concurrency && load > 0 && p.AchievedRPS < 0.8*load {
-		p.Saturated = true
+	span := last - first
+	if len(reqs) > 1 {
+		return span + span/time.Duration(len(reqs)-1)
 	}
-	return p
+	return time.Second
 }
 
-func sloMap(s metrics.SLO) map[string]float64 {
-	m := map[string]float64{}
-	add := func(k string, d float64) {
-		if d > 0 {
-			m[k] = d
+// Tile replays reqs n times back to back: copy k (from 1) has every arrival shifted by k
+// periods and "~k" appended to its ids and session names, so ids stay unique and sessions
+// stay separate.
+func Tile(reqs []traces.Request, n int) []traces.Request {
+	if n <= 1 || len(reqs) == 0 {
+		return reqs
+	}
+	p := period(reqs)
+	out := make([]traces.Request, 0, n*len(reqs))
+	for k := 0; k < n; k++ {
+		for _, r := range reqs {
+			if k > 0 {
+				suffix := "~" + strconv.Itoa(k)
+				r.ID += suffix
+				if r.Session != "" {
+					r.Session += suffix
+				}
+				r.Arrival += time.Duration(k) * p
+			}
+			out = append(out, r)
 		}
 	}
-	add("ttft", float64(s.TTFT.Microseconds())/1000)
-	add("tpot", float64(s.TPOT.Microseconds())/1000)
-	add("itl_p99", float64(s.ITLP99.Microseconds())/1000)
-	add("max_gap", float64(s.MaxGap.Microseconds())/1000)
-	add("e2e", float64(s.E2E.Microseconds())/1000)
-	return m
+	return out
 }

@@ -24,9 +24,11 @@ type sweepOptions struct {
 	trace       string
 	lenient     bool
 	points      string
-	start, max  float64
+	start       float64
 	target      float64
-	bisections  int
+	precision   float64
+	maxPoints   int
+	minDuration time.Duration
 	concurrency bool
 	simulate    bool
 	tgt         *targetFlags
@@ -56,9 +58,10 @@ engine's virtual clock (seconds, no HTTP).`,
 	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
 	fs.StringVar(&o.points, "points", "", "measure exactly these loads (comma-separated req/s or concurrencies) instead of searching")
 	fs.Float64Var(&o.start, "start", 0, "first load of the search (default: the trace's own rate, or concurrency 1)")
-	fs.Float64Var(&o.max, "max", 0, "highest load to try (default 1024 x start)")
 	fs.Float64Var(&o.target, "target", 0.9, "goodput fraction a load must reach (requests meeting every SLO / all requests)")
-	fs.IntVar(&o.bisections, "bisections", 4, "bisection steps after bracketing")
+	fs.Float64Var(&o.precision, "precision", 0.05, "stop when the bracket around the capacity is this narrow (relative)")
+	fs.IntVar(&o.maxPoints, "max-points", 12, "measure at most this many loads")
+	fs.DurationVar(&o.minDuration, "min-duration", time.Minute, "each rate point sends for at least this long: a shorter trace is replayed back to back (0 = as is)")
 	fs.BoolVar(&o.concurrency, "by-concurrency", false, "sweep closed-loop concurrency instead of open-loop arrival rate")
 	fs.BoolVar(&o.simulate, "simulate", false, "run the points on the reference engine's virtual clock instead of over HTTP")
 	o.tgt = addTargetFlags(fs)
@@ -157,8 +160,8 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		return timedProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint), closeTarget), rinfo, nil
 	}
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
-		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start, Max: o.max,
-		Target: o.target, Bisections: o.bisections, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start,
+		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
 		OnPoint: func(load float64) { fmt.Fprintf(app.Stderr, "sweep: measuring load %g\n", load) },
 	}, produce)
 	if res != nil {
@@ -199,22 +202,22 @@ func printSweep(app *App, r *runner.SweepResult) {
 		unit = "conc."
 	}
 	tw := tabwriter.NewWriter(app.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "load (%s)\tachieved req/s\tout tok/s\tgoodput req/s\tgoodput %%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tfailed\t\n", unit)
+	fmt.Fprintf(tw, "load (%s)\tachieved req/s\tout tok/s\tgoodput req/s\tgoodput %%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tfailed %%\t\n", unit)
 	for _, p := range r.Points {
 		mark := ""
-		if p.Meets {
+		if p.GoodputFraction >= r.Target && !p.Saturated {
 			mark = " ok"
 		}
 		if p.Saturated {
 			mark += " saturated"
 		}
-		fmt.Fprintf(tw, "%.3g\t%.2f\t%.0f\t%.2f\t%.1f%s\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t\n", p.Load, p.AchievedRPS, p.OutputTokPerS, p.GoodputRPS,
-			100*p.GoodputFraction, mark, p.Latency["ttft_p50"], p.Latency["ttft_p99"], p.Latency["tpot_p50"], p.Latency["tpot_p99"], p.Failed)
+		fmt.Fprintf(tw, "%.4g\t%.2f\t%.0f\t%.2f\t%.1f%s\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t\n", p.Rate, p.RequestsPerS, p.OutputTokensPerS, p.GoodputPerS,
+			100*p.GoodputFraction, mark, p.TTFTP50, p.TTFTP99, p.TPOTP50, p.TPOTP99, 100*p.FailedFraction)
 	}
 	tw.Flush()
-	if r.Capacity > 0 {
-		fmt.Fprintf(app.Stdout, "\ncapacity: %.3g %s with goodput >= %.0f%% (latencies in ms)\n", r.Capacity, unit, 100*r.Target)
+	if r.Capacity.Rate > 0 {
+		fmt.Fprintf(app.Stdout, "\ncapacity: %.4g %s with goodput >= %.0f%% of requests within %s (%s); latencies in ms\n", r.Capacity.Rate, unit, 100*r.Target, r.SLO, r.Capacity.Reason)
 	} else {
-		fmt.Fprintf(app.Stdout, "\ncapacity: none found. %s\n", r.Note)
+		fmt.Fprintf(app.Stdout, "\ncapacity: none found (%s)\n", r.Capacity.Reason)
 	}
 }
