@@ -65,6 +65,22 @@ func FuzzRead(f *testing.F) {
 			}
 			checkValid(t, reqs)
 		}
+		// The fast path must agree with the token walk on every line it accepts.
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			fast, ok := fastRecord(line, ReadOptions{})
+			if !ok {
+				continue
+			}
+			ms, err := parseObject(line)
+			if err != nil {
+				t.Fatalf("fast path accepted %q, token walk says %v", line, err)
+			}
+			slow, errs := decodeRecord(ms, ReadOptions{})
+			if len(errs) > 0 || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("paths disagree on %q:\nfast %+v\nslow %+v %v", line, fast, slow, errs)
+			}
+		}
 		n, probs, err := Check(bytes.NewReader(data), "fuzz.jsonl", ReadOptions{}, 0)
 		if err != nil || n < 0 {
 			t.Fatalf("check: %v", err)

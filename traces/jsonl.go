@@ -113,6 +113,14 @@ func readJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError)
 			}
 			continue
 		}
+		if req, ok := fastRecord(trimmed, opts); ok {
+			req.Line = lineNo
+			reqs = append(reqs, req)
+			if atEOF {
+				break
+			}
+			continue
+		}
 		ms, perr := parseObject(trimmed)
 		if perr != nil {
 			le := &LineError{File: name, Line: lineNo, Reason: perr.Error(), Err: perr}
