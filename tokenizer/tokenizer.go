@@ -17,9 +17,11 @@
 //  4. a run of whitespace that is not the single leading space of a following piece
 //     ("\n", "  " before a word counts as " " + " word").
 //
-// Invalid UTF-8 bytes count as one token each. Concatenating texts whose pieces each begin
-// with a space or are single runes never merges tokens across the boundary, which is why the
-// engine's generated words all begin with a space. Token ids are a 64-bit FNV-1a hash of the
+// "Whitespace" means ASCII whitespace only; other space characters (U+00A0, U+3000) are
+// "other runes" under rule 3. Invalid UTF-8 bytes count as one token each. Counts add up
+// across a concatenation when the second text starts with one space followed by a
+// non-space, which is why the engine's generated words (Word, Text) all begin with a space;
+// in general they need not ("a"+"b" is one token). Token ids are a 64-bit FNV-1a hash of the
 // piece modulo VocabSize; they are stable but not reversible.
 package tokenizer
 
