@@ -288,13 +288,14 @@ func (s *scanner) number() (int64, bool) {
 	return v, true
 }
 
-// count consumes a number or null; null yields -1.
+// count consumes a number or null; null and negative numbers yield -1 (not reported).
 func (s *scanner) count() (int64, bool) {
 	if s.null() {
 		return -1, true
 	}
 	if c := s.peek(); c == '-' || (c >= '0' && c <= '9') {
-		return s.number()
+		v, ok := s.number()
+		return max(v, -1), ok
 	}
 	return 0, false
 }

@@ -409,6 +409,9 @@ func hashString(h uint64) string {
 	return string(b[:])
 }
 
+// maxChunkTokens bounds one chunk's count (a hostile usage figure must not overflow).
+const maxChunkTokens = 1<<31 - 1
+
 // counter accumulates one response's token accounting.
 type counter struct {
 	c        *client
@@ -437,8 +440,8 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 		}
 		if f.completionTokens >= 0 {
 			rec.ServerOutputTokens = int(f.completionTokens)
-			delta = f.completionTokens - n.prevCT
-			n.prevCT = f.completionTokens
+			delta = max(f.completionTokens-n.prevCT, 0) // a server count going back adds nothing
+			n.prevCT = max(n.prevCT, f.completionTokens)
 		}
 	}
 	if len(f.text) == 0 {
@@ -463,6 +466,7 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 		}
 		n.byOther++
 	}
+	tokens = min(tokens, maxChunkTokens)
 	if !n.textSeen {
 		n.textSeen = true
 		rec.FirstToken = t
@@ -479,8 +483,10 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 func (n *counter) finish() {
 	rec := n.rec
 	if n.pending > 0 && n.byUsage > 0 && len(rec.Chunks) > 0 {
-		rec.Chunks[len(rec.Chunks)-1].Tokens += int32(n.pending)
-		rec.OutputTokens += int(n.pending)
+		last := &rec.Chunks[len(rec.Chunks)-1]
+		add := min(n.pending, maxChunkTokens-int64(last.Tokens))
+		last.Tokens += int32(add)
+		rec.OutputTokens += int(add)
 		n.pending = 0
 	}
 	switch {

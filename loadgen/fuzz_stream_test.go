@@ -1,0 +1,55 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// FuzzStream feeds arbitrary bytes to the streaming response path: it must never panic, and
+// the record it leaves must be consistent whatever the server sent.
+func FuzzStream(f *testing.F) {
+	f.Add([]byte("data: " + textChunk(" a b", 2) + "\n\ndata: " + usageChunk(3, 2) + "\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: " + chatChunk("x") + "\n\ndata: {\"error\":{\"message\":\"m\"}}\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: error\ndata: x\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":-5}}\n\n"))
+	f.Add([]byte(": ping\n\nnonsense\n"))
+	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":99999999999999}}\n\ndata: {\"choices\":[],\"usage\":{\"completion_tokens\":999999999999999999}}\n\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, tok := range []tokenizer.Tokenizer{nil, tokenizer.Reference{}} {
+			c := &client{tok: tok, clock: newRealClock(), start: time.Now(), ext: extensions{ignoreEOS: true}}
+			c.bufs.New = func() any { return &streamBufs{sr: newSSEReader(nil, 64)} }
+			rec := &metrics.Record{ServerInputTokens: -1, ServerOutputTokens: -1, RequestedTokens: 2}
+			resp := &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(body))}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			c.stream(ctx, cancel, resp, &call{maxTokens: 2, keepText: true}, rec, &timers{})
+			cancel(nil)
+			sum := 0
+			for _, ch := range rec.Chunks {
+				if ch.Tokens < 0 {
+					t.Fatalf("chunk with %d tokens", ch.Tokens)
+				}
+				sum += int(ch.Tokens)
+			}
+			if sum != rec.OutputTokens {
+				t.Fatalf("chunks carry %d tokens, record says %d", sum, rec.OutputTokens)
+			}
+			if len(rec.Chunks) > 0 && rec.FirstToken != rec.Chunks[0].T {
+				t.Fatalf("first token %d, first chunk %d", rec.FirstToken, rec.Chunks[0].T)
+			}
+			if rec.TokenSource == "" || (rec.OK() && len(rec.Chunks) == 0) {
+				t.Fatalf("record %+v", rec)
+			}
+			if len(rec.Error) > metrics.MaxErrorLen+len("…") {
+				t.Fatalf("error of %d bytes", len(rec.Error))
+			}
+		}
+	})
+}
