@@ -65,3 +65,31 @@ func TestHangAfterDone(t *testing.T) {
 		t.Errorf("record %+v", rec)
 	}
 }
+
+func TestNormalizeBase(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://127.0.0.1:8000", "http://127.0.0.1:8000"},
+		{"http://127.0.0.1:8000/", "http://127.0.0.1:8000"},
+		{"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000"},
+		{"https://api.example.com/openai/v1/", "https://api.example.com/openai"},
+		{"http://user:pw@h:1/v1", "http://h:1"},
+		{"ftp://h", ""},
+		{"127.0.0.1:8000", ""},
+		{"http://", ""},
+	}
+	for _, tt := range tests {
+		got, err := normalizeBase(tt.in)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("normalizeBase(%q) = %q, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("normalizeBase(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := normalizeBase("ftp://user:secretpw@h"); err == nil || strings.Contains(err.Error(), "secretpw") {
+		t.Errorf("error %v must not show the password", err)
+	}
+}
