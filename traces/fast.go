@@ -46,6 +46,11 @@ func rawValue(raw json.RawMessage) (any, bool) {
 	case c == 'n':
 		return nil, true
 	}
+	if raw[0] == '[' {
+		if arr, ok := numberArray(raw); ok {
+			return arr, true
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -81,4 +86,24 @@ func topLevelKeys(line []byte) int {
 		}
 	}
 	return n
+}
+
+// numberArray parses a valid JSON array whose elements are all numbers (hash_ids) without a
+// decoder; it returns false for any other array.
+func numberArray(raw []byte) ([]any, bool) {
+	body := bytes.TrimSpace(raw[1 : len(raw)-1])
+	if len(body) == 0 {
+		return []any{}, true
+	}
+	out := make([]any, 0, bytes.Count(body, []byte(","))+1)
+	for len(body) > 0 {
+		elem, rest, _ := bytes.Cut(body, []byte(","))
+		elem = bytes.TrimSpace(elem)
+		if len(elem) == 0 || (elem[0] != '-' && (elem[0] < '0' || elem[0] > '9')) {
+			return nil, false
+		}
+		out = append(out, json.Number(elem))
+		body = rest
+	}
+	return out, true
 }
