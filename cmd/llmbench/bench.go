@@ -61,8 +61,8 @@ noise is visible. The default takes about 20-30 s; --quick about 5-10 s.`,
 	fs.DurationVar(&o.sb.LagLimit, "lag-limit", time.Millisecond, "schedule-lag P99 a dispatch rate must stay under")
 	fs.IntVar(&o.sb.IngestTokens, "ingest-tokens", 1_000_000, "tokens streamed in the ingest test")
 	fs.IntVar(&o.sb.Streams, "streams", 1000, "concurrent streams in the arrival-error test")
-	fs.IntVar(&o.sb.StreamTokens, "stream-tokens", 100, "tokens per stream in the arrival-error test")
-	fs.DurationVar(&o.sb.TokenGap, "token-gap", 20*time.Millisecond, "gap between a stream's tokens in the arrival-error test")
+	fs.IntVar(&o.sb.StreamTokens, "stream-tokens", 60, "tokens per stream in the arrival-error test")
+	fs.DurationVar(&o.sb.TokenGap, "token-gap", 50*time.Millisecond, "gap between a stream's tokens in the arrival-error test")
 	return cmd
 }
 
@@ -75,7 +75,7 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 		so.Runs = 1
 		so.DispatchStep = min(so.DispatchStep, 300*time.Millisecond)
 		so.IngestTokens = min(so.IngestTokens, 300_000)
-		so.StreamTokens = min(so.StreamTokens, 50)
+		so.StreamTokens = min(so.StreamTokens, 30)
 	}
 	if !o.json {
 		so.Log = app.Stderr
