@@ -105,15 +105,26 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 		}
 	}()
 
+	mode := "open-loop"
+	var pre *preparer
+	if opts.Concurrency > 0 {
+		mode = "closed-loop"
+	} else {
+		// The first requests are built before the epoch, so their prompts cost no lag.
+		pre = r.startPreparer(items)
+		defer pre.close()
+		select {
+		case <-pre.ready:
+		case <-ctx.Done():
+		}
+	}
 	cpu0, cpuOK := processCPU()
 	r.start = clock.Now()
 	c.clock, c.start = clock, r.start
-	mode := "open-loop"
-	if opts.Concurrency > 0 {
-		mode = "closed-loop"
+	if pre == nil {
 		r.closedLoop(items)
 	} else {
-		r.openLoop(items)
+		r.openLoop(items, pre)
 	}
 	r.wg.Wait()
 	end := clock.Now()
@@ -261,29 +272,50 @@ func (r *runner) plan(reqs []traces.Request) ([]item, int) {
 // lookahead is how many requests the open-loop preparer builds ahead of the dispatcher.
 const lookahead = 256
 
-// openLoop dispatches each item at its intended time, never waiting for earlier ones. A
-// preparer goroutine synthesizes prompts and encodes bodies ahead of time, so that work is
-// neither schedule lag nor queue time; if it falls behind, the dispatcher waits for it and
-// the lag shows.
-func (r *runner) openLoop(items []item) {
-	prepared := make(chan *call, lookahead)
-	stop := make(chan struct{})
-	defer close(stop)
+// preparer synthesizes prompts and encodes bodies of first turns ahead of the dispatcher, in
+// item order, so that work is neither schedule lag nor queue time.
+type preparer struct {
+	calls chan *call
+	ready chan struct{} // closed once lookahead calls (or all) are built
+	stop  chan struct{}
+}
+
+func (r *runner) startPreparer(items []item) *preparer {
+	p := &preparer{calls: make(chan *call, lookahead), ready: make(chan struct{}), stop: make(chan struct{})}
 	go func() {
+		readied := false
+		markReady := func() {
+			if !readied {
+				readied = true
+				close(p.ready)
+			}
+		}
+		defer markReady()
 		for i := range items {
-			k := r.buildCall(&items[i], 0, nil)
+			if i == lookahead {
+				markReady()
+			}
 			select {
-			case prepared <- k:
-			case <-stop:
+			case p.calls <- r.buildCall(&items[i], 0, nil):
+			case <-p.stop:
 				return
 			}
 		}
 	}()
+	return p
+}
+
+func (p *preparer) close() { close(p.stop) }
+
+// openLoop dispatches each item at its intended time, never waiting for earlier ones. It
+// takes each item's call from the preparer; if that falls behind, the dispatcher waits for it
+// and the lag shows.
+func (r *runner) openLoop(items []item, pre *preparer) {
 	for i := range items {
 		it := &items[i]
 		var k *call
 		select {
-		case k = <-prepared:
+		case k = <-pre.calls:
 		case <-r.soft.Done():
 		}
 		err := r.soft.Err()

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -302,6 +303,21 @@ func TestValidate(t *testing.T) {
 		}
 		if _, err := Run(t.Context(), nil, o, func(*metrics.Record) {}); err == nil {
 			t.Errorf("options %d (%+v) accepted", i, o)
+		}
+	}
+}
+
+// TestLookaheadBoundaries runs traces around the preparer's lookahead size.
+func TestLookaheadBoundaries(t *testing.T) {
+	for _, n := range []int{0, 1, lookahead - 1, lookahead, lookahead + 1} {
+		e := &slowEngine{chunks: 1}
+		reqs := make([]traces.Request, n)
+		for i := range reqs {
+			reqs[i] = at(fmt.Sprint(i), i)
+		}
+		res, recs := virtualRun(t, e, reqs, Options{}, 0)
+		if res.Succeeded != n || len(recs) != n {
+			t.Errorf("n=%d: %d succeeded, %d records", n, res.Succeeded, len(recs))
 		}
 	}
 }
