@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"strconv"
 )
 
 func writeJSONTo(w io.Writer, v any) error {
@@ -10,3 +11,5 @@ func writeJSONTo(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
