@@ -49,6 +49,7 @@ type client struct {
 	hc      *http.Client
 	tr      *http.Transport
 	base    string // scheme://host[:port][/prefix], without a trailing /v1
+	query   string // the target URL's query, appended to every endpoint
 	target  Target
 	ext     extensions
 	model   string
@@ -116,6 +117,7 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		target: t,
 		ext:    ext,
 	}
+	c.query, c.secrets = urlQuery(t.URL)
 	if t.APIKey != "" {
 		c.secrets = append(c.secrets, t.APIKey)
 	}
@@ -135,17 +137,35 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 
 func (c *client) close() { c.tr.CloseIdleConnections() }
 
-// normalizeBase accepts http(s)://host[:port][/prefix][/v1][/] and returns it without the
-// trailing /v1 and slash.
+// normalizeBase accepts http(s)://host[:port][/prefix][/v1][/][?query] and returns it without
+// the trailing /v1, slash, credentials and query.
 func normalizeBase(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("target URL %q: want http://host:port or https://host (optionally ending in /v1)", redactURL(raw))
 	}
-	u.User = nil
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	s := strings.TrimRight(u.String(), "/")
 	s = strings.TrimSuffix(s, "/v1")
 	return s, nil
+}
+
+// urlQuery returns the query of the target URL ("?api-version=..." for some hosted APIs), to
+// be appended to every endpoint, and its values, which are treated as secrets.
+func urlQuery(raw string) (string, []string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.RawQuery == "" {
+		return "", nil
+	}
+	var vals []string
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				vals = append(vals, v, url.QueryEscape(v))
+			}
+		}
+	}
+	return "?" + u.RawQuery, vals
 }
 
 func redactURL(raw string) string {
@@ -277,7 +297,7 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	body := k.body
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path+c.query, bytes.NewReader(body))
 	if err != nil {
 		rec.Sent = c.now()
 		rec.End = rec.Sent

@@ -26,8 +26,8 @@ func (c *client) discover(ctx context.Context) (string, error) {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	u := c.base + "/v1/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	u := c.base + "/v1/models" // without the query, which may hold a key
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+c.query, nil)
 	if err != nil {
 		return "", fmt.Errorf("model discovery: %s", c.scrub(err.Error()))
 	}

@@ -93,3 +93,29 @@ func TestNormalizeBase(t *testing.T) {
 		t.Errorf("error %v must not show the password", err)
 	}
 }
+
+// TestURLQueryKept: a query on the target URL (api-version, a key) goes to every endpoint
+// and never into records or errors.
+func TestURLQueryKept(t *testing.T) {
+	const key = "querysecret-123456"
+	var seen []string
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path+"?"+r.URL.RawQuery)
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/v1/models" {
+			io.WriteString(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		w.WriteHeader(500)
+		io.WriteString(w, `{"error":{"message":"echo `+r.URL.RawQuery+`"}}`)
+	})
+	tg := Target{URL: srv.URL + "/v1?api-version=2024-06&key=" + key, Stream: true}
+	rec := runOne(t, Options{Target: tg}, oneReq("q", 1))
+	want := []string{"/v1/models?api-version=2024-06&key=" + key, "/v1/completions?api-version=2024-06&key=" + key}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("server saw %q, want %q", seen, want)
+	}
+	if rec.Failure != "http_5xx" || strings.Contains(rec.Error, key) {
+		t.Errorf("record %s %q leaks the key or misclassifies", rec.Failure, rec.Error)
+	}
+}
