@@ -39,7 +39,8 @@ was not the bottleneck of a run on this machine:
   ingest_tokens_per_s   streamed tokens (one per chunk) parsed, timestamped and counted per
                         second by one request's reader: one core (target >= 200,000)
   arrival_error_p99_ms  client token arrival time minus the server's send time, P99 over
-                        every token of --streams concurrent streams (target <= 1 ms)
+                        every token sent while all --streams streams were open
+                        (target <= 1 ms)
   client_cpu_fraction   process CPU over wall time x GOMAXPROCS during the streams test
                         (it includes the built-in server)
 

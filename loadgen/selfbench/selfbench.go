@@ -101,7 +101,8 @@ type Figures struct {
 	// per second by one request's reader goroutine: one core.
 	IngestTokensPerS float64 `json:"ingest_tokens_per_s"`
 	// ArrivalErrorP50Ms / P99Ms / MaxMs are client arrival time minus the server's send
-	// time, over every token of the concurrent streams.
+	// time, over every token sent while all the concurrent streams were open (the ramp, when
+	// the client is also opening connections, is left out).
 	ArrivalErrorP50Ms float64 `json:"arrival_error_p50_ms"`
 	ArrivalErrorP99Ms float64 `json:"arrival_error_p99_ms"`
 	ArrivalErrorMaxMs float64 `json:"arrival_error_max_ms"`
@@ -354,8 +355,8 @@ func ingestTest(ctx context.Context, srv *server, o Options) (float64, error) {
 type arrival struct{ p50, p99, max, cpu float64 }
 
 // arrivalTest runs Streams concurrent streams (started over the first 4×TokenGap) whose
-// tokens the server sends TokenGap apart, and compares every token's client arrival time
-// with the server's send time.
+// tokens the server sends TokenGap apart, and compares the client arrival time of every token
+// sent while all streams were open with the server's send time.
 func arrivalTest(ctx context.Context, srv *server, o Options) (arrival, error) {
 	reqs := make([]traces.Request, o.Streams)
 	ramp := 4 * o.TokenGap
@@ -394,6 +395,14 @@ func arrivalTest(ctx context.Context, srv *server, o Options) (arrival, error) {
 	}
 	emitted := srv.takeEmitted()
 	offset := res.Start.Sub(srv.epoch).Nanoseconds()
+	// Only tokens sent while every stream was open count: during the ramp the client is
+	// also dialing up to a thousand connections, which is connection setup, not streaming.
+	var allOpen int64
+	for _, sent := range emitted {
+		if len(sent) > 0 {
+			allOpen = max(allOpen, sent[0])
+		}
+	}
 	errs := make([]float64, 0, o.Streams*o.StreamTokens)
 	for id, client := range got {
 		sent := emitted[id]
@@ -401,8 +410,13 @@ func arrivalTest(ctx context.Context, srv *server, o Options) (arrival, error) {
 			return arrival{}, fmt.Errorf("arrival test: stream %s: server sent %d tokens, client saw %d chunks", id, len(sent), len(client))
 		}
 		for i := range client {
-			errs = append(errs, ms(time.Duration(client[i]+offset-sent[i])))
+			if sent[i] > allOpen {
+				errs = append(errs, ms(time.Duration(client[i]+offset-sent[i])))
+			}
 		}
+	}
+	if len(errs) == 0 {
+		return arrival{}, fmt.Errorf("arrival test: no token was sent while all %d streams were open; give more --stream-tokens", o.Streams)
 	}
 	slices.Sort(errs)
 	return arrival{p50: quantile(errs, 0.5), p99: quantile(errs, 0.99), max: quantile(errs, 1), cpu: res.ClientCPUFraction}, nil
