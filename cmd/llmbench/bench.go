@@ -35,7 +35,8 @@ this process) and measures the load generator against it, so you can check that 
 was not the bottleneck of a run on this machine:
 
   dispatch_req_per_s    highest open-loop rate of short streamed requests whose schedule lag
-                        P99 stays under --lag-limit (target >= 5,000)
+                        P99 stays under --lag-limit (target >= 5,000); the rate doubles
+                        from 1,000 until a step misses twice in a row, then bisects
   ingest_tokens_per_s   streamed tokens (one per chunk) parsed, timestamped and counted per
                         second by one request's reader: one core (target >= 200,000)
   arrival_error_p99_ms  client token arrival time minus the server's send time, P99 over
