@@ -52,7 +52,9 @@ var hostileVariants = []hostileVariant{
 		}
 		io.WriteString(w, "data: [DONE]\n\n")
 	}},
-	{"event-over-limit", []metrics.FailureKind{metrics.FailMalformed}, func(w http.ResponseWriter, _ *http.Request, n int) {
+	// 10 MB in one event: malformed once past the 8 MiB limit, or an idle timeout when the
+	// transfer of that one event outlasts --timeout-idle (slow machine, -race).
+	{"event-over-limit", []metrics.FailureKind{metrics.FailMalformed, metrics.FailTimeoutIdle}, func(w http.ResponseWriter, _ *http.Request, n int) {
 		sseChunk(w, "tok ", "")
 		io.WriteString(w, "data: ")
 		line := strings.Repeat("a", 1<<20)
