@@ -429,6 +429,10 @@ func hashString(h uint64) string {
 	return string(b[:])
 }
 
+// chunkLimit bounds the content chunks kept for one request: a server that streams far more
+// than it was asked for must not grow memory without bound.
+func chunkLimit(maxTokens int) int { return 2*maxTokens + 4096 }
+
 // maxChunkTokens bounds one chunk's count (a hostile usage figure must not overflow).
 const maxChunkTokens = 1<<31 - 1
 
@@ -602,6 +606,12 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			return ""
 		}
 		n.onChunk(&f, t)
+		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
+			rec.End = t
+			n.finish()
+			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d content chunks for max_tokens %d; stopped reading", chunkLimit(k.maxTokens), k.maxTokens))
+			return ""
+		}
 		if n.textSeen && tm.first != nil {
 			tm.first.Stop()
 			tm.first = nil

@@ -34,7 +34,8 @@
 // http_429 / http_4xx / http_5xx with Status and the server's error message, timeout_connect
 // (no headers in time), timeout_first_token, timeout_idle (silence between events),
 // timeout_total, stream_broken (the stream ended without [DONE] or the connection broke),
-// malformed (bad SSE framing or chunk JSON), server_error (an error object or "event: error"
+// malformed (bad SSE framing or chunk JSON, or more than 2×max_tokens+4096 content chunks),
+// server_error (an error object or "event: error"
 // inside a 200 stream), empty (no generated text), short_output (fewer tokens than max_tokens
 // although ignore_eos was sent; the server's usage count is used when it reports one) and
 // canceled. Error messages are truncated with metrics.TruncateError and scrubbed of the API

@@ -411,3 +411,21 @@ func TestBackendPresets(t *testing.T) {
 		t.Error("unknown backend accepted")
 	}
 }
+
+// TestEndlessStream: a server that never stops streaming is cut off, not buffered forever.
+func TestEndlessStream(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s := startSSE(w)
+		block := strings.Repeat("data: "+textChunk(" a", -1)+"\n\n", 256)
+		for r.Context().Err() == nil {
+			s.raw(block)
+		}
+	})
+	tg := target(srv.URL)
+	tg.Backend = "openai"
+	rec := runOne(t, Options{Target: tg}, oneReq("e", 2))
+	if rec.Failure != metrics.FailMalformed || len(rec.Chunks) != chunkLimit(2)+1 {
+		t.Errorf("failure %q after %d chunks: %s", rec.Failure, len(rec.Chunks), rec.Error)
+	}
+}
