@@ -60,8 +60,8 @@ type Options struct {
 	// for a slot; the wait is queue time (Sent - Dispatched) and counts in TTFT and E2E, which
 	// are measured from Intended.
 	MaxConcurrency int
-	// RateScale divides arrival offsets (2 = twice the rate); 0 means 1. Think times of
-	// multi-turn sessions are not scaled.
+	// RateScale divides arrival offsets and the think times of multi-turn sessions (2 =
+	// twice the rate: the trace's timeline compressed by half); 0 means 1.
 	RateScale float64
 	// Duration stops sending after this long (0 = whole trace). Requests whose intended send
 	// time falls at or after it are outside the run: they get no Record and are counted in

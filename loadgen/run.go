@@ -383,7 +383,7 @@ func (r *runner) runItem(it *item, k *call, intended, dispatched int64) {
 	var prevEnd int64
 	for i, q := range it.turns {
 		if i > 0 {
-			intended = prevEnd + int64(q.Think)
+			intended = prevEnd + int64(float64(q.Think)/r.opts.RateScale)
 			if r.opts.Duration > 0 && time.Duration(intended) >= r.opts.Duration {
 				r.skipped.Add(int64(len(it.turns) - i))
 				return

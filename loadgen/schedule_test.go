@@ -202,6 +202,17 @@ func TestSessionsOrderedWithHistory(t *testing.T) {
 	if byID["t1"].Session != "s1" || byID["t3"].Turn != 3 {
 		t.Errorf("session fields not recorded: %+v", byID["t3"])
 	}
+
+	// RateScale compresses think times with the arrivals.
+	e = &slowEngine{service: 50 * time.Millisecond, chunks: 1}
+	_, recs = virtualRun(t, e, reqs, Options{RateScale: 2}, 0)
+	byID = map[string]metrics.Record{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
+	if t2 := byID["t2"]; t2.Intended != byID["t1"].End+10*ms {
+		t.Errorf("RateScale 2: t2 intended %d, want t1's end %d + 10ms (half the think time)", t2.Intended, byID["t1"].End)
+	}
 }
 
 // TestInterruptedRunOneRecordPerRequest: canceling mid-run drops what was never sent,
