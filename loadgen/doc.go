@@ -17,10 +17,10 @@
 //
 // Multi-turn sessions (traces.Request.Session): the turns are sent in Turn order, each after
 // the previous turn's response ended plus its Think time divided by Options.RateScale (that
-// is its Intended time), carrying
-// the conversation so far: chat requests get the earlier messages and the assistant replies;
-// completion prompts get the earlier prompt and output prepended. A turn whose predecessor
-// failed is not sent (FailDropped, "an earlier turn of this session failed").
+// is its Intended time), carrying the conversation so far: chat requests get the earlier
+// messages and the assistant replies; completion prompts get the earlier prompt and output
+// prepended. A turn whose predecessor failed is not sent (FailDropped, "an earlier turn of
+// this session failed").
 //
 // # Records
 //
