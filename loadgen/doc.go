@@ -13,7 +13,8 @@
 // the cap is reached waits for a slot in arrival order; the wait is queue time (Sent -
 // Dispatched), never hidden by shifting the schedule. Options.Concurrency runs closed loop
 // instead: N workers each send the next request when their previous one ends
-// (Intended = Dispatched = Sent).
+// (Intended = Dispatched = Sent); a worker carries a whole multi-turn session, think times
+// included, like a user.
 //
 // Multi-turn sessions (traces.Request.Session): the turns are sent in Turn order, each after
 // the previous turn's response ended plus its Think time divided by Options.RateScale (that
