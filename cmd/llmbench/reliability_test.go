@@ -582,48 +582,19 @@ func TestReliabilityKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
-	dir := t.TempDir()
-	// 2000 requests over 200 s of trace time: 10 s at --time-scale 20, far longer than the
-	// test waits before killing it.
-	trace, ids := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: "x", n: 2000, spacing: 100 * time.Millisecond, in: 64, out: 16})
-	out := filepath.Join(dir, "out")
-	args, _ := json.Marshal([]string{"run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress"})
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReliabilityCLIChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "LLMBENCH_CLI_CHILD=1", "LLMBENCH_CLI_ARGS="+string(args))
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	cmd.Stdout = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	reaped := false
-	defer func() {
-		if !reaped {
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	cmd, exited, output, out, ids := startChild(t, "x")
 	recPath := filepath.Join(out, "requests.msgpack")
-	const want = 5
-	seen := 0
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d records from the child", want), func() bool {
-		select {
-		case err := <-exited:
-			reaped = true
-			t.Fatalf("child exited before it was killed: %v\n%s", err, stderr.String())
-		default:
-		}
-		seen = recordsSoFar(recPath)
-		return seen >= want
-	})
+	seen := recordsSoFar(recPath)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	err := <-exited
-	reaped = true
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+	exited <- err // for the cleanup
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("child was not killed: %v\n%s", err, output.String())
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child was not killed by SIGKILL: %v", err)
 	}
 	recs, err := metrics.ReadRecords(recPath)
@@ -669,6 +640,112 @@ func startRefEngine(t *testing.T, cfg refengine.Config) *httptest.Server {
 		}
 	})
 	return srv
+}
+
+// startChild runs `llmbench run` on a long trace as a child process (this test binary, see
+// TestReliabilityCLIChild) and waits until its requests.msgpack holds a few records. It
+// returns the child, a channel with its Wait result, its combined output, the results
+// directory and the trace ids.
+func startChild(t *testing.T, prefix string) (*exec.Cmd, chan error, *syncBuffer, string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	// 2000 requests over 200 s of trace time: 10 s at --time-scale 20, far longer than the
+	// tests wait before signalling.
+	trace, ids := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: prefix, n: 2000, spacing: 100 * time.Millisecond, in: 64, out: 16})
+	out := filepath.Join(dir, "out")
+	args, _ := json.Marshal([]string{"run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress", "--grace", "5s"})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReliabilityCLIChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LLMBENCH_CLI_CHILD=1", "LLMBENCH_CLI_ARGS="+string(args))
+	output := &syncBuffer{}
+	cmd.Stderr = output
+	cmd.Stdout = output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	waitFor(t, 30*time.Second, "5 records from the child", func() bool {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("child exited early (%v):\n%s", err, output.String())
+		default:
+		}
+		return recordsSoFar(filepath.Join(out, "requests.msgpack")) >= 5
+	})
+	return cmd, exited, output, out, ids
+}
+
+// TestReliabilitySIGINT drives the real main() signal handling: the first SIGINT stops the
+// run gracefully with complete results marked interrupted; a second one exits at once (130)
+// with the records written so far readable.
+func TestReliabilitySIGINT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	wait := func(t *testing.T, exited chan error, output *syncBuffer) *exec.ExitError {
+		t.Helper()
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return ee
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		case <-time.After(30 * time.Second):
+			t.Fatalf("child still running 30 s after SIGINT:\n%s", output.String())
+			return nil
+		}
+	}
+	t.Run("once", func(t *testing.T) {
+		t.Parallel()
+		cmd, exited, output, out, ids := startChild(t, "o")
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if ee := wait(t, exited, output); ee != nil {
+			t.Fatalf("child exited %d after one SIGINT:\n%s", ee.ExitCode(), output.String())
+		}
+		_, s := checkRunInvariants(t, out, ids)
+		if !s.Run.Interrupted {
+			t.Error("summary.json: run.interrupted is false after SIGINT")
+		}
+		if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("twice", func(t *testing.T) {
+		t.Parallel()
+		cmd, exited, output, out, _ := startChild(t, "w")
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, "the child to acknowledge the first SIGINT", func() bool {
+			return strings.Contains(output.String(), "interrupt: stopped sending")
+		})
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		ee := wait(t, exited, output)
+		if ee == nil || ee.ExitCode() != 130 {
+			t.Fatalf("child after two SIGINTs: %v, want exit status 130:\n%s", ee, output.String())
+		}
+		recs, err := metrics.ReadRecords(filepath.Join(out, "requests.msgpack"))
+		if err != nil && !errors.Is(err, metrics.ErrTruncated) {
+			t.Fatalf("records after the second SIGINT: %v", err)
+		}
+		if len(recs) < 5 {
+			t.Errorf("%d records readable after the second SIGINT, at least 5 were written before", len(recs))
+		}
+	})
 }
 
 // copyDir copies the regular files of src into a new directory dst.
