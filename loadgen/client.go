@@ -484,7 +484,7 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 	} else {
 		tokens = 1
 		if n.c.tok != nil {
-			if k := n.c.tok.Count(unsafe.String(&f.text[0], len(f.text))); k > 1 {
+			if k := tokenizer.CountChunk(n.c.tok, unsafe.String(&f.text[0], len(f.text))); k > 1 {
 				tokens = int64(k)
 			}
 		}
@@ -673,7 +673,7 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 			rec.OutputTokens = rec.ServerOutputTokens
 			n.byUsage = 1
 		case c.tok != nil:
-			rec.OutputTokens = c.tok.Count(string(f.text))
+			rec.OutputTokens = tokenizer.CountChunk(c.tok, string(f.text))
 			n.byOther = 1
 		default:
 			n.byOther = 1
