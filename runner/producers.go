@@ -34,7 +34,7 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 		if err != nil {
 			return nil, err
 		}
-		return &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction}, nil
+		return &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, Skipped: res.Skipped}, nil
 	}
 }
 

@@ -102,7 +102,7 @@ func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metri
 	sum.Run = old.Run
 	sum.Workload = old.Workload
 	if old.Run.Interrupted {
-		sum.Warnings = append([]string{"interrupted: the run was stopped before the trace finished; numbers cover what was sent"}, sum.Warnings...)
+		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}
 	if err := WriteJSON(filepath.Join(dir, SummaryFile), sum); err != nil {
 		return nil, err

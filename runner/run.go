@@ -31,6 +31,9 @@ type Produced struct {
 	ClientCPUFraction float64
 	// Engine, when set, replaces RunInfo.Engine (configuration known only after the run).
 	Engine map[string]string
+	// Skipped counts trace requests deliberately left out of the run (--duration,
+	// --max-requests); they have no record.
+	Skipped int
 	// Duration, when set, is the run's duration (a simulation's makespan on its virtual
 	// clock); otherwise the wall time from Start to the end of the run.
 	Duration time.Duration
@@ -144,13 +147,18 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	stats := traces.ComputeStats(opts.Requests)
 	sum.Workload = stats
 	if prod.Interrupted {
-		sum.Warnings = append([]string{"interrupted: the run was stopped before the trace finished; numbers cover what was sent"}, sum.Warnings...)
+		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
+	}
+	if prod.Skipped > 0 {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d of the trace's requests were outside the run (--duration or --max-requests) and were not sent", prod.Skipped))
 	}
 	if err := finish(opts, sum, recPath); err != nil {
 		return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, err
 	}
 	return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, nil
 }
+
+const interruptedWarning = "interrupted: the run was stopped before the trace finished; requests never sent are counted as dropped"
 
 // finish writes summary.json and report.html.
 func finish(opts Options, sum *metrics.Summary, recPath string) error {
