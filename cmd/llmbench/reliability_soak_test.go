@@ -48,7 +48,7 @@ func window(samples []soakSample, total time.Duration, lo, hi float64) (g int, h
 	return gs[len(gs)/2], hs[len(hs)/2], len(gs)
 }
 
-// TestReliabilitySoak replays a trace for about 16 s of wall time (80 s of trace time at
+// TestReliabilitySoak replays a trace for about 12 s of wall time (60 s of trace time at
 // --time-scale 5) against the embedded engine with a mix of faults, samples goroutines and
 // heap along the way, and checks that both stay flat and that the goroutines return to the
 // baseline after the run. It runs closed-loop (--concurrency 4, --duration): the number of
@@ -56,11 +56,11 @@ func window(samples []soakSample, total time.Duration, lo, hi float64) (g int, h
 // the (shared) machine is, and growth can only come from leaks.
 func TestReliabilitySoak(t *testing.T) {
 	if testing.Short() {
-		t.Skip("soak test (about 16 s)")
+		t.Skip("soak test (about 12 s)")
 	}
 	const (
 		scale    = 5
-		duration = 80 * time.Second // of trace time: 16 s of wall time
+		duration = 60 * time.Second // of trace time: 12 s of wall time
 		n        = 5000             // more than the run can send in that time
 	)
 	wall := duration / scale
