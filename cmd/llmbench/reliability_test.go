@@ -353,6 +353,59 @@ func TestReliabilityFaults(t *testing.T) {
 	}
 }
 
+// TestReliabilitySessionFaults: in multi-turn sessions a failed turn ends its session; the
+// turns after it are never sent and are recorded as dropped, so every trace request still has
+// exactly one record.
+func TestReliabilitySessionFaults(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	var ids []string
+	const sessions, turns = 12, 4
+	for sess := range sessions {
+		for turn := 1; turn <= turns; turn++ {
+			id := fmt.Sprintf("s%02d-t%d", sess, turn)
+			ids = append(ids, id)
+			fmt.Fprintf(&b, `{"id":%q,"arrival_s":%g,"input_tokens":48,"output_tokens":12,"session":"s%02d","turn":%d,"think_s":0.2}`+"\n",
+				id, float64(sess)*0.3+float64(turn-1)*0.5, sess, turn)
+		}
+	}
+	trace := filepath.Join(dir, "sessions.jsonl")
+	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	app := newTestApp(nil)
+	mustRun(t, app, "run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress", "--faults", "status-503=0.25,reset-mid=0.1,seed=4")
+	recs, _ := checkRunInvariants(t, out, ids)
+	cut := 0
+	for sess := range sessions {
+		failedAt := 0
+		for turn := 1; turn <= turns; turn++ {
+			r := recs[fmt.Sprintf("s%02d-t%d", sess, turn)]
+			switch {
+			case failedAt == 0 && !r.OK():
+				if r.Failure == metrics.FailDropped {
+					t.Errorf("%s dropped although no earlier turn failed: %s", r.ID, r.Error)
+				}
+				failedAt = turn
+			case failedAt > 0:
+				if r.Failure != metrics.FailDropped || r.Sent != 0 {
+					t.Errorf("%s: %q (sent %d) after turn %d of its session failed; want dropped, never sent", r.ID, r.Failure, r.Sent, failedAt)
+				}
+				if !strings.Contains(r.Error, "earlier turn") {
+					t.Errorf("%s: dropped with reason %q", r.ID, r.Error)
+				}
+			}
+		}
+		if failedAt > 0 && failedAt < turns {
+			cut++
+		}
+	}
+	if cut == 0 {
+		t.Fatal("no session was cut short by a failed turn; the faults did not exercise the rule")
+	}
+}
+
 // waitFor polls cond every few milliseconds until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
