@@ -7,6 +7,7 @@ package main
 // kill -9 test, which re-executes this test binary as the CLI (see TestReliabilityCLIChild).
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/traces"
 )
 
 // traceSpec describes a small synthetic trace: n requests spaced evenly.
@@ -1021,6 +1023,28 @@ func TestReliabilityBadInput(t *testing.T) {
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Error("a results directory was created for a rejected trace")
+		}
+	})
+
+	t.Run("trace-msgpack-truncated", func(t *testing.T) {
+		reqs, err := traces.ReadFile(trace, traces.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := traces.WriteMsgpack(&buf, reqs); err != nil {
+			t.Fatal(err)
+		}
+		mp := filepath.Join(dir, "cut.msgpack")
+		if err := os.WriteFile(mp, buf.Bytes()[:buf.Len()-3], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		app := newTestApp(nil)
+		if code := app.cli("run", "--trace", mp, "--out", filepath.Join(dir, "mp-out"), "--no-progress"); code == 0 {
+			t.Fatal("a truncated msgpack trace was accepted")
+		}
+		if want := fmt.Sprintf("cut.msgpack:%d", len(reqs)); !strings.Contains(app.err.String(), want) {
+			t.Errorf("error does not name %s: %q", want, app.err.String())
 		}
 	})
 
