@@ -321,6 +321,31 @@ func TestReliabilityFaults(t *testing.T) {
 		}
 	})
 
+	// An outage window: every request arriving (in engine time) between 10 s and 20 s gets
+	// 503, none outside it. The engine's clock starts a little before the replay, so only
+	// requests at least 3 s inside or outside the window are judged.
+	t.Run("outage-window", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		trace, ids := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: "w", n: 30, spacing: time.Second, in: 64, out: 16})
+		out := filepath.Join(dir, "out")
+		app := newTestApp(nil)
+		mustRun(t, app, "run", "--trace", trace, "--out", out, "--time-scale", "10", "--no-progress", "--faults", "status-503=1,from=10s,until=20s")
+		recs, s := checkRunInvariants(t, out, ids)
+		for i, id := range ids {
+			r := recs[id]
+			switch {
+			case i >= 13 && i <= 17 && (r.Failure != metrics.FailHTTP5xx || r.Status != 503):
+				t.Errorf("%s (at %d s, inside the outage): failure %q status %d, want http_5xx 503", id, i, r.Failure, r.Status)
+			case (i <= 7 || i >= 23) && !r.OK():
+				t.Errorf("%s (at %d s, outside the outage): failed %q", id, i, r.Failure)
+			}
+		}
+		if s.Requests.Failures[string(metrics.FailHTTP5xx)] != s.Requests.Failed {
+			t.Errorf("failures %v, want only http_5xx", s.Requests.Failures)
+		}
+	})
+
 	// early-eos: the engine stops early only when ignore_eos was not sent. With the vllm
 	// backend (ignore_eos) every request is complete; with the openai backend some are shorter
 	// and that is not a failure (only ignore_eos makes a short output one).
