@@ -1,0 +1,213 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/traces"
+)
+
+func TestOrderInterleaves(t *testing.T) {
+	if got, want := Order(3), []int{0, 1, 1, 0, 0, 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Order(3) = %v, want %v (A B, B A, A B)", got, want)
+	}
+}
+
+func TestTileShiftsAndRenames(t *testing.T) {
+	reqs := []traces.Request{
+		{ID: "a", Arrival: 0, Session: "s"},
+		{ID: "b", Arrival: 2 * time.Second},
+		{ID: "c", Arrival: 4 * time.Second},
+	}
+	out := Tile(reqs, 3)
+	if len(out) != 9 {
+		t.Fatalf("%d requests", len(out))
+	}
+	// period = span 4 s + mean gap 2 s
+	if out[3].ID != "a~1" || out[3].Arrival != 6*time.Second || out[3].Session != "s~1" {
+		t.Fatalf("copy 1 starts with %+v", out[3])
+	}
+	if out[8].ID != "c~2" || out[8].Arrival != 16*time.Second {
+		t.Fatalf("last request %+v", out[8])
+	}
+	if reqs[0].ID != "a" {
+		t.Fatal("Tile changed its input")
+	}
+	if got := Tile(reqs, 1); len(got) != 3 {
+		t.Fatal("one copy must be the trace itself")
+	}
+	// 6 s per copy at rate scale 1: 30 s needs 5 copies; at rate scale 2 (3 s per copy), 10.
+	if n := copiesFor(reqs, 30*time.Second, 1); n != 5 {
+		t.Fatalf("copiesFor = %d, want 5", n)
+	}
+	if n := copiesFor(reqs, 30*time.Second, 2); n != 10 {
+		t.Fatalf("copiesFor at 2x = %d, want 10", n)
+	}
+}
+
+func TestDiffConfig(t *testing.T) {
+	d := DiffConfig(map[string]string{"gpu": "h100", "tp": "1", "model": "m"}, map[string]string{"gpu": "h200", "tp": "1", "extra": "x"})
+	want := []ConfigDiff{{Key: "extra", A: "", B: "x"}, {Key: "gpu", A: "h100", B: "h200"}, {Key: "model", A: "m", B: ""}}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func TestScaleRecordTimesKeepsLagInWallTime(t *testing.T) {
+	r := metrics.Record{Intended: 100, Dispatched: 103, Sent: 110, Headers: 120, FirstToken: 150, End: 200,
+		Chunks: []metrics.Chunk{{T: 150, Tokens: 1}, {T: 170, Tokens: 2}}}
+	ScaleRecordTimes(&r, 10)
+	if r.Intended != 1000 || r.Dispatched != 1003 || r.Sent != 1100 || r.FirstToken != 1500 || r.End != 2000 || r.Chunks[1].T != 1700 {
+		t.Fatalf("%+v", r)
+	}
+	var unsent metrics.Record
+	unsent.Intended = 5
+	ScaleRecordTimes(&unsent, 10)
+	if unsent.Dispatched != 0 || unsent.Sent != 0 {
+		t.Fatalf("times that did not happen must stay 0: %+v", unsent)
+	}
+}
+
+func TestParsePrometheus(t *testing.T) {
+	text := `# HELP vllm:num_requests_running Number of requests running.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m",engine="0"} 3
+vllm:num_requests_running{model_name="m",engine="1"} 2
+vllm:kv_cache_usage_perc{model_name="a \"quoted} name"} 0.25
+vllm:num_preemptions_total 7 1700000000000
+garbage line without value
+bad_value{x="1"} notanumber
+`
+	m := ParsePrometheus(strings.NewReader(text))
+	if m["vllm:num_requests_running"] != 5 || m["vllm:kv_cache_usage_perc"] != 0.25 || m["vllm:num_preemptions_total"] != 7 {
+		t.Fatalf("%v", m)
+	}
+	if _, ok := m["bad_value"]; ok {
+		t.Fatal("non-numeric value accepted")
+	}
+	if pick(m, "waiting") != -1 || pick(m, "running") != 5 {
+		t.Fatal("pick")
+	}
+}
+
+func FuzzParsePrometheus(f *testing.F) {
+	f.Add("vllm:num_requests_running{a=\"b\"} 1\n")
+	f.Add("x{a=\"\\\"}\"} 2 3\n# c\n")
+	f.Add("{}} 1")
+	f.Fuzz(func(t *testing.T, s string) {
+		for k, v := range ParsePrometheus(strings.NewReader(s)) {
+			if k == "" || v != v {
+				t.Fatalf("bad entry %q=%v", k, v)
+			}
+		}
+	})
+}
+
+func TestScraperCollectsSamples(t *testing.T) {
+	polls := make(chan struct{}, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" || r.Header.Get("Authorization") != "Bearer k" {
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		w.Write([]byte("vllm:num_requests_running 4\nvllm:num_requests_waiting 1\nvllm:kv_cache_usage_perc 0.5\n"))
+		select {
+		case polls <- struct{}{}:
+		default:
+		}
+	}))
+	defer srv.Close()
+	s := StartScraper(context.Background(), srv.URL+"/v1", "k", 10*time.Millisecond)
+	<-polls // the first poll happens at once
+	<-polls
+	s.Stop()
+	d := s.Data()
+	if len(d.Samples) < 2 || d.Samples[0].Running != 4 || d.Samples[0].Waiting != 1 || d.Samples[0].KVUsage != 0.5 || d.Samples[0].Preemptions != -1 {
+		t.Fatalf("%+v", d)
+	}
+	series := toReportSeries(&d)
+	if series.Preemptions != nil || len(series.Running) != len(series.T) {
+		t.Fatalf("report series %+v", series)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.json")
+	if err := WriteFileAtomic(p, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(p, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	entries, _ := os.ReadDir(dir)
+	if string(data) != "two" || len(entries) != 1 {
+		t.Fatalf("content %q, %d files (temporary file left?)", data, len(entries))
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil); err == nil {
+		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+// TestExecuteWritesEveryRecordAndSummary runs a fake producer and checks the results
+// directory, including a producer error that still leaves readable records.
+func TestExecuteWritesEveryRecordAndSummary(t *testing.T) {
+	reqs := []traces.Request{{ID: "a", InputTokens: 3, OutputTokens: 2}, {ID: "b", Arrival: time.Second, InputTokens: 3, OutputTokens: 2}}
+	prod := func(_ context.Context, rs []traces.Request, sink func(*metrics.Record)) (*Produced, error) {
+		for i, r := range rs {
+			t0 := int64(r.Arrival)
+			rec := &metrics.Record{ID: r.ID, Intended: t0, Dispatched: t0, Sent: t0 + 1, Headers: t0 + 2, FirstToken: t0 + 1e6,
+				Chunks: []metrics.Chunk{{T: t0 + 1e6, Tokens: 1}, {T: t0 + 2e6, Tokens: 1}}, End: t0 + 2e6,
+				InputTokens: 3, OutputTokens: 2, RequestedTokens: 2, TokenSource: metrics.TokensFromUsage, Status: 200}
+			if i == 1 {
+				rec.Failure, rec.Status = metrics.FailHTTP5xx, 503
+			}
+			sink(rec)
+		}
+		return &Produced{Model: "m", Skipped: 3}, nil
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	res, err := Execute(context.Background(), Options{Requests: reqs, OutDir: dir, Info: metrics.RunInfo{Mode: "open-loop"}}, prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 2 || res.Summary.Requests.Total != 2 || res.Summary.Requests.Failures["http_5xx"] != 1 || res.Summary.Run.Model != "m" {
+		t.Fatalf("%+v %+v", res, res.Summary.Requests)
+	}
+	if !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "3 of the trace's requests were outside the run") {
+		t.Fatalf("warnings %v", res.Summary.Warnings)
+	}
+	for _, f := range []string{SummaryFile, RecordsFile, ReportFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := ReadSummary(dir)
+	if err != nil || s.Schema != metrics.SummarySchema {
+		t.Fatalf("ReadSummary: %v", err)
+	}
+
+	boom := errors.New("boom")
+	failing := func(_ context.Context, rs []traces.Request, sink func(*metrics.Record)) (*Produced, error) {
+		sink(&metrics.Record{ID: "a"})
+		return nil, boom
+	}
+	dir2 := filepath.Join(t.TempDir(), "out2")
+	if _, err := Execute(context.Background(), Options{Requests: reqs, OutDir: dir2}, failing); !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	recs, err := metrics.ReadRecords(filepath.Join(dir2, RecordsFile))
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records after a producer error: %d, %v", len(recs), err)
+	}
+}
