@@ -263,3 +263,35 @@ func TestSweepCapacityConfirmedBySimulate(t *testing.T) {
 		t.Errorf("10%% above the first failing load (%.3g req/s) simulate still finds goodput %.3f", res.Capacity.Failing, g)
 	}
 }
+
+// TestBenchJSON runs a tiny self-benchmark and checks that every figure the issue names is
+// reported with the machine's facts (values are not judged here: targets live in the bench
+// command itself, not in unit tests).
+func TestBenchJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("self-benchmark skipped in -short mode")
+	}
+	app := newTestApp(nil)
+	if code := app.cli("bench", "--json", "--quick", "--runs", "1", "--streams", "20", "--stream-tokens", "10", "--ingest-tokens", "5000", "--dispatch-step", "100ms"); code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, app.err.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(app.out.String()), &m); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, app.out.String())
+	}
+	for _, k := range []string{"dispatch_req_per_s", "ingest_tokens_per_s", "arrival_error_p99_ms", "client_cpu_fraction"} {
+		v, ok := m[k].(float64)
+		if !ok || v < 0 {
+			t.Errorf("%s = %v", k, m[k])
+		}
+	}
+	if v, _ := m["ingest_tokens_per_s"].(float64); v <= 0 {
+		t.Errorf("ingest_tokens_per_s = %v", v)
+	}
+	raw, _ := json.Marshal(m)
+	for _, k := range []string{"cpu_model", "cores", "go_version"} {
+		if !strings.Contains(string(raw), `"`+k+`"`) {
+			t.Errorf("machine fact %q missing from %s", k, raw)
+		}
+	}
+}
