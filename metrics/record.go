@@ -48,9 +48,8 @@ const (
 // Chunk is one streamed chunk that carried generated text: its arrival time and how many
 // tokens it carried.
 type Chunk struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	T        int64    // ns from the run epoch
-	Tokens   int32
+	T      int64 // ns from the run epoch
+	Tokens int32
 }
 
 // Record is everything measured about one request. Times are nanoseconds from the run's

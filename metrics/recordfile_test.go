@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func sampleRecords() []Record {
+	return []Record{
+		{ID: "r1", Class: "chat", Intended: 0, Dispatched: 10, Sent: 20, Headers: 1000, FirstToken: 5000, End: 9000,
+			Chunks: []Chunk{{T: 5000, Tokens: 1}, {T: 7000, Tokens: 3}, {T: 9000, Tokens: 1}},
+			InputTokens: 12, OutputTokens: 5, TokenSource: TokensFromUsage, RequestedTokens: 5, ServerInputTokens: 12, ServerOutputTokens: 5,
+			Status: 200, OutputHash: "abc", ResponseID: "cmpl-1"},
+		{ID: "r2", Session: "s", Turn: 2, Repeat: 1, Phase: PhaseWarmup, Arm: "B", Intended: 1 << 40, ServerInputTokens: -1, ServerOutputTokens: -1,
+			Status: 503, Failure: FailHTTP5xx, Error: "overloaded <b>"},
+	}
+}
+
+func TestRecordCodecRoundTrip(t *testing.T) {
+	for _, r := range sampleRecords() {
+		b, err := msgpack.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Record
+		if err := msgpack.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Chunks) == 0 {
+			r.Chunks = got.Chunks // nil and empty decode alike
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, r)
+		}
+	}
+}
+
+func TestRecordCodecSkipsUnknownFields(t *testing.T) {
+	b, err := msgpack.Marshal(map[string]any{"id": "x", "future_field": []any{1, "two", map[string]int{"a": 3}}, "status": 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Record
+	if err := msgpack.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != "x" || r.Status != 200 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestRecordFileTruncatedKeepsCompleteRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.msgpack")
+	w, err := CreateRecordFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := sampleRecords()
+	for i := range recs {
+		if err := w.Write(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadRecords(path)
+	if err != nil || len(got) != 2 || got[0].Chunks[1].T != 7000 {
+		t.Fatalf("%d records, %v", len(got), err)
+	}
+	// Every cut inside the second frame keeps the first record and says the file is truncated.
+	firstLen := len(recordMagic) + 4 + int(uint32(full[8])<<24|uint32(full[9])<<16|uint32(full[10])<<8|uint32(full[11]))
+	for cut := firstLen + 1; cut < len(full); cut++ {
+		os.WriteFile(path, full[:cut], 0o644)
+		got, err := ReadRecords(path)
+		if !errors.Is(err, ErrTruncated) || len(got) != 1 || got[0].ID != "r1" {
+			t.Fatalf("cut at %d: %d records, %v", cut, len(got), err)
+		}
+	}
+	os.WriteFile(path, []byte("NOTMAGIC"), 0o644)
+	if _, err := ReadRecords(path); err == nil {
+		t.Fatal("bad header accepted")
+	}
+}
+
+// FuzzRecordReader: any bytes after the header decode to records or a clean error; never a
+// panic or an unbounded allocation.
+func FuzzRecordReader(f *testing.F) {
+	var buf bytes.Buffer
+	for _, r := range sampleRecords() {
+		b, _ := msgpack.Marshal(&r)
+		buf.Write([]byte{byte(len(b) >> 24), byte(len(b) >> 16), byte(len(b) >> 8), byte(len(b))})
+		buf.Write(b)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte{0, 0, 0, 3, 0x81, 0xa6, 'c'})
+	f.Add([]byte{0, 0, 0, 5, 0x81, 0xa6, 'c', 'h', 'u', 'n', 'k', 's', 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rr, err := NewRecordReader(io.MultiReader(bytes.NewReader([]byte(recordMagic)), bytes.NewReader(data)), "fuzz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec Record
+		for i := 0; i < 1000; i++ {
+			if err := rr.Next(&rec); err != nil {
+				return
+			}
+		}
+	})
+}
