@@ -161,8 +161,7 @@ func (rr *RecordReader) Next(rec *Record) error {
 	if _, err := io.ReadFull(rr.r, rr.buf); err != nil {
 		return fmt.Errorf("%s: record %d: %w", rr.label, rr.n+1, ErrTruncated)
 	}
-	*rec = Record{}
-	if err := msgpack.Unmarshal(rr.buf, rec); err != nil {
+	if err := unmarshalRecord(rr.buf, rec); err != nil {
 		return fmt.Errorf("%s: record %d: corrupt: %w", rr.label, rr.n+1, err)
 	}
 	rr.n++

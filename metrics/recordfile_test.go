@@ -15,7 +15,7 @@ import (
 func sampleRecords() []Record {
 	return []Record{
 		{ID: "r1", Class: "chat", Intended: 0, Dispatched: 10, Sent: 20, Headers: 1000, FirstToken: 5000, End: 9000,
-			Chunks: []Chunk{{T: 5000, Tokens: 1}, {T: 7000, Tokens: 3}, {T: 9000, Tokens: 1}},
+			Chunks:      []Chunk{{T: 5000, Tokens: 1}, {T: 7000, Tokens: 3}, {T: 9000, Tokens: 1}},
 			InputTokens: 12, OutputTokens: 5, TokenSource: TokensFromUsage, RequestedTokens: 5, ServerInputTokens: 12, ServerOutputTokens: 5,
 			Status: 200, OutputHash: "abc", ResponseID: "cmpl-1"},
 		{ID: "r2", Session: "s", Turn: 2, Repeat: 1, Phase: PhaseWarmup, Arm: "B", Intended: 1 << 40, ServerInputTokens: -1, ServerOutputTokens: -1,
@@ -42,17 +42,44 @@ func TestRecordCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// FuzzFastDecoderMatchesLibrary: the reader's hand-rolled decoder and the msgpack library
+// (through DecodeMsgpack) agree on every frame either accepts.
+func FuzzFastDecoderMatchesLibrary(f *testing.F) {
+	for _, r := range sampleRecords() {
+		b, _ := msgpack.Marshal(&r)
+		f.Add(b)
+	}
+	b, _ := msgpack.Marshal(map[string]any{"id": "x", "future": []any{1.5, "a", map[string]any{"k": []byte{1}}}, "chunks": []int{5, 1, 3, 2}})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, lib Record
+		ferr := unmarshalRecord(data, &fast)
+		lerr := msgpack.Unmarshal(data, &lib)
+		if ferr == nil && lerr == nil {
+			if len(fast.Chunks) == 0 && len(lib.Chunks) == 0 {
+				fast.Chunks, lib.Chunks = nil, nil
+			}
+			if !reflect.DeepEqual(fast, lib) {
+				t.Fatalf("decoders disagree:\nfast %+v\nlib  %+v", fast, lib)
+			}
+		}
+	})
+}
+
 func TestRecordCodecSkipsUnknownFields(t *testing.T) {
 	b, err := msgpack.Marshal(map[string]any{"id": "x", "future_field": []any{1, "two", map[string]int{"a": 3}}, "status": 200})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Record
+	var r, fast Record
 	if err := msgpack.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.ID != "x" || r.Status != 200 {
-		t.Fatalf("%+v", r)
+	if err := unmarshalRecord(b, &fast); err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != "x" || r.Status != 200 || fast.ID != "x" || fast.Status != 200 {
+		t.Fatalf("%+v %+v", r, fast)
 	}
 }
 
