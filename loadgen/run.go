@@ -65,9 +65,11 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 	c.tok = opts.Tokenizer
 	c.model = opts.Target.Model
 	if c.model == "" {
-		if c.model, err = c.discover(ctx); err != nil {
+		if c.model, err = c.discover(ctx); err != nil && ctx.Err() == nil {
 			return nil, err
 		}
+		// Interrupted while discovering: nothing will be sent, and the run below records
+		// every request as dropped, so the results still account for the whole trace.
 	}
 	if sink == nil {
 		sink = func(*metrics.Record) {}

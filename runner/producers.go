@@ -24,6 +24,11 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 			o.Warmup = scaleDur(o.Warmup, 1/timeScale)
 			o.Cooldown = scaleDur(o.Cooldown, 1/timeScale)
 			o.Duration = scaleDur(o.Duration, 1/timeScale)
+			// Timeouts are given in the engine's (real-GPU) time, like every reported time.
+			o.Target.Timeouts.Connect = scaleDur(o.Target.Timeouts.Connect, 1/timeScale)
+			o.Target.Timeouts.FirstToken = scaleDur(o.Target.Timeouts.FirstToken, 1/timeScale)
+			o.Target.Timeouts.Idle = scaleDur(o.Target.Timeouts.Idle, 1/timeScale)
+			o.Target.Timeouts.Total = scaleDur(o.Target.Timeouts.Total, 1/timeScale)
 			inner := sink
 			sink = func(r *metrics.Record) {
 				ScaleRecordTimes(r, timeScale)
@@ -34,7 +39,11 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 		if err != nil {
 			return nil, err
 		}
-		return &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, Skipped: res.Skipped}, nil
+		p := &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, Skipped: res.Skipped}
+		if timeScale > 1 {
+			p.Duration = scaleDur(res.Elapsed, timeScale)
+		}
+		return p, nil
 	}
 }
 

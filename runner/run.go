@@ -81,6 +81,8 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if opts.OutDir == "" {
 		opts.OutDir = DefaultOutDir(now())
 	}
+	_, statErr := os.Stat(opts.OutDir)
+	created := os.IsNotExist(statErr)
 	if err := os.MkdirAll(opts.OutDir, dirPerm); err != nil {
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
@@ -113,6 +115,14 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 		}
 	}
 	if perr != nil {
+		if rw.Count() == 0 {
+			// Nothing was measured (the run could not start): leave no empty results behind.
+			os.Remove(recPath)
+			os.Remove(filepath.Join(opts.OutDir, ScrapeFile))
+			if created {
+				os.Remove(opts.OutDir) // only if empty
+			}
+		}
 		return &Result{Dir: opts.OutDir, Records: rw.Count()}, perr
 	}
 	if prod == nil {

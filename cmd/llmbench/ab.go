@@ -200,7 +200,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 			return runner.Arm{}, nil, fmt.Errorf("--time-scale applies to reference-engine arms only")
 		}
 		url = endpoint
-		info.Endpoint = endpoint
+		info.Endpoint = redactURL(endpoint)
 	} else {
 		ef, err := o.armEngineFlags(overrides)
 		if err != nil {

@@ -59,6 +59,7 @@ P95/P99, goodput under SLOs and cost.`,
 	}
 	root.SetOut(app.Stdout)
 	root.SetErr(app.Stderr)
+	addProfileFlags(root)
 	names := make([]string, 0, len(commandFactories))
 	for n := range commandFactories {
 		names = append(names, n)

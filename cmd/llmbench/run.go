@@ -93,7 +93,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 			err = werr
 		}
 	}
-	if res != nil {
+	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
 	}
 	return err
@@ -111,7 +111,7 @@ func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (load
 			return loadgen.Target{}, info, nil, fmt.Errorf("reference-engine flags (%s) apply only without --endpoint", ef.changedNames())
 		}
 		t, err := tf.target(app, tf.endpoint, ef.modelName())
-		info.Endpoint = tf.endpoint
+		info.Endpoint = redactURL(tf.endpoint)
 		info.Model = t.Model
 		return t, info, func() {}, err
 	}
@@ -124,7 +124,7 @@ func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (load
 	if err != nil {
 		return loadgen.Target{}, info, nil, err
 	}
-	t, err := tf.target(app, eng.URL, "")
+	t, err := tf.target(app, eng.URL, eng.Engine.ServedModelName())
 	if err != nil {
 		eng.Close()
 		return t, info, nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -297,8 +298,26 @@ func commandLine(args []string) string {
 			k, _, _ := strings.Cut(a, "=")
 			out = append(out, k+"=<redacted>")
 		default:
-			out = append(out, a)
+			out = append(out, redactURLsIn(a))
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// redactURL hides the password of a URL's user info ("http://user:pw@host" becomes
+// "http://user:xxxxx@host"); anything that is not such a URL comes back unchanged.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// redactURLsIn redacts a URL given as a whole argument or as the value of --flag=URL.
+func redactURLsIn(arg string) string {
+	if k, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(k, "-") {
+		return k + "=" + redactURL(v)
+	}
+	return redactURL(arg)
 }

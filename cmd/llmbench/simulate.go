@@ -89,7 +89,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 			err = werr
 		}
 	}
-	if res != nil {
+	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
 	}
 	return err
