@@ -218,6 +218,10 @@ func printSweep(app *App, r *runner.SweepResult) {
 	if r.Capacity.Rate > 0 {
 		fmt.Fprintf(app.Stdout, "\ncapacity: %.4g %s with goodput >= %.0f%% of requests within %s (%s); latencies in ms\n", r.Capacity.Rate, unit, 100*r.Target, r.SLO, r.Capacity.Reason)
 	} else {
-		fmt.Fprintf(app.Stdout, "\ncapacity: none found (%s)\n", r.Capacity.Reason)
+		reason := r.Capacity.Reason
+		if reason == "" {
+			reason = "no measured load met the target"
+		}
+		fmt.Fprintf(app.Stdout, "\ncapacity: none found (%s); try a lower --start\n", reason)
 	}
 }
