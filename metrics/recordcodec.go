@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"fmt"
-
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -100,117 +98,12 @@ func (r *Record) EncodeMsgpack(enc *msgpack.Encoder) error {
 	return nil
 }
 
-// DecodeMsgpack implements msgpack.CustomDecoder. It keeps r.Chunks' capacity, so a reader
-// that decodes into the same Record allocates chunk storage only when a record needs more.
+// DecodeMsgpack implements msgpack.CustomDecoder: it takes the record's raw bytes and decodes
+// them with the same code the records reader uses (unmarshalRecord).
 func (r *Record) DecodeMsgpack(dec *msgpack.Decoder) error {
-	chunks := r.Chunks[:0]
-	*r = Record{}
-	n, err := dec.DecodeMapLen()
+	raw, err := dec.DecodeRaw()
 	if err != nil {
 		return err
 	}
-	for i := 0; i < n; i++ {
-		key, err := dec.DecodeString()
-		if err != nil {
-			return fmt.Errorf("record field name: %w", err)
-		}
-		if err := r.decodeField(dec, key, &chunks); err != nil {
-			return fmt.Errorf("record field %q: %w", key, err)
-		}
-	}
-	r.Chunks = chunks
-	return nil
-}
-
-func (r *Record) decodeField(dec *msgpack.Decoder, key string, chunks *[]Chunk) error {
-	str := func(dst *string) (err error) { *dst, err = dec.DecodeString(); return err }
-	i64 := func(dst *int64) (err error) { *dst, err = dec.DecodeInt64(); return err }
-	num := func(dst *int) error {
-		v, err := dec.DecodeInt64()
-		*dst = int(v)
-		return err
-	}
-	switch key {
-	case "id":
-		return str(&r.ID)
-	case "class":
-		return str(&r.Class)
-	case "session":
-		return str(&r.Session)
-	case "turn":
-		return num(&r.Turn)
-	case "repeat":
-		return num(&r.Repeat)
-	case "phase":
-		return str(&r.Phase)
-	case "arm":
-		return str(&r.Arm)
-	case "intended":
-		return i64(&r.Intended)
-	case "dispatched":
-		return i64(&r.Dispatched)
-	case "sent":
-		return i64(&r.Sent)
-	case "headers":
-		return i64(&r.Headers)
-	case "first_token":
-		return i64(&r.FirstToken)
-	case "end":
-		return i64(&r.End)
-	case "in":
-		return num(&r.InputTokens)
-	case "out":
-		return num(&r.OutputTokens)
-	case "token_source":
-		return str(&r.TokenSource)
-	case "requested":
-		return num(&r.RequestedTokens)
-	case "server_in":
-		return num(&r.ServerInputTokens)
-	case "server_out":
-		return num(&r.ServerOutputTokens)
-	case "status":
-		return num(&r.Status)
-	case "failure":
-		var f string
-		err := str(&f)
-		r.Failure = FailureKind(f)
-		return err
-	case "error":
-		return str(&r.Error)
-	case "output_hash":
-		return str(&r.OutputHash)
-	case "response_id":
-		return str(&r.ResponseID)
-	case "chunks":
-		m, err := dec.DecodeArrayLen()
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return nil // nil array
-		}
-		if m%2 != 0 {
-			return fmt.Errorf("chunk array has odd length %d", m)
-		}
-		if m/2 > maxFrame/2 {
-			return fmt.Errorf("chunk array length %d is corrupt", m)
-		}
-		var t int64
-		for j := 0; j < m; j += 2 {
-			dt, err := dec.DecodeInt64()
-			if err != nil {
-				return err
-			}
-			k, err := dec.DecodeInt64()
-			if err != nil {
-				return err
-			}
-			t += dt
-			*chunks = append(*chunks, Chunk{T: t, Tokens: int32(k)})
-		}
-		return nil
-	default:
-		return dec.Skip()
-	}
+	return unmarshalRecord(raw, r)
 }
