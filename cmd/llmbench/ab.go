@@ -18,8 +18,7 @@ import (
 func init() { register("ab", newABCmd) }
 
 type abOptions struct {
-	trace              string
-	lenient            bool
+	*traceFlags
 	aEndpoint, bEndpnt string
 	aEngine, bEngine   []string
 	aName, bName       string
@@ -67,8 +66,7 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
 	}
 	fs := cmd.Flags()
 	o.fs = fs
-	fs.StringVar(&o.trace, "trace", "", "trace file (JSONL, see traces/FORMAT.md)")
-	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	o.traceFlags = addTraceFlags(fs)
 	fs.StringVar(&o.aEndpoint, "a-endpoint", "", "arm A endpoint (base)")
 	fs.StringVar(&o.bEndpnt, "b-endpoint", "", "arm B endpoint (candidate)")
 	fs.StringArrayVar(&o.aEngine, "a-engine", nil, "arm A reference-engine flag overrides, e.g. spec-k=0 (repeatable or comma-separated)")
@@ -103,7 +101,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	if o.aName == o.bName {
 		return 2, fmt.Errorf("--a-name and --b-name must differ")
 	}
-	reqs, err := traces.ReadFile(o.trace, traces.ReadOptions{Lenient: o.lenient})
+	reqs, err := o.traceFlags.read()
 	if err != nil {
 		return 2, err
 	}
@@ -188,7 +186,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	if err != nil {
 		return runner.Arm{}, nil, err
 	}
-	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.trace, Seed: o.load.seed, Version: version,
+	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version,
 		Mode: o.load.mode(), Concurrency: o.load.concurrency, MaxConcurrency: o.load.maxConcurrency,
 		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name()}
 	timeScale := 1.0

@@ -17,8 +17,7 @@ import (
 func init() { register("run", newRunCmd) }
 
 type runOptions struct {
-	trace   string
-	lenient bool
+	*traceFlags
 	target  *targetFlags
 	load    *loadFlags
 	metrics *metricFlags
@@ -46,8 +45,7 @@ results directory and prints a summary table.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.trace, "trace", "", "trace file (JSONL, see traces/FORMAT.md)")
-	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	o.traceFlags = addTraceFlags(fs)
 	o.target = addTargetFlags(fs)
 	o.load = addLoadFlags(fs)
 	o.metrics = addMetricFlags(fs)
@@ -58,7 +56,7 @@ results directory and prints a summary table.`,
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
-	reqs, err := traces.ReadFile(o.trace, traces.ReadOptions{Lenient: o.lenient})
+	reqs, err := o.traceFlags.read()
 	if err != nil {
 		return err
 	}
@@ -80,7 +78,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		return err
 	}
 	info.Command = commandLine(o.args)
-	info.Trace = o.trace
+	info.Trace = o.traceFlags.path
 	info.Seed = o.load.seed
 	info.Version = version
 	info.Tokenizer = tok.Name()

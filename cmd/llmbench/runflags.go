@@ -13,6 +13,7 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/tokenizer"
+	"github.com/llmbench/llmbench/traces"
 )
 
 // targetFlags select and configure the endpoint under test.
@@ -320,4 +321,21 @@ func redactURLsIn(arg string) string {
 		return k + "=" + redactURL(v)
 	}
 	return redactURL(arg)
+}
+
+// traceFlags name the trace a command replays.
+type traceFlags struct {
+	path    string
+	lenient bool
+}
+
+func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
+	f := &traceFlags{}
+	fs.StringVar(&f.path, "trace", "", "trace file (JSONL, see traces/FORMAT.md; .msgpack for the msgpack encoding)")
+	fs.BoolVar(&f.lenient, "lenient", false, "accept unknown fields in trace lines")
+	return f
+}
+
+func (f *traceFlags) read() ([]traces.Request, error) {
+	return traces.ReadFile(f.path, traces.ReadOptions{Lenient: f.lenient})
 }

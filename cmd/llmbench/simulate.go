@@ -18,8 +18,7 @@ import (
 func init() { register("simulate", newSimulateCmd) }
 
 type simulateOptions struct {
-	trace       string
-	lenient     bool
+	*traceFlags
 	rateScale   float64
 	maxRequests int
 	warmup      time.Duration
@@ -44,8 +43,7 @@ engine's ground truth: there is no client or network in the numbers.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), app, o) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.trace, "trace", "", "trace file (JSONL, see traces/FORMAT.md)")
-	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	o.traceFlags = addTraceFlags(fs)
 	fs.Float64Var(&o.rateScale, "rate-scale", 1, "multiply the trace's arrival rate by X")
 	fs.IntVar(&o.maxRequests, "max-requests", 0, "simulate at most the first N requests (0 = all)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "requests arriving in the first D are warm-up (excluded, shown separately)")
@@ -58,7 +56,7 @@ engine's ground truth: there is no client or network in the numbers.`,
 }
 
 func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
-	reqs, err := traces.ReadFile(o.trace, traces.ReadOptions{Lenient: o.lenient})
+	reqs, err := o.traceFlags.read()
 	if err != nil {
 		return err
 	}
@@ -78,7 +76,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	}
 	adapter := &simAdapter{cfg: cfg, rateScale: o.rateScale, warmup: o.warmup, cooldown: o.cooldown}
 	info := metrics.RunInfo{
-		Command: commandLine(app.Args), Trace: o.trace, Endpoint: "simulated reference engine (virtual clock)",
+		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",
 	}
 	res, err := runner.Execute(ctx, runner.Options{

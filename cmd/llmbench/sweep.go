@@ -21,8 +21,7 @@ import (
 func init() { register("sweep", newSweepCmd) }
 
 type sweepOptions struct {
-	trace       string
-	lenient     bool
+	*traceFlags
 	points      string
 	start       float64
 	target      float64
@@ -54,8 +53,7 @@ engine's virtual clock (seconds, no HTTP).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), app, o) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.trace, "trace", "", "trace file (JSONL, see traces/FORMAT.md)")
-	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	o.traceFlags = addTraceFlags(fs)
 	fs.StringVar(&o.points, "points", "", "measure exactly these loads (comma-separated req/s or concurrencies) instead of searching")
 	fs.Float64Var(&o.start, "start", 0, "first load of the search (default: the trace's own rate, or concurrency 1)")
 	fs.Float64Var(&o.target, "target", 0.9, "goodput fraction a load must reach (requests meeting every SLO / all requests)")
@@ -74,7 +72,7 @@ engine's virtual clock (seconds, no HTTP).`,
 }
 
 func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
-	reqs, err := traces.ReadFile(o.trace, traces.ReadOptions{Lenient: o.lenient})
+	reqs, err := o.traceFlags.read()
 	if err != nil {
 		return err
 	}
@@ -126,7 +124,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		}
 	}()
 	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
-		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.trace, Seed: o.load.seed, Version: version}
+		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
 		if o.simulate {
 			cfg, err := o.engine.config()
 			if err != nil {
