@@ -89,6 +89,9 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
 }
 
 func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
+	if o.target.scrapeMetric {
+		return 2, fmt.Errorf("--scrape-metrics applies to run; ab lists the arms' configuration from /version instead")
+	}
 	if (o.aEndpoint == "") != (o.bEndpnt == "") {
 		return 2, fmt.Errorf("give both --a-endpoint and --b-endpoint, or neither (two reference-engine arms)")
 	}

@@ -147,9 +147,7 @@ type runSpec struct {
 	metrics   metrics.Options
 	info      metrics.RunInfo
 	out       *outputFlags
-	outDir    string // overrides out.out when set (ab, sweep)
 	scrape    bool
-	quiet     bool // no progress display
 }
 
 // executeHTTP runs one measured replay with progress display and interrupt handling.
@@ -167,15 +165,12 @@ func executeHTTP(ctx context.Context, app *App, s runSpec) (*runner.Result, erro
 	defer stopSignals()
 
 	dir := s.out.out
-	if s.outDir != "" {
-		dir = s.outDir
-	}
 	var scr *runner.Scraper
 	if s.scrape {
 		scr = runner.StartScraper(ctx, s.load.Target.URL, s.load.Target.APIKey, 0)
 	}
 	var pd *runner.Progress
-	if !s.out.noProgress && !s.quiet {
+	if !s.out.noProgress {
 		total := len(s.reqs) * max(1, s.load.Repeat)
 		if s.load.MaxRequests > 0 && s.load.MaxRequests < total {
 			total = s.load.MaxRequests

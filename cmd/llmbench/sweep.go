@@ -72,6 +72,9 @@ engine's virtual clock (seconds, no HTTP).`,
 }
 
 func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
+	if o.tgt.scrapeMetric {
+		return fmt.Errorf("--scrape-metrics applies to run; scrape one load point with run --rate-scale")
+	}
 	reqs, err := o.traceFlags.read()
 	if err != nil {
 		return err
