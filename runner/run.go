@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,8 +52,6 @@ type Options struct {
 	OnRecords func(*metrics.RecordWriter)
 	// Now is the wall clock for the run's start time (time.Now when nil).
 	Now func() time.Time
-	// Log receives short human-readable notes (nil = discard).
-	Log io.Writer
 	// Scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	Scraper *Scraper
