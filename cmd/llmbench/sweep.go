@@ -217,7 +217,11 @@ func printSweep(app *App, r *runner.SweepResult) {
 	}
 	tw.Flush()
 	if r.Capacity.Rate > 0 {
-		fmt.Fprintf(app.Stdout, "\ncapacity: %.4g %s with goodput >= %.0f%% of requests within %s (%s); latencies in ms\n", r.Capacity.Rate, unit, 100*r.Target, r.SLO, r.Capacity.Reason)
+		why := ""
+		if r.Capacity.Reason != "" {
+			why = " (" + r.Capacity.Reason + ")"
+		}
+		fmt.Fprintf(app.Stdout, "\ncapacity: %.4g %s with goodput >= %.0f%% of requests within %s%s; latencies in ms\n", r.Capacity.Rate, unit, 100*r.Target, r.SLO, why)
 	} else {
 		reason := r.Capacity.Reason
 		if reason == "" {
