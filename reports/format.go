@@ -28,8 +28,12 @@ func fmtMs(v float64) string {
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	case a < 1000:
 		return strconv.FormatFloat(v, 'f', 1, 64)
-	default:
+	case a < 1e6:
 		return groupDigits(strconv.FormatFloat(v, 'f', 0, 64))
+	default:
+		// Over 16 minutes (a saturated run): three significant digits keep the value inside
+		// its table column ("1.11e+06").
+		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 }
 
