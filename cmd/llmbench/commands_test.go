@@ -295,3 +295,38 @@ func TestBenchJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestRunScrapeMetrics: --scrape-metrics polls the engine's Prometheus /metrics during the run
+// and keeps the series next to the results, where the report charts them.
+func TestRunScrapeMetrics(t *testing.T) {
+	dir := t.TempDir()
+	app := newTestApp(nil)
+	if code := app.cli("run", "--trace", chatSmall, "--out", dir, "--time-scale", "4", "--scrape-metrics", "--no-progress"); code != 0 {
+		t.Fatalf("exit %d: %s", code, app.err.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, runner.ScrapeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s runner.ServerSamples
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Samples) == 0 || s.Errors != 0 {
+		t.Fatalf("%d samples, %d errors (%s)", len(s.Samples), s.Errors, s.LastError)
+	}
+	busy := false
+	for _, p := range s.Samples {
+		if p.Running < 0 || p.Waiting < 0 || p.KVUsage < 0 || p.Preemptions < 0 {
+			t.Fatalf("a vLLM-named metric is missing from the engine's /metrics: %+v", p)
+		}
+		busy = busy || p.Running > 0
+	}
+	if !busy {
+		t.Error("no sample saw a running request")
+	}
+	html, err := os.ReadFile(filepath.Join(dir, runner.ReportFile))
+	if err != nil || !strings.Contains(string(html), "/metrics") {
+		t.Errorf("report does not show the scraped server metrics (err %v)", err)
+	}
+}
