@@ -108,7 +108,8 @@ func TestRunAgreesWithSimulate(t *testing.T) {
 	// What the harness measured over HTTP, scaled back to real time: TPOT within a few
 	// percent. TTFT also carries the HTTP round trip the simulation does not have (the request's
 	// way to the scheduler, the first chunk's way back, timer lateness: about 1.3 ms here,
-	// more under -race), which the time scale magnifies; it gets 4 ms of real time on top.
+	// more under -race or with other packages testing in parallel), which the time scale magnifies;
+	// it gets 6 ms of real time on top.
 	within("run TPOT", s["run tpot"], s["sim tpot"], 0.05, 0.2)
-	within("run TTFT", s["run ttft"], s["sim ttft"], 0.10, 4*scale)
+	within("run TTFT", s["run ttft"], s["sim ttft"], 0.10, 6*scale)
 }
