@@ -330,3 +330,15 @@ func TestRunScrapeMetrics(t *testing.T) {
 		t.Errorf("report does not show the scraped server metrics (err %v)", err)
 	}
 }
+
+// TestMalformedHeaderNotEchoed: a --header without ':' may be a bare token pasted by mistake;
+// the error must not repeat it.
+func TestMalformedHeaderNotEchoed(t *testing.T) {
+	app := newTestApp(nil)
+	if code := app.cli("run", "--trace", chatSmall, "--header", "sk-0123456789abcdef", "--out", t.TempDir()); code == 0 {
+		t.Fatal("a header without ':' was accepted")
+	}
+	if msg := app.err.String(); strings.Contains(msg, "sk-0") || !strings.Contains(msg, "--header") {
+		t.Fatalf("error %q", msg)
+	}
+}

@@ -82,7 +82,7 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 		for _, h := range f.headers {
 			k, v, ok := strings.Cut(h, ":")
 			if !ok || strings.TrimSpace(k) == "" {
-				return t, fmt.Errorf("--header %q: want K:V", redactHeader(h))
+				return t, fmt.Errorf("--header %s: want K:V", redactHeader(h))
 			}
 			t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
@@ -90,15 +90,13 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 	return t, nil
 }
 
-// redactHeader keeps a header's name and hides its value in error messages.
+// redactHeader keeps a header's name and hides its value in error messages; a header given
+// without ':' is shown not at all (it may be a bare secret).
 func redactHeader(h string) string {
 	if k, _, ok := strings.Cut(h, ":"); ok {
 		return k + ":<redacted>"
 	}
-	if len(h) > 8 {
-		return h[:4] + "…"
-	}
-	return h
+	return "<a value without ':'>"
 }
 
 func (f *targetFlags) loadTokenizer(embedded bool) (tokenizer.Tokenizer, error) {
