@@ -89,12 +89,29 @@ func CheckFile(path string, opts ReadOptions, max int) (int, []*LineError, error
 // readJSONL is the reader behind Read and Check. errf receives each problem and says whether
 // to go on; after any problem the returned requests are only useful for counting.
 func readJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool) ([]Request, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	var reqs []Request
+	stopped := false
+	err := scanJSONL(r, name, opts, func(e *LineError) bool {
+		if !errf(e) {
+			stopped = true
+		}
+		return !stopped
+	}, func(q *Request) bool { reqs = append(reqs, *q); return true })
+	if err != nil || stopped {
+		return nil, err
+	}
+	return finish(reqs, name, errf), nil
+}
+
+// scanJSONL decodes the lines of r in order. Each valid request goes to emit (which may not
+// keep the pointer; false stops the scan) and each problem to errf (false stops the scan). It
+// returns read errors only.
+func scanJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool, emit func(*Request) bool) error {
+	br := bufio.NewReaderSize(r, 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("read %s: line %d: %w", name, lineNo, err)
+			return fmt.Errorf("read %s: line %d: %w", name, lineNo, err)
 		}
 		atEOF := err == io.EOF
 		if atEOF && len(line) == 0 {
@@ -115,7 +132,9 @@ func readJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError)
 		}
 		if req, ok := fastRecord(trimmed, opts); ok {
 			req.Line = lineNo
-			reqs = append(reqs, req)
+			if !emit(&req) {
+				return nil
+			}
 			if atEOF {
 				break
 			}
@@ -132,25 +151,25 @@ func readJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError)
 				}
 			}
 			if !errf(le) {
-				return nil, nil
+				return nil
 			}
 		} else {
 			req, ferrs := decodeRecord(ms, opts)
 			req.Line = lineNo
 			for _, fe := range ferrs {
 				if !errf(&LineError{File: name, Line: lineNo, Field: fe.field, Reason: fe.reason}) {
-					return nil, nil
+					return nil
 				}
 			}
-			if len(ferrs) == 0 {
-				reqs = append(reqs, req)
+			if len(ferrs) == 0 && !emit(&req) {
+				return nil
 			}
 		}
 		if atEOF {
 			break
 		}
 	}
-	return finish(reqs, name, errf), nil
+	return nil
 }
 
 // errJSON is a JSON-level problem with a line.

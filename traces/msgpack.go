@@ -61,18 +61,41 @@ func ReadMsgpack(r io.Reader, name string, opts ReadOptions) ([]Request, error) 
 }
 
 func readMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool) ([]Request, error) {
+	var reqs []Request
+	stopped := false
+	err := scanMsgpack(r, name, opts, func(e *LineError) bool {
+		if !errf(e) {
+			stopped = true
+		}
+		return !stopped
+	}, func(q *Request) bool { reqs = append(reqs, *q); return true })
+	if err == errUnreadable {
+		return nil, nil
+	}
+	if err != nil || stopped {
+		return nil, err
+	}
+	return finish(reqs, name, errf), nil
+}
+
+// errUnreadable ends a msgpack scan after a problem it cannot read past (errf has it).
+var errUnreadable = errors.New("unreadable msgpack trace")
+
+// scanMsgpack decodes the records of r in order, like scanJSONL. A problem that leaves the
+// stream unreadable (a bad header, a malformed record) ends the scan after errf with
+// errUnreadable.
+func scanMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool, emit func(*Request) bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, len(MsgpackMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != MsgpackMagic {
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+			return fmt.Errorf("read %s: %w", name, err)
 		}
 		errf(&LineError{File: name, Field: "header",
 			Reason: "not a msgpack trace (it must start with " + MsgpackMagic + "; JSONL traces need a name not ending in .msgpack)"})
-		return nil, nil
+		return errUnreadable
 	}
 	dec := msgpack.NewDecoder(br)
-	var reqs []Request
 	for rec := 1; ; rec++ {
 		if _, err := br.Peek(1); err == io.EOF {
 			break
@@ -84,12 +107,12 @@ func readMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineErro
 				le.Reason = "the record is cut short (the file ends inside it; was it truncated?)"
 			}
 			errf(le) // the stream cannot be resynchronized after a bad record
-			return nil, nil
+			return errUnreadable
 		}
 		ms, ok := asObject(v)
 		if !ok {
 			if !errf(&LineError{File: name, Line: rec, Reason: "each record must be a map (got " + describe(v) + ")"}) {
-				return nil, nil
+				return nil
 			}
 			continue
 		}
@@ -97,14 +120,14 @@ func readMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineErro
 		req.Line = rec
 		for _, fe := range ferrs {
 			if !errf(&LineError{File: name, Line: rec, Field: fe.field, Reason: fe.reason}) {
-				return nil, nil
+				return nil
 			}
 		}
-		if len(ferrs) == 0 {
-			reqs = append(reqs, req)
+		if len(ferrs) == 0 && !emit(&req) {
+			return nil
 		}
 	}
-	return finish(reqs, name, errf), nil
+	return nil
 }
 
 // maxDepth bounds the nesting of msgpack values in a trace record.

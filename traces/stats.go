@@ -3,6 +3,7 @@ package traces
 import (
 	"math"
 	"sort"
+	"time"
 )
 
 // DefaultBlockTokens is the number of prompt tokens one hash_ids entry stands for unless a run
@@ -67,154 +68,186 @@ func ComputeStats(reqs []Request) Stats { return ComputeStatsBlocks(reqs, Defaul
 // ComputeStatsBlocks computes Stats with blockTokens tokens per hash_ids block (<= 0 means
 // DefaultBlockTokens). The requests need not be sorted.
 func ComputeStatsBlocks(reqs []Request, blockTokens int) Stats {
+	order := make([]int32, len(reqs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
+	b := NewStatsBuilder(blockTokens)
+	for _, i := range order {
+		b.Add(&reqs[i])
+	}
+	return b.Stats()
+}
+
+// StatsBuilder computes Stats one request at a time, in arrival order, in memory that grows
+// with the number of distinct lengths, classes, sessions and prefix blocks rather than with the
+// number of requests: a trace too large to hold can be described while it is read.
+type StatsBuilder struct {
+	s           Stats
+	first, prev time.Duration
+	gapMean     float64 // running mean and sum of squared deviations of the gaps (Welford)
+	gapM2       float64
+	in, out     map[int]int // length -> count
+	classes     map[string]int
+	sessions    map[string]struct{}
+	prefix      prefixCache
+}
+
+// NewStatsBuilder starts Stats with blockTokens tokens per hash_ids block (<= 0 means
+// DefaultBlockTokens).
+func NewStatsBuilder(blockTokens int) *StatsBuilder {
 	if blockTokens <= 0 {
 		blockTokens = DefaultBlockTokens
 	}
-	s := Stats{Count: len(reqs), Classes: map[string]int{}, BlockTokens: blockTokens}
-	if len(reqs) == 0 {
+	return &StatsBuilder{
+		s:  Stats{Classes: map[string]int{}, BlockTokens: blockTokens},
+		in: map[int]int{}, out: map[int]int{}, classes: map[string]int{}, sessions: map[string]struct{}{},
+		prefix: prefixCache{chains: map[chainKey]int{}, blockTokens: blockTokens},
+	}
+}
+
+// Add counts r, which must not arrive before the request added last.
+func (b *StatsBuilder) Add(r *Request) {
+	s := &b.s
+	if s.Count == 0 {
+		b.first = r.Arrival
+	} else {
+		gap := (r.Arrival - b.prev).Seconds()
+		n := float64(s.Count) // gaps so far, this one included
+		d := gap - b.gapMean
+		b.gapMean += d / n
+		b.gapM2 += d * (gap - b.gapMean)
+	}
+	b.prev = r.Arrival
+	s.Count++
+	b.in[r.InputTokens]++
+	b.out[r.OutputTokens]++
+	s.TotalInputTokens += int64(r.InputTokens)
+	s.TotalOutputTokens += int64(r.OutputTokens)
+	b.classes[r.Class]++
+	if r.Session != "" {
+		b.sessions[r.Session] = struct{}{}
+	}
+	if r.Turn > s.MaxTurn {
+		s.MaxTurn = r.Turn
+	}
+	if len(r.Messages) > 0 {
+		s.Chat++
+	}
+	if r.Prompt != "" {
+		s.WithPrompt++
+	}
+	s.PrefixReuseTokens += b.prefix.add(r)
+}
+
+// Stats returns the statistics of the requests added so far.
+func (b *StatsBuilder) Stats() Stats {
+	s := b.s
+	s.Classes = map[string]int{}
+	if s.Count == 0 {
 		return s
 	}
-	sorted := make([]Request, len(reqs))
-	copy(sorted, reqs)
-	SortByArrival(sorted)
-
-	span := sorted[len(sorted)-1].Arrival - sorted[0].Arrival
+	span := b.prev - b.first
 	s.DurationS = span.Seconds()
-	if len(sorted) > 1 && span > 0 {
-		s.RatePerS = float64(len(sorted)-1) / s.DurationS
-		gaps := make([]float64, len(sorted)-1)
-		for i := 1; i < len(sorted); i++ {
-			gaps[i-1] = (sorted[i].Arrival - sorted[i-1].Arrival).Seconds()
-		}
-		mean, sd := meanSD(gaps)
-		if mean > 0 {
-			s.Burstiness = sd / mean
+	if s.Count > 1 && span > 0 {
+		s.RatePerS = float64(s.Count-1) / s.DurationS
+		if b.gapMean > 0 {
+			s.Burstiness = math.Sqrt(b.gapM2/float64(s.Count-1)) / b.gapMean
 		}
 	}
-
-	in := make([]int, len(sorted))
-	out := make([]int, len(sorted))
-	sessions := map[string]bool{}
-	tagged := false
-	for i := range sorted {
-		r := &sorted[i]
-		in[i], out[i] = r.InputTokens, r.OutputTokens
-		s.TotalInputTokens += int64(r.InputTokens)
-		s.TotalOutputTokens += int64(r.OutputTokens)
-		if r.Class != "" {
-			tagged = true
-		}
-		if r.Session != "" {
-			sessions[r.Session] = true
-		}
-		if r.Turn > s.MaxTurn {
-			s.MaxTurn = r.Turn
-		}
-		if len(r.Messages) > 0 {
-			s.Chat++
-		}
-		if r.Prompt != "" {
-			s.WithPrompt++
-		}
-	}
-	if tagged {
-		for i := range sorted {
-			c := sorted[i].Class
+	if len(b.classes) > 1 || b.classes[""] == 0 {
+		for c, n := range b.classes {
 			if c == "" {
 				c = "(none)"
 			}
-			s.Classes[c]++
+			s.Classes[c] = n
 		}
 	}
-	s.Sessions = len(sessions)
-	s.InputTokens = lengthStats(in)
-	s.OutputTokens = lengthStats(out)
+	s.Sessions = len(b.sessions)
+	s.InputTokens = lengthStats(b.in, s.Count)
+	s.OutputTokens = lengthStats(b.out, s.Count)
 	if s.TotalOutputTokens > 0 {
 		s.PrefillDecodeRatio = float64(s.TotalInputTokens) / float64(s.TotalOutputTokens)
 	}
-	s.PrefixReuseTokens = prefixReuse(sorted, blockTokens)
 	if s.TotalInputTokens > 0 {
 		s.PrefixReuse = float64(s.PrefixReuseTokens) / float64(s.TotalInputTokens)
 	}
 	return s
 }
 
-// prefixReuse counts, in arrival order, the input tokens of each request that an unbounded
+type chainKey struct {
+	parent int // index of the parent chain, -1 at the root
+	id     int64
+}
+
+// prefixCache counts, in arrival order, the input tokens of each request that an unbounded
 // prefix cache would already hold. Block k of a request covers tokens [k*B, min((k+1)*B,
 // input)); it is identified by the chain of hash ids 0..k. A block hits for as many tokens as an
 // earlier request covered of that same chain; the walk stops at the first block not fully hit.
-func prefixReuse(sorted []Request, blockTokens int) int64 {
-	type chainKey struct {
-		parent int // index of the parent chain, -1 at the root
-		id     int64
-	}
-	chains := map[chainKey]int{} // chain -> index into covered
-	var covered []int            // tokens of the block seen so far, per chain
+type prefixCache struct {
+	chains      map[chainKey]int // chain -> index into covered
+	covered     []int            // tokens of the block seen so far, per chain
+	blockTokens int
+}
+
+func (c *prefixCache) add(r *Request) int64 {
 	var reused int64
-	for i := range sorted {
-		r := &sorted[i]
-		parent := -1
-		hitting := true
-		for k, id := range r.HashIDs {
-			start := k * blockTokens
-			if start >= r.InputTokens {
-				break
-			}
-			n := min(blockTokens, r.InputTokens-start)
-			key := chainKey{parent, id}
-			idx, ok := chains[key]
-			if !ok {
-				idx = len(covered)
-				covered = append(covered, 0)
-				chains[key] = idx
-			}
-			if hitting {
-				hit := min(n, covered[idx])
-				reused += int64(hit)
-				if hit < n {
-					hitting = false
-				}
-			}
-			covered[idx] = max(covered[idx], n)
-			parent = idx
+	parent := -1
+	hitting := true
+	for k, id := range r.HashIDs {
+		start := k * c.blockTokens
+		if start >= r.InputTokens {
+			break
 		}
+		n := min(c.blockTokens, r.InputTokens-start)
+		key := chainKey{parent, id}
+		idx, ok := c.chains[key]
+		if !ok {
+			idx = len(c.covered)
+			c.covered = append(c.covered, 0)
+			c.chains[key] = idx
+		}
+		if hitting {
+			hit := min(n, c.covered[idx])
+			reused += int64(hit)
+			if hit < n {
+				hitting = false
+			}
+		}
+		c.covered[idx] = max(c.covered[idx], n)
+		parent = idx
 	}
 	return reused
 }
 
-func meanSD(xs []float64) (mean, sd float64) {
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(ss / float64(len(xs)))
-}
-
-func lengthStats(v []int) LengthStats {
-	if len(v) == 0 {
+// lengthStats summarizes a distribution given as value -> count over n values.
+func lengthStats(counts map[int]int, n int) LengthStats {
+	if n == 0 {
 		return LengthStats{}
 	}
-	s := append([]int(nil), v...)
-	sort.Ints(s)
+	vals := make([]int, 0, len(counts))
 	var sum float64
-	for _, x := range s {
-		sum += float64(x)
+	for v, c := range counts {
+		vals = append(vals, v)
+		sum += float64(v) * float64(c)
+	}
+	sort.Ints(vals)
+	// rank(p) is the nearest-rank position: the smallest value with at least p% of the values
+	// at or below it.
+	at := func(p float64) int {
+		rank := max(int(math.Ceil(p/100*float64(n))), 1)
+		seen := 0
+		for _, v := range vals {
+			seen += counts[v]
+			if seen >= rank {
+				return v
+			}
+		}
+		return vals[len(vals)-1]
 	}
 	return LengthStats{
-		Min: s[0], Max: s[len(s)-1], Mean: sum / float64(len(s)),
-		P50: nearestRank(s, 50), P90: nearestRank(s, 90), P99: nearestRank(s, 99),
+		Min: vals[0], Max: vals[len(vals)-1], Mean: sum / float64(n),
+		P50: at(50), P90: at(90), P99: at(99),
 	}
-}
-
-// nearestRank returns the p-th percentile of sorted s by the nearest-rank method.
-func nearestRank(s []int, p float64) int {
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	if rank < 1 {
-		rank = 1
-	}
-	return s[rank-1]
 }
