@@ -103,8 +103,8 @@ func readJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError)
 	return finish(reqs, name, errf), nil
 }
 
-// scanJSONL decodes the lines of r in order. Each valid request goes to emit (which may not
-// keep the pointer; false stops the scan) and each problem to errf (false stops the scan). It
+// scanJSONL decodes the lines of r in order. Each valid request goes to emit (a request of its
+// own, which it may keep; false stops the scan) and each problem to errf (false stops the scan). It
 // returns read errors only.
 func scanJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool, emit func(*Request) bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
