@@ -131,6 +131,10 @@ type Result struct {
 	Skipped int
 	// Interrupted reports that ctx was canceled before the run finished.
 	Interrupted bool
+	// TraceErr is set when the trace could not be read again during the run (a trace file
+	// changed or became unreadable): sending stopped there, and the requests not read have no
+	// Record and are not counted anywhere else.
+	TraceErr error
 	// ClientCPUFraction is the process's CPU time (user+sys) over wall time × GOMAXPROCS
 	// during the run; -1 where the platform cannot tell. It includes anything else running in
 	// the process (an embedded reference engine, for one).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"sort"
 	"strconv"
@@ -20,8 +21,10 @@ import (
 // turns are sent one after another.
 type item struct {
 	turns    []*traces.Request // in Turn order; len 1 for a request outside a session
+	one      [1]*traces.Request
 	repeat   int
 	intended time.Duration // the first turn's intended offset from the run start
+	pos      int           // the position in the trace of the session's first request (ties)
 }
 
 // runner holds one run's state.
@@ -54,6 +57,13 @@ type runner struct {
 // canceled. Run returns an error only when the run cannot start (bad options, model discovery
 // failed); a failed request is a Record, never an error.
 func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*metrics.Record)) (*Result, error) {
+	return RunSource(ctx, traces.FromSlice(reqs), opts, sink)
+}
+
+// RunSource is Run over a traces.Source: a trace file replayed as it is read (traces.OpenFile)
+// holds in memory only the requests in flight and those of multi-turn sessions. If the trace
+// cannot be read again during the run, sending stops there and Result.TraceErr says why.
+func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*metrics.Record)) (*Result, error) {
 	if err := validate(&opts); err != nil {
 		return nil, err
 	}
@@ -83,8 +93,7 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 	if r.progress == nil {
 		r.progress = &Progress{}
 	}
-	items, skipped := r.plan(reqs)
-	r.skipped.Store(int64(skipped))
+	p := r.newPlanner(src)
 	if opts.MaxConcurrency > 0 {
 		r.sem = make(chan struct{}, opts.MaxConcurrency)
 	}
@@ -113,7 +122,7 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 		mode = "closed-loop"
 	} else {
 		// The first requests are built before the epoch, so their prompts cost no lag.
-		pre = r.startPreparer(items)
+		pre = r.startPreparer(p)
 		defer pre.close()
 		select {
 		case <-pre.ready:
@@ -124,11 +133,15 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 	r.start = clock.Now()
 	c.clock, c.start = clock, r.start
 	if pre == nil {
-		r.closedLoop(items)
+		r.closedLoop(p)
 	} else {
-		r.openLoop(items, pre)
+		r.openLoop(pre)
 	}
 	r.wg.Wait()
+	if p.err == nil {
+		// Every request the plan did not hand out is outside the run (Duration, MaxRequests).
+		r.skipped.Add(int64(p.total - p.emitted))
+	}
 	end := clock.Now()
 	close(finished)
 	cpu1, _ := processCPU()
@@ -145,6 +158,7 @@ func Run(ctx context.Context, reqs []traces.Request, opts Options, sink func(*me
 		Skipped:           int(r.skipped.Load()),
 		Interrupted:       ctx.Err() != nil,
 		ClientCPUFraction: -1,
+		TraceErr:          p.err,
 	}
 	if wall := end.Sub(r.start); cpuOK && wall > 0 {
 		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(runtime.GOMAXPROCS(0)))
@@ -184,151 +198,189 @@ func validate(o *Options) error {
 	return nil
 }
 
-// plan expands repeats, groups sessions, orders everything by intended time and applies
-// MaxRequests and (open loop) Duration. It returns the items and how many requests it left
-// out.
-func (r *runner) plan(reqs []traces.Request) ([]item, int) {
-	o := r.opts
-	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / o.RateScale) }
-	var first, last time.Duration
-	for i := range reqs {
-		a := scale(reqs[i].Arrival)
-		if i == 0 || a < first {
-			first = a
-		}
-		if a > last {
-			last = a
-		}
-	}
-	period := last
-	if len(reqs) > 1 {
-		period += (last - first) / time.Duration(len(reqs)-1)
-	}
-	// Requests outside sessions share one array of pointers (one-element windows into it),
-	// so the plan costs no allocation per request.
-	ptrs := make([]*traces.Request, len(reqs))
-	for i := range reqs {
-		ptrs[i] = &reqs[i]
-	}
-	items := make([]item, 0, len(reqs)*o.Repeat)
-	for k := 0; k < o.Repeat; k++ {
-		off := time.Duration(k) * period
-		sessions := map[string]int{}
-		for i := range reqs {
-			q := &reqs[i]
-			if q.Session == "" {
-				items = append(items, item{turns: ptrs[i : i+1 : i+1], repeat: k, intended: off + scale(q.Arrival)})
-				continue
-			}
-			if j, ok := sessions[q.Session]; ok {
-				items[j].turns = append(items[j].turns, q)
-				continue
-			}
-			sessions[q.Session] = len(items)
-			items = append(items, item{turns: []*traces.Request{q}, repeat: k})
-		}
-	}
-	for i := range items {
-		it := &items[i]
-		if len(it.turns) > 1 || it.turns[0].Session != "" {
-			sort.SliceStable(it.turns, func(a, b int) bool { return it.turns[a].Turn < it.turns[b].Turn })
-			it.intended = time.Duration(it.repeat)*period + scale(it.turns[0].Arrival)
-		}
-	}
-	sort.SliceStable(items, func(a, b int) bool { return items[a].intended < items[b].intended })
+// planner hands out a run's items in dispatch order, reading the trace as it goes: it
+// expands repeats, merges sessions (held in memory) with the requests outside sessions (read in
+// arrival order), and applies Duration (open loop) and MaxRequests. The order is that of a
+// stable sort of all items by intended time, ties in trace order.
+type planner struct {
+	src      traces.Source
+	o        Options
+	period   time.Duration // the length of one pass (Repeat)
+	sessions []*item       // one pass's sessions at repeat 0, by (intended, pos)
+	total    int           // requests in the replay (trace × Repeat)
+	emitted  int           // requests handed out so far
+	err      error         // the trace could not be read again
+}
 
-	skipped := 0
-	if o.Duration > 0 && o.Concurrency == 0 {
-		n := sort.Search(len(items), func(i int) bool { return items[i].intended >= o.Duration })
-		for _, it := range items[n:] {
-			skipped += len(it.turns)
-		}
-		items = items[:n]
+// errPlanStop ends a walk of the trace early.
+var errPlanStop = errors.New("plan stopped")
+
+func (r *runner) newPlanner(src traces.Source) *planner {
+	o := r.opts
+	p := &planner{src: src, o: o, total: src.Len() * o.Repeat}
+	first, last := src.Span()
+	first, last = p.scale(first), p.scale(last)
+	p.period = last
+	if n := src.Len(); n > 1 {
+		p.period += (last - first) / time.Duration(n-1)
 	}
-	if o.MaxRequests > 0 {
-		left := o.MaxRequests
-		for i := range items {
-			if left <= 0 {
-				for _, it := range items[i:] {
-					skipped += len(it.turns)
-				}
-				items = items[:i]
-				break
-			}
-			if n := len(items[i].turns); n > left {
-				skipped += n - left
-				items[i].turns = items[i].turns[:left]
-			}
-			left -= len(items[i].turns)
+	byName := map[string]*item{}
+	src.Sessions(func(pos int, q *traces.Request) {
+		if it, ok := byName[q.Session]; ok {
+			it.turns = append(it.turns, q)
+			return
 		}
+		it := &item{turns: []*traces.Request{q}, pos: pos}
+		byName[q.Session] = it
+		p.sessions = append(p.sessions, it)
+	})
+	for _, it := range p.sessions {
+		sort.SliceStable(it.turns, func(a, b int) bool { return it.turns[a].Turn < it.turns[b].Turn })
+		it.intended = p.scale(it.turns[0].Arrival)
 	}
+	sort.Slice(p.sessions, func(a, b int) bool { return p.sessions[a].before(p.sessions[b].intended, p.sessions[b].pos) })
 	// The run's nominal end: Duration, else the length of the replay (the trace's span plus
 	// one mean gap, times Repeat).
 	r.runEnd = o.Duration
 	if r.runEnd == 0 {
-		r.runEnd = time.Duration(o.Repeat) * period
+		r.runEnd = time.Duration(o.Repeat) * p.period
 	}
-	return items, skipped
+	return p
+}
+
+func (p *planner) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / p.o.RateScale)
+}
+
+// before orders items by intended time, then by position in the trace.
+func (it *item) before(intended time.Duration, pos int) bool {
+	return it.intended < intended || it.intended == intended && it.pos < pos
+}
+
+// each calls yield with every item of the run in order until yield returns false. Items are
+// new on each call and yield may keep them. A failure to read the trace ends the walk and is
+// kept in p.err.
+func (p *planner) each(yield func(*item) bool) {
+	o := p.o
+	left := o.MaxRequests
+	emit := func(it *item) bool {
+		if o.Duration > 0 && o.Concurrency == 0 && it.intended >= o.Duration {
+			return false // items come in intended order: the rest are outside too
+		}
+		if o.MaxRequests > 0 {
+			if left <= 0 {
+				return false
+			}
+			if len(it.turns) > left {
+				it.turns = it.turns[:left]
+			}
+			left -= len(it.turns)
+		}
+		p.emitted += len(it.turns)
+		return yield(it)
+	}
+	for k := 0; k < o.Repeat; k++ {
+		off := time.Duration(k) * p.period
+		session := func(i int) *item {
+			t := p.sessions[i]
+			return &item{turns: t.turns, repeat: k, intended: off + t.intended, pos: t.pos}
+		}
+		si := 0
+		err := p.src.Singles(func(pos int, q *traces.Request) error {
+			intended := off + p.scale(q.Arrival)
+			for ; si < len(p.sessions) && p.sessions[si].before(intended-off, pos); si++ {
+				if !emit(session(si)) {
+					return errPlanStop
+				}
+			}
+			it := &item{repeat: k, intended: intended, pos: pos}
+			it.one[0] = q
+			it.turns = it.one[:]
+			if !emit(it) {
+				return errPlanStop
+			}
+			return nil
+		})
+		if err == errPlanStop {
+			return
+		}
+		if err != nil {
+			p.err = err
+			return
+		}
+		for ; si < len(p.sessions); si++ {
+			if !emit(session(si)) {
+				return
+			}
+		}
+	}
 }
 
 // lookahead is how many requests the open-loop preparer builds ahead of the dispatcher.
 const lookahead = 256
 
-// preparer synthesizes prompts and encodes bodies of first turns ahead of the dispatcher, in
-// item order, so that work is neither schedule lag nor queue time.
+// prepared is an item with its first turn's call built (nil once the run is interrupted).
+type prepared struct {
+	it *item
+	k  *call
+}
+
+// preparer walks the plan, synthesizing prompts and encoding bodies of first turns ahead of
+// the dispatcher, in item order, so that work is neither schedule lag nor queue time.
 type preparer struct {
-	calls chan *call
+	calls chan prepared // closed at the end of the plan
 	ready chan struct{} // closed once lookahead calls (or all) are built
 	stop  chan struct{}
 }
 
-func (r *runner) startPreparer(items []item) *preparer {
-	p := &preparer{calls: make(chan *call, lookahead), ready: make(chan struct{}), stop: make(chan struct{})}
+func (r *runner) startPreparer(p *planner) *preparer {
+	pr := &preparer{calls: make(chan prepared, lookahead), ready: make(chan struct{}), stop: make(chan struct{})}
 	go func() {
+		defer close(pr.calls)
 		readied := false
 		markReady := func() {
 			if !readied {
 				readied = true
-				close(p.ready)
+				close(pr.ready)
 			}
 		}
 		defer markReady()
-		for i := range items {
-			if i == lookahead {
+		n := 0
+		p.each(func(it *item) bool {
+			if n == lookahead {
 				markReady()
 			}
-			select {
-			case p.calls <- r.buildCall(&items[i], 0, nil):
-			case <-p.stop:
-				return
+			n++
+			var k *call
+			if r.soft.Err() == nil {
+				k = r.buildCall(it, 0, nil)
 			}
-		}
+			select {
+			case pr.calls <- prepared{it, k}:
+				return true
+			case <-pr.stop:
+				return false
+			}
+		})
 	}()
-	return p
+	return pr
 }
 
 func (p *preparer) close() { close(p.stop) }
 
 // openLoop dispatches each item at its intended time, never waiting for earlier ones. It
 // takes each item's call from the preparer; if that falls behind, the dispatcher waits for it
-// and the lag shows.
-func (r *runner) openLoop(items []item, pre *preparer) {
-	for i := range items {
-		it := &items[i]
-		var k *call
-		select {
-		case k = <-pre.calls:
-		case <-r.soft.Done():
-		}
+// and the lag shows. Once the run is interrupted, the rest of the plan is recorded as dropped.
+func (r *runner) openLoop(pre *preparer) {
+	for pc := range pre.calls {
+		it, k := pc.it, pc.k
 		err := r.soft.Err()
-		if err == nil {
+		if err == nil && k != nil {
 			err = r.clock.SleepUntil(r.soft, r.start.Add(it.intended))
 		}
-		if err != nil {
-			for j := i; j < len(items); j++ {
-				r.dropItem(&items[j], 0, int64(items[j].intended), 0, "never sent: the run was interrupted")
-			}
-			return
+		if err != nil || k == nil {
+			r.dropItem(it, 0, int64(it.intended), 0, "never sent: the run was interrupted")
+			continue
 		}
 		dispatched := r.c.now()
 		r.wg.Add(1)
@@ -339,17 +391,29 @@ func (r *runner) openLoop(items []item, pre *preparer) {
 	}
 }
 
-// closedLoop keeps Concurrency workers busy, each taking the next item when it is done.
-func (r *runner) closedLoop(items []item) {
-	var next atomic.Int64
+// closedLoop keeps Concurrency workers busy, each taking the next item when it is done, and
+// returns when they are.
+func (r *runner) closedLoop(p *planner) {
+	next, stop := iter.Pull(iter.Seq[*item](p.each))
+	defer stop()
+	var mu sync.Mutex
+	ended := false // Duration has passed: the rest of the plan is outside the run
+	take := func() (*item, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return nil, false
+		}
+		return next()
+	}
+	var wg sync.WaitGroup
 	worker := func() {
-		defer r.wg.Done()
+		defer wg.Done()
 		for {
-			i := int(next.Add(1) - 1)
-			if i >= len(items) {
+			it, ok := take()
+			if !ok {
 				return
 			}
-			it := &items[i]
 			now := r.c.now()
 			if r.soft.Err() != nil {
 				r.dropItem(it, 0, now, 0, "never sent: the run was interrupted")
@@ -357,17 +421,24 @@ func (r *runner) closedLoop(items []item) {
 			}
 			if r.opts.Duration > 0 && time.Duration(now) >= r.opts.Duration {
 				r.skipped.Add(int64(len(it.turns)))
-				continue
+				mu.Lock()
+				if !ended {
+					ended = true
+					stop() // the planner stops counting: the rest is total - emitted
+				}
+				mu.Unlock()
+				return
 			}
 			k := r.buildCall(it, 0, nil)
 			now = r.c.now()
 			r.runItem(it, k, now, now)
 		}
 	}
-	r.wg.Add(r.opts.Concurrency)
+	wg.Add(r.opts.Concurrency)
 	for range r.opts.Concurrency {
 		go worker()
 	}
+	wg.Wait()
 }
 
 // conversation is what a session has said so far.

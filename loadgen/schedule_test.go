@@ -72,6 +72,12 @@ func (e *slowEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // virtualRun runs loadgen against e inside a synctest bubble, so every time is exact.
 func virtualRun(t *testing.T, e *slowEngine, reqs []traces.Request, opts Options, interruptAt time.Duration) (*Result, []metrics.Record) {
 	t.Helper()
+	return virtualRunSource(t, e, traces.FromSlice(reqs), opts, interruptAt)
+}
+
+// virtualRunSource is virtualRun over any traces.Source.
+func virtualRunSource(t *testing.T, e *slowEngine, src traces.Source, opts Options, interruptAt time.Duration) (*Result, []metrics.Record) {
+	t.Helper()
 	var res *Result
 	var col collector
 	synctest.Test(t, func(t *testing.T) {
@@ -86,7 +92,7 @@ func virtualRun(t *testing.T, e *slowEngine, reqs []traces.Request, opts Options
 			time.AfterFunc(interruptAt, cancel)
 		}
 		var err error
-		res, err = Run(ctx, reqs, opts, col.sink)
+		res, err = RunSource(ctx, src, opts, col.sink)
 		if err != nil {
 			t.Fatal(err)
 		}
