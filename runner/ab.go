@@ -85,7 +85,7 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			warm = warm[:opts.WarmupRequests]
 		}
 		for _, arm := range arms {
-			if _, err := arm.Produce(ctx, warm, func(*metrics.Record) {}); err != nil {
+			if _, err := arm.Produce(ctx, traces.FromSlice(warm), func(*metrics.Record) {}); err != nil {
 				return nil, fmt.Errorf("warm-up of arm %s: %w", arm.Name, err)
 			}
 		}

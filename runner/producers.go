@@ -14,7 +14,7 @@ import (
 // as if the run had happened in real time (the harness's own overhead is magnified by the
 // factor; use it for quick checks, not for client-health figures).
 func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
-	return func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*Produced, error) {
+	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 		o := lo
 		if timeScale > 1 {
 			if o.RateScale == 0 {
@@ -35,11 +35,11 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 				inner(r)
 			}
 		}
-		res, err := loadgen.Run(ctx, reqs, o, sink)
+		res, err := loadgen.RunSource(ctx, trace, o, sink)
 		if err != nil {
 			return nil, err
 		}
-		p := &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, Skipped: res.Skipped}
+		p := &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, Skipped: res.Skipped, Err: res.TraceErr}
 		if timeScale > 1 {
 			p.Duration = scaleDur(res.Elapsed, timeScale)
 		}

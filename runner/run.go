@@ -17,10 +17,10 @@ import (
 	"github.com/llmbench/llmbench/traces"
 )
 
-// Producer turns requests into Records: loadgen over HTTP, or the simulate adapter over the
-// reference engine's virtual clock. sink is safe for concurrent use and must be called exactly
-// once per request (failed ones included).
-type Producer func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*Produced, error)
+// Producer turns a trace's requests into Records: loadgen over HTTP, or the simulate adapter
+// over the reference engine's virtual clock. sink is safe for concurrent use and must be called
+// exactly once per request (failed ones included).
+type Producer func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error)
 
 // Produced is what a Producer reports about itself.
 type Produced struct {
@@ -36,10 +36,16 @@ type Produced struct {
 	// Duration, when set, is the run's duration (a simulation's makespan on its virtual
 	// clock); otherwise the wall time from Start to the end of the run.
 	Duration time.Duration
+	// Err, when set, ended the run early for a reason other than an interruption (the trace
+	// could not be read again): the results are still written, with a warning, and Execute
+	// returns Err.
+	Err error
 }
 
 // Options configures one measured run written to one results directory.
 type Options struct {
+	// Trace is the trace to replay; when nil, Requests (held in memory) is.
+	Trace    traces.Source
 	Requests []traces.Request
 	OutDir   string
 	Metrics  metrics.Options
@@ -68,7 +74,10 @@ type Result struct {
 // completes, then writes DIR/summary.json (atomically) and DIR/report.html. An interrupted
 // run (ctx canceled) still writes complete results marked interrupted.
 func Execute(ctx context.Context, opts Options, produce Producer) (*Result, error) {
-	if len(opts.Requests) == 0 {
+	if opts.Trace == nil {
+		opts.Trace = traces.FromSlice(opts.Requests)
+	}
+	if opts.Trace.Len() == 0 {
 		return nil, errors.New("no requests to send (empty trace?)")
 	}
 	now := opts.Now
@@ -98,7 +107,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 		}
 	}
 	started := now()
-	prod, perr := produce(ctx, opts.Requests, sink)
+	prod, perr := produce(ctx, opts.Trace, sink)
 	if cerr := rw.Close(); cerr != nil && perr == nil {
 		perr = fmt.Errorf("records file: %w", cerr)
 	}
@@ -151,10 +160,12 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 		info.Host = HostFacts()
 	}
 	sum.Run = info
-	stats := traces.ComputeStats(opts.Requests)
-	sum.Workload = stats
+	sum.Workload = opts.Trace.Stats()
 	if prod.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
+	}
+	if prod.Err != nil {
+		sum.Warnings = append([]string{"the run ended early: " + prod.Err.Error() + "; requests after that point were not sent and have no record"}, sum.Warnings...)
 	}
 	if prod.Skipped > 0 {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d of the trace's requests were outside the run (--duration or --max-requests) and were not sent", prod.Skipped))
@@ -162,7 +173,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if err := finish(opts, sum, recPath); err != nil {
 		return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, err
 	}
-	return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, nil
+	return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, prod.Err
 }
 
 const interruptedWarning = "interrupted: the run was stopped before the trace finished; requests never sent are counted as dropped"

@@ -163,7 +163,8 @@ func TestWriteFileAtomic(t *testing.T) {
 // directory, including a producer error that still leaves readable records.
 func TestExecuteWritesEveryRecordAndSummary(t *testing.T) {
 	reqs := []traces.Request{{ID: "a", InputTokens: 3, OutputTokens: 2}, {ID: "b", Arrival: time.Second, InputTokens: 3, OutputTokens: 2}}
-	prod := func(_ context.Context, rs []traces.Request, sink func(*metrics.Record)) (*Produced, error) {
+	prod := func(_ context.Context, src traces.Source, sink func(*metrics.Record)) (*Produced, error) {
+		rs, _ := src.Requests()
 		for i, r := range rs {
 			t0 := int64(r.Arrival)
 			rec := &metrics.Record{ID: r.ID, Intended: t0, Dispatched: t0, Sent: t0 + 1, Headers: t0 + 2, FirstToken: t0 + 1e6,
@@ -198,7 +199,7 @@ func TestExecuteWritesEveryRecordAndSummary(t *testing.T) {
 	}
 
 	boom := errors.New("boom")
-	failing := func(_ context.Context, rs []traces.Request, sink func(*metrics.Record)) (*Produced, error) {
+	failing := func(_ context.Context, _ traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 		sink(&metrics.Record{ID: "a"})
 		return nil, boom
 	}
@@ -209,5 +210,33 @@ func TestExecuteWritesEveryRecordAndSummary(t *testing.T) {
 	recs, err := metrics.ReadRecords(filepath.Join(dir2, RecordsFile))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records after a producer error: %d, %v", len(recs), err)
+	}
+}
+
+// TestExecuteKeepsResultsWhenTheTraceFailsMidRun: a producer that stops early because the
+// trace could not be read again still leaves a summary and a report, warns, and fails.
+func TestExecuteKeepsResultsWhenTheTraceFailsMidRun(t *testing.T) {
+	reqs := []traces.Request{{ID: "a", InputTokens: 3, OutputTokens: 1}, {ID: "b", Arrival: time.Second, InputTokens: 3, OutputTokens: 1}}
+	gone := errors.New("read trace again: the trace file changed since the run started")
+	prod := func(_ context.Context, _ traces.Source, sink func(*metrics.Record)) (*Produced, error) {
+		sink(&metrics.Record{ID: "a", Sent: 1, Headers: 2, FirstToken: 1e6, End: 1e6, Chunks: []metrics.Chunk{{T: 1e6, Tokens: 1}},
+			InputTokens: 3, OutputTokens: 1, RequestedTokens: 1, Status: 200})
+		return &Produced{Model: "m", Err: gone}, nil
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	res, err := Execute(context.Background(), Options{Requests: reqs, OutDir: dir}, prod)
+	if !errors.Is(err, gone) {
+		t.Fatalf("err = %v, want the trace error", err)
+	}
+	if res == nil || res.Summary == nil || res.Records != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "the run ended early: read trace again") {
+		t.Errorf("warnings %v", res.Summary.Warnings)
+	}
+	for _, f := range []string{SummaryFile, RecordsFile, ReportFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
 	}
 }

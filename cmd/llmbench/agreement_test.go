@@ -71,7 +71,7 @@ func TestRunAgreesWithSimulate(t *testing.T) {
 	}
 	mu := make(chan struct{}, 1)
 	locked := func(r *metrics.Record) { mu <- struct{}{}; sink(r); <-mu }
-	if _, err := runner.HTTPProducer(lo, scale)(context.Background(), reqs, locked); err != nil {
+	if _, err := runner.HTTPProducer(lo, scale)(context.Background(), traces.FromSlice(reqs), locked); err != nil {
 		t.Fatal(err)
 	}
 	if len(recs) != len(reqs) {

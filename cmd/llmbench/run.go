@@ -56,7 +56,7 @@ results directory and prints a summary table.`,
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
-	reqs, err := o.traceFlags.read()
+	trace, err := o.traceFlags.open()
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	info.Version = version
 	info.Tokenizer = tok.Name()
 	res, err := executeHTTP(ctx, app, runSpec{
-		reqs: reqs, load: lo, timeScale: o.load.effectiveTimeScale(o.target.endpoint), metrics: mopts,
+		trace: trace, load: lo, timeScale: o.load.effectiveTimeScale(o.target.endpoint), metrics: mopts,
 		info: info, out: o.output, scrape: o.target.scrapeMetric,
 	})
 	if res != nil && res.Summary != nil {
@@ -141,7 +141,7 @@ func (f *loadFlags) effectiveTimeScale(endpoint string) float64 {
 
 // runSpec is one HTTP run as the commands describe it.
 type runSpec struct {
-	reqs      []traces.Request
+	trace     traces.Source
 	load      loadgen.Options
 	timeScale float64
 	metrics   metrics.Options
@@ -171,7 +171,7 @@ func executeHTTP(ctx context.Context, app *App, s runSpec) (*runner.Result, erro
 	}
 	var pd *runner.Progress
 	if !s.out.noProgress {
-		total := len(s.reqs) * max(1, s.load.Repeat)
+		total := s.trace.Len() * max(1, s.load.Repeat)
 		if s.load.MaxRequests > 0 && s.load.MaxRequests < total {
 			total = s.load.MaxRequests
 		}
@@ -182,14 +182,14 @@ func executeHTTP(ctx context.Context, app *App, s runSpec) (*runner.Result, erro
 	produce := runner.HTTPProducer(s.load, s.timeScale)
 	if scr != nil {
 		inner := produce
-		produce = func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*runner.Produced, error) {
-			p, err := inner(ctx, reqs, sink)
+		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
+			p, err := inner(ctx, trace, sink)
 			scr.Stop()
 			return p, err
 		}
 	}
 	res, err := runner.Execute(ctx, runner.Options{
-		Requests:  s.reqs,
+		Trace:     s.trace,
 		OutDir:    dir,
 		Metrics:   s.metrics,
 		Info:      s.info,

@@ -337,3 +337,9 @@ func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
 func (f *traceFlags) read() ([]traces.Request, error) {
 	return traces.ReadFile(f.path, traces.ReadOptions{Lenient: f.lenient})
 }
+
+// open checks the trace like read, and returns it to be replayed from its file (read again on
+// each pass, so that a long trace costs no memory) when it is in arrival order.
+func (f *traceFlags) open() (traces.Source, error) {
+	return traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
+}

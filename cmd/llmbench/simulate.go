@@ -139,8 +139,12 @@ func simRequests(reqs []traces.Request, rateScale float64) []refengine.SimReques
 	return out
 }
 
-func (a *simAdapter) produce(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*runner.Produced, error) {
+func (a *simAdapter) produce(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	reqs, err := trace.Requests()
+	if err != nil {
 		return nil, err
 	}
 	res, err := refengine.Simulate(simRequests(reqs, a.rateScale), a.cfg)

@@ -176,9 +176,9 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 // do not share engine state.
 func timedProducer(lo loadgen.Options, timeScale float64, done func()) runner.Producer {
 	p := runner.HTTPProducer(lo, timeScale)
-	return func(ctx context.Context, reqs []traces.Request, sink func(*metrics.Record)) (*runner.Produced, error) {
+	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
 		defer done()
-		return p(ctx, reqs, sink)
+		return p(ctx, trace, sink)
 	}
 }
 
