@@ -4,11 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmbench/llmbench/tokenizer"
 )
+
+// CPUs is the CPU capacity of the process: GOMAXPROCS as the Go runtime chose it at start (the
+// CPU count, or a container's CPU limit), read before a program raises GOMAXPROCS for
+// scheduling headroom (llmbench runs twice as many Ps as CPUs; see cmd/llmbench).
+var CPUs = runtime.GOMAXPROCS(0)
 
 // Timeouts bound each request; 0 means none. Each produces its own failure kind.
 type Timeouts struct {
@@ -135,7 +141,7 @@ type Result struct {
 	// changed or became unreadable): sending stopped there, and the requests not read have no
 	// Record and are not counted anywhere else.
 	TraceErr error
-	// ClientCPUFraction is the process's CPU time (user+sys) over wall time × GOMAXPROCS
+	// ClientCPUFraction is the process's CPU time (user+sys) over wall time × CPUs
 	// during the run; -1 where the platform cannot tell. It includes anything else running in
 	// the process (an embedded reference engine, for one).
 	ClientCPUFraction float64

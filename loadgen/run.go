@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -161,7 +160,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		TraceErr:          p.err,
 	}
 	if wall := end.Sub(r.start); cpuOK && wall > 0 {
-		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(runtime.GOMAXPROCS(0)))
+		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))
 	}
 	return res, nil
 }

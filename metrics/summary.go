@@ -68,6 +68,9 @@ type Host struct {
 	CPUs      int    `json:"cpus"`
 	CPUModel  string `json:"cpu_model,omitempty"`
 	GoVersion string `json:"go_version"`
+	// GOMAXPROCS is the Go scheduler's processor count during the run (llmbench runs twice
+	// the CPUs unless $GOMAXPROCS says otherwise).
+	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
 }
 
 // Requests counts outcomes.

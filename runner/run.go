@@ -218,7 +218,7 @@ func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) e
 
 // HostFacts describes the client machine.
 func HostFacts() metrics.Host {
-	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)

@@ -42,7 +42,7 @@ was not the bottleneck of a run on this machine:
   arrival_error_p99_ms  client token arrival time minus the server's send time, P99 over
                         every token sent while all --streams streams were open
                         (target <= 1 ms)
-  client_cpu_fraction   process CPU over wall time x GOMAXPROCS during the streams test
+  client_cpu_fraction   process CPU over wall time x CPUs during the streams test
                         (it includes the built-in server)
 
 Each figure is the median of --runs repetitions; every run's value is printed too, so the

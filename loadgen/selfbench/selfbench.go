@@ -107,7 +107,7 @@ type Figures struct {
 	ArrivalErrorP50Ms float64 `json:"arrival_error_p50_ms"`
 	ArrivalErrorP99Ms float64 `json:"arrival_error_p99_ms"`
 	ArrivalErrorMaxMs float64 `json:"arrival_error_max_ms"`
-	// ClientCPUFraction is the process's CPU use over wall time × GOMAXPROCS during the
+	// ClientCPUFraction is the process's CPU use over wall time × CPUs during the
 	// arrival test. It includes the built-in server, so it overstates the client's share.
 	ClientCPUFraction float64 `json:"client_cpu_fraction"`
 	// Runs holds each run's figures, in order.

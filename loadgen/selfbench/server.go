@@ -114,10 +114,13 @@ func (s *server) timed(w http.ResponseWriter, r *http.Request, n int) {
 	w.WriteHeader(http.StatusOK)
 	f.Flush()
 	start := time.Now()
+	timer := time.NewTimer(0) // one timer per stream, not one allocation per token
+	defer timer.Stop()
 	for i := range n {
 		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			timer.Reset(d)
 			select {
-			case <-time.After(d):
+			case <-timer.C:
 			case <-r.Context().Done():
 				return
 			}
