@@ -2,27 +2,36 @@ package main
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/llmbench/llmbench/loadgen"
 )
 
-func TestSchedulingHeadroom(t *testing.T) {
-	before := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(before)
+func TestRuntimeTuning(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	gc := debug.SetGCPercent(100)
+	defer func() {
+		runtime.GOMAXPROCS(procs)
+		debug.SetGCPercent(gc)
+	}()
 
-	schedulingHeadroom(func(string) string { return "" })
+	runtimeTuning(func(string) string { return "" })
 	if got := runtime.GOMAXPROCS(0); got != 2*loadgen.CPUs {
 		t.Errorf("GOMAXPROCS %d, want twice the %d CPUs", got, loadgen.CPUs)
 	}
-	runtime.GOMAXPROCS(before)
-	schedulingHeadroom(func(k string) string {
-		if k == "GOMAXPROCS" {
-			return "1"
-		}
-		return ""
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Errorf("GC percent %d, want 400", got)
+	}
+
+	runtime.GOMAXPROCS(procs)
+	runtimeTuning(func(k string) string {
+		return map[string]string{"GOMAXPROCS": "1", "GOGC": "50"}[k]
 	})
-	if got := runtime.GOMAXPROCS(0); got != before {
-		t.Errorf("GOMAXPROCS %d with $GOMAXPROCS set, want it left at %d", got, before)
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d with $GOMAXPROCS set, want it left at %d", got, procs)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent %d with $GOGC set, want it left alone", got)
 	}
 }
