@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -129,7 +130,7 @@ func OpenFile(path string, opts ReadOptions) (Source, error) {
 	fs := &fileSource{path: path, opts: opts, id: id}
 	b := NewStatsBuilder(DefaultBlockTokens)
 	seed := maphash.MakeSeed()
-	ids := map[uint64]struct{}{}
+	var ids []uint64 // hashes of the ids: 8 bytes per request, checked for repeats after the pass
 	type turnKey struct {
 		session string
 		turn    int
@@ -140,12 +141,7 @@ func OpenFile(path string, opts ReadOptions) (Source, error) {
 		if q.ID == "" {
 			q.ID = fmt.Sprintf("r%d", q.Line)
 		}
-		h := maphash.String(seed, q.ID)
-		if _, dup := ids[h]; dup {
-			fallback = true
-			return false
-		}
-		ids[h] = struct{}{}
+		ids = append(ids, maphash.String(seed, q.ID))
 		if fs.n > 0 && q.Arrival < fs.last {
 			fallback = true
 			return false
@@ -182,6 +178,16 @@ func OpenFile(path string, opts ReadOptions) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !fallback {
+		slices.Sort(ids)
+		for i := 1; i < len(ids); i++ {
+			if ids[i] == ids[i-1] {
+				fallback = true // a repeated id, or (for a million ids, about once in 10^7 traces) a collision
+				break
+			}
+		}
+	}
+	ids = nil
 	if fallback || fs.n == 0 {
 		reqs, err := ReadFile(path, opts)
 		if err != nil {
