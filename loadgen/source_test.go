@@ -29,6 +29,25 @@ func sourceTrace() []traces.Request {
 	}
 }
 
+// openSourceTrace writes reqs to a trace file and returns it opened for streaming, and as
+// ReadFile reads it.
+func openSourceTrace(t *testing.T, reqs []traces.Request) (traces.Source, []traces.Request) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := traces.WriteFile(path, reqs); err != nil {
+		t.Fatal(err)
+	}
+	src, err := traces.OpenFile(path, traces.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted, err := traces.ReadFile(path, traces.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, sorted
+}
+
 // replayed is what a run did, in the order it did it.
 func replayed(e *slowEngine, res *Result, recs []metrics.Record) string {
 	var b strings.Builder
@@ -47,18 +66,7 @@ func replayed(e *slowEngine, res *Result, recs []metrics.Record) string {
 // whatever the options that shape the plan.
 func TestFileTraceReplaysLikeTheSlice(t *testing.T) {
 	reqs := sourceTrace()
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := traces.WriteFile(path, reqs); err != nil {
-		t.Fatal(err)
-	}
-	src, err := traces.OpenFile(path, traces.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sorted, err := traces.ReadFile(path, traces.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, sorted := openSourceTrace(t, reqs)
 	if src.Len() != len(reqs) {
 		t.Fatalf("Len %d", src.Len())
 	}
@@ -119,15 +127,7 @@ func planOrder(t *testing.T, src traces.Source, o Options) []string {
 // order, the same way whether the trace is read from its file or held (in any order).
 func TestPlanOrderFromFileAndSlice(t *testing.T) {
 	reqs := sourceTrace()
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := traces.WriteFile(path, reqs); err != nil {
-		t.Fatal(err)
-	}
-	src, err := traces.OpenFile(path, traces.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sorted, _ := traces.ReadFile(path, traces.ReadOptions{})
+	src, sorted := openSourceTrace(t, reqs)
 	o := Options{Repeat: 2, MaxRequests: 20}
 	want := planOrder(t, traces.FromSlice(sorted), o)
 	if got := planOrder(t, src, o); !reflect.DeepEqual(got, want) {

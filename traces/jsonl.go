@@ -89,14 +89,25 @@ func CheckFile(path string, opts ReadOptions, max int) (int, []*LineError, error
 // readJSONL is the reader behind Read and Check. errf receives each problem and says whether
 // to go on; after any problem the returned requests are only useful for counting.
 func readJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool) ([]Request, error) {
+	return collect(name, errf, func(errf func(*LineError) bool, emit func(*Request) bool) error {
+		return scanJSONL(r, name, opts, errf, emit)
+	})
+}
+
+// collect runs a scan (scanJSONL, scanMsgpack) and returns its requests checked across lines
+// (finish), or nil once errf said stop. errUnreadable from the scan means errf has the problem.
+func collect(name string, errf func(*LineError) bool, scan func(errf func(*LineError) bool, emit func(*Request) bool) error) ([]Request, error) {
 	var reqs []Request
 	stopped := false
-	err := scanJSONL(r, name, opts, func(e *LineError) bool {
+	err := scan(func(e *LineError) bool {
 		if !errf(e) {
 			stopped = true
 		}
 		return !stopped
 	}, func(q *Request) bool { reqs = append(reqs, *q); return true })
+	if err == errUnreadable {
+		return nil, nil
+	}
 	if err != nil || stopped {
 		return nil, err
 	}

@@ -61,21 +61,9 @@ func ReadMsgpack(r io.Reader, name string, opts ReadOptions) ([]Request, error) 
 }
 
 func readMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool) ([]Request, error) {
-	var reqs []Request
-	stopped := false
-	err := scanMsgpack(r, name, opts, func(e *LineError) bool {
-		if !errf(e) {
-			stopped = true
-		}
-		return !stopped
-	}, func(q *Request) bool { reqs = append(reqs, *q); return true })
-	if err == errUnreadable {
-		return nil, nil
-	}
-	if err != nil || stopped {
-		return nil, err
-	}
-	return finish(reqs, name, errf), nil
+	return collect(name, errf, func(errf func(*LineError) bool, emit func(*Request) bool) error {
+		return scanMsgpack(r, name, opts, errf, emit)
+	})
 }
 
 // errUnreadable ends a msgpack scan after a problem it cannot read past (errf has it).
