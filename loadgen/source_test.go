@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -187,5 +188,52 @@ func TestClosedLoopDurationSkipsTheRest(t *testing.T) {
 	}
 	if !reflect.DeepEqual(e.received[:2], []string{"0.r0", "1.r0"}) && !reflect.DeepEqual(e.received[:2], []string{"1.r0", "0.r0"}) {
 		t.Errorf("server saw %v first", e.received[:2])
+	}
+}
+
+// TestStreamedPlanHoldsNoTrace: walking the plan of a trace file keeps no request behind:
+// half-way through 50,000 requests the heap has not grown by the trace (a held trace and plan
+// would be ≈ 230 bytes per request, 5.8 MB at that point).
+func TestStreamedPlanHoldsNoTrace(t *testing.T) {
+	const n = 50_000
+	reqs := make([]traces.Request, n)
+	for i := range reqs {
+		reqs[i] = traces.Request{ID: fmt.Sprintf("q%d", i), Arrival: time.Duration(i) * time.Millisecond, InputTokens: 16, OutputTokens: 2}
+	}
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := traces.WriteFile(path, reqs); err != nil {
+		t.Fatal(err)
+	}
+	reqs = nil
+	src, err := traces.OpenFile(path, traces.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{}
+	if err := validate(&o); err != nil {
+		t.Fatal(err)
+	}
+	p := (&runner{opts: o}).newPlanner(src)
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := heap()
+	var grown int64
+	seen := 0
+	p.each(func(it *item) bool {
+		seen++
+		if seen == n/2 {
+			grown = heap() - before
+		}
+		return true
+	})
+	if p.err != nil || seen != n {
+		t.Fatalf("walked %d of %d requests: %v", seen, n, p.err)
+	}
+	if grown > 2<<20 {
+		t.Errorf("the heap grew by %d bytes half-way through the plan: requests are being held", grown)
 	}
 }
