@@ -104,7 +104,9 @@ func execute(ctx context.Context, app *App, args []string) int {
 }
 
 func main() {
-	runtimeTuning(os.Getenv)
+	if loadCommand(os.Args[1:]) {
+		runtimeTuning(os.Getenv)
+	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	app := &App{
@@ -116,6 +118,25 @@ func main() {
 		Exit:       os.Exit,
 	}
 	os.Exit(execute(context.Background(), app, os.Args[1:]))
+}
+
+// loadCommand reports whether args run a command that sends or serves requests over the
+// network (run, ab, sweep, serve, bench): the ones runtimeTuning is for. simulate, by contrast,
+// is one CPU-bound loop with a large heap, which GOGC=400 makes slower and bigger.
+func loadCommand(args []string) bool {
+	for _, a := range args {
+		if a == "help" {
+			return false
+		}
+		if _, ok := commandFactories[a]; ok {
+			switch a {
+			case "run", "ab", "sweep", "serve", "bench":
+				return true
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // runtimeTuning tunes the Go runtime for load generation, for settings the environment does

@@ -3,6 +3,7 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/llmbench/llmbench/loadgen"
@@ -33,5 +34,16 @@ func TestRuntimeTuning(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GC percent %d with $GOGC set, want it left alone", got)
+	}
+}
+
+func TestLoadCommand(t *testing.T) {
+	for args, want := range map[string]bool{
+		"run --trace t.jsonl": true, "--cpuprofile p ab --spec s": true, "sweep": true, "serve": true, "bench --json": true,
+		"simulate --trace t.jsonl": false, "compare a b": false, "gen --preset chat": false, "": false, "help run": false,
+	} {
+		if got := loadCommand(strings.Fields(args)); got != want {
+			t.Errorf("loadCommand(%q) = %v, want %v", args, got, want)
+		}
 	}
 }
