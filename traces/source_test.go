@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -196,22 +197,30 @@ func FuzzOpenFile(f *testing.F) {
 	addFiles(f, "testdata/*.jsonl")
 	f.Add([]byte(`{"arrival_s":1,"input_tokens":1,"output_tokens":1}` + "\n" + `{"arrival_s":0.5,"input_tokens":1,"output_tokens":1,"session":"s","turn":2}`))
 	f.Add([]byte(`{"id":"r2","arrival_s":0,"input_tokens":1,"output_tokens":1}` + "\n" + `{"arrival_s":0,"input_tokens":3,"output_tokens":1,"hash_ids":[1]}`))
+	var mp bytes.Buffer
+	if err := WriteMsgpack(&mp, sampleTrace()[:3]); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(mp.Bytes())
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(dir, "fuzz.jsonl")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		reqs, rerr := ReadFile(p, ReadOptions{})
-		src, oerr := OpenFile(p, ReadOptions{})
-		if (rerr == nil) != (oerr == nil) || (rerr != nil && rerr.Error() != oerr.Error()) {
-			t.Fatalf("OpenFile error %v, ReadFile error %v", oerr, rerr)
-		}
-		if rerr != nil {
-			return
-		}
-		if got, want := walkSource(t, src), walkSource(t, FromSlice(reqs)); !reflect.DeepEqual(got, want) {
-			t.Fatalf("streamed trace differs:\n got %+v\nwant %+v", got, want)
+		// The same bytes as a JSONL and as a msgpack trace (almost always an error as one of them).
+		for _, name := range []string{"fuzz.jsonl", "fuzz.msgpack"} {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			reqs, rerr := ReadFile(p, ReadOptions{})
+			src, oerr := OpenFile(p, ReadOptions{})
+			if (rerr == nil) != (oerr == nil) || (rerr != nil && rerr.Error() != oerr.Error()) {
+				t.Fatalf("%s: OpenFile error %v, ReadFile error %v", name, oerr, rerr)
+			}
+			if rerr != nil {
+				continue
+			}
+			if got, want := walkSource(t, src), walkSource(t, FromSlice(reqs)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: streamed trace differs:\n got %+v\nwant %+v", name, got, want)
+			}
 		}
 	})
 }
