@@ -114,20 +114,34 @@ func (s *sliceSource) Singles(fn func(int, *Request) error) error {
 func (s *sliceSource) Requests() ([]Request, error) { return s.reqs, nil }
 
 // OpenFile checks the trace file at path as ReadFile does (the same errors) and returns it as
-// a Source. When the file lists its requests in arrival order, as recorded traces do, the
-// Source holds only the requests of multi-turn sessions and reads the file again on each pass;
-// otherwise it holds the whole trace, sorted, as ReadFile returns it.
+// a Source. When the file is a regular file that lists its requests in arrival order, as
+// recorded traces do, the Source holds only the requests of multi-turn sessions and reads the
+// file again on each pass; otherwise (unsorted, or a pipe that can be read only once) it holds
+// the whole trace, sorted, as ReadFile returns it.
 func OpenFile(path string, opts ReadOptions) (Source, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open trace: %w", err)
 	}
 	defer f.Close()
-	id, err := identify(f)
+	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("open trace: %w", err)
 	}
-	fs := &fileSource{path: path, opts: opts, id: id}
+	if !st.Mode().IsRegular() {
+		// A pipe (--trace <(zcat t.jsonl.gz)) or a device can be read only once: hold it.
+		var reqs []Request
+		if IsMsgpackName(path) {
+			reqs, err = ReadMsgpack(f, path, opts)
+		} else {
+			reqs, err = Read(f, path, opts)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return FromSlice(reqs), nil
+	}
+	fs := &fileSource{path: path, opts: opts, id: fileID{st.Size(), st.ModTime()}}
 	b := NewStatsBuilder(DefaultBlockTokens)
 	seed := maphash.MakeSeed()
 	var ids []uint64 // hashes of the ids: 8 bytes per request, checked for repeats after the pass
