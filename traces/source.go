@@ -113,6 +113,13 @@ func (s *sliceSource) Singles(fn func(int, *Request) error) error {
 
 func (s *sliceSource) Requests() ([]Request, error) { return s.reqs, nil }
 
+// Held reports whether src holds its whole trace in memory: FromSlice, or a file OpenFile could
+// not replay as it reads it (not in arrival order, or a pipe).
+func Held(src Source) bool {
+	_, ok := src.(*sliceSource)
+	return ok
+}
+
 // OpenFile checks the trace file at path as ReadFile does (the same errors) and returns it as
 // a Source. When the file is a regular file that lists its requests in arrival order, as
 // recorded traces do, the Source holds only the requests of multi-turn sessions and reads the

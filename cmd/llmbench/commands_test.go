@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,5 +341,37 @@ func TestMalformedHeaderNotEchoed(t *testing.T) {
 	}
 	if msg := app.err.String(); strings.Contains(msg, "sk-0") || !strings.Contains(msg, "--header") {
 		t.Fatalf("error %q", msg)
+	}
+}
+
+// TestRunNotesAHeldTrace: a long trace that cannot be replayed as it is read (here: not in
+// arrival order) is held in memory, and run says so and how to avoid it; a sorted one is not.
+func TestRunNotesAHeldTrace(t *testing.T) {
+	defer func(n int) { heldNoteMin = n }(heldNoteMin)
+	heldNoteMin = 2
+	dir := t.TempDir()
+	unsorted := filepath.Join(dir, "unsorted.jsonl")
+	sorted := filepath.Join(dir, "sorted.jsonl")
+	line := func(id string, at float64) string {
+		return fmt.Sprintf(`{"id":%q,"arrival_s":%g,"input_tokens":4,"output_tokens":2}`+"\n", id, at)
+	}
+	if err := os.WriteFile(unsorted, []byte(line("b", 0.2)+line("a", 0.1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sorted, []byte(line("a", 0.1)+line("b", 0.2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		note bool
+	}{{unsorted, true}, {sorted, false}} {
+		app := newTestApp(nil)
+		if code := app.cli("run", "--trace", c.path, "--out", filepath.Join(dir, filepath.Base(c.path)+".out"), "--time-scale", "20", "--no-progress"); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.path, code, app.err)
+		}
+		got := strings.Contains(app.err.String(), "is held in memory (2 requests)")
+		if got != c.note || (c.note && !strings.Contains(app.err.String(), "llmbench trace scale "+c.path+" --factor 1")) {
+			t.Errorf("%s: note %v, want %v; stderr:\n%s", c.path, got, c.note, app.err)
+		}
 	}
 }

@@ -56,7 +56,7 @@ results directory and prints a summary table.`,
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
-	trace, err := o.traceFlags.open()
+	trace, err := o.traceFlags.open(app.Stderr)
 	if err != nil {
 		return err
 	}

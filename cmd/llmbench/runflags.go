@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -339,7 +340,17 @@ func (f *traceFlags) read() ([]traces.Request, error) {
 }
 
 // open checks the trace like read, and returns it to be replayed from its file (read again on
-// each pass, so that a long trace costs no memory) when it is in arrival order.
-func (f *traceFlags) open() (traces.Source, error) {
-	return traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
+// each pass, so that a long trace costs no memory) when it is in arrival order. A long trace
+// that must be held instead gets a note on w saying how to avoid it.
+func (f *traceFlags) open(w io.Writer) (traces.Source, error) {
+	src, err := traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
+	if err == nil && traces.Held(src) && src.Len() >= heldNoteMin {
+		fmt.Fprintf(w, "note: %s is held in memory (%d requests) because it is not a regular file in arrival order; "+
+			"`llmbench trace scale %s --factor 1 -o sorted.jsonl` writes a sorted copy that is replayed as it is read\n",
+			f.path, src.Len(), f.path)
+	}
+	return src, err
 }
+
+// heldNoteMin is the trace length from which holding it is worth a note.
+var heldNoteMin = 100_000
