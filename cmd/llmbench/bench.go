@@ -46,7 +46,8 @@ was not the bottleneck of a run on this machine:
                         (it includes the built-in server)
 
 Each figure is the median of --runs repetitions; every run's value is printed too, so the
-noise is visible. The default takes about 20-30 s; --quick about 5-10 s.`,
+noise is visible. The default takes 25-90 s (longer the higher the rates this machine holds);
+--quick about 5-15 s.`,
 		Example: `  llmbench bench
   llmbench bench --json
   llmbench bench --quick --streams 200`,
@@ -57,7 +58,7 @@ noise is visible. The default takes about 20-30 s; --quick about 5-10 s.`,
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.json, "json", false, "print the figures and machine facts as one JSON object")
-	fs.BoolVar(&o.quick, "quick", false, "one run with shorter dispatch steps, streams and ingest stream (about 5-10 s)")
+	fs.BoolVar(&o.quick, "quick", false, "one run with shorter dispatch steps, streams and ingest stream (about 5-15 s)")
 	fs.IntVar(&o.sb.Runs, "runs", 3, "repetitions of each measurement; the median is reported")
 	fs.DurationVar(&o.sb.DispatchStep, "dispatch-step", 500*time.Millisecond, "length of each rate step of the dispatch test")
 	fs.DurationVar(&o.sb.LagLimit, "lag-limit", time.Millisecond, "schedule-lag P99 a dispatch rate must stay under")
