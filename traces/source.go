@@ -32,7 +32,8 @@ type Source interface {
 	// equal arrivals), with its position. q stays valid and must not be modified. An error from
 	// fn ends the walk and is returned, as is a failure to read the trace again.
 	Singles(fn func(pos int, q *Request) error) error
-	// Requests returns the whole trace in memory, sorted by arrival.
+	// Requests returns the whole trace in memory: the file as ReadFile reads it (sorted by
+	// arrival), or FromSlice's slice itself, in its own order.
 	Requests() ([]Request, error)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -345,9 +346,14 @@ func (f *traceFlags) read() ([]traces.Request, error) {
 func (f *traceFlags) open(w io.Writer) (traces.Source, error) {
 	src, err := traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
 	if err == nil && traces.Held(src) && src.Len() >= heldNoteMin {
-		fmt.Fprintf(w, "note: %s is held in memory (%d requests) because it is not a regular file in arrival order; "+
-			"`llmbench trace scale %s --factor 1 -o sorted.jsonl` writes a sorted copy that is replayed as it is read\n",
-			f.path, src.Len(), f.path)
+		if st, serr := os.Stat(f.path); serr == nil && !st.Mode().IsRegular() {
+			fmt.Fprintf(w, "note: %s is held in memory (%d requests) because a pipe can be read only once; "+
+				"write the trace to a file to replay it as it is read\n", f.path, src.Len())
+		} else {
+			fmt.Fprintf(w, "note: %s is held in memory (%d requests) because its lines are not in arrival order; "+
+				"`llmbench trace scale %s --factor 1 -o sorted.jsonl` writes a sorted copy that is replayed as it is read\n",
+				f.path, src.Len(), f.path)
+		}
 	}
 	return src, err
 }
