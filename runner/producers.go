@@ -47,6 +47,15 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 	}
 }
 
+// ThenClose runs p and calls done right after it returns: a sweep point's embedded engine is
+// stopped at once, so that points do not share engine state.
+func ThenClose(p Producer, done func()) Producer {
+	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
+		defer done()
+		return p(ctx, trace, sink)
+	}
+}
+
 func scaleDur[T ~int64](d T, f float64) T { return T(float64(d) * f) }
 
 // ScaleRecordTimes multiplies every time of r by f (used to map a time-scaled run back to

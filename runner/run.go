@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -214,23 +212,4 @@ func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) e
 		return fmt.Errorf("report written from %s without sampled token timelines: %w", SummaryFile, recErr)
 	}
 	return nil
-}
-
-// HostFacts describes the client machine.
-func HostFacts() metrics.Host {
-	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "model name") {
-				if i := strings.IndexByte(line, ':'); i >= 0 {
-					h.CPUModel = strings.TrimSpace(line[i+1:])
-				}
-				break
-			}
-		}
-	}
-	return h
 }

@@ -38,12 +38,6 @@ type App struct {
 	Args []string
 }
 
-func (app *App) exit(code int) {
-	if app.Exit != nil {
-		app.Exit(code)
-	}
-}
-
 // commandFactories holds every subcommand's constructor; each command file registers its own in
 // an init function so that commands can be added without touching this file.
 var commandFactories = map[string]func(*App) *cobra.Command{}
