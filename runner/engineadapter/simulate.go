@@ -20,7 +20,8 @@ type Simulator struct {
 	// RateScale multiplies the trace's arrival rate (offsets are divided by it); must be > 0.
 	RateScale float64
 	// Warmup and Cooldown mark the records intended in the first Warmup or the last Cooldown
-	// of the run as excluded phases; 0 marks none.
+	// of the run as excluded phases (metrics.PhaseOf, with the run's end one mean arrival gap
+	// after the last arrival, as in loadgen); 0 marks none.
 	Warmup, Cooldown time.Duration
 	// Clock is the wall clock for the run's start (time.Now when nil); the run's times are on
 	// the engine's virtual clock.
@@ -76,18 +77,13 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	var last time.Duration
-	for _, t := range res.Timelines {
-		last = max(last, t.Arrival)
-	}
+	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
+	first, last := trace.Span()
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
+	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
 	for i := range res.Timelines {
 		rec := TimelineRecord(&res.Timelines[i], &reqs[i])
-		switch d := time.Duration(rec.Intended); {
-		case d < a.Warmup:
-			rec.Phase = metrics.PhaseWarmup
-		case a.Cooldown > 0 && d >= last-a.Cooldown:
-			rec.Phase = metrics.PhaseCooldown
-		}
+		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
 	}
 	return &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}, nil
