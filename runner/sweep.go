@@ -52,7 +52,7 @@ type SweepResult struct {
 	Target   float64              `json:"goodput_target"`
 	SLO      string               `json:"slo"`
 	Points   []metrics.SweepPoint `json:"points"` // sorted by load
-	Capacity Capacity     `json:"capacity"`
+	Capacity Capacity             `json:"capacity"`
 	// CapacityDir is the results directory of the capacity point.
 	CapacityDir string `json:"capacity_dir,omitempty"`
 }
