@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync/atomic"
 
+	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
@@ -47,18 +48,18 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}, s.Load.Grace)
 	defer stopSignals()
 
-	var scr *Scraper
+	var scr *scraper
 	if s.Scrape {
-		scr = StartScraper(ctx, s.Load.Target.URL, s.Load.Target.APIKey, 0)
+		scr = startScraper(ctx, s.Load.Target.URL, s.Load.Target.APIKey, 0)
 	}
-	var pd *Progress
+	var pd *progress.Display
 	if s.Progress != nil {
 		total := s.Trace.Len() * max(1, s.Load.Repeat)
 		if s.Load.MaxRequests > 0 && s.Load.MaxRequests < total {
 			total = s.Load.MaxRequests
 		}
-		pd = StartProgress(s.Progress, s.Terminal, total, func() Snapshot {
-			return Snapshot{Sent: prog.Sent.Load(), InFlight: prog.InFlight.Load(), Done: prog.Done.Load(), Failed: prog.Failed.Load(), OutputTokens: prog.OutputTokens.Load()}
+		pd = progress.Start(s.Progress, s.Terminal, total, func() progress.Snapshot {
+			return progress.Snapshot{Sent: prog.Sent.Load(), InFlight: prog.InFlight.Load(), Done: prog.Done.Load(), Failed: prog.Failed.Load(), OutputTokens: prog.OutputTokens.Load()}
 		}, nil)
 	}
 	produce := HTTPProducer(s.Load, s.TimeScale)
@@ -77,7 +78,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		Info:      s.Info,
 		HTML:      s.HTML,
 		OnRecords: func(w *metrics.RecordWriter) { rw.Store(w) },
-		Scraper:   scr,
+		scraper:   scr,
 	}, produce)
 	if pd != nil {
 		pd.Stop()

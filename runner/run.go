@@ -56,9 +56,9 @@ type Options struct {
 	OnRecords func(*metrics.RecordWriter)
 	// Now is the wall clock for the run's start time (time.Now when nil).
 	Now func() time.Time
-	// Scraper, when set, has polled the server's /metrics during the run; its samples are
+	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
-	Scraper *Scraper
+	scraper *scraper
 }
 
 // Result is a finished run.
@@ -112,9 +112,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if werr, ok := writeErr.Load().(error); ok && perr == nil {
 		perr = fmt.Errorf("records file: %w", werr)
 	}
-	if opts.Scraper != nil {
-		opts.Scraper.Stop()
-		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.Scraper.Data()); err != nil && perr == nil {
+	if opts.scraper != nil {
+		opts.scraper.Stop()
+		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.scraper.Data()); err != nil && perr == nil {
 			perr = err
 		}
 	}

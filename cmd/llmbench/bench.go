@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/loadgen/selfbench"
+	"github.com/llmbench/llmbench/internal/selfbench"
 	"github.com/llmbench/llmbench/runner"
 )
 
