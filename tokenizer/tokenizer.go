@@ -23,6 +23,8 @@
 // non-space, which is why the engine's generated words (Word, Text) all begin with a space;
 // in general they need not ("a"+"b" is one token). Token ids are a 64-bit FNV-1a hash of the
 // piece modulo VocabSize; they are stable but not reversible.
+//
+// tokenizer is a supported Go API: Tokenizer, Load, Reference, the approximation and HF.
 package tokenizer
 
 import (
