@@ -6,6 +6,11 @@
 // reference engine's ground truth) emits and every consumer reads. This package owns it and
 // its on-disk encoding (requests.msgpack). It never does network I/O and never renders a
 // report.
+//
+// metrics is a supported Go API: Record and its file (RecordWriter, FileSource, ReadRecords),
+// Summary (the schema of summary.json), Summarize, Compare and their options are what a
+// program reading llmbench results uses. docs/ARCHITECTURE.md follows a Record from the wire
+// to the report.
 package metrics
 
 // FailureKind classifies why a request failed. The empty kind means success.

@@ -22,4 +22,8 @@
 // through HTMLOptions, and escapes all outside text: html/template for HTML, JSON escaping for
 // chart options, entity and backslash escaping for Markdown, control-character removal for the
 // terminal, and formula neutralization for CSV.
+//
+// reports is a supported Go API for rendering a Summary or a Comparison (WriteTerminal,
+// WriteMarkdown, WriteCSV, WriteHTML, WriteComparison*); the HTML layout is not part of the
+// contract (its golden files change with it), the numbers it shows are.
 package reports

@@ -17,4 +17,7 @@
 //
 // The package must never talk to the network, read the clock, or measure anything; it reads no
 // files either (the CLI loads spec files and empirical source traces and passes them in).
+//
+// workloads is a supported Go API: Spec, Preset, ParseSpec, ParseDist and Generate produce
+// traces.Request slices a program can replay or write.
 package workloads
