@@ -202,14 +202,10 @@ func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
 	return cs
 }
 
-// HistogramDist rebuilds a distribution (with its CDF) from a summary's histogram encodings:
-// name is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values
-// come out in the Summary's units (ms; tokens; the fluidity index in [0, 1]). A missing key
-// gives an empty Dist.
-func HistogramDist(sum *Summary, name string) (Dist, error) {
-	return histDist(sum, name)
-}
-
+// histDist rebuilds a distribution (with its CDF) from a summary's histogram encodings: name
+// is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values come
+// out in the family's unit (ms; tokens; the fluidity index in [0, 1]). A missing key gives an
+// empty Dist.
 func histDist(sum *Summary, name string) (Dist, error) {
 	enc, ok := sum.Histograms[name]
 	if !ok {

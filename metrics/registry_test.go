@@ -61,6 +61,9 @@ func TestRegistryConsumers(t *testing.T) {
 		if f.Scale <= 0 || f.Unit == "" || f.Short == "" || f.Title == "" || f.What == "" {
 			t.Errorf("family %s: incomplete entry %+v", f.Name, f)
 		}
+		if v, err := MetricValue(sum, f.Name+".p50"); f.Storage != StorageSummaryOnly && (err != nil || math.IsNaN(v)) {
+			t.Errorf("family %s: MetricValue of its p50 from the summary: %v, %v", f.Name, v, err)
+		}
 		switch f.Storage {
 		case StorageHistogram:
 			if _, ok := scalarFamIdx[f.Name]; !ok {
