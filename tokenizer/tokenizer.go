@@ -33,6 +33,7 @@
 package tokenizer
 
 import (
+	"hash/fnv"
 	"unicode/utf8"
 )
 
@@ -87,13 +88,11 @@ func (Reference) Pieces(text string) []string {
 	return out
 }
 
+// pieceID is the token id of a piece: its 64-bit FNV-1a hash modulo VocabSize.
 func pieceID(p string) int {
-	var h uint64 = 14695981039346656037
-	for i := 0; i < len(p); i++ {
-		h ^= uint64(p[i])
-		h *= 1099511628211
-	}
-	return int(h % VocabSize)
+	h := fnv.New64a()
+	h.Write([]byte(p)) // a hash.Hash never returns an error; the conversion does not allocate
+	return int(h.Sum64() % VocabSize)
 }
 
 func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
