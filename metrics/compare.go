@@ -3,7 +3,6 @@ package metrics
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -258,7 +257,7 @@ func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
 			return nil, fmt.Errorf("--fail-on: %w", err)
 		}
 		info, _ := LookupMetric(t.Metric)
-		if err := checkRuleDirection(info, t.Op, t.Metric, strconv.FormatFloat(t.Value, 'g', -1, 64)); err != nil {
+		if err := checkRuleDirection(info, t.Op, t.Metric, strings.TrimPrefix(t.String(), t.Metric+t.Op)); err != nil {
 			return nil, fmt.Errorf("--fail-on %s: %w", t.String(), err)
 		}
 	}

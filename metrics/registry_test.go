@@ -170,6 +170,9 @@ func TestCompareNeverJudgesDescriptiveMetrics(t *testing.T) {
 	if _, err := Compare([]Source{base}, []Source{cand}, CompareOptions{Thresholds: []Threshold{{Metric: "itl.p50", Op: ">", Value: 5, Relative: true}}}); err == nil || !strings.Contains(err.Error(), "descriptive") {
 		t.Errorf("a threshold on a descriptive metric built by hand: %v", err)
 	}
+	if _, err := Compare([]Source{base}, []Source{cand}, CompareOptions{Thresholds: []Threshold{{Metric: "ttft.p95", Op: "<", Value: 5, Relative: true}}}); err == nil || !strings.Contains(err.Error(), "write ttft.p95>+5%") {
+		t.Errorf("a threshold built by hand in the direction that cannot regress: %v", err)
+	}
 }
 
 // TestQuantileRule pins the one quantile rule: nearest rank, halves rounded up, within [1, n].
