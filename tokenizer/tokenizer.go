@@ -24,7 +24,12 @@
 // in general they need not ("a"+"b" is one token). Token ids are a 64-bit FNV-1a hash of the
 // piece modulo VocabSize; they are stable but not reversible.
 //
-// tokenizer is a supported Go API: Tokenizer, Load, Reference, the approximation and HF.
+// # Go API
+//
+// This package is a supported Go API: the Tokenizer interface, Reference, Approx, HF (LoadHF,
+// ParseHF, a pure-Go reader of Hugging Face tokenizer.json files) and Load. Token counts of a
+// given tokenizer and text do not change between releases except to fix a difference from
+// the Hugging Face library.
 package tokenizer
 
 import (
