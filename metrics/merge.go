@@ -240,6 +240,7 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		addCounts(out.req.Failures, r.Failures)
 		addCounts(out.req.FailStatus, r.FailStatus)
 		addCounts(out.req.TokenSource, r.TokenSource)
+		mergeProvenance(&out.req, r)
 		okIn += p.tp.InputTokensPerS * p.tp.WindowS
 		okOut += p.tp.OutputTokensPerS * p.tp.WindowS
 

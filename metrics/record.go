@@ -31,11 +31,15 @@ const (
 	FailServerError    FailureKind = "server_error"  // an error object inside a 200 stream
 )
 
-// Token sources: where a Record's OutputTokens came from.
+// Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
+// was split among its chunks (TokenAttribution: the first three, or TokensEven).
 const (
 	TokensFromUsage     = "usage"     // server's per-chunk or final usage
 	TokensFromTokenizer = "tokenizer" // client-side tokenizer over the text
 	TokensFromChunks    = "chunks"    // one token per content chunk (last resort)
+	// TokensEven: the server's total spread evenly over the chunks (no per-chunk usage, no
+	// tokenizer); the largest-remainder rule keeps the sum exact.
+	TokensEven = "even"
 )
 
 // Phases of a run; only steady-state records feed the headline numbers.
@@ -85,11 +89,30 @@ type Record struct {
 	InputTokens  int    `msgpack:"in"`
 	OutputTokens int    `msgpack:"out"`
 	TokenSource  string `msgpack:"token_source"`
+	// TokenAttribution is how OutputTokens were split among Chunks: per-chunk usage deltas,
+	// tokenizer counts (rescaled to the server's total when there is one), evenly, or one
+	// per chunk. Empty in records written before it existed.
+	TokenAttribution string `msgpack:"attribution,omitempty"`
+	// ClientOutputTokens is the client tokenizer's own count of the output, kept next to the
+	// server's so that a wrong tokenizer stays visible (0: no tokenizer counted it).
+	ClientOutputTokens int `msgpack:"client_out,omitempty"`
 	// RequestedTokens is max_tokens as sent.
 	RequestedTokens int `msgpack:"requested"`
-	// ServerInputTokens / ServerOutputTokens are the server's final usage (-1: not reported).
+	// ServerInputTokens / ServerOutputTokens are the server's final usage (-1: not reported,
+	// or rejected: see UsageRejected).
 	ServerInputTokens  int `msgpack:"server_in"`
 	ServerOutputTokens int `msgpack:"server_out"`
+	// UsageRejected says why the server's usage was not used for counting (a count that is
+	// negative, fractional, out of range, or more than max_tokens allows); empty otherwise.
+	UsageRejected string `msgpack:"usage_rejected,omitempty"`
+	// ReasoningTokens is how many output tokens were reasoning (the server's
+	// completion_tokens_details.reasoning_tokens, else the tokens of the reasoning chunks);
+	// they are part of OutputTokens. ReasoningChunks is how many leading Chunks carried
+	// reasoning; FirstAnswer is when the first chunk of the answer (content, text or a tool
+	// call) arrived, 0 if none did.
+	ReasoningTokens int   `msgpack:"reasoning,omitempty"`
+	ReasoningChunks int   `msgpack:"reasoning_chunks,omitempty"`
+	FirstAnswer     int64 `msgpack:"first_answer,omitempty"`
 
 	Status     int         `msgpack:"status"`
 	Failure    FailureKind `msgpack:"failure,omitempty"`

@@ -74,6 +74,18 @@ func (r *Record) fastField(d *mpReader, key string) error {
 		num(&r.OutputTokens)
 	case "token_source":
 		str(&r.TokenSource)
+	case "attribution":
+		str(&r.TokenAttribution)
+	case "client_out":
+		num(&r.ClientOutputTokens)
+	case "usage_rejected":
+		str(&r.UsageRejected)
+	case "reasoning":
+		num(&r.ReasoningTokens)
+	case "reasoning_chunks":
+		num(&r.ReasoningChunks)
+	case "first_answer":
+		i64(&r.FirstAnswer)
 	case "requested":
 		num(&r.RequestedTokens)
 	case "server_in":

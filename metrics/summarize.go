@@ -60,6 +60,7 @@ type group struct {
 	met                                        int
 	okIn, okOut                                int64
 	mismatch                                   int
+	wire                                       wireGroup
 	winStart, winEnd                           int64
 	hasWin                                     bool
 }
@@ -243,12 +244,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	g.req.Succeeded++
 	g.okIn += int64(r.InputTokens)
 	g.okOut += int64(r.OutputTokens)
-	if r.ServerOutputTokens > 0 {
-		g.req.TokenCompared++
-		if r.ServerOutputTokens != r.OutputTokens {
-			g.mismatch++
-		}
-	}
+	s.addProvenance(g, r)
 	if r.FirstToken > 0 {
 		g.h[hTTFT].recordNs(r.FirstToken - r.Intended)
 	}
@@ -535,6 +531,7 @@ func (s *summarizer) warnings(sum *Summary) []string {
 	}
 	w = append(w, failureWarning(sum.Requests)...)
 	w = append(w, mismatchWarning(sum.Requests)...)
+	w = append(w, s.usageRejectedWarning(sum.Requests)...)
 	if s.overflow > 0 {
 		w = append(w, fmt.Sprintf("classes: more than %d request classes; %d requests of the classes after the first %d are counted together under %q", MaxClasses, s.overflow, MaxClasses, otherClass))
 	}

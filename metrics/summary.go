@@ -89,6 +89,12 @@ type Requests struct {
 	TokenMismatch float64 `json:"token_mismatch_fraction"`
 	// TokenCompared is how many requests had both counts (TokenMismatch's denominator).
 	TokenCompared int `json:"token_compared"`
+	// TokenAttribution counts requests by how their output tokens were split among chunks
+	// (per-chunk usage, tokenizer, even, chunks); TokenSource says where the totals came from.
+	TokenAttribution map[string]int `json:"token_attribution,omitempty"`
+	// UsageRejected counts requests whose server usage was not plausible and was not used
+	// for counting (Record.UsageRejected says why).
+	UsageRejected int `json:"usage_rejected,omitempty"`
 }
 
 // Throughput over the measured (steady-state) window.

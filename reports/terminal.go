@@ -166,6 +166,16 @@ func tokensLine(q metrics.Requests) string {
 		}
 		s += " · counted by " + strings.Join(src, ", ")
 	}
+	if len(q.TokenAttribution) > 0 {
+		var src []string
+		for _, k := range sortedKeys(q.TokenAttribution) {
+			src = append(src, k+" "+fmtInt(int64(q.TokenAttribution[k])))
+		}
+		s += " · per chunk by " + strings.Join(src, ", ")
+	}
+	if q.UsageRejected > 0 {
+		s += " · usage rejected " + fmtInt(int64(q.UsageRejected))
+	}
 	return s + " · server mismatch " + fmtPct(q.TokenMismatch)
 }
 
