@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Defaults of CompareOptions.
@@ -98,9 +97,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		return nil, fmt.Errorf("base: %w", err)
 	}
 	relative := sopts.StallThreshold <= 0
-	if relative {
-		sopts.StallThreshold = time.Duration(baseSum.Stalls.ThresholdMs * float64(time.Millisecond))
-	}
+	baseDeadlines(&sopts, baseSum)
 	candSum, err := Summarize(MultiSource(cand...), sopts)
 	if err != nil {
 		return nil, fmt.Errorf("cand: %w", err)

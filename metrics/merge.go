@@ -247,6 +247,7 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		if i == 0 {
 			out.st.ThresholdMs, out.st.ThresholdRule = p.st.ThresholdMs, p.st.ThresholdRule
 			out.fl.TTFTDeadlineMs, out.fl.TBTDeadlineMs = p.fl.TTFTDeadlineMs, p.fl.TBTDeadlineMs
+			out.fl.DeadlineRule = p.fl.DeadlineRule
 			out.gp.SLO = p.gp.SLO
 		}
 		out.st.Count += p.st.Count
@@ -285,7 +286,9 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 	}
 	out.lat = g.latency()
 	if fh != nil {
+		rule := out.fl.DeadlineRule
 		out.fl = fluidityBlock(fh, fluidGE90, out.fl.TTFTDeadlineMs, out.fl.TBTDeadlineMs)
+		out.fl.DeadlineRule = rule
 	}
 	return out
 }

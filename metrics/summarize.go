@@ -90,6 +90,8 @@ type summarizer struct {
 	hasWarm    bool
 	hasCool    bool
 	threshold  int64
+	tpotMedian time.Duration // the median TPOT a derived threshold came from
+	dlRule     string        // where the fluidity deadlines came from
 	ts         *tsBuilder
 	records    int
 	truncation error
@@ -113,11 +115,7 @@ func Summarize(src Source, opts Options) (*Summary, error) {
 	if err := s.pass(src, s.first); err != nil {
 		return nil, err
 	}
-	s.threshold = int64(s.opts.StallThreshold)
-	if s.threshold <= 0 {
-		med := s.head.h[hITLChunk].quantile(50) // µs
-		s.threshold = int64(float64(med) * 1000 * s.opts.StallMultiple)
-	}
+	s.deriveFromRun(opts)
 	s.ts = newTSBuilder(s.opts.Bucket, s.maxT)
 	if err := s.pass(src, s.second); err != nil {
 		return nil, err
@@ -273,12 +271,6 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
 	}
-	if idx, ok := fluidityIndex(r, s.dl); ok {
-		g.h[hFluid].recordValue(int64(math.Round(idx * fluidityScal)))
-		if idx >= 0.9 {
-			g.fluidGE90++
-		}
-	}
 	if s.meets(r) {
 		g.met++
 	}
@@ -333,6 +325,12 @@ func (s *summarizer) second(r *Record) {
 		if r.FirstToken > 0 && r.End > r.FirstToken {
 			x.decodeNs += r.End - r.FirstToken
 		}
+		if idx, ok := fluidityIndex(r, s.dl); ok {
+			x.h[hFluid].recordValue(int64(math.Round(idx * fluidityScal)))
+			if idx >= 0.9 {
+				x.fluidGE90++
+			}
+		}
 	}
 }
 
@@ -381,18 +379,10 @@ func (s *summarizer) stalls(g *group) Stalls {
 	return st
 }
 
-func (s *summarizer) thresholdRule() string {
-	if s.opts.StallThreshold > 0 {
-		return "absolute"
-	}
-	if s.threshold <= 0 {
-		return fmt.Sprintf("%gx median chunk ITL (median chunk ITL is 0 or unmeasured: no stalls counted)", s.opts.StallMultiple)
-	}
-	return fmt.Sprintf("%gx median chunk ITL", s.opts.StallMultiple)
-}
-
 func (s *summarizer) fluidity(g *group) Fluidity {
-	return fluidityBlock(g.h[hFluid], g.fluidGE90, ms(s.dl.ttft), ms(s.dl.tbt))
+	f := fluidityBlock(g.h[hFluid], g.fluidGE90, ms(s.dl.ttft), ms(s.dl.tbt))
+	f.DeadlineRule = s.dlRule
+	return f
 }
 
 // fluidityBlock summarizes a fluidity histogram; ge90 counts requests with index >= 0.9.

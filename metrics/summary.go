@@ -151,7 +151,7 @@ type Latency struct {
 // Stalls are chunk gaps above a threshold.
 type Stalls struct {
 	ThresholdMs       float64 `json:"threshold_ms"`
-	ThresholdRule     string  `json:"threshold_rule"` // e.g. "5x median ITL" or "absolute"
+	ThresholdRule     string  `json:"threshold_rule"` // e.g. "5x median TPOT (7.3 ms)" or "absolute"
 	Count             int64   `json:"count"`
 	RequestsWithStall int64   `json:"requests_with_stall"`
 	RequestFraction   float64 `json:"requests_with_stall_fraction"`
@@ -166,6 +166,9 @@ type Stalls struct {
 type Fluidity struct {
 	TTFTDeadlineMs float64 `json:"ttft_deadline_ms"`
 	TBTDeadlineMs  float64 `json:"tbt_deadline_ms"`
+	// DeadlineRule says where the deadlines came from: "given", "from the SLO", or derived
+	// from the run (DefaultFluidityPace times its median TTFT and TPOT).
+	DeadlineRule string `json:"deadline_rule,omitempty"`
 	IndexMean      float64 `json:"index_mean"`
 	IndexP1        float64 `json:"index_p1"`
 	IndexP5        float64 `json:"index_p5"`

@@ -190,9 +190,13 @@ func stallsLine(st metrics.Stalls) string {
 }
 
 func fluidityLine(f metrics.Fluidity) string {
-	return fmt.Sprintf("mean %s, p1 %s, p5 %s, p50 %s; %s ≥ 0.9 (deadlines: TTFT %s ms, TBT %s ms)",
+	rule := ""
+	if f.DeadlineRule != "" {
+		rule = ", " + f.DeadlineRule
+	}
+	return fmt.Sprintf("mean %s, p1 %s, p5 %s, p50 %s; %s ≥ 0.9 (deadlines: TTFT %s ms, TBT %s ms%s)",
 		fmtFixed(f.IndexMean, 3), fmtFixed(f.IndexP1, 3), fmtFixed(f.IndexP5, 3), fmtFixed(f.IndexP50, 3),
-		fmtPct(f.FractionAbove90), fmtShort(f.TTFTDeadlineMs), fmtShort(f.TBTDeadlineMs))
+		fmtPct(f.FractionAbove90), fmtShort(f.TTFTDeadlineMs), fmtShort(f.TBTDeadlineMs), rule)
 }
 
 func goodputLine(g metrics.Goodput, total int) string {
