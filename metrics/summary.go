@@ -168,11 +168,11 @@ type Fluidity struct {
 	TBTDeadlineMs  float64 `json:"tbt_deadline_ms"`
 	// DeadlineRule says where the deadlines came from: "given", "from the SLO", or derived
 	// from the run (DefaultFluidityPace times its median TTFT and TPOT).
-	DeadlineRule string `json:"deadline_rule,omitempty"`
-	IndexMean      float64 `json:"index_mean"`
-	IndexP1        float64 `json:"index_p1"`
-	IndexP5        float64 `json:"index_p5"`
-	IndexP50       float64 `json:"index_p50"`
+	DeadlineRule string  `json:"deadline_rule,omitempty"`
+	IndexMean    float64 `json:"index_mean"`
+	IndexP1      float64 `json:"index_p1"`
+	IndexP5      float64 `json:"index_p5"`
+	IndexP50     float64 `json:"index_p50"`
 	// FractionAbove90 is the fraction of requests with index >= 0.9.
 	FractionAbove90 float64 `json:"fraction_ge_0_9"`
 }
