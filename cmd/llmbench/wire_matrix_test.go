@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/tokenizer"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// usageOpts rewrites the stream_options of every request on its way to the engine, so that
+// one engine serves each usage option the matrix needs.
+type usageOpts struct{ include, continuous bool }
+
+func (u usageOpts) String() string {
+	switch {
+	case u.continuous:
+		return "usage+continuous"
+	case u.include:
+		return "include_usage"
+	}
+	return "no-usage"
+}
+
+func (u usageOpts) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		if json.Unmarshal(b, &m) == nil {
+			if m["stream"] == true {
+				m["stream_options"] = map[string]bool{"include_usage": u.include, "continuous_usage_stats": u.continuous}
+			}
+			b, _ = json.Marshal(m)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// wireCell is one cell of the matrix.
+type wireCell struct {
+	wire  string
+	chat  bool
+	spec  bool
+	usage usageOpts
+	tok   bool
+}
+
+func (c wireCell) String() string {
+	api := "completions"
+	if c.chat {
+		api = "chat"
+	}
+	return fmt.Sprintf("%s/%s/spec=%v/%s/tokenizer=%v", c.wire, api, c.spec, c.usage, c.tok)
+}
+
+const matrixScale = 4
+
+// runWireCell replays reqs against an engine with the cell's personality and returns the
+// records and the engine (closed by the test's cleanup).
+func runWireCell(t *testing.T, c wireCell, reqs []traces.Request, extra func(*refengine.Config)) ([]metrics.Record, *refengine.Engine) {
+	t.Helper()
+	cfg := refengine.Config{Seed: 7, TimeScale: matrixScale, Wire: c.wire}
+	if c.spec {
+		cfg.SpecK, cfg.SpecAlpha = 4, 0.8
+	}
+	if extra != nil {
+		extra(&cfg)
+	}
+	eng, err := refengine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	srv := httptest.NewServer(c.usage.wrap(eng.Handler()))
+	t.Cleanup(srv.Close)
+	api := "completions"
+	if c.chat {
+		api = "chat"
+	}
+	lo := loadgen.Options{
+		Target: loadgen.Target{URL: srv.URL, Model: eng.ServedModelName(), Backend: "vllm", API: api, Stream: true},
+		Seed:   1, Grace: time.Second,
+	}
+	if c.tok {
+		lo.Tokenizer = tokenizer.Reference{}
+	}
+	var mu sync.Mutex
+	var recs []metrics.Record
+	sink := func(r *metrics.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		cp := *r
+		cp.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
+		recs = append(recs, cp)
+	}
+	if _, err := runner.HTTPProducer(lo, matrixScale)(context.Background(), traces.FromSlice(reqs), sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(reqs) {
+		t.Fatalf("%d records for %d requests", len(recs), len(reqs))
+	}
+	return recs, eng
+}
+
+// bursts groups a record's chunk times into deliveries: chunks closer than 0.5 ms of wall
+// time (one engine step's events, sent back to back) are one delivery.
+func bursts(chunks []metrics.Chunk) []int64 {
+	ts := make([]int64, len(chunks))
+	for i, c := range chunks {
+		ts[i] = c.T
+	}
+	return burstTimes(ts)
+}
+
+func burstTimes(ts []int64) []int64 {
+	var out []int64
+	for i, t := range ts {
+		if i == 0 || t-ts[i-1] > int64(500*time.Microsecond)*matrixScale {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func gapMedian(ts []int64) float64 {
+	var g []float64
+	for i := 1; i < len(ts); i++ {
+		g = append(g, float64(ts[i]-ts[i-1]))
+	}
+	if len(g) == 0 {
+		return 0
+	}
+	sort.Float64s(g)
+	return g[len(g)/2]
+}
+
+// TestWireMatrix runs every personality × completions/chat × speculative decoding on/off ×
+// usage options × tokenizer or not, and holds the harness to the engine's ground truth: token
+// totals exactly whenever the wire makes them knowable (server usage, a tokenizer, or one
+// event per token), the per-chunk split exactly where per-chunk usage gives it, and TTFT,
+// decode time and the gaps between deliveries within 2.5 ms of wall time (the timing error of a
+// loopback HTTP delivery at this time scale), TTFT within the agreement test's 6 ms.
+func TestWireMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("144 small HTTP runs: skipped in -short mode")
+	}
+	var reqs []traces.Request
+	for i := 0; i < 3; i++ {
+		reqs = append(reqs, traces.Request{ID: fmt.Sprint("m", i), Arrival: time.Duration(i) * 15 * time.Millisecond, InputTokens: 40, OutputTokens: 24})
+	}
+	slack := float64(2500*time.Microsecond) * matrixScale // 2.5 ms of wall time
+	for _, w := range refengine.Wires {
+		for _, chat := range []bool{false, true} {
+			for _, spec := range []bool{false, true} {
+				for _, u := range []usageOpts{{}, {include: true}, {include: true, continuous: true}} {
+					for _, tok := range []bool{false, true} {
+						c := wireCell{w, chat, spec, u, tok}
+						t.Run(c.String(), func(t *testing.T) {
+							recs, eng := runWireCell(t, c, reqs, nil)
+							for i := range recs {
+								checkWireRecord(t, c, &recs[i], eng, slack)
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func checkWireRecord(t *testing.T, c wireCell, r *metrics.Record, eng *refengine.Engine, slack float64) {
+	t.Helper()
+	if !r.OK() {
+		t.Fatalf("%s failed: %s %s", r.ID, r.Failure, r.Error)
+	}
+	tl, ok := eng.Timeline(r.ID)
+	if !ok || len(tl.Emissions) == 0 {
+		t.Fatalf("no ground truth for %s", r.ID)
+	}
+	sum := 0
+	for _, ch := range r.Chunks {
+		sum += int(ch.Tokens)
+	}
+	if sum != r.OutputTokens {
+		t.Errorf("%s: chunks sum to %d, output tokens %d", r.ID, sum, r.OutputTokens)
+	}
+	usage := c.usage.include || c.wire == "llamacpp" // llama.cpp always reports usage
+	perToken := c.wire == "llamacpp" || c.wire == "tgi" || c.wire == "ollama"
+	knowable := usage || c.tok || perToken || !c.spec
+	switch {
+	case knowable && r.OutputTokens != tl.OutputTokens:
+		t.Errorf("%s: %d output tokens (%s, per chunk by %s), engine generated %d", r.ID, r.OutputTokens, r.TokenSource, r.TokenAttribution, tl.OutputTokens)
+	case !knowable && r.TokenSource != metrics.TokensFromChunks:
+		t.Errorf("%s: no usage, no tokenizer, multi-token chunks: counted by %q, want chunks", r.ID, r.TokenSource)
+	}
+	if usage && (r.TokenSource != metrics.TokensFromUsage || r.ServerOutputTokens != tl.OutputTokens) {
+		t.Errorf("%s: token source %q, server %d: the server's usage must be the count", r.ID, r.TokenSource, r.ServerOutputTokens)
+	}
+	// Per-chunk usage gives each delivery's exact count.
+	if c.usage.continuous && (c.wire == "vllm" || c.wire == "sglang") {
+		if len(r.Chunks) != len(tl.Emissions) {
+			t.Fatalf("%s: %d chunks for %d emissions", r.ID, len(r.Chunks), len(tl.Emissions))
+		}
+		for i, e := range tl.Emissions {
+			if int(r.Chunks[i].Tokens) != e.Tokens {
+				t.Fatalf("%s: chunk %d carried %d tokens, the engine emitted %d", r.ID, i, r.Chunks[i].Tokens, e.Tokens)
+			}
+		}
+		if r.TokenAttribution != metrics.TokensFromUsage {
+			t.Errorf("%s: attribution %q, want usage", r.ID, r.TokenAttribution)
+		}
+	}
+	// Timing, against when the engine flushed each emission (Timeline.Sent: the engine's own
+	// delivery lag on a busy machine is not the harness's error). TTFT from the send carries
+	// the request's own trip to the engine, which the timeline does not see: it is never
+	// shorter than the engine's, and longer by at most the agreement test's bound (6 ms of
+	// wall time). Decode time (first to last token) and the gaps between deliveries have no
+	// such offset.
+	if len(tl.Sent) != len(tl.Emissions) {
+		t.Fatalf("%s: %d emissions, %d sent", r.ID, len(tl.Emissions), len(tl.Sent))
+	}
+	// On a busy machine the engine's delivery lag (Sent - emission) and the client's read lag
+	// grow together; the engine's, measured per request, widens the bound.
+	var lag float64
+	for i, at := range tl.Sent {
+		lag = max(lag, float64(at-tl.Emissions[i].At))
+	}
+	slack += 2 * lag
+	gtTTFT := float64(tl.Sent[0] - tl.Arrival)
+	gtDecode := float64(tl.Sent[len(tl.Sent)-1] - tl.Sent[0])
+	ttft, decode := float64(r.FirstToken-r.Sent), float64(r.Chunks[len(r.Chunks)-1].T-r.FirstToken)
+	if c.wire == "openai" && c.chat && tl.Emissions[0].Tokens == 0 {
+		t.Fatalf("fixture: empty emission")
+	}
+	if ttft < gtTTFT-slack || ttft > gtTTFT+4*slack {
+		t.Errorf("%s: TTFT %.2f ms, engine %.2f ms", r.ID, ttft/1e6, gtTTFT/1e6)
+	}
+	if math.Abs(decode-gtDecode) > slack+0.05*gtDecode {
+		t.Errorf("%s: decode time %.2f ms, engine %.2f ms", r.ID, decode/1e6, gtDecode/1e6)
+	}
+	var gt []int64
+	for _, at := range tl.Sent {
+		gt = append(gt, int64(at))
+	}
+	b := bursts(r.Chunks)
+	gtb := burstTimes(gt)
+	if got, want := gapMedian(b), gapMedian(gtb); math.Abs(got-want) > slack/2+0.1*want {
+		t.Errorf("%s: median gap between deliveries %.2f ms, engine %.2f ms (%d deliveries, %d flushes)", r.ID, got/1e6, want/1e6, len(b), len(gtb))
+	}
+}
