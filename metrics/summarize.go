@@ -434,6 +434,10 @@ func (s *summarizer) build() (*Summary, error) {
 	if err := encodeGroup(sum.Histograms, "", h); err != nil {
 		return nil, err
 	}
+	sum.Reasoning = h.wire.reasoning()
+	if err := h.wire.encodeReasoning(sum.Histograms, ""); err != nil {
+		return nil, err
+	}
 	for name, g := range s.classes {
 		if !s.anyClass {
 			break // no record has a class: by_class stays empty

@@ -15,6 +15,8 @@ type Summary struct {
 	Fluidity   Fluidity   `json:"fluidity"`
 	Goodput    Goodput    `json:"goodput"`
 	Client     Client     `json:"client"`
+	// Reasoning is present when requests streamed or reported reasoning before the answer.
+	Reasoning *Reasoning `json:"reasoning,omitempty"`
 	// TokensPerChunk is the distribution of tokens carried by each content chunk (1 for
 	// token-by-token streaming; more under speculative decoding or server-side batching).
 	TokensPerChunk Dist `json:"tokens_per_chunk"`
