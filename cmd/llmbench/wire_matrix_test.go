@@ -9,6 +9,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -262,5 +264,150 @@ func checkWireRecord(t *testing.T, c wireCell, r *metrics.Record, eng *refengine
 	gtb := burstTimes(gt)
 	if got, want := gapMedian(b), gapMedian(gtb); math.Abs(got-want) > slack/2+0.1*want {
 		t.Errorf("%s: median gap between deliveries %.2f ms, engine %.2f ms (%d deliveries, %d flushes)", r.ID, got/1e6, want/1e6, len(b), len(gtb))
+	}
+}
+
+// TestABSpeculativeLlamacppNoSpuriousStalls: llama.cpp sends every token of a speculative
+// pass as its own event, microseconds apart. An A/B of speculative decoding off and on with
+// that framing finds no stall on either arm (the threshold follows decode time, not the
+// bursts' chunk gaps), and tokens per chunk stay 1 on both.
+func TestABSpeculativeLlamacppNoSpuriousStalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an A/B over HTTP: skipped in -short mode")
+	}
+	out := t.TempDir()
+	app := newTestApp(nil)
+	code := app.cli("ab", "--trace", chatSmall, "--wire", "llamacpp", "--b-engine", "spec-k=4,spec-alpha=0.8", "--time-scale", "4",
+		"--repeats", "1", "--warmup-requests", "2", "--max-requests", "16", "--format", "json", "--out", out, "--no-progress")
+	if code != 0 {
+		t.Fatalf("ab: exit %d\n%s", code, app.err.String())
+	}
+	data, err := os.ReadFile(filepath.Join(out, "ab.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res runner.ABResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	a, b := res.Comparison.Base.Summary, res.Comparison.Cand.Summary
+	for _, s := range []struct {
+		arm string
+		sum *metrics.Summary
+	}{{"A", a}, {"B", b}} {
+		if s.sum.Stalls.Count != 0 || s.sum.TokensPerChunk.Max != 1 || s.sum.Requests.Succeeded == 0 {
+			t.Errorf("arm %s: %d stalls (threshold %.3g ms, %s), tokens per chunk max %v, %d ok",
+				s.arm, s.sum.Stalls.Count, s.sum.Stalls.ThresholdMs, s.sum.Stalls.ThresholdRule, s.sum.TokensPerChunk.Max, s.sum.Requests.Succeeded)
+		}
+	}
+	if !(b.Latency.TPOT.P50 < a.Latency.TPOT.P50) {
+		t.Errorf("speculation should lower TPOT: A %v ms, B %v ms", a.Latency.TPOT.P50, b.Latency.TPOT.P50)
+	}
+}
+
+// TestStallsOnBurstyWire: a steady decode delivered as bursts of per-token events (llama.cpp
+// framing with speculative decoding) has no stall; with 500 ms stalls injected into half the
+// requests of an otherwise identical run, every injected stall is found, and nothing else.
+func TestStallsOnBurstyWire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HTTP runs with 500 ms stalls: skipped in -short mode")
+	}
+	var reqs []traces.Request
+	for i := 0; i < 8; i++ {
+		reqs = append(reqs, traces.Request{ID: fmt.Sprint("s", i), Arrival: time.Duration(i) * 20 * time.Millisecond, InputTokens: 64, OutputTokens: 64})
+	}
+	c := wireCell{wire: "llamacpp", chat: true, spec: true, usage: usageOpts{include: true}, tok: true}
+	for _, stalls := range []bool{false, true} {
+		recs, eng := runWireCell(t, c, reqs, func(cfg *refengine.Config) {
+			if stalls {
+				f, err := refengine.ParseFaults("stall=0.5:500ms,seed=3")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Faults = f
+			}
+		})
+		sum, err := metrics.Summarize(metrics.SliceSource(recs), metrics.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		injected := eng.FaultsInjected()["stall"]
+		if stalls && (injected == 0 || injected == int64(len(reqs))) {
+			t.Fatalf("fixture: %d of %d requests stalled", injected, len(reqs))
+		}
+		if sum.Stalls.Count != injected || sum.Stalls.RequestsWithStall != injected {
+			t.Errorf("stalls injected %d: found %d in %d requests (threshold %.3g ms, %s)", injected,
+				sum.Stalls.Count, sum.Stalls.RequestsWithStall, sum.Stalls.ThresholdMs, sum.Stalls.ThresholdRule)
+		}
+		if sum.TokensPerChunk.Max != 1 {
+			t.Errorf("llama.cpp framing: tokens per chunk max %v, want 1", sum.TokensPerChunk.Max)
+		}
+	}
+}
+
+// TestReasoningStreams: with the engine's reasoning mode, the harness separates reasoning
+// from the answer on each personality that streams it (vLLM's reasoning_content, Ollama's
+// reasoning) and on OpenAI's, which hides it and reports it in usage: reasoning tokens match
+// the engine's, TTFT is the first token of any kind, the time to first answer token is when
+// the first answer token was sent, and the summary reports both phases.
+func TestReasoningStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HTTP runs: skipped in -short mode")
+	}
+	var reqs []traces.Request
+	for i := 0; i < 3; i++ {
+		reqs = append(reqs, traces.Request{ID: fmt.Sprint("q", i), Arrival: time.Duration(i) * 10 * time.Millisecond, InputTokens: 32, OutputTokens: 40})
+	}
+	const frac, want = 0.25, 10 // of 40 tokens
+	for _, c := range []wireCell{
+		{wire: "vllm", chat: true, usage: usageOpts{include: true, continuous: true}},
+		{wire: "vllm", chat: true, spec: true, usage: usageOpts{include: true}, tok: true},
+		{wire: "ollama", chat: true, usage: usageOpts{include: true}},
+		{wire: "openai", chat: true, usage: usageOpts{include: true}},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			recs, eng := runWireCell(t, c, reqs, func(cfg *refengine.Config) { cfg.ReasoningFraction = frac })
+			hidden := c.wire == "openai"
+			for _, r := range recs {
+				if !r.OK() {
+					t.Fatalf("%s: %s %s", r.ID, r.Failure, r.Error)
+				}
+				tl, _ := eng.Timeline(r.ID)
+				if r.OutputTokens != tl.OutputTokens || r.ReasoningTokens != want {
+					t.Errorf("%s: %d output / %d reasoning tokens, engine %d / %d", r.ID, r.OutputTokens, r.ReasoningTokens, tl.OutputTokens, want)
+				}
+				if hidden != (r.ReasoningChunks == 0) || r.FirstAnswer <= 0 {
+					t.Errorf("%s: %d reasoning chunks, first answer at %d", r.ID, r.ReasoningChunks, r.FirstAnswer)
+				}
+				// The first answer token is token number `want`: find the emission that carried it.
+				k, seen := 0, 0
+				for seen+tl.Emissions[k].Tokens <= want {
+					seen += tl.Emissions[k].Tokens
+					k++
+				}
+				gtTTFAT := float64(tl.Sent[k] - tl.Arrival)
+				ttfat := float64(r.FirstAnswer - r.Sent)
+				if ttfat < gtTTFAT-float64(2500*time.Microsecond)*matrixScale || ttfat > gtTTFAT+float64(10*time.Millisecond)*matrixScale {
+					t.Errorf("%s: time to first answer %.2f ms, engine sent it at %.2f ms", r.ID, ttfat/1e6, gtTTFAT/1e6)
+				}
+				if !hidden && !(r.FirstAnswer > r.FirstToken) {
+					t.Errorf("%s: the answer must follow the reasoning: first token %d, first answer %d", r.ID, r.FirstToken, r.FirstAnswer)
+				}
+			}
+			sum, err := metrics.Summarize(metrics.SliceSource(recs), metrics.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := sum.Reasoning
+			if rs == nil || rs.Requests != len(reqs) || rs.ReasoningTokens != int64(want*len(reqs)) || rs.AnswerTokens != int64((40-want)*len(reqs)) {
+				t.Fatalf("reasoning block %+v", rs)
+			}
+			if !hidden && (rs.TTFAT.P50 <= sum.Latency.TTFT.P50 || rs.ITLReasoning.Count == 0 || rs.ITLAnswer.Count == 0) {
+				t.Errorf("TTFAT %v vs TTFT %v; ITL reasoning %d answer %d samples", rs.TTFAT.P50, sum.Latency.TTFT.P50, rs.ITLReasoning.Count, rs.ITLAnswer.Count)
+			}
+			if sum.Requests.OutputTokens != int64(40*len(reqs)) {
+				t.Errorf("output tokens %d: reasoning counts once", sum.Requests.OutputTokens)
+			}
+		})
 	}
 }
