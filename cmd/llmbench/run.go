@@ -111,6 +111,11 @@ func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (load
 		t, err := tf.target(app, tf.endpoint, ef.modelName())
 		info.Endpoint = redactURL(tf.endpoint)
 		info.Model = t.Model
+		if err == nil {
+			// The server's own configuration (speculative settings, dtype, batch limits) goes
+			// into the run facts, so that compare lists the differences between runs.
+			info.Engine = runner.FetchServerConfig(context.Background(), tf.endpoint, t.APIKey, t.Model)
+		}
 		return t, info, func() {}, err
 	}
 	cfg, err := ef.config()
