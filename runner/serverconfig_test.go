@@ -18,7 +18,7 @@ func fakeBackend(t *testing.T, backend string, spec int) *httptest.Server {
 		mux.HandleFunc("GET /props", func(w http.ResponseWriter, _ *http.Request) {
 			json.NewEncoder(w).Encode(map[string]any{
 				"default_generation_settings": map[string]any{"n_ctx": 8192, "params": map[string]any{"speculative.n_max": spec, "speculative.n_min": 0}},
-				"total_slots": 4, "chat_template": strings.Repeat("{% x %}", 200), "build_info": "b6097-9515c613",
+				"total_slots":                 4, "chat_template": strings.Repeat("{% x %}", 200), "build_info": "b6097-9515c613",
 			})
 		})
 		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
