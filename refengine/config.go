@@ -107,9 +107,11 @@ type Config struct {
 	// stream (one of Wires; "" is vllm). It changes bytes on the wire, never the timelines.
 	Wire string
 	// ReasoningFraction makes the first floor(ReasoningFraction × output) tokens of every
-	// streamed chat response reasoning, sent before the answer in the personality's
-	// reasoning field (vLLM's delta.reasoning_content by default); 0 turns reasoning off.
-	// They are output tokens like the others (usage counts them; the timeline too).
+	// chat response reasoning, streamed before the answer in the personality's reasoning
+	// field (vLLM's delta.reasoning_content by default; message.reasoning_content when not
+	// streamed); 0 turns reasoning off. They are output tokens like the others (usage counts
+	// them, and reports them in completion_tokens_details.reasoning_tokens where the server
+	// does; the timeline counts them too).
 	ReasoningFraction float64
 }
 

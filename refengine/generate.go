@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 )
 
 // A generation request is served in three steps: admission (handleGenerate in server.go:
@@ -47,8 +48,39 @@ func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *gener
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if r := g.reasoningTokens(total); r > 0 {
+		w.Write(e.appendReasoningResponse(nil, g, text, reason, total, r))
+		return true
+	}
 	w.Write(appendFullResponse(nil, g.chat, g.respID, g.created, g.req.model, text, reason, g.req.promptTokens, total))
 	return true
+}
+
+// appendReasoningResponse appends a non-streamed chat response whose first r tokens are
+// reasoning: message.reasoning_content (the personality's field) before content, or, where
+// the personality hides reasoning, only the answer with reasoning_tokens in the usage.
+func (e *Engine) appendReasoningResponse(b []byte, g *generation, text []byte, reason string, total, r int) []byte {
+	p := e.wire
+	answer := appendOutput(nil, g.base, r, total-r)
+	b = appendHead(b, g.respID, "chat.completion", g.created, g.req.model)
+	b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
+	b = appendJSONBytes(b, answer)
+	if !p.hideReasoning {
+		field := p.reasoning
+		if field == "" {
+			field = "reasoning_content"
+		}
+		b = append(b, `,"`+field+`":`...)
+		b = appendJSONBytes(b, appendOutput(nil, g.base, 0, r))
+	}
+	b = append(b, `,"tool_calls":[]},"logprobs":null,"finish_reason":`...)
+	b = appendJSONString(b, reason)
+	b = append(b, `,"stop_reason":null}],"usage":`...)
+	b = appendUsage(b, g.req.promptTokens, total)
+	b = b[:len(b)-1]
+	b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+	b = strconv.AppendInt(b, int64(r), 10)
+	return append(b, "}}}\n"...)
 }
 
 // streamOut is the state of one streamed response.

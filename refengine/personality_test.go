@@ -164,3 +164,36 @@ func TestWireValidated(t *testing.T) {
 		t.Fatal("ReasoningFraction 1 accepted")
 	}
 }
+
+// TestReasoningWholeResponse: a non-streamed chat answer in reasoning mode carries the
+// reasoning in message.reasoning_content and its count in the usage details.
+func TestReasoningWholeResponse(t *testing.T) {
+	_, url := startEngine(t, Config{Seed: 1, TimeScale: 1000, ReasoningFraction: 0.5})
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"llama-3.1-8b","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+			}
+		}
+		Usage struct {
+			CompletionTokens        int `json:"completion_tokens"`
+			CompletionTokensDetails struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"completion_tokens_details"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	m := v.Choices[0].Message
+	if strings.Count(m.ReasoningContent, " ") != 4 || strings.Count(m.Content, " ") != 4 || v.Usage.CompletionTokens != 8 || v.Usage.CompletionTokensDetails.ReasoningTokens != 4 {
+		t.Fatalf("response %+v", v)
+	}
+}

@@ -70,7 +70,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
 	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see README)")
-	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each streamed chat answer sent first as reasoning deltas (0: off; e.g. 0.5)")
+	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
 	return f
 }
