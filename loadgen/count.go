@@ -60,6 +60,7 @@ type counter struct {
 	answer    bool // a chunk of the answer has arrived
 	textSeen  bool
 	unknown   bool // no count at all (non-streaming, no usage, no tokenizer)
+	whole     bool // a non-streaming body (onWhole)
 	started   bool
 }
 
@@ -154,6 +155,7 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 // onWhole accounts a non-streaming response.
 func (n *counter) onWhole(f *chunkFields) {
 	n.init()
+	n.whole = true
 	rec := n.rec
 	if f.id != nil {
 		rec.ResponseID = string(f.id)
@@ -208,15 +210,18 @@ func (n *counter) finish() {
 		own = n.scratch.own
 	}
 	switch {
+	case len(chunks) == 0 && !n.whole:
+		// A stream without content: no chunk carries the tokens a server may claim (the
+		// request fails as empty).
+		rec.OutputTokens = 0
 	case len(chunks) == 0:
-		// A non-streaming body, or no content at all.
+		// A non-streaming body.
 		switch {
 		case total >= 0:
 			rec.OutputTokens = int(total)
 		case !n.unknown:
 			rec.OutputTokens = int(n.ownSum)
 		}
-		rec.TokenAttribution = ""
 	case total >= 0 && n.byUsage == len(chunks) && n.deltaSum()+n.pending == total:
 		last := &chunks[len(chunks)-1]
 		last.Tokens += int32(n.pending)
