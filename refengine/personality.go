@@ -81,19 +81,20 @@ var personalities = map[string]*personality{
 	"vllm": {name: "vllm", prelude: preludeFirstToken, usage: usageFinalChunk, continuous: true,
 		stopReason: true, logprobs: true, reasoning: "reasoning_content"},
 	// SGLang, python/sglang/srt/entrypoints/openai/serving_chat.py (sgl-project/sglang): the
-	// role chunk first, content chunks per scheduler output (multi-token under EAGLE
-	// speculation), the finish reason in its own chunk with an empty delta, "usage":null on
-	// chunks, and with include_usage a final chunk with empty choices (continuous usage is
-	// honoured as in vLLM).
-	"sglang": {name: "sglang", prelude: preludeImmediate, finishSeparate: true, usage: usageFinalChunk,
+	// role chunk with the first output (is_firsts), content chunks per scheduler output
+	// (multi-token under EAGLE speculation), the finish reason in its own chunk with an empty
+	// delta, "usage":null on chunks (pydantic dumps the unset field), and with include_usage a
+	// final chunk with empty choices (continuous usage is honoured as in vLLM).
+	"sglang": {name: "sglang", prelude: preludeFirstToken, finishSeparate: true, usage: usageFinalChunk,
 		continuous: true, usageNull: true, logprobs: true, reasoning: "reasoning_content"},
 	// llama.cpp server, tools/server/server.cpp (ggml-org/llama.cpp): one event per generated
 	// token (with speculative decoding each accepted draft token is still its own result, so
-	// a pass arrives as a burst of events), a first chunk {"role":"assistant","content":null},
+	// a pass arrives as a burst of events), with the first token a chunk
+	// {"role":"assistant","content":null} before it,
 	// a final chunk with an empty delta, finish_reason, usage and "timings"
 	// (prompt_n/prompt_ms/predicted_n/predicted_ms), and a system_fingerprint "b<build>-<hash>"
 	// on every chunk. Usage does not depend on include_usage.
-	"llamacpp": {name: "llamacpp", prelude: preludeImmediate, roleNull: true, perToken: true,
+	"llamacpp": {name: "llamacpp", prelude: preludeFirstToken, roleNull: true, perToken: true,
 		finishSeparate: true, usage: usageOnFinish, fingerprint: "b0000-llmbench", timings: true,
 		reasoning: "reasoning_content"},
 	// TGI, router/src/server.rs chat_completions / completions (huggingface/
@@ -110,7 +111,9 @@ var personalities = map[string]*personality{
 	"ollama": {name: "ollama", roleEvery: true, perToken: true, finishSeparate: true, usage: usageFinalChunk,
 		fingerprint: "fp_ollama", reasoning: "reasoning"},
 	// OpenAI Chat Completions streaming (platform.openai.com/docs/api-reference/chat-streaming):
-	// a role chunk {"role":"assistant","content":"","refusal":null} first, content chunks with
+	// a role chunk {"role":"assistant","content":"","refusal":null} first (its timing is not
+	// documented; it is sent as soon as the request is accepted, so this fixture checks that a
+	// role-only chunk never counts as the first token), content chunks with
 	// an "obfuscation" padding string, a finish chunk with an empty delta, "usage":null on
 	// every chunk while include_usage is set and then a chunk with "choices":[] and the usage
 	// including completion_tokens_details.reasoning_tokens; system_fingerprint "fp_…".
