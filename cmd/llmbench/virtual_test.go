@@ -23,7 +23,7 @@ import (
 // bubbleClock is a refengine.Clock on the bubble's time (real time outside a bubble).
 type bubbleClock struct{ epoch time.Time }
 
-func (c *bubbleClock) Now() time.Duration            { return time.Since(c.epoch) }
+func (c *bubbleClock) Now() time.Duration             { return time.Since(c.epoch) }
 func (c *bubbleClock) Wall(d time.Duration) time.Time { return c.epoch.Add(d) }
 func (c *bubbleClock) SleepUntil(ctx context.Context, t time.Duration) error {
 	d := t - c.Now()
