@@ -1,8 +1,9 @@
 package loadgen
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -319,7 +320,7 @@ func (n *counter) rescale(chunks []metrics.Chunk, weights []int32, total int64) 
 		idx = append(idx, int32(i))
 	}
 	rem := func(i int32) int64 { return total * int64(weights[i]) % w }
-	sort.SliceStable(idx, func(a, b int) bool { return rem(idx[a]) > rem(idx[b]) })
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(rem(b), rem(a)) })
 	for _, i := range idx[:left] {
 		chunks[i].Tokens++
 	}
