@@ -166,3 +166,16 @@ func TestToolCallStream(t *testing.T) {
 		t.Fatalf("record %+v", rec)
 	}
 }
+
+// TestSSEErrorField: llama.cpp writes an error in a started stream as an "error:" line; the
+// reader delivers it as an "error" event.
+func TestSSEErrorField(t *testing.T) {
+	sr := newSSEReader(strings.NewReader("data: {\"choices\":[{\"text\":\" a\"}]}\n\nerror: {\"error\":{\"code\":500,\"message\":\"boom\"}}\n\n"), 64)
+	if d, ev, err := sr.next(); err != nil || len(ev) != 0 || !strings.Contains(string(d), " a") {
+		t.Fatalf("first event %q %q %v", d, ev, err)
+	}
+	d, ev, err := sr.next()
+	if err != nil || string(ev) != "error" || !strings.Contains(string(d), "boom") {
+		t.Fatalf("error event %q %q %v", d, ev, err)
+	}
+}

@@ -182,6 +182,13 @@ func (e *Engine) writeStream(ctx context.Context, w http.ResponseWriter, g *gene
 			completion := pe.start + pe.n
 			if !midDone && sent > 0 && completion >= threshold {
 				midDone = true
+				if plan.errorMid {
+					e.faultCount("error-mid")
+					w.Write(o.enc.appendStreamError(nil, "injected fault: the engine failed while generating"))
+					o.rc.Flush()
+					e.abort(s)
+					return true // the request ended (with an error) as planned
+				}
 				if !e.injectMid(ctx, w, o.rc, plan, g.respID, s) {
 					return false
 				}

@@ -68,7 +68,18 @@ type personality struct {
 	hideReasoning bool
 	// reasoningUsage reports completion_tokens_details.reasoning_tokens.
 	reasoningUsage bool
+	// errorFrame is how an error that ends a started stream is sent (see appendStreamError).
+	errorFrame errorFrame
 }
+
+type errorFrame int
+
+const (
+	errorOpenAI    errorFrame = iota // data: {"error":{"message","type","param","code"}}
+	errorThenDone                    // the same, then data: [DONE] (vLLM)
+	errorTGI                         // data: {"error":"…","error_type":"…"}
+	errorLlamacpp                    // error: {"error":{"code","message","type"}} (a non-data SSE field)
+)
 
 var personalities = map[string]*personality{
 	// vLLM, vllm/entrypoints/openai/serving_chat.py and serving_completion.py
@@ -78,8 +89,10 @@ var personalities = map[string]*personality{
 	// reason on the last content chunk with stop_reason, usage on every chunk when
 	// continuous_usage_stats is set, and with include_usage a last chunk with "choices":[] and
 	// the usage. Completions: no role chunk, the same usage rules.
+	// An exception in the generator is sent as data: {"error":{…}} (create_streaming_error_response)
+	// and the stream still ends with [DONE].
 	"vllm": {name: "vllm", prelude: preludeFirstToken, usage: usageFinalChunk, continuous: true,
-		stopReason: true, logprobs: true, reasoning: "reasoning_content"},
+		stopReason: true, logprobs: true, reasoning: "reasoning_content", errorFrame: errorThenDone},
 	// SGLang, python/sglang/srt/entrypoints/openai/serving_chat.py (sgl-project/sglang): the
 	// role chunk with the first output (is_firsts), content chunks per scheduler output
 	// (multi-token under EAGLE speculation), the finish reason in its own chunk with an empty
@@ -94,15 +107,19 @@ var personalities = map[string]*personality{
 	// a final chunk with an empty delta, finish_reason, usage and "timings"
 	// (prompt_n/prompt_ms/predicted_n/predicted_ms), and a system_fingerprint "b<build>-<hash>"
 	// on every chunk. Usage does not depend on include_usage.
+	// An error in a started stream is written as an "error:" SSE line (server_sent_event with
+	// the "error" prefix), not as data, and no [DONE] follows.
 	"llamacpp": {name: "llamacpp", prelude: preludeFirstToken, roleNull: true, perToken: true,
 		finishSeparate: true, usage: usageOnFinish, fingerprint: "b0000-llmbench", timings: true,
-		reasoning: "reasoning_content"},
+		reasoning: "reasoning_content", errorFrame: errorLlamacpp},
 	// TGI, router/src/server.rs chat_completions / completions (huggingface/
 	// text-generation-inference): one event per token, the role in every delta, the finish
 	// reason on the last token's chunk, with include_usage the usage on that same last chunk,
 	// system_fingerprint "<version>-native". No reasoning parser: reasoning text is content.
+	// A generation error is sent as an event whose data is TGI's ErrorResponse
+	// {"error":"…","error_type":"…"}.
 	"tgi": {name: "tgi", roleEvery: true, perToken: true, usage: usageLastChoice, logprobs: true,
-		fingerprint: "3.0.0-native"},
+		fingerprint: "3.0.0-native", errorFrame: errorTGI},
 	// Ollama, openai/openai.go ToChunk / ToCompleteChunk and middleware/openai.go
 	// (ollama/ollama): one chunk per generated piece with "role":"assistant" in every delta
 	// and reasoning in "reasoning", a final chunk with empty content and the finish reason,
@@ -287,6 +304,27 @@ func (w *wireEncoder) appendEvent(b []byte, ev *wireEvent) []byte {
 		b = append(b, '"')
 	}
 	return append(b, "}\n\n"...)
+}
+
+// appendStreamError appends the events that end a started stream with an error message.
+func (w *wireEncoder) appendStreamError(b []byte, msg string) []byte {
+	switch w.p.errorFrame {
+	case errorTGI:
+		b = append(b, `data: {"error":`...)
+		b = appendJSONString(b, msg)
+		return append(b, `,"error_type":"generation"}`+"\n\n"...)
+	case errorLlamacpp:
+		b = append(b, `error: {"error":{"code":500,"message":`...)
+		b = appendJSONString(b, msg)
+		return append(b, `,"type":"server_error"}}`+"\n\n"...)
+	}
+	b = append(b, "data: "...)
+	b = appendErrorJSON(b, &apiError{status: 500, message: msg, typ: "server_error", code: "internal_error"})
+	b = append(b, "\n\n"...)
+	if w.p.errorFrame == errorThenDone {
+		b = append(b, doneEvent...)
+	}
+	return b
 }
 
 // appendUsageEvent appends the final usage chunk (choices empty).

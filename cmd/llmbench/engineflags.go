@@ -64,7 +64,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.IntVar(&f.specK, "spec-k", 0, "reference engine: speculative decoding draft length k (0: off)")
 	fs.Float64Var(&f.specAlpha, "spec-alpha", 0, "reference engine: per-token draft acceptance probability (default 0.8 when --spec-k > 0)")
 	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
-	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, overload=N, seed=N, from=D, until=D)")
+	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")

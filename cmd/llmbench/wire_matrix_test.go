@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -353,6 +354,32 @@ func TestReasoningStreams(t *testing.T) {
 			if sum.Requests.OutputTokens != int64(40*len(reqs)) {
 				t.Errorf("output tokens %d: reasoning counts once", sum.Requests.OutputTokens)
 			}
+		})
+	}
+}
+
+// TestErrorMidStream: each personality's way of ending a started stream with an error (a data
+// error object, vLLM's followed by [DONE], TGI's {"error","error_type"}, llama.cpp's
+// "error:" line) is recorded as server_error with the server's message, keeping the tokens
+// received before it.
+func TestErrorMidStream(t *testing.T) {
+	reqs := []traces.Request{{ID: "e0", InputTokens: 16, OutputTokens: 32}}
+	for _, w := range refengine.Wires {
+		t.Run(w, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := wireCell{wire: w, chat: true, usage: usageOpts{include: true}}
+				recs, _, faults := runVirtualCell(t, c, reqs, func(cfg *refengine.Config) {
+					f, err := refengine.ParseFaults("error-mid=1")
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg.Faults = f
+				})
+				r := recs[0]
+				if faults["error-mid"] != 1 || r.Failure != metrics.FailServerError || !strings.Contains(r.Error, "the engine failed while generating") || len(r.Chunks) == 0 {
+					t.Fatalf("failure %q error %q, %d chunks (faults %v)", r.Failure, r.Error, len(r.Chunks), faults)
+				}
+			})
 		})
 	}
 }
