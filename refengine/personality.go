@@ -75,10 +75,10 @@ type personality struct {
 type errorFrame int
 
 const (
-	errorOpenAI    errorFrame = iota // data: {"error":{"message","type","param","code"}}
-	errorThenDone                    // the same, then data: [DONE] (vLLM)
-	errorTGI                         // data: {"error":"…","error_type":"…"}
-	errorLlamacpp                    // error: {"error":{"code","message","type"}} (a non-data SSE field)
+	errorOpenAI   errorFrame = iota // data: {"error":{"message","type","param","code"}}
+	errorThenDone                   // the same, then data: [DONE] (vLLM)
+	errorTGI                        // data: {"error":"…","error_type":"…"}
+	errorLlamacpp                   // error: {"error":{"code","message","type"}} (a non-data SSE field)
 )
 
 var personalities = map[string]*personality{
