@@ -383,3 +383,18 @@ func TestErrorMidStream(t *testing.T) {
 		})
 	}
 }
+
+// TestRunEndpointRecordsServerConfig: run --endpoint reads the server's own configuration
+// into the run facts (here the reference engine's /version), so compare can list what
+// differs between two runs.
+func TestRunEndpointRecordsServerConfig(t *testing.T) {
+	srv := startRefEngine(t, refengine.Config{TimeScale: 20, SpecK: 4, SpecAlpha: 0.8, Wire: "llamacpp"})
+	dir := t.TempDir()
+	trace, _ := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: "c", n: 3, spacing: 10 * time.Millisecond, in: 32, out: 8})
+	out := filepath.Join(dir, "out")
+	mustRun(t, newTestApp(nil), "run", "--trace", trace, "--out", out, "--endpoint", srv.URL, "--model", "llama-3.1-8b", "--no-progress")
+	s := readSummaryStruct(t, out)
+	if s.Run.Engine["server.num_speculative_tokens"] != "4" || s.Run.Engine["server.wire"] != "llamacpp" || s.Run.Engine["models"] != "llama-3.1-8b" {
+		t.Fatalf("run facts %v", s.Run.Engine)
+	}
+}
