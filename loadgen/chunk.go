@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -11,18 +12,29 @@ import (
 // response) says about the request. Byte slices alias the parsed input or the scratch buffer
 // handed to parseChunk and are valid only until either is reused.
 type chunkFields struct {
-	// text is the generated text of choices[0]: "text" (completions), or "content" and
-	// "reasoning_content"/"reasoning" of "delta" (streamed chat) or "message" (whole chat).
-	text []byte
+	// text is the generated text of choices[0]: "text" (completions), or "content",
+	// "reasoning_content"/"reasoning" and the tool-call fragments (function name and
+	// arguments of every "tool_calls" element) of "delta" (streamed chat) or "message" (whole
+	// chat). reasoningBytes of it came from reasoning fields; answer reports that some came
+	// from an answer field (text, content or a tool call); toolCall that a tool call did.
+	text           []byte
+	reasoningBytes int
+	answer         bool
+	toolCall       bool
 	// choice reports that choices held at least one element; role that it named a role.
 	choice bool
 	role   bool
 	// finish reports a non-null finish_reason.
 	finish bool
-	// usage reports a non-null usage object; its counts are -1 when absent or null.
+	// usage reports a non-null usage object; its counts are -1 when absent or null, and
+	// reasoningTokens is completion_tokens_details.reasoning_tokens. usageBad names the
+	// first count that is not a plausible token count (negative, fractional, out of range or
+	// not a number); that count reads -1.
 	usage            bool
 	promptTokens     int64
 	completionTokens int64
+	reasoningTokens  int64
+	usageBad         string
 	// id is the raw (still escaped) response id.
 	id []byte
 	// isError reports an error object ({"error":...} or {"object":"error",...}); errMsg is
@@ -38,7 +50,7 @@ var errJSON = errors.New("invalid JSON")
 // text into scratch (returned, possibly grown, for reuse). It allocates nothing unless scratch
 // must grow or an error message has to be copied.
 func parseChunk(b []byte, f *chunkFields, scratch []byte) ([]byte, error) {
-	*f = chunkFields{promptTokens: -1, completionTokens: -1}
+	*f = chunkFields{promptTokens: -1, completionTokens: -1, reasoningTokens: -1}
 	s := scanner{b: b}
 	var err error
 	scratch = scratch[:0]
@@ -253,7 +265,8 @@ func (s *scanner) literal(lit string) bool {
 	return false
 }
 
-// number consumes a JSON number and returns its integer part (fractions are truncated).
+// number consumes a JSON number and returns its integer part (fractions are truncated, and
+// magnitudes beyond 2^58 saturate there); count reads numbers exactly.
 func (s *scanner) number() (int64, bool) {
 	start := s.i
 	neg := false
@@ -288,16 +301,64 @@ func (s *scanner) number() (int64, bool) {
 	return v, true
 }
 
-// count consumes a number or null; null and negative numbers yield -1 (not reported).
-func (s *scanner) count() (int64, bool) {
+// MaxUsageCount bounds a token count a server reports in usage: no model has a context of a
+// billion tokens, so a larger count is a defect of the server, never a measurement.
+const MaxUsageCount = 1 << 30
+
+// count consumes a token count of a usage object: a number or null (-1, not reported). A
+// count that is not a whole number in [0, MaxUsageCount] (negative, fractional, beyond the
+// bound, or a string or other value) reads -1, and bad explains it. Integers are read
+// exactly, whatever their length, and so are exponent forms (1e3 is 1000; 1e+300 is out of
+// range).
+func (s *scanner) count(name string, bad *string) (int64, bool) {
 	if s.null() {
 		return -1, true
 	}
-	if c := s.peek(); c == '-' || (c >= '0' && c <= '9') {
-		v, ok := s.number()
-		return max(v, -1), ok
+	c := s.peek()
+	start := s.i
+	if c != '-' && (c < '0' || c > '9') {
+		if !s.skip() {
+			return 0, false
+		}
+		s.noteBad(bad, name, "is not a number", s.b[start:s.i])
+		return -1, true
 	}
-	return 0, false
+	if _, ok := s.number(); !ok {
+		return 0, false
+	}
+	raw := s.b[start:s.i]
+	if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		switch {
+		case v < 0:
+			s.noteBad(bad, name, "is negative", raw)
+		case v > MaxUsageCount:
+			s.noteBad(bad, name, "is out of range", raw)
+		default:
+			return v, true
+		}
+		return -1, true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, false // not a JSON number after all (e.g. "1-2")
+	case f < 0:
+		s.noteBad(bad, name, "is negative", raw)
+	case err != nil || f > MaxUsageCount:
+		s.noteBad(bad, name, "is out of range", raw)
+	case f != float64(int64(f)):
+		s.noteBad(bad, name, "is not a whole number", raw)
+	default:
+		return int64(f), true
+	}
+	return -1, true
+}
+
+// noteBad records the first implausible usage count.
+func (s *scanner) noteBad(bad *string, name, why string, raw []byte) {
+	if *bad == "" {
+		*bad = "usage." + name + " " + strconv.Quote(string(clip(raw, 40))) + " " + why
+	}
 }
 
 // appendText consumes a string (appending it unescaped to dst) or skips any other value.
@@ -329,15 +390,33 @@ func (s *scanner) choices(f *chunkFields, scratch []byte) ([]byte, error) {
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "text":
+			n := len(scratch)
 			var ok bool
 			scratch, ok = s.appendText(scratch)
+			f.answer = f.answer || len(scratch) > n
 			return ok
 		case "delta", "message":
 			return s.object(func(k []byte) bool {
 				switch string(k) {
-				case "content", "reasoning_content", "reasoning":
+				case "content":
+					n := len(scratch)
 					var ok bool
 					scratch, ok = s.appendText(scratch)
+					f.answer = f.answer || len(scratch) > n
+					return ok
+				case "reasoning_content", "reasoning":
+					n := len(scratch)
+					var ok bool
+					scratch, ok = s.appendText(scratch)
+					f.reasoningBytes += len(scratch) - n
+					return ok
+				case "tool_calls":
+					n := len(scratch)
+					var ok bool
+					scratch, ok = s.toolCalls(scratch)
+					if len(scratch) > n {
+						f.answer, f.toolCall = true, true
+					}
 					return ok
 				case "role":
 					f.role = true
@@ -375,14 +454,67 @@ func (s *scanner) usage(f *chunkFields) bool {
 		var ok bool
 		switch string(key) {
 		case "prompt_tokens":
-			f.promptTokens, ok = s.count()
+			f.promptTokens, ok = s.count("prompt_tokens", &f.usageBad)
 			return ok
 		case "completion_tokens":
-			f.completionTokens, ok = s.count()
+			f.completionTokens, ok = s.count("completion_tokens", &f.usageBad)
 			return ok
+		case "completion_tokens_details":
+			if s.peek() != '{' {
+				return s.skip()
+			}
+			return s.object(func(k []byte) bool {
+				if string(k) == "reasoning_tokens" {
+					var ok bool
+					f.reasoningTokens, ok = s.count("completion_tokens_details.reasoning_tokens", &f.usageBad)
+					return ok
+				}
+				return s.skip()
+			})
 		}
 		return s.skip()
 	})
+}
+
+// toolCalls consumes a tool_calls array (or any other value), appending the function name
+// and arguments fragments of each element to dst: they are generated output.
+func (s *scanner) toolCalls(dst []byte) ([]byte, bool) {
+	if s.peek() != '[' {
+		return dst, s.skip()
+	}
+	s.i++
+	if s.consume(']') {
+		return dst, true
+	}
+	for {
+		if s.peek() != '{' {
+			if !s.skip() {
+				return dst, false
+			}
+		} else {
+			ok := s.object(func(k []byte) bool {
+				if string(k) != "function" || s.peek() != '{' {
+					return s.skip()
+				}
+				return s.object(func(k []byte) bool {
+					switch string(k) {
+					case "name", "arguments":
+						var ok bool
+						dst, ok = s.appendText(dst)
+						return ok
+					}
+					return s.skip()
+				})
+			})
+			if !ok {
+				return dst, false
+			}
+		}
+		if s.consume(',') {
+			continue
+		}
+		return dst, s.consume(']')
+	}
 }
 
 // errorValue reads the value of an "error" key: an object with a message, or a string.

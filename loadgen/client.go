@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/tokenizer"
@@ -440,118 +439,6 @@ func chunkLimit(maxTokens int) int { return 2*maxTokens + 4096 }
 // maxChunkTokens bounds one chunk's count (a hostile usage figure must not overflow).
 const maxChunkTokens = 1<<31 - 1
 
-// counter accumulates one response's token accounting.
-type counter struct {
-	c        *client
-	rec      *metrics.Record
-	hash     uint64
-	out      []byte
-	keep     bool
-	prevCT   int64 // last cumulative completion_tokens seen
-	pending  int64 // usage tokens from chunks without text, owed to the next content chunk
-	byUsage  int   // content chunks counted from per-chunk usage
-	byOther  int   // content chunks counted by the tokenizer or as one
-	textSeen bool
-	unknown  bool // no count at all (non-streaming, no usage, no tokenizer)
-}
-
-// onChunk accounts one parsed event that arrived at t.
-func (n *counter) onChunk(f *chunkFields, t int64) {
-	rec := n.rec
-	if f.id != nil && rec.ResponseID == "" {
-		rec.ResponseID = string(f.id)
-	}
-	var delta int64 = -1
-	if f.usage {
-		if f.promptTokens >= 0 {
-			rec.ServerInputTokens = int(f.promptTokens)
-		}
-		if f.completionTokens >= 0 {
-			rec.ServerOutputTokens = int(f.completionTokens)
-			delta = max(f.completionTokens-n.prevCT, 0) // a server count going back adds nothing
-			n.prevCT = max(n.prevCT, f.completionTokens)
-		}
-	}
-	if len(f.text) == 0 {
-		// A role prelude, a finish marker or the final usage chunk: tokens it reports
-		// belong to content chunks (only when content is counted from usage at all).
-		if delta > 0 && (f.choice || n.byUsage > 0) {
-			n.pending += delta
-		}
-		return
-	}
-	var tokens int64
-	if delta >= 0 {
-		tokens = delta + n.pending
-		n.pending = 0
-		n.byUsage++
-	} else {
-		tokens = 1
-		if n.c.tok != nil {
-			if k := tokenizer.CountChunk(n.c.tok, unsafe.String(&f.text[0], len(f.text))); k > 1 {
-				tokens = int64(k)
-			}
-		}
-		n.byOther++
-	}
-	tokens = min(tokens, maxChunkTokens)
-	if !n.textSeen {
-		n.textSeen = true
-		rec.FirstToken = t
-	}
-	n.hash = fnvAdd(n.hash, f.text)
-	if n.keep {
-		n.out = append(n.out, f.text...)
-	}
-	rec.Chunks = append(rec.Chunks, metrics.Chunk{T: t, Tokens: int32(tokens)})
-	rec.OutputTokens += int(tokens)
-}
-
-// finish settles the counts once the response is complete or has failed.
-func (n *counter) finish() {
-	rec := n.rec
-	if n.pending > 0 && n.byUsage > 0 && len(rec.Chunks) > 0 {
-		last := &rec.Chunks[len(rec.Chunks)-1]
-		add := min(n.pending, maxChunkTokens-int64(last.Tokens))
-		last.Tokens += int32(add)
-		rec.OutputTokens += int(add)
-		n.pending = 0
-	}
-	switch {
-	case n.byOther == 0 && n.byUsage > 0:
-		rec.TokenSource = metrics.TokensFromUsage
-	case n.c.tok != nil:
-		rec.TokenSource = metrics.TokensFromTokenizer
-	default:
-		rec.TokenSource = metrics.TokensFromChunks
-	}
-	if n.textSeen {
-		rec.OutputHash = hashString(n.hash)
-	}
-	if len(n.c.secrets) > 0 && rec.ResponseID != "" {
-		rec.ResponseID = n.c.scrub(rec.ResponseID)
-	}
-}
-
-// complete applies the checks of a response that ended normally.
-func (n *counter) complete() {
-	rec := n.rec
-	switch {
-	case !n.textSeen:
-		n.c.fail(rec, metrics.FailEmpty, "the response carried no generated text")
-	case n.c.ext.ignoreEOS && !n.unknown && n.generated() < rec.RequestedTokens:
-		n.c.fail(rec, metrics.FailShortOutput, fmt.Sprintf("%d output tokens, %d requested with ignore_eos", n.generated(), rec.RequestedTokens))
-	}
-}
-
-// generated is the best count of output tokens: the server's when it reported one.
-func (n *counter) generated() int {
-	if n.rec.ServerOutputTokens >= 0 {
-		return n.rec.ServerOutputTokens
-	}
-	return n.rec.OutputTokens
-}
-
 func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, k *call, rec *metrics.Record, tm *timers) string {
 	bufs := c.bufs.Get().(*streamBufs)
 	defer c.bufs.Put(bufs)
@@ -655,35 +542,7 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 		return ""
 	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
-	if f.id != nil {
-		rec.ResponseID = string(f.id)
-	}
-	if f.usage {
-		if f.promptTokens >= 0 {
-			rec.ServerInputTokens = int(f.promptTokens)
-		}
-		if f.completionTokens >= 0 {
-			rec.ServerOutputTokens = int(f.completionTokens)
-		}
-	}
-	if len(f.text) > 0 {
-		n.textSeen = true
-		n.hash = fnvAdd(n.hash, f.text)
-		if n.keep {
-			n.out = append(n.out, f.text...)
-		}
-		switch {
-		case rec.ServerOutputTokens >= 0:
-			rec.OutputTokens = rec.ServerOutputTokens
-			n.byUsage = 1
-		case c.tok != nil:
-			rec.OutputTokens = tokenizer.CountChunk(c.tok, string(f.text))
-			n.byOther = 1
-		default:
-			n.byOther = 1
-			n.unknown = true
-		}
-	}
+	n.onWhole(&f)
 	n.finish()
 	n.complete()
 	return string(n.out)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -16,6 +17,7 @@ func TestCounterUsageDeltas(t *testing.T) {
 		want   []int32
 		source string
 		server int
+		attrib string
 	}{
 		{
 			name: "held-back tokens go to the next content chunk",
@@ -26,7 +28,7 @@ func TestCounterUsageDeltas(t *testing.T) {
 				`{"choices":[{"delta":{"content":" d"}}],"usage":{"completion_tokens":4}}`,
 				`{"choices":[],"usage":{"completion_tokens":4}}`,
 			},
-			want: []int32{3, 1}, source: metrics.TokensFromUsage, server: 4,
+			want: []int32{3, 1}, source: metrics.TokensFromUsage, server: 4, attrib: metrics.TokensFromUsage,
 		},
 		{
 			name: "tokens reported after the last content chunk join it",
@@ -34,27 +36,72 @@ func TestCounterUsageDeltas(t *testing.T) {
 				`{"choices":[{"text":" a"}],"usage":{"completion_tokens":1}}`,
 				`{"choices":[{"text":"","finish_reason":"length"}],"usage":{"completion_tokens":2}}`,
 			},
-			want: []int32{2}, source: metrics.TokensFromUsage, server: 2,
+			want: []int32{2}, source: metrics.TokensFromUsage, server: 2, attrib: metrics.TokensFromUsage,
 		},
 		{
-			name: "final usage only is recorded, not added",
+			name: "final usage only is the total, split by the tokenizer",
 			chunks: []string{
 				`{"choices":[{"text":" a b"}]}`,
 				`{"choices":[{"text":" c"}]}`,
 				`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}`,
 			},
 			tok:  tokenizer.Reference{},
-			want: []int32{2, 1}, source: metrics.TokensFromTokenizer, server: 3,
+			want: []int32{2, 1}, source: metrics.TokensFromUsage, server: 3, attrib: metrics.TokensFromTokenizer,
+		},
+		{
+			// The issue's server: one-token chunks the approximate tokenizer counts as two.
+			name: "final usage overrules a tokenizer that counts twice",
+			chunks: []string{
+				`{"choices":[{"text":" t3"}]}`, `{"choices":[{"text":" t3"}]}`, `{"choices":[{"text":" t3"}]}`,
+				`{"choices":[],"usage":{"completion_tokens":3}}`,
+			},
+			tok:  tokenizer.Approx{},
+			want: []int32{1, 1, 1}, source: metrics.TokensFromUsage, server: 3, attrib: metrics.TokensFromTokenizer,
+		},
+		{
+			name: "usage on the last chunk with a choice, rescaled by largest remainder",
+			chunks: []string{
+				`{"choices":[{"text":" a"}]}`, `{"choices":[{"text":" b c"}]}`,
+				`{"choices":[{"text":" d","finish_reason":"stop"}],"usage":{"completion_tokens":8}}`,
+			},
+			tok: tokenizer.Reference{},
+			// weights 1,2,1 of 4 for 8 tokens: exactly 2,4,2.
+			want: []int32{2, 4, 2}, source: metrics.TokensFromUsage, server: 8, attrib: metrics.TokensFromTokenizer,
+		},
+		{
+			name: "final usage, no tokenizer: spread evenly",
+			chunks: []string{
+				`{"choices":[{"text":" a b"}]}`, `{"choices":[{"text":" c"}]}`, `{"choices":[{"text":" d"}]}`,
+				`{"choices":[],"usage":{"completion_tokens":7}}`,
+			},
+			want: []int32{3, 2, 2}, source: metrics.TokensFromUsage, server: 7, attrib: metrics.TokensEven,
 		},
 		{
 			name:   "no usage, no tokenizer: one per chunk",
 			chunks: []string{`{"choices":[{"text":" a b"}]}`, `{"choices":[{"text":" c"}]}`},
-			want:   []int32{1, 1}, source: metrics.TokensFromChunks, server: -1,
+			want:   []int32{1, 1}, source: metrics.TokensFromChunks, server: -1, attrib: metrics.TokensFromChunks,
+		},
+		{
+			name: "usage beyond max_tokens is rejected",
+			chunks: []string{
+				`{"choices":[{"text":" a b"}]}`, `{"choices":[{"text":" c"}]}`,
+				`{"choices":[],"usage":{"completion_tokens":9223372036854775808}}`,
+			},
+			tok:  tokenizer.Reference{},
+			want: []int32{2, 1}, source: metrics.TokensFromTokenizer, server: -1, attrib: metrics.TokensFromTokenizer,
+		},
+		{
+			name: "fractional usage is rejected",
+			chunks: []string{
+				`{"choices":[{"text":" a"}],"usage":{"completion_tokens":1}}`,
+				`{"choices":[{"text":" b"}],"usage":{"completion_tokens":2.5}}`,
+			},
+			want: []int32{1, 1}, source: metrics.TokensFromChunks, server: -1, attrib: metrics.TokensFromChunks,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := &metrics.Record{ServerInputTokens: -1, ServerOutputTokens: -1}
+			rec := &metrics.Record{ServerInputTokens: -1, ServerOutputTokens: -1, RequestedTokens: 16}
 			n := counter{c: &client{tok: tt.tok}, rec: rec, hash: fnvOffset}
 			var f chunkFields
 			var scratch []byte
@@ -76,8 +123,15 @@ func TestCounterUsageDeltas(t *testing.T) {
 				}
 				sum += int(c.Tokens)
 			}
-			if rec.OutputTokens != sum || rec.TokenSource != tt.source || rec.ServerOutputTokens != tt.server {
-				t.Errorf("out %d (chunks sum %d) source %q server %d, want source %q server %d", rec.OutputTokens, sum, rec.TokenSource, rec.ServerOutputTokens, tt.source, tt.server)
+			if rec.OutputTokens != sum || rec.TokenSource != tt.source || rec.ServerOutputTokens != tt.server || rec.TokenAttribution != tt.attrib {
+				t.Errorf("out %d (chunks sum %d) source %q attribution %q server %d, want source %q attribution %q server %d",
+					rec.OutputTokens, sum, rec.TokenSource, rec.TokenAttribution, rec.ServerOutputTokens, tt.source, tt.attrib, tt.server)
+			}
+			if (tt.server < 0) != (rec.UsageRejected != "") && strings.Contains(tt.name, "rejected") {
+				t.Errorf("usage rejected %q", rec.UsageRejected)
+			}
+			if tt.tok != nil && rec.ClientOutputTokens == 0 {
+				t.Errorf("no client count kept")
 			}
 		})
 	}

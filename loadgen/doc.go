@@ -45,15 +45,27 @@
 //
 // # Token accounting
 //
-// TTFT is the first chunk that carries generated text (content, reasoning_content or text);
-// a role-only prelude does not count. A chunk's token count comes from the server's
-// per-chunk usage when present (the delta of cumulative completion_tokens, as vLLM sends
-// with continuous_usage_stats; usage reported by text-less chunks is owed to the next content
-// chunk), else from Options.Tokenizer over the chunk's text (at least one), else one per chunk.
-// Each content chunk is one metrics.Chunk{T, Tokens}, so both per-token and per-chunk gaps
-// can be derived. Record.TokenSource says which source counted the request;
-// ServerInputTokens/ServerOutputTokens are the server's final usage (-1 when not reported);
-// OutputHash is the FNV-64a of the whole output text, in hex.
+// TTFT is the first chunk that carries generated text (content, reasoning_content/reasoning,
+// text, or a tool-call fragment: tool calls are generated output); a role-only prelude does
+// not count. Record.FirstAnswer is the first chunk of the answer (not reasoning), and
+// Record.ReasoningChunks counts the reasoning chunks before it.
+//
+// The server's usage is the token count whenever the response reports it anywhere (a final
+// chunk with empty choices, usage on the last chunk that still has a choice, cumulative
+// per-chunk usage as vLLM sends with continuous_usage_stats, a non-streaming body):
+// OutputTokens is then the last completion_tokens reported and TokenSource "usage". The
+// total is split among the chunks by the per-chunk usage deltas when every content chunk
+// carried one (usage reported by text-less chunks is owed to the next content chunk), else
+// by Options.Tokenizer's counts rescaled to the total, else evenly, by the largest-remainder
+// rule so that the chunks sum to the total exactly (Record.TokenAttribution says which).
+// Without usage, the tokenizer counts each chunk (at least one), else each chunk is one.
+// The tokenizer's own count is kept in Record.ClientOutputTokens so that a bad tokenizer
+// stays visible. Usage counts that are not plausible (negative, fractional, beyond
+// MaxUsageCount, not numbers, or completion_tokens above max_tokens plus 16 + 25%) are not
+// used; Record.UsageRejected says why. Each content chunk is one metrics.Chunk{T, Tokens},
+// so both per-token and per-chunk gaps can be derived. ServerInputTokens/ServerOutputTokens
+// are the server's usage (-1 when not reported or rejected); OutputHash is the FNV-64a of
+// the whole output text, in hex.
 //
 // The SSE reader and the chunk decoder are hand-written for this hot path: they walk the
 // bytes once and allocate nothing per chunk (see BenchmarkIngest).

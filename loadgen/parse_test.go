@@ -171,7 +171,10 @@ func TestParseChunkMatchesEncodingJSON(t *testing.T) {
 }
 
 func FuzzParseChunk(f *testing.F) {
-	for _, s := range []string{textChunk(" a", 3), chatChunk("x\"y"), usageChunk(1, 2), `{"error":{"message":"m"}}`, `{"choices":[{"delta":{"role":"assistant"}}]}`, `{"a":[{"b":"\ud83d\ude00"}]}`, `{`, `[]`} {
+	for _, s := range []string{textChunk(" a", 3), chatChunk("x\"y"), usageChunk(1, 2), `{"error":{"message":"m"}}`, `{"choices":[{"delta":{"role":"assistant"}}]}`, `{"a":[{"b":"\ud83d\ude00"}]}`, `{`, `[]`,
+		`{"choices":[],"usage":{"completion_tokens":9223372036854775808,"prompt_tokens":1e+300}}`,
+		`{"choices":[],"usage":{"completion_tokens":"12","completion_tokens_details":{"reasoning_tokens":-1.5}}}`,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"a\""}}]}}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -92,6 +92,15 @@ func (s *sseReader) next() (data, event []byte, err error) {
 			s.hasData = true
 		case "event":
 			s.event = append(s.event[:0], value...)
+		case "error":
+			// llama.cpp's server writes an error in a started stream as an "error:" line,
+			// not as data: deliver it as an "error" event.
+			s.event = append(s.event[:0], "error"...)
+			if s.hasData {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			s.hasData = true
 		case "id", "retry":
 		default:
 			return nil, nil, fmt.Errorf("%w: unexpected line %q", errMalformedSSE, clip(line, 64))

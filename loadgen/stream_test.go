@@ -42,16 +42,18 @@ func multiTokenServer(t *testing.T, perChunk bool) *httptest.Server {
 
 func TestMultiTokenChunks(t *testing.T) {
 	tests := []struct {
-		name      string
-		perChunk  bool
-		tok       tokenizer.Tokenizer
-		source    string
-		perChunk3 bool
+		name     string
+		perChunk bool
+		tok      tokenizer.Tokenizer
+		attrib   string
+		want     []int32
 	}{
-		{"per-chunk usage", true, nil, metrics.TokensFromUsage, true},
-		{"per-chunk usage beats tokenizer", true, tokenizer.Reference{}, metrics.TokensFromUsage, true},
-		{"tokenizer", false, tokenizer.Reference{}, metrics.TokensFromTokenizer, true},
-		{"chunk count", false, nil, metrics.TokensFromChunks, false},
+		{"per-chunk usage", true, nil, metrics.TokensFromUsage, []int32{3, 3, 3, 1}},
+		{"per-chunk usage beats tokenizer", true, tokenizer.Reference{}, metrics.TokensFromUsage, []int32{3, 3, 3, 1}},
+		// The final usage is the total; the tokenizer splits it (here exactly).
+		{"tokenizer", false, tokenizer.Reference{}, metrics.TokensFromTokenizer, []int32{3, 3, 3, 1}},
+		// The final usage is the total, spread evenly (largest remainder, earlier first).
+		{"no tokenizer", false, nil, metrics.TokensEven, []int32{3, 3, 2, 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,16 +64,13 @@ func TestMultiTokenChunks(t *testing.T) {
 			if !rec.OK() {
 				t.Fatalf("failed: %s %s", rec.Failure, rec.Error)
 			}
-			if rec.TokenSource != tt.source {
-				t.Errorf("token source %q, want %q", rec.TokenSource, tt.source)
+			if rec.TokenSource != metrics.TokensFromUsage || rec.TokenAttribution != tt.attrib {
+				t.Errorf("token source %q attribution %q, want usage and %q", rec.TokenSource, rec.TokenAttribution, tt.attrib)
 			}
 			if len(rec.Chunks) != 4 {
 				t.Fatalf("%d chunks, want 4 content chunks (prelude and finish excluded)", len(rec.Chunks))
 			}
-			want := []int32{3, 3, 3, 1}
-			if !tt.perChunk3 {
-				want = []int32{1, 1, 1, 1}
-			}
+			want := tt.want
 			sum := 0
 			for i, c := range rec.Chunks {
 				if c.Tokens != want[i] {
@@ -82,7 +81,7 @@ func TestMultiTokenChunks(t *testing.T) {
 					t.Errorf("chunk times go back")
 				}
 			}
-			if rec.OutputTokens != sum {
+			if rec.OutputTokens != sum || sum != 10 {
 				t.Errorf("output tokens %d, chunks sum to %d", rec.OutputTokens, sum)
 			}
 			if rec.ServerOutputTokens != 10 || rec.ServerInputTokens != 7 {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Defaults of CompareOptions.
@@ -79,9 +78,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		return nil, fmt.Errorf("base: %w", err)
 	}
 	relative := sopts.StallThreshold <= 0
-	if relative {
-		sopts.StallThreshold = time.Duration(baseSum.Stalls.ThresholdMs * float64(time.Millisecond))
-	}
+	baseDeadlines(&sopts, baseSum)
 	candSum, err := Summarize(MultiSource(cand...), sopts)
 	if err != nil {
 		return nil, fmt.Errorf("cand: %w", err)

@@ -270,12 +270,14 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		addCounts(out.req.Failures, r.Failures)
 		addCounts(out.req.FailStatus, r.FailStatus)
 		addCounts(out.req.TokenSource, r.TokenSource)
+		mergeProvenance(&out.req, r)
 		okIn += p.tp.InputTokensPerS * p.tp.WindowS
 		okOut += p.tp.OutputTokensPerS * p.tp.WindowS
 
 		if i == 0 {
 			out.st.ThresholdMs, out.st.ThresholdRule = p.st.ThresholdMs, p.st.ThresholdRule
 			out.fl.TTFTDeadlineMs, out.fl.TBTDeadlineMs = p.fl.TTFTDeadlineMs, p.fl.TBTDeadlineMs
+			out.fl.DeadlineRule = p.fl.DeadlineRule
 			out.gp.SLO = p.gp.SLO
 		}
 		out.st.Count += p.st.Count
@@ -314,7 +316,9 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 	}
 	out.lat = g.latency()
 	if fh != nil {
+		rule := out.fl.DeadlineRule
 		out.fl = fluidityBlock(fh, fluidGE90, out.fl.TTFTDeadlineMs, out.fl.TBTDeadlineMs)
+		out.fl.DeadlineRule = rule
 	}
 	return out
 }

@@ -124,15 +124,20 @@ func (s SLO) millisMap() map[string]float64 {
 
 // Defaults used when an Options field is zero.
 const (
-	// DefaultStallMultiple: a chunk gap longer than 5x the run's median per-chunk ITL is a
-	// stall. Five times the typical gap is far outside normal decode jitter yet catches a
-	// preemption or a long prefill interleaved into the batch.
+	// DefaultStallMultiple: a chunk gap longer than 5x the run's median TPOT (per-token
+	// decode time), and at least DefaultStallFloor, is a stall. Five token times is far
+	// outside decode jitter, and above the gap between speculative bursts (a pass of k+1
+	// tokens takes (k+1) token times at most with k=4), yet catches a preemption or a long
+	// prefill interleaved into the batch. TPOT, not the chunk-gap median: a server sending
+	// each token of a burst as its own event drives chunk gaps to microseconds.
 	DefaultStallMultiple = 5.0
-	// DefaultFluidityTBT is the per-token deadline when neither Options.FluidityTBT nor an SLO
-	// (TPOT, then ITLP99) gives one: 50 ms, i.e. 20 tokens/s, faster than people read.
+	// DefaultFluidityTBT is the per-token deadline when Options.FluidityTTFT is given but
+	// neither Options.FluidityTBT nor an SLO (TPOT, then ITLP99) gives one: 50 ms, i.e. 20
+	// tokens/s, faster than people read. With no deadline and no SLO at all, the deadlines
+	// are derived from the run (DefaultFluidityPace).
 	DefaultFluidityTBT = 50 * time.Millisecond
-	// DefaultFluidityTTFT is the fixed part of the first-token deadline when neither
-	// Options.FluidityTTFT nor SLO.TTFT gives one.
+	// DefaultFluidityTTFT is the fixed part of the first-token deadline when a TBT deadline
+	// is given but neither Options.FluidityTTFT nor SLO.TTFT gives one.
 	DefaultFluidityTTFT = 500 * time.Millisecond
 	// DefaultFluidityPrefillRate: the first-token deadline grows by one second per 10,000
 	// prompt tokens (100 ms per 1,000), so long prompts get a prefill allowance.
@@ -160,16 +165,18 @@ type Options struct {
 
 	// StallThreshold is an absolute stall threshold on chunk gaps; 0 uses StallMultiple.
 	StallThreshold time.Duration
-	// StallMultiple makes the threshold this multiple of the median per-chunk ITL of the
-	// run's steady-state successful requests (default DefaultStallMultiple). This needs a
-	// second pass over the Source.
+	// StallMultiple makes the threshold this multiple of the median TPOT of the run's
+	// steady-state successful requests, and at least DefaultStallFloor (default
+	// DefaultStallMultiple). This needs a second pass over the Source.
 	StallMultiple float64
 
 	// FluidityTTFT is the fixed part of the first-token deadline (default SLO.TTFT, else
 	// DefaultFluidityTTFT). FluidityPrefillRate adds InputTokens/rate seconds to it (default
 	// DefaultFluidityPrefillRate tokens/s; negative: no prompt-length allowance).
 	// FluidityTBT is the deadline between tokens (default SLO.TPOT, else SLO.ITLP99, else
-	// DefaultFluidityTBT).
+	// DefaultFluidityTBT). When none of FluidityTTFT, FluidityTBT and the SLO's TTFT, TPOT
+	// and ITLP99 is set, both deadlines are derived from the run instead:
+	// DefaultFluidityPace times its median TTFT and TPOT, with no prompt allowance.
 	FluidityTTFT        time.Duration
 	FluidityPrefillRate float64
 	FluidityTBT         time.Duration

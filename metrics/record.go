@@ -39,11 +39,15 @@ const (
 	FailServerError    FailureKind = "server_error"  // an error object inside a 200 stream
 )
 
-// Token sources: where a Record's OutputTokens came from.
+// Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
+// was split among its chunks (TokenAttribution: the first three, or TokensEven).
 const (
 	TokensFromUsage     = "usage"     // server's per-chunk or final usage
 	TokensFromTokenizer = "tokenizer" // client-side tokenizer over the text
 	TokensFromChunks    = "chunks"    // one token per content chunk (last resort)
+	// TokensEven: the server's total spread evenly over the chunks (no per-chunk usage, no
+	// tokenizer); the largest-remainder rule keeps the sum exact.
+	TokensEven = "even"
 )
 
 // Phases of a run; only steady-state records feed the headline numbers.
@@ -95,11 +99,30 @@ type Record struct {
 	InputTokens  int
 	OutputTokens int
 	TokenSource  string
+	// TokenAttribution is how OutputTokens were split among Chunks: per-chunk usage deltas,
+	// tokenizer counts (rescaled to the server's total when there is one), evenly, or one
+	// per chunk. Empty in records written before it existed.
+	TokenAttribution string
+	// ClientOutputTokens is the client tokenizer's own count of the output, kept next to the
+	// server's so that a wrong tokenizer stays visible (0: no tokenizer counted it).
+	ClientOutputTokens int
 	// RequestedTokens is max_tokens as sent.
 	RequestedTokens int
-	// ServerInputTokens / ServerOutputTokens are the server's final usage (-1: not reported).
+	// ServerInputTokens / ServerOutputTokens are the server's final usage (-1: not reported,
+	// or rejected: see UsageRejected).
 	ServerInputTokens  int
 	ServerOutputTokens int
+	// UsageRejected says why the server's usage was not used for counting (a count that is
+	// negative, fractional, out of range, or more than max_tokens allows); empty otherwise.
+	UsageRejected string
+	// ReasoningTokens is how many output tokens were reasoning (the server's
+	// completion_tokens_details.reasoning_tokens, else the tokens of the reasoning chunks);
+	// they are part of OutputTokens. ReasoningChunks is how many leading Chunks carried
+	// reasoning; FirstAnswer is when the first chunk of the answer (content, text or a tool
+	// call) arrived, 0 if none did.
+	ReasoningTokens int
+	ReasoningChunks int
+	FirstAnswer     int64
 
 	Status     int
 	Failure    FailureKind

@@ -58,6 +58,7 @@ type group struct {
 	met                                        int
 	okIn, okOut                                int64
 	mismatch                                   int
+	wire                                       wireGroup
 	winStart, winEnd                           int64
 	hasWin                                     bool
 }
@@ -87,6 +88,8 @@ type summarizer struct {
 	hasWarm    bool
 	hasCool    bool
 	threshold  int64
+	tpotMedian time.Duration // the median TPOT a derived threshold came from
+	dlRule     string        // where the fluidity deadlines came from
 	ts         *tsBuilder
 	records    int
 	truncation error
@@ -110,11 +113,7 @@ func Summarize(src Source, opts Options) (*Summary, error) {
 	if err := s.pass(src, s.first); err != nil {
 		return nil, err
 	}
-	s.threshold = int64(s.opts.StallThreshold)
-	if s.threshold <= 0 {
-		med := s.head.h[hITLChunk].quantile(50) // µs
-		s.threshold = int64(float64(med) * 1000 * s.opts.StallMultiple)
-	}
+	s.deriveFromRun(opts)
 	s.ts = newTSBuilder(s.opts.Bucket, s.maxT)
 	if err := s.pass(src, s.second); err != nil {
 		return nil, err
@@ -241,12 +240,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	g.req.Succeeded++
 	g.okIn += int64(r.InputTokens)
 	g.okOut += int64(r.OutputTokens)
-	if r.ServerOutputTokens > 0 {
-		g.req.TokenCompared++
-		if r.ServerOutputTokens != r.OutputTokens {
-			g.mismatch++
-		}
-	}
+	s.addProvenance(g, r)
 	if r.FirstToken > 0 {
 		g.h[hTTFT].recordNs(r.FirstToken - r.Intended)
 	}
@@ -274,12 +268,6 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	}
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
-	}
-	if idx, ok := fluidityIndex(r, s.dl); ok {
-		g.h[hFluid].recordValue(int64(math.Round(idx * fluidityScal)))
-		if idx >= 0.9 {
-			g.fluidGE90++
-		}
 	}
 	if s.meets(r) {
 		g.met++
@@ -335,6 +323,12 @@ func (s *summarizer) second(r *Record) {
 		if r.FirstToken > 0 && r.End > r.FirstToken {
 			x.decodeNs += r.End - r.FirstToken
 		}
+		if idx, ok := fluidityIndex(r, s.dl); ok {
+			x.h[hFluid].recordValue(int64(math.Round(idx * fluidityScal)))
+			if idx >= 0.9 {
+				x.fluidGE90++
+			}
+		}
 	}
 }
 
@@ -383,18 +377,10 @@ func (s *summarizer) stalls(g *group) Stalls {
 	return st
 }
 
-func (s *summarizer) thresholdRule() string {
-	if s.opts.StallThreshold > 0 {
-		return "absolute"
-	}
-	if s.threshold <= 0 {
-		return fmt.Sprintf("%gx median chunk ITL (median chunk ITL is 0 or unmeasured: no stalls counted)", s.opts.StallMultiple)
-	}
-	return fmt.Sprintf("%gx median chunk ITL", s.opts.StallMultiple)
-}
-
 func (s *summarizer) fluidity(g *group) Fluidity {
-	return fluidityBlock(g.h[hFluid], g.fluidGE90, ms(s.dl.ttft), ms(s.dl.tbt))
+	f := fluidityBlock(g.h[hFluid], g.fluidGE90, ms(s.dl.ttft), ms(s.dl.tbt))
+	f.DeadlineRule = s.dlRule
+	return f
 }
 
 // fluidityBlock summarizes a fluidity histogram; ge90 counts requests with index >= 0.9.
@@ -444,6 +430,10 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Client = s.client(h)
 	if err := encodeGroup(sum.Histograms, "", h); err != nil {
+		return nil, err
+	}
+	sum.Reasoning = h.wire.reasoning()
+	if err := h.wire.encodeReasoning(sum.Histograms, ""); err != nil {
 		return nil, err
 	}
 	for name, g := range s.classes {
@@ -533,6 +523,7 @@ func (s *summarizer) warnings(sum *Summary) []string {
 	}
 	w = append(w, failureWarning(sum.Requests)...)
 	w = append(w, mismatchWarning(sum.Requests)...)
+	w = append(w, s.usageRejectedWarning(sum.Requests)...)
 	if s.overflow > 0 {
 		w = append(w, fmt.Sprintf("classes: more than %d request classes; %d requests of the classes after the first %d are counted together under %q", MaxClasses, s.overflow, MaxClasses, otherClass))
 	}

@@ -15,6 +15,8 @@ type Summary struct {
 	Fluidity   Fluidity   `json:"fluidity"`
 	Goodput    Goodput    `json:"goodput"`
 	Client     Client     `json:"client"`
+	// Reasoning is present when requests streamed or reported reasoning before the answer.
+	Reasoning *Reasoning `json:"reasoning,omitempty"`
 	// TokensPerChunk is the distribution of tokens carried by each content chunk (1 for
 	// token-by-token streaming; more under speculative decoding or server-side batching).
 	TokensPerChunk Dist `json:"tokens_per_chunk"`
@@ -89,6 +91,12 @@ type Requests struct {
 	TokenMismatch float64 `json:"token_mismatch_fraction"`
 	// TokenCompared is how many requests had both counts (TokenMismatch's denominator).
 	TokenCompared int `json:"token_compared"`
+	// TokenAttribution counts requests by how their output tokens were split among chunks
+	// (per-chunk usage, tokenizer, even, chunks); TokenSource says where the totals came from.
+	TokenAttribution map[string]int `json:"token_attribution,omitempty"`
+	// UsageRejected counts requests whose server usage was not plausible and was not used
+	// for counting (Record.UsageRejected says why).
+	UsageRejected int `json:"usage_rejected,omitempty"`
 }
 
 // Throughput over the measured (steady-state) window.
@@ -145,7 +153,7 @@ type Latency struct {
 // Stalls are chunk gaps above a threshold.
 type Stalls struct {
 	ThresholdMs       float64 `json:"threshold_ms"`
-	ThresholdRule     string  `json:"threshold_rule"` // e.g. "5x median ITL" or "absolute"
+	ThresholdRule     string  `json:"threshold_rule"` // e.g. "5x median TPOT (7.3 ms)" or "absolute"
 	Count             int64   `json:"count"`
 	RequestsWithStall int64   `json:"requests_with_stall"`
 	RequestFraction   float64 `json:"requests_with_stall_fraction"`
@@ -160,10 +168,13 @@ type Stalls struct {
 type Fluidity struct {
 	TTFTDeadlineMs float64 `json:"ttft_deadline_ms"`
 	TBTDeadlineMs  float64 `json:"tbt_deadline_ms"`
-	IndexMean      float64 `json:"index_mean"`
-	IndexP1        float64 `json:"index_p1"`
-	IndexP5        float64 `json:"index_p5"`
-	IndexP50       float64 `json:"index_p50"`
+	// DeadlineRule says where the deadlines came from: "given", "from the SLO", or derived
+	// from the run (DefaultFluidityPace times its median TTFT and TPOT).
+	DeadlineRule string  `json:"deadline_rule,omitempty"`
+	IndexMean    float64 `json:"index_mean"`
+	IndexP1      float64 `json:"index_p1"`
+	IndexP5      float64 `json:"index_p5"`
+	IndexP50     float64 `json:"index_p50"`
 	// FractionAbove90 is the fraction of requests with index >= 0.9.
 	FractionAbove90 float64 `json:"fraction_ge_0_9"`
 }

@@ -89,8 +89,8 @@ func TestStallsAbsoluteAndRelative(t *testing.T) {
 		rule string
 	}{
 		{"absolute", Options{StallThreshold: 100 * time.Millisecond}, "absolute"},
-		// Median chunk gap is 20ms; 5x gives 100ms.
-		{"relative", Options{}, "5x median chunk ITL"},
+		// Median TPOT is 20ms (the clean request's); 5x gives 100ms.
+		{"relative", Options{}, "5x median TPOT (20 ms)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum, err := Summarize(SliceSource{r, clean}, tc.opts)

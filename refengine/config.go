@@ -102,6 +102,17 @@ type Config struct {
 	// TimelineCapacity is how many finished requests' timelines the engine keeps (default
 	// 10000; in-flight ones are always kept).
 	TimelineCapacity int
+
+	// Wire is the wire personality of streamed responses: how the named server frames a
+	// stream (one of Wires; "" is vllm). It changes bytes on the wire, never the timelines.
+	Wire string
+	// ReasoningFraction makes the first floor(ReasoningFraction × output) tokens of every
+	// chat response reasoning, streamed before the answer in the personality's reasoning
+	// field (vLLM's delta.reasoning_content by default; message.reasoning_content when not
+	// streamed); 0 turns reasoning off. They are output tokens like the others (usage counts
+	// them, and reports them in completion_tokens_details.reasoning_tokens where the server
+	// does; the timeline counts them too).
+	ReasoningFraction float64
 }
 
 // resolved is a Config with defaults applied and the performance model built.
@@ -184,6 +195,11 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("refengine: KVTransferBW %g: must be >= 0 bytes/s (0: the GPUs' links)", c.KVTransferBW)
 	case c.HashIDTokens < 0:
 		return nil, fmt.Errorf("refengine: HashIDTokens %d: must be >= 0", c.HashIDTokens)
+	case !(c.ReasoningFraction >= 0 && c.ReasoningFraction < 1):
+		return nil, fmt.Errorf("refengine: ReasoningFraction %g: must be in [0, 1) (0.5 makes half of each answer reasoning)", c.ReasoningFraction)
+	}
+	if _, err := personalityFor(c.Wire); err != nil {
+		return nil, err
 	}
 	reg := c.Profiles
 	if reg == nil {

@@ -23,8 +23,9 @@
 // accepted and ignored. Without max_tokens a completion generates 16 tokens (the OpenAI and vLLM
 // default) and a chat completion Config.DefaultMaxTokens.
 //
-// A streamed response is text/event-stream, one event per engine emission, framed exactly as
-// vLLM does:
+// A streamed response is text/event-stream in the wire personality of Config.Wire (see
+// personality.go: vllm, sglang, llamacpp, tgi, ollama, openai, each framed as that server
+// does, with its source cited). The default, vllm, sends one event per engine emission:
 //
 //	data: {"id":"cmpl-…","object":"text_completion","created":…,"model":"…","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null}]}
 //

@@ -37,6 +37,8 @@ type Engine struct {
 
 	maxLag time.Duration // longest the scheduler has run behind its clock (simulated time)
 
+	wire *personality // how streamed responses are framed
+
 	faultMu sync.Mutex
 	faults  map[string]int64
 }
@@ -55,6 +57,7 @@ func New(cfg Config) (*Engine, error) {
 		sc := NewScaledClock(r.Now, r.TimeScale)
 		e.clock, e.scale = sc, sc.Scale()
 	}
+	e.wire, _ = personalityFor(r.Wire) // validated by resolve
 	e.seed = r.Seed
 	if e.seed == 0 {
 		e.seed = tokenizer.Mix(uint64(r.Now().UnixNano()))

@@ -28,6 +28,9 @@ type Faults struct {
 	SlowHeaders float64 // hold the response headers back for SlowHeadersFor
 	SlowFor     time.Duration
 	EarlyEOS    float64 // stop generating early (finish_reason "stop") unless ignore_eos
+	// ErrorMid ends the stream mid-way with an error object, framed as the wire personality's
+	// server frames one.
+	ErrorMid float64
 	// OverloadQueue > 0 answers 429 to new requests while more than OverloadQueue requests
 	// wait to be scheduled.
 	OverloadQueue int
@@ -61,6 +64,7 @@ var faultKeys = map[string]faultSpec{
 	"no-done":      {prob: func(f *Faults) *float64 { return &f.NoDone }, help: "stream ends without [DONE]"},
 	"slow-headers": {prob: func(f *Faults) *float64 { return &f.SlowHeaders }, dur: func(f *Faults) *time.Duration { return &f.SlowFor }, defDur: time.Second, help: "delay headers, e.g. slow-headers=0.1:2s"},
 	"early-eos":    {prob: func(f *Faults) *float64 { return &f.EarlyEOS }, help: "stop early unless ignore_eos"},
+	"error-mid":    {prob: func(f *Faults) *float64 { return &f.ErrorMid }, help: "an error object mid-stream, in the wire personality's framing"},
 	"overload":     {intValue: func(f *Faults) *int { return &f.OverloadQueue }, help: "429 while more than N requests wait, e.g. overload=64"},
 	"seed":         {seed: true, help: "seed of the fault draws"},
 	"from":         {window: func(f *Faults) *time.Duration { return &f.From }, help: "inject only from this simulated time on, e.g. from=30s"},
@@ -181,6 +185,7 @@ func (f Faults) String() string {
 	add("no-done", f.NoDone, 0)
 	add("slow-headers", f.SlowHeaders, f.SlowFor)
 	add("early-eos", f.EarlyEOS, 0)
+	add("error-mid", f.ErrorMid, 0)
 	if f.OverloadQueue > 0 {
 		parts = append(parts, "overload="+strconv.Itoa(f.OverloadQueue))
 	}
@@ -209,9 +214,12 @@ type faultPlan struct {
 	noDone      bool
 	earlyEOS    bool
 	eosDraw     float64
+	errorMid    bool
 }
 
-func (p *faultPlan) midStream() bool { return p.resetMid || p.stall > 0 || p.malformed || p.badJSON }
+func (p *faultPlan) midStream() bool {
+	return p.resetMid || p.stall > 0 || p.malformed || p.badJSON || p.errorMid
+}
 
 // plan draws the faults of the request with key hash k arriving at simulated offset at.
 func (f *Faults) plan(k uint64, at time.Duration) faultPlan {
@@ -245,6 +253,7 @@ func (f *Faults) plan(k uint64, at time.Duration) faultPlan {
 	p.earlyEOS = hit(f.EarlyEOS, 11)
 	p.midAt = draw(12)
 	p.eosDraw = draw(13)
+	p.errorMid = hit(f.ErrorMid, 14)
 	return p
 }
 

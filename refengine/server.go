@@ -96,6 +96,8 @@ type Info struct {
 	DefaultMaxTokens    int     `json:"default_max_tokens"`
 	TimeScale           float64 `json:"time_scale"`
 	Faults              string  `json:"faults"`
+	Wire                string  `json:"wire"`
+	ReasoningFraction   float64 `json:"reasoning_fraction,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -113,7 +115,7 @@ func (r *resolved) info(scale float64) Info {
 		MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens, PrefixCaching: !r.DisablePrefixCaching,
 		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, Disaggregated: r.Disaggregated,
 		KVTransferBW: r.KVTransferBW, HashIDTokens: r.HashIDTokens, DefaultMaxTokens: r.DefaultMaxTokens,
-		TimeScale: scale, Faults: r.Faults.String(),
+		TimeScale: scale, Faults: r.Faults.String(), Wire: wireName(r.Wire), ReasoningFraction: r.ReasoningFraction,
 	}
 }
 
@@ -244,96 +246,16 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 			return
 		}
 	}
-	created := e.cfg.Now().Unix()
-	h := w.Header()
-	h.Set("X-Request-Id", key)
-	var pend []pendingEmit
-	var text []byte
+	w.Header().Set("X-Request-Id", key)
+	g := &generation{req: req, chat: chat, respID: respID, base: base, created: e.cfg.Now().Unix(), s: s, st: st, plan: &plan}
+	if chat {
+		g.reasoning = int(e.cfg.ReasoningFraction * float64(s.target))
+	}
 	if !req.stream {
-		total, reason := 0, ""
-		for reason == "" {
-			if !e.wait(ctx, st) {
-				return
-			}
-			pend = st.take(pend)
-			for _, p := range pend {
-				text = appendOutput(text, base, p.start, p.n)
-				total = p.start + p.n
-				if p.final {
-					reason = p.reason
-				}
-			}
-		}
-		finished = true
-		h.Set("Content-Type", "application/json")
-		w.Write(appendFullResponse(nil, chat, respID, created, req.model, text, reason, req.promptTokens, total))
+		finished = e.writeWhole(ctx, w, g)
 		return
 	}
-
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := newChunkEncoder(chat, respID, created, req.model, req.promptTokens)
-	usage := func(n int) int {
-		if req.continuousUsage {
-			return n
-		}
-		return -1
-	}
-	buf := make([]byte, 0, 1024)
-	// Headers go out at once (as uvicorn does for vLLM's streaming responses); the chat role
-	// chunk goes out with the first token, as vLLM sends it on the first engine output.
-	rc.Flush()
-	roleSent := !chat
-	threshold := max(1, int(plan.midAt*float64(s.target)))
-	midDone := !plan.midStream()
-	sent := 0
-	for {
-		if !e.wait(ctx, st) {
-			return
-		}
-		pend = st.take(pend)
-		for _, p := range pend {
-			completion := p.start + p.n
-			if !midDone && sent > 0 && completion >= threshold {
-				midDone = true
-				if !e.injectMid(ctx, w, rc, &plan, respID, s) {
-					return
-				}
-			}
-			if !roleSent {
-				roleSent = true
-				w.Write(enc.appendEvent(buf[:0], nil, true, "", usage(0)))
-			}
-			text = appendOutput(text[:0], base, p.start, p.n)
-			finish := ""
-			if p.final {
-				finish = p.reason
-			}
-			buf = enc.appendEvent(buf[:0], text, false, finish, usage(completion))
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			sent++
-			if p.final {
-				finished = true
-				if req.includeUsage {
-					w.Write(enc.appendUsageEvent(buf[:0], completion))
-				}
-				if plan.noDone {
-					e.faultCount("no-done")
-				} else {
-					io.WriteString(w, doneEvent)
-				}
-				rc.Flush()
-				e.noteSent(s, sent)
-				return
-			}
-		}
-		rc.Flush()
-		e.noteSent(s, sent)
-	}
+	finished = e.writeStream(ctx, w, g)
 }
 
 // injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.

@@ -4,21 +4,8 @@ import (
 	"strconv"
 )
 
-// chunkEncoder writes the JSON of OpenAI-compatible responses in vLLM's field order, by hand
-// (no reflection, no per-chunk maps).
-type chunkEncoder struct {
-	chat         bool
-	head         []byte // {"id":…,"object":…,"created":…,"model":…,"choices":[
-	promptTokens int
-}
-
-func newChunkEncoder(chat bool, id string, created int64, model string, promptTokens int) *chunkEncoder {
-	obj := "text_completion"
-	if chat {
-		obj = "chat.completion.chunk"
-	}
-	return &chunkEncoder{chat: chat, promptTokens: promptTokens, head: appendHead(nil, id, obj, created, model)}
-}
+// The JSON of OpenAI-compatible responses is written by hand in vLLM's field order (no
+// reflection, no per-chunk maps); personality.go frames streamed chunks per wire personality.
 
 func appendHead(b []byte, id, object string, created int64, model string) []byte {
 	b = append(b, `{"id":`...)
@@ -40,56 +27,6 @@ func appendUsage(b []byte, prompt, completion int) []byte {
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
 	return append(b, '}')
-}
-
-// appendEvent appends one SSE event "data: <json>\n\n" carrying text. role marks the first chat
-// chunk (delta.role "assistant", empty content); finish is "" until the last chunk; usage < 0
-// omits the usage field, otherwise it is the completion token count so far.
-func (c *chunkEncoder) appendEvent(b []byte, text []byte, role bool, finish string, usage int) []byte {
-	b = append(b, "data: "...)
-	b = append(b, c.head...)
-	b = append(b, `{"index":0,`...)
-	if c.chat {
-		b = append(b, `"delta":{`...)
-		if role {
-			b = append(b, `"role":"assistant","content":""`...)
-		} else {
-			b = append(b, `"content":`...)
-			b = appendJSONBytes(b, text)
-		}
-		b = append(b, `},"logprobs":null,"finish_reason":`...)
-		if finish == "" {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONString(b, finish)
-			b = append(b, `,"stop_reason":null`...)
-		}
-	} else {
-		b = append(b, `"text":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
-		if finish == "" {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONString(b, finish)
-		}
-		b = append(b, `,"stop_reason":null`...)
-	}
-	b = append(b, "}]"...)
-	if usage >= 0 {
-		b = append(b, `,"usage":`...)
-		b = appendUsage(b, c.promptTokens, usage)
-	}
-	return append(b, "}\n\n"...)
-}
-
-// appendUsageEvent appends the final usage chunk (choices empty) sent with include_usage.
-func (c *chunkEncoder) appendUsageEvent(b []byte, completion int) []byte {
-	b = append(b, "data: "...)
-	b = append(b, c.head...)
-	b = append(b, `],"usage":`...)
-	b = appendUsage(b, c.promptTokens, completion)
-	return append(b, "}\n\n"...)
 }
 
 const doneEvent = "data: [DONE]\n\n"

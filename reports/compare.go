@@ -162,8 +162,8 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			}
 			rules = append(rules, m.Threshold+" "+state)
 		}
-		e.printf("%-31s%8s%8s%10s%9s  %-20s%s\n", clip(termSafe(metricLabel(m)), 30), fmtUnit(m.Base, m.Unit),
-			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ciPct(m), v)
+		e.printf("%-31s%s%s%s%s  %-20s%s\n", clip(termSafe(metricLabel(m)), 30), col(8, fmtUnit(m.Base, m.Unit)),
+			col(8, fmtUnit(m.Cand, m.Unit)), col(10, fmtSignedUnit(m.Delta, m.Unit)), col(9, deltaPctText(m)), ciPct(m), v)
 	}
 	if len(rules) > 0 {
 		e.printf("\n")

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -210,4 +211,15 @@ var distStats = []distStat{
 	{"p99", "p99", func(d metrics.Dist) float64 { return d.P99 }},
 	{"p999", "p99.9", func(d metrics.Dist) float64 { return d.P999 }},
 	{"max", "max", func(d metrics.Dist) float64 { return d.Max }},
+}
+
+// col right-aligns s in a column of width runes, as %*s does, but never lets it touch the
+// column before: a value as wide as the column or wider (a count of 10⁷, a latency of 10⁶ ms)
+// gets one leading space and pushes the rest of the row right instead of running together.
+func col(width int, s string) string {
+	n := utf8.RuneCountInString(s)
+	if n >= width {
+		return " " + s
+	}
+	return strings.Repeat(" ", width-n) + s
 }

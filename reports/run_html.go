@@ -295,6 +295,12 @@ func throughputSection(s *metrics.Summary) section {
 	for _, k := range sortedKeys(q.TokenSource) {
 		tp.add(txt("requests counted by "+k), txt(fmtInt(int64(q.TokenSource[k]))))
 	}
+	for _, k := range sortedKeys(q.TokenAttribution) {
+		tp.add(txt("requests split per chunk by "+k), txt(fmtInt(int64(q.TokenAttribution[k]))))
+	}
+	if q.UsageRejected > 0 {
+		tp.add(txt("requests whose server usage was rejected"), txt(fmtInt(int64(q.UsageRejected))))
+	}
 	tp.add(txt("client vs server token mismatch"), txt(fmtPct(q.TokenMismatch)))
 
 	gp := &table{Caption: "Goodput", Numeric: true}

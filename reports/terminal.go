@@ -73,22 +73,25 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 
 	e.printf("%-14s", "Latency (ms)")
 	for _, st := range distStats {
-		e.printf("%9s", st.Label)
+		e.printf("%s", col(9, st.Label))
 	}
-	e.printf("%10s\n", "count")
+	e.printf("%s\n", col(10, "count"))
 	for _, row := range latencyRows(s.Latency) {
 		if row.Key == "normalized" {
 			continue
 		}
 		e.printf("%-14s", row.Label)
 		for _, st := range distStats {
-			e.printf("%9s", fmtDistMs(row.D, st.Get(row.D)))
+			e.printf("%s", col(9, fmtDistMs(row.D, st.Get(row.D))))
 		}
-		e.printf("%10s\n", fmtInt(row.D.Count))
+		e.printf("%s\n", col(10, fmtInt(row.D.Count)))
 	}
 	e.printf("\n")
 	e.field("Stalls", stallsLine(s.Stalls))
 	e.field("Fluidity", fluidityLine(s.Fluidity))
+	if s.Reasoning != nil {
+		e.field("Reasoning", reasoningLine(s.Reasoning))
+	}
 	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
 	e.field("Client", clientLine(s.Client))
 	if s.TokensPerChunk.Count > 0 {
@@ -107,11 +110,11 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 			if c == nil {
 				continue
 			}
-			e.printf("%-18s%9s%8s%9s%10s%10s%10s%10s%9s\n", clip(termSafe(name), 17),
-				fmtInt(int64(c.Requests.Total)), fmtInt(int64(c.Requests.Failed)),
-				fmtRate(c.Throughput.RequestsPerS), fmtDistMs(c.Latency.TTFT, c.Latency.TTFT.P99),
-				fmtDistMs(c.Latency.TPOT, c.Latency.TPOT.P99), fmtDistMs(c.Latency.ITL, c.Latency.ITL.P99),
-				fmtDistMs(c.Latency.E2E, c.Latency.E2E.P99), goodputCell(c.Goodput))
+			e.printf("%-18s%s%s%s%s%s%s%s%s\n", clip(termSafe(name), 17),
+				col(9, fmtInt(int64(c.Requests.Total))), col(8, fmtInt(int64(c.Requests.Failed))),
+				col(9, fmtRate(c.Throughput.RequestsPerS)), col(10, fmtDistMs(c.Latency.TTFT, c.Latency.TTFT.P99)),
+				col(10, fmtDistMs(c.Latency.TPOT, c.Latency.TPOT.P99)), col(10, fmtDistMs(c.Latency.ITL, c.Latency.ITL.P99)),
+				col(10, fmtDistMs(c.Latency.E2E, c.Latency.E2E.P99)), col(9, goodputCell(c.Goodput)))
 		}
 	}
 	if len(s.Warnings) > 0 {
@@ -166,6 +169,16 @@ func tokensLine(q metrics.Requests) string {
 		}
 		s += " · counted by " + strings.Join(src, ", ")
 	}
+	if len(q.TokenAttribution) > 0 {
+		var src []string
+		for _, k := range sortedKeys(q.TokenAttribution) {
+			src = append(src, k+" "+fmtInt(int64(q.TokenAttribution[k])))
+		}
+		s += " · per chunk by " + strings.Join(src, ", ")
+	}
+	if q.UsageRejected > 0 {
+		s += " · usage rejected " + fmtInt(int64(q.UsageRejected))
+	}
 	return s + " · server mismatch " + fmtPct(q.TokenMismatch)
 }
 
@@ -179,10 +192,21 @@ func stallsLine(st metrics.Stalls) string {
 		fmtPct(st.RequestFraction), fmtPct(st.StalledTimeFraction))
 }
 
+func reasoningLine(r *metrics.Reasoning) string {
+	return fmt.Sprintf("%s requests · %s reasoning / %s answer tokens · time to first answer token p50 %s ms, p99 %s ms · ITL p50 reasoning %s ms, answer %s ms",
+		fmtInt(int64(r.Requests)), fmtInt(r.ReasoningTokens), fmtInt(r.AnswerTokens),
+		fmtDistMs(r.TTFAT, r.TTFAT.P50), fmtDistMs(r.TTFAT, r.TTFAT.P99),
+		fmtDistMs(r.ITLReasoning, r.ITLReasoning.P50), fmtDistMs(r.ITLAnswer, r.ITLAnswer.P50))
+}
+
 func fluidityLine(f metrics.Fluidity) string {
-	return fmt.Sprintf("mean %s, p1 %s, p5 %s, p50 %s; %s ≥ 0.9 (deadlines: TTFT %s ms, TBT %s ms)",
+	rule := ""
+	if f.DeadlineRule != "" {
+		rule = ", " + f.DeadlineRule
+	}
+	return fmt.Sprintf("mean %s, p1 %s, p5 %s, p50 %s; %s ≥ 0.9 (deadlines: TTFT %s ms, TBT %s ms%s)",
 		fmtFixed(f.IndexMean, 3), fmtFixed(f.IndexP1, 3), fmtFixed(f.IndexP5, 3), fmtFixed(f.IndexP50, 3),
-		fmtPct(f.FractionAbove90), fmtShort(f.TTFTDeadlineMs), fmtShort(f.TBTDeadlineMs))
+		fmtPct(f.FractionAbove90), fmtShort(f.TTFTDeadlineMs), fmtShort(f.TBTDeadlineMs), rule)
 }
 
 func goodputLine(g metrics.Goodput, total int) string {

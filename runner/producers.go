@@ -71,6 +71,9 @@ func scaleRecordTimes(r *metrics.Record, f float64) {
 	r.Sent = s(r.Sent)
 	r.Headers = s(r.Headers)
 	r.FirstToken = s(r.FirstToken)
+	if r.FirstAnswer != 0 {
+		r.FirstAnswer = s(r.FirstAnswer)
+	}
 	r.End = s(r.End)
 	for i := range r.Chunks {
 		r.Chunks[i].T = s(r.Chunks[i].T)

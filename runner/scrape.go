@@ -34,11 +34,15 @@ type ServerSamples struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// metric names per field, in preference order: vLLM (v1 and older), SGLang, TGI.
+// metric names per field, in preference order: vLLM (v1 and older), SGLang
+// (python/sglang/srt/metrics/collector.py), TGI (router/src/server.rs, tgi_* gauges) and
+// llama.cpp server with --metrics (tools/server/README.md, "GET /metrics":
+// requests_processing and requests_deferred; kv_cache_usage_ratio only in older builds).
+// Ollama exports no Prometheus metrics.
 var scrapeNames = map[string][]string{
-	"running":     {"vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size"},
-	"waiting":     {"vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"},
-	"kv":          {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"},
+	"running":     {"vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size", "llamacpp:requests_processing"},
+	"waiting":     {"vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size", "llamacpp:requests_deferred"},
+	"kv":          {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "llamacpp:kv_cache_usage_ratio"},
 	"preemptions": {"vllm:num_preemptions_total", "vllm:num_preemptions", "sglang:num_retracted_reqs"},
 }
 

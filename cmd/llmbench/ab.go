@@ -218,7 +218,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		return runner.Arm{}, nil, err
 	}
 	if endpoint != "" {
-		config = runner.FetchServerConfig(ctx, endpoint, t.APIKey)
+		config = runner.FetchServerConfig(ctx, endpoint, t.APIKey, t.Model)
 	}
 	lo, err := o.load.options(t, tok)
 	if err != nil {

@@ -36,13 +36,15 @@ type engineFlags struct {
 	seed                uint64
 	disaggregated       bool
 	kvTransferGBps      float64
+	wire                string
+	reasoning           float64
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
 	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "faults", "served-model-name",
-	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps"}
+	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning"}
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
@@ -62,11 +64,13 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.IntVar(&f.specK, "spec-k", 0, "reference engine: speculative decoding draft length k (0: off)")
 	fs.Float64Var(&f.specAlpha, "spec-alpha", 0, "reference engine: per-token draft acceptance probability (default 0.8 when --spec-k > 0)")
 	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
-	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, overload=N, seed=N, from=D, until=D)")
+	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
+	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see README)")
+	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
 	return f
 }
@@ -112,6 +116,7 @@ func (f *engineFlags) config() (refengine.Config, error) {
 		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK, SpecAlpha: f.specAlpha,
 		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: f.seed,
 		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
+		Wire: f.wire, ReasoningFraction: f.reasoning,
 	}
 	if f.kvTransferGBps != 0 && !f.disaggregated {
 		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")

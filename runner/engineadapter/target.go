@@ -1,11 +1,13 @@
 package engineadapter
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/runner"
 )
 
 // TargetOptions say what a run replays against: an endpoint, or (Endpoint "") the embedded
@@ -46,6 +48,11 @@ func OpenTarget(o TargetOptions) (loadgen.Target, metrics.RunInfo, func(), error
 		}
 		t, err := o.Target(o.Endpoint, o.Model)
 		info.Model = t.Model
+		if err == nil {
+			// The server's own configuration (speculative settings, dtype, batch limits) goes
+			// into the run facts, so that compare lists the differences between runs.
+			info.Engine = runner.FetchServerConfig(context.Background(), o.Endpoint, t.APIKey, t.Model)
+		}
 		return t, info, func() {}, err
 	}
 	cfg, err := o.Engine()

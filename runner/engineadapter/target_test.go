@@ -30,7 +30,7 @@ func TestOpenTargetEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeFn()
-	if tgt.URL != o.Endpoint || info.Model != "m" || info.Endpoint != o.Info.Endpoint || info.Mode != "open-loop" || info.Engine != nil {
+	if tgt.URL != o.Endpoint || info.Model != "m" || info.Endpoint != o.Info.Endpoint || info.Mode != "open-loop" || len(info.Engine) != 0 {
 		t.Errorf("target %+v info %+v", tgt, info)
 	}
 	for _, c := range []struct {

@@ -1,0 +1,340 @@
+package loadgen
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/tokenizer"
+)
+
+// Token accounting of one response. The rules (see the package doc):
+//
+//   - The server's usage is the token count whenever the response reports one anywhere: a
+//     final chunk with empty choices, usage on the last chunk that still has a choice,
+//     cumulative per-chunk usage, or a non-streaming body. The last completion_tokens
+//     reported is the output total, prompt_tokens the input total.
+//   - Per-chunk attribution: from the per-chunk usage deltas when every content chunk had one
+//     and they sum to the total; else the tokenizer's counts rescaled to the total; else the
+//     total spread evenly. Rescaling uses the largest-remainder rule, so the chunks sum to the
+//     total exactly. Without server usage, the tokenizer's counts (at least one per chunk),
+//     else one per chunk.
+//   - A usage count that is not a plausible token count is rejected (the whole usage of the
+//     response is then ignored, Record.UsageRejected says why): negative, fractional, above
+//     MaxUsageCount, not a number, or completion_tokens above max_tokens plus usageMargin.
+//   - The client's own tokenizer count is kept in Record.ClientOutputTokens, so a summary can
+//     compare it with the server's.
+
+// usageMargin is how far completion_tokens may exceed max_tokens before the usage is
+// rejected: 16 tokens plus a quarter, which covers servers that count an end-of-sequence or
+// template token and is far below the orders of magnitude of a broken counter.
+func usageMargin(maxTokens int) int64 { return 16 + int64(maxTokens)/4 }
+
+// countBufs pools the per-chunk scratch of counters.
+var countBufs = sync.Pool{New: func() any { return new(countScratch) }}
+
+type countScratch struct {
+	own []int32 // each content chunk's own count
+	idx []int32 // rescaling order
+}
+
+// counter accumulates one response's token accounting.
+type counter struct {
+	c    *client
+	rec  *metrics.Record
+	hash uint64
+	out  []byte
+	keep bool
+
+	scratch   *countScratch
+	prevCT    int64 // largest cumulative completion_tokens seen
+	lastCT    int64 // last completion_tokens seen (-1: none)
+	serverIn  int64
+	serverRsn int64 // reasoning_tokens (-1: none)
+	rejected  string
+	pending   int64 // usage tokens from chunks without text, owed to the next content chunk
+	byUsage   int   // content chunks that carried a usage delta
+	ownSum    int64
+	answer    bool // a chunk of the answer has arrived
+	textSeen  bool
+	unknown   bool // no count at all (non-streaming, no usage, no tokenizer)
+	whole     bool // a non-streaming body (onWhole)
+	started   bool
+}
+
+func (n *counter) init() {
+	if !n.started {
+		n.started = true
+		n.lastCT, n.serverIn, n.serverRsn = -1, -1, -1
+	}
+}
+
+// noteUsage takes the usage of one parsed object; it returns the completion_tokens delta
+// over the previous report (-1 when the object reported none).
+func (n *counter) noteUsage(f *chunkFields) int64 {
+	if f.usageBad != "" && n.rejected == "" {
+		n.rejected = f.usageBad
+	}
+	if !f.usage {
+		return -1
+	}
+	if f.promptTokens >= 0 {
+		n.serverIn = f.promptTokens
+	}
+	if f.reasoningTokens >= 0 {
+		n.serverRsn = f.reasoningTokens
+	}
+	if f.completionTokens < 0 {
+		return -1
+	}
+	n.lastCT = f.completionTokens
+	delta := max(f.completionTokens-n.prevCT, 0) // a server count going back adds nothing
+	n.prevCT = max(n.prevCT, f.completionTokens)
+	return delta
+}
+
+// own is the client's count of one chunk's text: the tokenizer's (at least one), else one.
+func (n *counter) own(text []byte) int64 {
+	if n.c.tok == nil || len(text) == 0 {
+		return 1
+	}
+	return max(int64(tokenizer.CountChunk(n.c.tok, unsafe.String(&text[0], len(text)))), 1)
+}
+
+// onChunk accounts one parsed event that arrived at t.
+func (n *counter) onChunk(f *chunkFields, t int64) {
+	n.init()
+	rec := n.rec
+	if f.id != nil && rec.ResponseID == "" {
+		rec.ResponseID = string(f.id)
+	}
+	delta := n.noteUsage(f)
+	if len(f.text) == 0 {
+		// A role prelude, a finish marker or the final usage chunk: tokens it reports
+		// belong to content chunks.
+		if delta > 0 {
+			n.pending += delta
+		}
+		return
+	}
+	if n.scratch == nil {
+		n.scratch = countBufs.Get().(*countScratch)
+		n.scratch.own = n.scratch.own[:0]
+	}
+	own := min(n.own(f.text), maxChunkTokens)
+	n.scratch.own = append(n.scratch.own, int32(own))
+	n.ownSum += own
+	tokens := own
+	if delta >= 0 {
+		tokens = min(delta+n.pending, maxChunkTokens)
+		n.pending = 0
+		n.byUsage++
+	}
+	if !n.textSeen {
+		n.textSeen = true
+		rec.FirstToken = t
+	}
+	switch {
+	case f.answer:
+		if !n.answer {
+			n.answer = true
+			rec.FirstAnswer = t
+		}
+	case f.reasoningBytes > 0 && !n.answer:
+		rec.ReasoningChunks++
+	}
+	n.hash = fnvAdd(n.hash, f.text)
+	if n.keep {
+		n.out = append(n.out, f.text...)
+	}
+	rec.Chunks = append(rec.Chunks, metrics.Chunk{T: t, Tokens: int32(tokens)})
+}
+
+// onWhole accounts a non-streaming response.
+func (n *counter) onWhole(f *chunkFields) {
+	n.init()
+	n.whole = true
+	rec := n.rec
+	if f.id != nil {
+		rec.ResponseID = string(f.id)
+	}
+	n.noteUsage(f)
+	if len(f.text) == 0 {
+		return
+	}
+	n.textSeen = true
+	n.answer = f.answer
+	n.hash = fnvAdd(n.hash, f.text)
+	if n.keep {
+		n.out = append(n.out, f.text...)
+	}
+	if n.c.tok != nil {
+		n.ownSum = int64(tokenizer.CountChunk(n.c.tok, string(f.text)))
+	} else {
+		n.unknown = true
+	}
+}
+
+// serverTotals validates the usage seen and returns the output total (-1: none usable).
+func (n *counter) serverTotals() int64 {
+	rec := n.rec
+	total := n.lastCT
+	if n.rejected == "" && total >= 0 && rec.RequestedTokens > 0 {
+		if lim := int64(rec.RequestedTokens) + usageMargin(rec.RequestedTokens); total > lim {
+			n.rejected = fmt.Sprintf("usage.completion_tokens %d exceeds max_tokens %d plus a margin of %d", total, rec.RequestedTokens, usageMargin(rec.RequestedTokens))
+		}
+	}
+	if n.rejected == "" && n.serverRsn > total && total >= 0 {
+		n.rejected = fmt.Sprintf("usage reasoning_tokens %d exceeds completion_tokens %d", n.serverRsn, total)
+	}
+	if n.rejected != "" {
+		rec.UsageRejected = metrics.TruncateError(n.rejected)
+		rec.ServerInputTokens, rec.ServerOutputTokens = -1, -1
+		n.serverRsn = -1
+		return -1
+	}
+	rec.ServerInputTokens, rec.ServerOutputTokens = int(n.serverIn), int(total)
+	return total
+}
+
+// finish settles the counts once the response is complete or has failed.
+func (n *counter) finish() {
+	n.init()
+	rec := n.rec
+	total := n.serverTotals()
+	chunks := rec.Chunks
+	var own []int32
+	if n.scratch != nil {
+		own = n.scratch.own
+	}
+	switch {
+	case len(chunks) == 0 && !n.whole:
+		// A stream without content: no chunk carries the tokens a server may claim (the
+		// request fails as empty).
+		rec.OutputTokens = 0
+	case len(chunks) == 0:
+		// A non-streaming body.
+		switch {
+		case total >= 0:
+			rec.OutputTokens = int(total)
+		case !n.unknown:
+			rec.OutputTokens = int(n.ownSum)
+		}
+	case total >= 0 && n.byUsage == len(chunks) && n.deltaSum()+n.pending == total:
+		last := &chunks[len(chunks)-1]
+		last.Tokens += int32(n.pending)
+		n.pending = 0
+		rec.OutputTokens = int(total)
+		rec.TokenAttribution = metrics.TokensFromUsage
+	case total >= 0:
+		rec.TokenAttribution = metrics.TokensEven
+		if n.c.tok != nil {
+			rec.TokenAttribution = metrics.TokensFromTokenizer
+		} else {
+			for i := range own {
+				own[i] = 1
+			}
+		}
+		n.rescale(chunks, own, total)
+		rec.OutputTokens = int(total)
+	default:
+		for i := range chunks {
+			chunks[i].Tokens = own[i]
+		}
+		rec.OutputTokens = int(n.ownSum)
+		rec.TokenAttribution = metrics.TokensFromChunks
+		if n.c.tok != nil {
+			rec.TokenAttribution = metrics.TokensFromTokenizer
+		}
+	}
+	switch {
+	case total >= 0:
+		rec.TokenSource = metrics.TokensFromUsage
+	case n.c.tok != nil:
+		rec.TokenSource = metrics.TokensFromTokenizer
+	default:
+		rec.TokenSource = metrics.TokensFromChunks
+	}
+	if n.c.tok != nil && n.textSeen {
+		rec.ClientOutputTokens = int(n.ownSum)
+	}
+	if total >= 0 {
+		n.unknown = false
+	}
+	switch {
+	case n.serverRsn >= 0:
+		rec.ReasoningTokens = int(n.serverRsn)
+	default:
+		sum := 0
+		for _, c := range chunks[:min(rec.ReasoningChunks, len(chunks))] {
+			sum += int(c.Tokens)
+		}
+		rec.ReasoningTokens = sum
+	}
+	if n.textSeen {
+		rec.OutputHash = hashString(n.hash)
+	}
+	if len(n.c.secrets) > 0 && rec.ResponseID != "" {
+		rec.ResponseID = n.c.scrub(rec.ResponseID)
+	}
+	if n.scratch != nil {
+		countBufs.Put(n.scratch)
+		n.scratch = nil
+	}
+}
+
+// deltaSum is the sum of the chunks' usage deltas (valid when every chunk had one).
+func (n *counter) deltaSum() int64 {
+	var s int64
+	for _, c := range n.rec.Chunks {
+		s += int64(c.Tokens)
+	}
+	return s
+}
+
+// rescale sets the chunks' counts to weights scaled to total by the largest-remainder rule:
+// each chunk gets floor(total*w/W), and the tokens left over go one each to the chunks with
+// the largest remainders (earlier chunks first among equals), so the counts sum to total.
+func (n *counter) rescale(chunks []metrics.Chunk, weights []int32, total int64) {
+	var w int64
+	for _, x := range weights {
+		w += int64(x)
+	}
+	if w <= 0 {
+		return
+	}
+	left := total
+	for i, x := range weights {
+		q := total * int64(x) / w
+		chunks[i].Tokens = int32(q)
+		left -= q
+	}
+	if left == 0 {
+		return
+	}
+	idx := n.scratch.idx[:0]
+	for i := range weights {
+		idx = append(idx, int32(i))
+	}
+	rem := func(i int32) int64 { return total * int64(weights[i]) % w }
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(rem(b), rem(a)) })
+	for _, i := range idx[:left] {
+		chunks[i].Tokens++
+	}
+	n.scratch.idx = idx
+}
+
+// complete applies the checks of a response that ended normally.
+func (n *counter) complete() {
+	rec := n.rec
+	switch {
+	case !n.textSeen:
+		n.c.fail(rec, metrics.FailEmpty, "the response carried no generated text")
+	case n.c.ext.ignoreEOS && !n.unknown && rec.TokenSource != metrics.TokensFromChunks && rec.OutputTokens < rec.RequestedTokens:
+		// (One per chunk is only a lower bound: a chunk may carry several tokens.)
+		n.c.fail(rec, metrics.FailShortOutput, fmt.Sprintf("%d output tokens, %d requested with ignore_eos", rec.OutputTokens, rec.RequestedTokens))
+	}
+}

@@ -1,0 +1,150 @@
+package metrics
+
+import "fmt"
+
+// Token provenance of the records: where totals and per-chunk counts came from, and how the
+// client's own count compares with the server's.
+
+// wireGroup is a group's provenance and reasoning state beyond Requests.
+type wireGroup struct {
+	rejectExample string // the first UsageRejected reason seen
+
+	// Reasoning requests (Record.ReasoningTokens or ReasoningChunks > 0).
+	reasoningReqs                  int
+	reasoningTokens, answerTokens  int64
+	ttfat, itlReasoning, itlAnswer *hist
+}
+
+// Reasoning summarizes the successful requests whose output began with reasoning (a
+// reasoning model's thinking, streamed as reasoning_content/reasoning deltas or reported in
+// usage.completion_tokens_details.reasoning_tokens). Reasoning tokens are output tokens:
+// throughput, TPOT and cost count them once, in Requests.OutputTokens.
+type Reasoning struct {
+	Requests        int   `json:"requests"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+	AnswerTokens    int64 `json:"answer_tokens"`
+	// TTFAT is the time to the first answer token (content, text or a tool call), from the
+	// intended send time like TTFT; TTFT itself is the first generated token of any kind.
+	TTFAT Dist `json:"ttfat"`
+	// ITLReasoning / ITLAnswer are per-token ITL within each phase: a chunk's gap belongs to
+	// the phase of the chunk it leads to (the first answer chunk's gap is the answer's).
+	ITLReasoning Dist `json:"itl_reasoning"`
+	ITLAnswer    Dist `json:"itl_answer"`
+}
+
+// addReasoning accumulates a successful reasoning record into g.
+func (w *wireGroup) addReasoning(r *Record) {
+	if r.ReasoningTokens <= 0 && r.ReasoningChunks <= 0 {
+		return
+	}
+	if w.ttfat == nil {
+		w.ttfat, w.itlReasoning, w.itlAnswer = newHist(), newHist(), newHist()
+	}
+	w.reasoningReqs++
+	rt := int64(min(r.ReasoningTokens, r.OutputTokens))
+	w.reasoningTokens += rt
+	w.answerTokens += int64(r.OutputTokens) - rt
+	if r.FirstAnswer > 0 {
+		w.ttfat.recordNs(r.FirstAnswer - r.Intended)
+	}
+	split := min(r.ReasoningChunks, len(r.Chunks))
+	for i, c := range r.Chunks {
+		h := w.itlAnswer
+		if i < split {
+			h = w.itlReasoning
+		}
+		if i > 0 {
+			h.recordNs(c.T - r.Chunks[i-1].T)
+		}
+		h.recordValues(0, chunkTokens(c)-1)
+	}
+}
+
+// reasoning is the group's Reasoning block, nil without reasoning requests.
+func (w *wireGroup) reasoning() *Reasoning {
+	if w.reasoningReqs == 0 {
+		return nil
+	}
+	return &Reasoning{
+		Requests: w.reasoningReqs, ReasoningTokens: w.reasoningTokens, AnswerTokens: w.answerTokens,
+		TTFAT: w.ttfat.dist(scaleMicrosToMs), ITLReasoning: w.itlReasoning.dist(scaleMicrosToMs),
+		ITLAnswer: w.itlAnswer.dist(scaleMicrosToMs),
+	}
+}
+
+// encodeReasoning adds the reasoning histograms to dst ("ttfat", "itl_reasoning",
+// "itl_answer"), mergeable like the others.
+func (w *wireGroup) encodeReasoning(dst map[string]string, prefix string) error {
+	if w.reasoningReqs == 0 {
+		return nil
+	}
+	for name, h := range map[string]*hist{"ttfat": w.ttfat, "itl_reasoning": w.itlReasoning, "itl_answer": w.itlAnswer} {
+		if h.count() == 0 {
+			continue
+		}
+		enc, err := h.encode()
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", prefix, name, err)
+		}
+		dst[prefix+name] = enc
+	}
+	return nil
+}
+
+// clientCount is the client's own count of r's output, for comparison with the server's:
+// the tokenizer's count; in records written before ClientOutputTokens existed (no
+// TokenAttribution either), OutputTokens, as those records were compared. A record counted
+// from server usage without a tokenizer has no count of its own.
+func clientCount(r *Record) (int, bool) {
+	switch {
+	case r.ClientOutputTokens > 0:
+		return r.ClientOutputTokens, true
+	case r.TokenAttribution == "" && r.OutputTokens > 0:
+		return r.OutputTokens, true
+	}
+	return 0, false
+}
+
+// addProvenance counts a successful record's token provenance into g.
+func (s *summarizer) addProvenance(g *group, r *Record) {
+	if r.ServerOutputTokens > 0 {
+		if own, ok := clientCount(r); ok {
+			g.req.TokenCompared++
+			if own != r.ServerOutputTokens {
+				g.mismatch++
+			}
+		}
+	}
+	if r.TokenAttribution != "" {
+		if g.req.TokenAttribution == nil {
+			g.req.TokenAttribution = map[string]int{}
+		}
+		g.req.TokenAttribution[r.TokenAttribution]++
+	}
+	g.wire.addReasoning(r)
+	if r.UsageRejected != "" {
+		g.req.UsageRejected++
+		if g.wire.rejectExample == "" {
+			g.wire.rejectExample = r.UsageRejected
+		}
+	}
+}
+
+// mergeProvenance adds part's provenance counts to out.
+func mergeProvenance(out *Requests, part Requests) {
+	if len(part.TokenAttribution) > 0 {
+		if out.TokenAttribution == nil {
+			out.TokenAttribution = map[string]int{}
+		}
+		addCounts(out.TokenAttribution, part.TokenAttribution)
+	}
+	out.UsageRejected += part.UsageRejected
+}
+
+func (s *summarizer) usageRejectedWarning(r Requests) []string {
+	if r.UsageRejected == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("token counts: the server's usage of %d requests is not a plausible token count and was not used for counting (the client's own count was); first: %s",
+		r.UsageRejected, s.head.wire.rejectExample)}
+}
