@@ -19,6 +19,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/llmbench/llmbench/internal/redact"
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
@@ -32,6 +34,8 @@ var (
 	errTimeoutTotal   = errors.New("request longer than the total timeout")
 	errInterrupted    = errors.New("canceled: run interrupted and the grace period ended")
 	errDrain          = errors.New("the server kept the response open after [DONE]")
+	errRedirectLoop   = errors.New("redirect loop: stopped after 10 redirects")
+	errRedirectHost   = errors.New("redirect to another host not followed (the custom headers and API key are for the target's host only)")
 )
 
 // maxErrorBody bounds how much of an error response is read; maxJSONBody a non-streaming
@@ -42,6 +46,11 @@ const (
 	readerSize   = 8 << 10
 	drainLimit   = 64 << 10
 	drainTimeout = time.Second
+	// maxResponseID bounds the response id kept in a record.
+	maxResponseID = 128
+	// maxRawID is how much of a response id is copied before redaction and the cut to
+	// maxResponseID (long enough that no secret straddling it survives the cut).
+	maxRawID = 16 << 10
 )
 
 // client sends requests to one target and turns responses into Records.
@@ -56,7 +65,8 @@ type client struct {
 	tok     tokenizer.Tokenizer
 	clock   Clock
 	start   time.Time
-	secrets []string
+	redact  *redact.Policy
+	maxLine int
 	bufs    sync.Pool // *streamBufs
 }
 
@@ -111,28 +121,32 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		ReadBufferSize:        16 << 10,
 	}
 	c := &client{
-		hc:     &http.Client{Transport: tr},
-		tr:     tr,
-		base:   base,
-		target: t,
-		ext:    ext,
+		hc:      &http.Client{Transport: tr, CheckRedirect: checkRedirect},
+		tr:      tr,
+		base:    base,
+		target:  t,
+		ext:     ext,
+		redact:  redact.New(redact.Target{URL: t.URL, APIKey: t.APIKey, Headers: t.Headers}),
+		maxLine: t.MaxLineBytes,
 	}
-	c.query, c.secrets = urlQuery(t.URL)
-	if t.APIKey != "" {
-		c.secrets = append(c.secrets, t.APIKey)
+	if c.maxLine <= 0 {
+		c.maxLine = DefaultMaxLineBytes
 	}
-	for _, v := range t.Headers {
-		if len(v) >= 4 {
-			c.secrets = append(c.secrets, v)
-		}
-	}
-	if u, err := url.Parse(t.URL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			c.secrets = append(c.secrets, p)
-		}
-	}
+	c.query = urlQuery(t.URL)
 	c.bufs.New = func() any { return &streamBufs{sr: newSSEReader(nil, readerSize)} }
 	return c, nil
+}
+
+// checkRedirect follows a redirect on the target's own host (scheme and host:port), up to 10;
+// a redirect to another host is not followed, since the custom headers would go with it.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errRedirectLoop
+	}
+	if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+		return errRedirectHost
+	}
+	return nil
 }
 
 func (c *client) close() { c.tr.CloseIdleConnections() }
@@ -142,7 +156,7 @@ func (c *client) close() { c.tr.CloseIdleConnections() }
 func normalizeBase(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("target URL %q: want http://host:port or https://host (optionally ending in /v1)", redactURL(raw))
+		return "", fmt.Errorf("target URL %s: want http://host:port or https://host (optionally ending in /v1)", safetext.Quote(redact.URL(raw), 200))
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	s := strings.TrimRight(u.String(), "/")
@@ -151,41 +165,18 @@ func normalizeBase(raw string) (string, error) {
 }
 
 // urlQuery returns the query of the target URL ("?api-version=..." for some hosted APIs), to
-// be appended to every endpoint, and its values, which are treated as secrets.
-func urlQuery(raw string) (string, []string) {
+// be appended to every endpoint. Its values are secrets (see internal/redact).
+func urlQuery(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.RawQuery == "" {
-		return "", nil
+		return ""
 	}
-	var vals []string
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				vals = append(vals, v, url.QueryEscape(v))
-			}
-		}
-	}
-	return "?" + u.RawQuery, vals
+	return "?" + u.RawQuery
 }
 
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i := strings.Index(raw, "@"); i >= 0 {
-			return "<redacted>" + raw[i:]
-		}
-		return raw
-	}
-	u.User = url.User("<redacted>")
-	return u.String()
-}
-
-// scrub removes every secret from a message and truncates it.
+// scrub removes every secret from a message, escapes its control characters and truncates it.
 func (c *client) scrub(msg string) string {
-	for _, s := range c.secrets {
-		msg = strings.ReplaceAll(msg, s, "<redacted>")
-	}
-	return metrics.TruncateError(msg)
+	return metrics.TruncateError(safetext.Escape(c.redact.String(msg), 4*metrics.MaxErrorLen))
 }
 
 func (c *client) header(h http.Header) {
@@ -338,6 +329,11 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		c.httpError(ctx, resp, rec)
 		return ""
 	}
+	if resp.StatusCode == http.StatusNoContent {
+		rec.End = c.now()
+		c.fail(rec, metrics.FailEmpty, "HTTP 204 No Content: the response carried no generated text")
+		return ""
+	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if ct == "text/event-stream" || (c.target.Stream && ct != "application/json") {
 		return c.stream(ctx, cancel, resp, k, rec, tm)
@@ -367,6 +363,14 @@ func (c *client) classify(ctx context.Context, err error, fallback metrics.Failu
 		return metrics.FailCanceled, "canceled: " + cause.Error()
 	}
 	if errors.Is(err, errMalformedSSE) {
+		return metrics.FailMalformed, err.Error()
+	}
+	if errors.Is(err, errRedirectLoop) || errors.Is(err, errRedirectHost) {
+		return metrics.FailMalformed, err.Error()
+	}
+	// net/http does not export its response-parsing errors; their text is stable
+	// ("malformed HTTP status code", "malformed HTTP response", "malformed MIME header").
+	if fallback == metrics.FailConnect && strings.Contains(err.Error(), "malformed HTTP") || strings.Contains(err.Error(), "malformed MIME") {
 		return metrics.FailMalformed, err.Error()
 	}
 	var ne net.Error
@@ -455,7 +459,7 @@ type counter struct {
 func (n *counter) onChunk(f *chunkFields, t int64) {
 	rec := n.rec
 	if f.id != nil && rec.ResponseID == "" {
-		rec.ResponseID = string(f.id)
+		rec.ResponseID = string(clip(f.id, maxRawID))
 	}
 	var delta int64 = -1
 	if f.usage {
@@ -524,8 +528,8 @@ func (n *counter) finish() {
 	if n.textSeen {
 		rec.OutputHash = hashString(n.hash)
 	}
-	if len(n.c.secrets) > 0 && rec.ResponseID != "" {
-		rec.ResponseID = n.c.scrub(rec.ResponseID)
+	if rec.ResponseID != "" {
+		rec.ResponseID = safetext.Clip(safetext.Escape(n.c.redact.String(rec.ResponseID), 4*maxResponseID), maxResponseID)
 	}
 }
 
@@ -553,6 +557,7 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 	defer c.bufs.Put(bufs)
 	sr := bufs.sr
 	sr.reset(resp.Body)
+	sr.max = c.maxLine
 	defer sr.reset(nil)
 	if cap(rec.Chunks) == 0 {
 		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
@@ -581,9 +586,6 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			return ""
 		}
 		events++
-		if tm.idle != nil {
-			tm.idle.Reset(tm.idleD)
-		}
 		if string(data) == "[DONE]" {
 			rec.End = t
 			break
@@ -606,6 +608,9 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			return ""
 		}
 		n.onChunk(&f, t)
+		if len(f.text) > 0 && tm.idle != nil {
+			tm.idle.Reset(tm.idleD) // only generated output counts as activity
+		}
 		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
 			rec.End = t
 			n.finish()
@@ -652,7 +657,7 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
 	if f.id != nil {
-		rec.ResponseID = string(f.id)
+		rec.ResponseID = string(clip(f.id, maxRawID))
 	}
 	if f.usage {
 		if f.promptTokens >= 0 {
