@@ -340,7 +340,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, plan *faultPlan, id string, s *seq) bool {
 	if plan.malformed {
 		e.faultCount("malformed")
-		io.WriteString(w, "\x00\xffnot-an-sse-line\n\n")
+		io.WriteString(w, "data: \x00\xffnot-an-sse-event\n\n") // a data line that is no JSON: an unknown field would be ignored (SSE spec)
 	}
 	if plan.badJSON {
 		e.faultCount("bad-json")

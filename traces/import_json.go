@@ -89,7 +89,7 @@ func mooncakeLine(sink *rowSink, line []byte, lineNo int, complete bool) (bool, 
 	if out == 0 {
 		return true, sink.failed(lineNo, "output_length")
 	}
-	req.InputTokens, req.OutputTokens = clampInt(in), clampInt(out)
+	req.InputTokens, req.OutputTokens = int(min(in, MaxTokens+1)), int(min(out, MaxTokens+1))
 	if v, ok := vals["hash_ids"]; ok && v != nil {
 		ids, ferrs := decodeHashIDs(v)
 		if len(ferrs) > 0 {

@@ -199,15 +199,8 @@ func secretFlag(flag string) bool {
 	return false
 }
 
-// flagValue hides a secret flag's value; a header keeps its name.
-func flagValue(flag, v string) string {
-	if strings.TrimLeft(flag, "-") == "header" {
-		if k, _, ok := strings.Cut(v, ":"); ok {
-			return k + ":" + Marker
-		}
-	}
-	return Marker
-}
+// flagValue hides a secret flag's value (a --header's name too: it may be a bare secret).
+func flagValue(string, string) string { return Marker }
 
 // URL hides raw's user info and query values: http://u:p@h/v1?k=v becomes
 // http://<redacted>@h/v1?k=<redacted>. Text that is not a URL comes back unchanged, except

@@ -62,8 +62,8 @@ func TestCommand(t *testing.T) {
 	got := p.Command("llmbench", []string{"run", "--endpoint", "http://alice:pw12@h/v1?api-key=QSECRETabc",
 		"--header", "Authorization: Bearer X", "--header=X-Key:Y", "--api-key-env", "MY_KEY", "--api-key=zzz",
 		"--timeout-first-token", "5s", "--max-tokens", "9"})
-	want := "llmbench run --endpoint http://<redacted>@h/v1?api-key=<redacted> --header Authorization:<redacted> " +
-		"--header=X-Key:<redacted> --api-key-env MY_KEY --api-key=<redacted> --timeout-first-token 5s --max-tokens 9"
+	want := "llmbench run --endpoint http://<redacted>@h/v1?api-key=<redacted> --header <redacted> " +
+		"--header=<redacted> --api-key-env MY_KEY --api-key=<redacted> --timeout-first-token 5s --max-tokens 9"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
