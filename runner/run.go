@@ -116,6 +116,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	if opts.Scraper != nil {
 		opts.Scraper.Stop()
+		if prod != nil && !prod.Start.IsZero() {
+			opts.Scraper.SetEpoch(prod.Start)
+		}
 		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.Scraper.Data()); err != nil && perr == nil {
 			perr = err
 		}

@@ -126,7 +126,7 @@ func TestScraperCollectsSamples(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s := StartScraper(context.Background(), srv.URL+"/v1", "k", 10*time.Millisecond)
+	s := StartScraper(context.Background(), ScrapeOptions{URL: srv.URL + "/v1", APIKey: "k", Interval: 10 * time.Millisecond})
 	<-polls // the first poll happens at once
 	<-polls
 	s.Stop()

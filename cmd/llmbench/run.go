@@ -167,7 +167,7 @@ func executeHTTP(ctx context.Context, app *App, s runSpec) (*runner.Result, erro
 	dir := s.out.out
 	var scr *runner.Scraper
 	if s.scrape {
-		scr = runner.StartScraper(ctx, s.load.Target.URL, s.load.Target.APIKey, 0)
+		scr = runner.StartScraper(ctx, runner.ScrapeOptions{URL: s.load.Target.URL, APIKey: s.load.Target.APIKey, Headers: s.load.Target.Headers, TimeScale: s.timeScale})
 	}
 	var pd *runner.Progress
 	if !s.out.noProgress {
