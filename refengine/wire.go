@@ -191,8 +191,9 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 			return nil, badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
 		}
 		r.maxTokens = *maxTok
-		if r.promptTokens+r.maxTokens > lim.maxModelLen {
-			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Reduce the prompt or %s.", lim.maxModelLen, r.promptTokens+r.maxTokens, r.promptTokens, r.maxTokens, maxParam)
+		// promptTokens < maxModelLen here, so the subtraction cannot wrap (the sum could).
+		if r.maxTokens > lim.maxModelLen-r.promptTokens {
+			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in the completion (%d in the prompt). Reduce the prompt or %s.", lim.maxModelLen, r.maxTokens, r.promptTokens, maxParam)
 		}
 	case chat:
 		r.maxTokens = min(lim.defaultMaxTokens, lim.maxModelLen-r.promptTokens)
