@@ -46,7 +46,7 @@ const (
 	readerSize   = 8 << 10
 	drainLimit   = 64 << 10
 	drainTimeout = time.Second
-	// maxResponseID bounds the response id kept in a record.
+	// maxResponseID bounds the response id kept in a record, in bytes ("…" included).
 	maxResponseID = 128
 	// maxRawID is how much of a response id is copied before redaction and the cut to
 	// maxResponseID (long enough that no secret straddling it survives the cut).
@@ -324,7 +324,6 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		tm.connect.Stop()
 	}
 	rec.Status = resp.StatusCode
-	tm.idle = arm(to.Idle, cancel, errTimeoutIdle)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		c.httpError(ctx, resp, rec)
 		return ""
@@ -529,7 +528,7 @@ func (n *counter) finish() {
 		rec.OutputHash = hashString(n.hash)
 	}
 	if rec.ResponseID != "" {
-		rec.ResponseID = safetext.Clip(safetext.Escape(n.c.redact.String(rec.ResponseID), 4*maxResponseID), maxResponseID)
+		rec.ResponseID = safetext.Clip(safetext.Escape(n.c.redact.String(rec.ResponseID), 4*maxResponseID), maxResponseID-len("…"))
 	}
 }
 
@@ -608,8 +607,14 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			return ""
 		}
 		n.onChunk(&f, t)
-		if len(f.text) > 0 && tm.idle != nil {
-			tm.idle.Reset(tm.idleD) // only generated output counts as activity
+		if len(f.text) > 0 && tm.idleD > 0 {
+			// Only generated output counts as activity; the idle timer runs from the first
+			// token on (before it, the first-token timeout applies).
+			if tm.idle == nil {
+				tm.idle = arm(tm.idleD, cancel, errTimeoutIdle)
+			} else {
+				tm.idle.Reset(tm.idleD)
+			}
 		}
 		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
 			rec.End = t

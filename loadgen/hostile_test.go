@@ -13,7 +13,8 @@ import (
 )
 
 // TestIdleTimeoutCountsGeneratedOutput: events without generated text (role-only chunks,
-// empty deltas) do not keep a request alive.
+// empty deltas) do not keep a request alive: before the first token the first-token timeout
+// ends it, after it the idle timeout.
 func TestIdleTimeoutCountsGeneratedOutput(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -33,12 +34,12 @@ func TestIdleTimeoutCountsGeneratedOutput(t *testing.T) {
 			}
 		}
 	})
-	for _, id := range []string{"before-text", "after-text"} {
+	for id, want := range map[string]metrics.FailureKind{"before-text": metrics.FailTimeoutFirst, "after-text": metrics.FailTimeoutIdle} {
 		tg := target(srv.URL)
-		tg.Timeouts = Timeouts{Idle: 60 * time.Millisecond, Total: time.Minute}
+		tg.Timeouts = Timeouts{Idle: 60 * time.Millisecond, FirstToken: 120 * time.Millisecond, Total: time.Minute}
 		rec := runOne(t, Options{Target: tg}, oneReq(id, 4))
-		if rec.Failure != metrics.FailTimeoutIdle {
-			t.Errorf("%s: failure %q (%s), want timeout_idle: role-only chunks are not output", id, rec.Failure, rec.Error)
+		if rec.Failure != want {
+			t.Errorf("%s: failure %q (%s), want %q: role-only chunks are not output", id, rec.Failure, rec.Error, want)
 		}
 	}
 }

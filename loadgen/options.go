@@ -26,8 +26,8 @@ type Timeouts struct {
 	// FirstToken bounds the time from sending to the first generated text
 	// (metrics.FailTimeoutFirst).
 	FirstToken time.Duration
-	// Idle bounds the gap, in a stream, between the response headers or the last chunk of
-	// generated text and the next one (metrics.FailTimeoutIdle).
+	// Idle bounds the gap, in a stream, between two chunks of generated text, from the first
+	// one on (metrics.FailTimeoutIdle); before it, FirstToken applies.
 	Idle time.Duration
 	// Total bounds the whole request from sending to the end (metrics.FailTimeoutTotal).
 	Total time.Duration
