@@ -1,6 +1,8 @@
 package traces
 
 import (
+	"github.com/llmbench/llmbench/internal/safetext"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -236,7 +238,7 @@ func shareGPTRequests(turns []shareGPTTurn, opts ImportOptions, conv int) ([]Req
 		}
 		role := shareGPTRole(from)
 		if role == "" {
-			return nil, fmt.Sprintf("conversation turn %d has an unknown speaker %q", i, from)
+			return nil, fmt.Sprintf("conversation turn %d has an unknown speaker %s", i, safetext.Quote(from, 40))
 		}
 		if role != "user" {
 			history = append(history, Message{Role: role, Content: text})

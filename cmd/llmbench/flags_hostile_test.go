@@ -53,6 +53,13 @@ func TestRunRefusesLongSpan(t *testing.T) {
 			t.Errorf("%s: %s", cmd, msg)
 		}
 	}
+	app := newTestApp(nil)
+	mustRun(t, app, "run", "--trace", trace, "--no-progress", "--out", filepath.Join(dir, "o"), "--max-span", "72h", "--rate-scale", "1e6")
+	app = newTestApp(nil)
+	mustRun(t, app, "trace", "validate", trace)
+	if out := app.out.String(); !strings.Contains(out, "warning: a replay would span") {
+		t.Errorf("trace validate: %s", out)
+	}
 }
 
 func TestCommandLineRedaction(t *testing.T) {

@@ -380,7 +380,7 @@ func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
 	f := &traceFlags{}
 	fs.StringVar(&f.path, "trace", "", "trace file (JSONL, see traces/FORMAT.md; .msgpack for the msgpack encoding)")
 	fs.BoolVar(&f.lenient, "lenient", false, "accept unknown fields in trace lines")
-	fs.DurationVar(&f.maxSpan, "max-span", 24*time.Hour, "refuse a trace whose replay would span longer than this (last arrival, or a session's start plus its think times)")
+	fs.DurationVar(&f.maxSpan, "max-span", defaultMaxSpan, "refuse a trace whose replay would span longer than this (last arrival, or a session's start plus its think times)")
 	return f
 }
 
@@ -391,6 +391,9 @@ func (f *traceFlags) read() ([]traces.Request, error) {
 	}
 	return reqs, f.checkSpan(traces.FromSlice(reqs))
 }
+
+// defaultMaxSpan is the longest replay run, ab, sweep and simulate accept without --max-span.
+const defaultMaxSpan = 24 * time.Hour
 
 // checkSpan refuses a trace whose replay would take longer than --max-span, before anything
 // starts waiting.
