@@ -46,6 +46,8 @@ const (
 	readerSize   = 8 << 10
 	drainLimit   = 64 << 10
 	drainTimeout = time.Second
+	// maxHeaderBytes bounds a response's headers (net/http's default is 1 MiB).
+	maxHeaderBytes = 64 << 10
 	// maxResponseID bounds the response id kept in a record, in bytes ("…" included).
 	maxResponseID = 128
 	// maxRawID is how much of a response id is copied before redaction and the cut to
@@ -106,19 +108,20 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		dial = d.DialContext
 	}
 	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would sit inside every measured latency
-		DialContext:           dial,
-		TLSClientConfig:       tlsConf,
-		ForceAttemptHTTP2:     strings.HasPrefix(base, "https:"),
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   1 << 16,
-		MaxConnsPerHost:       0,
-		IdleConnTimeout:       90 * time.Second,
-		DisableCompression:    true, // compressed SSE would delay and batch chunks
-		TLSHandshakeTimeout:   t.Timeouts.Connect,
-		ExpectContinueTimeout: 0,
-		WriteBufferSize:       16 << 10,
-		ReadBufferSize:        16 << 10,
+		Proxy:                  nil, // a proxy would sit inside every measured latency
+		DialContext:            dial,
+		TLSClientConfig:        tlsConf,
+		ForceAttemptHTTP2:      strings.HasPrefix(base, "https:"),
+		MaxIdleConns:           0,
+		MaxIdleConnsPerHost:    1 << 16,
+		MaxConnsPerHost:        0,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true, // compressed SSE would delay and batch chunks
+		TLSHandshakeTimeout:    t.Timeouts.Connect,
+		ExpectContinueTimeout:  0,
+		WriteBufferSize:        16 << 10,
+		ReadBufferSize:         16 << 10,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	c := &client{
 		hc:      &http.Client{Transport: tr, CheckRedirect: checkRedirect},
@@ -368,8 +371,10 @@ func (c *client) classify(ctx context.Context, err error, fallback metrics.Failu
 		return metrics.FailMalformed, err.Error()
 	}
 	// net/http does not export its response-parsing errors; their text is stable
-	// ("malformed HTTP status code", "malformed HTTP response", "malformed MIME header").
-	if fallback == metrics.FailConnect && strings.Contains(err.Error(), "malformed HTTP") || strings.Contains(err.Error(), "malformed MIME") {
+	// ("malformed HTTP status code", "malformed HTTP response", "malformed MIME header",
+	// "server response headers exceeded N bytes").
+	if msg := err.Error(); fallback == metrics.FailConnect && (strings.Contains(msg, "malformed HTTP") ||
+		strings.Contains(msg, "malformed MIME") || strings.Contains(msg, "response headers exceeded")) {
 		return metrics.FailMalformed, err.Error()
 	}
 	var ne net.Error

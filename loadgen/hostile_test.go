@@ -137,6 +137,9 @@ func TestMisleadingFailureKinds(t *testing.T) {
 		{"redirect to another host", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
 		}, metrics.FailMalformed, "another host"},
+		{"huge headers", func(w http.ResponseWriter, r *http.Request) {
+			hijack(w, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("h", 200<<10)+"\r\n\r\n")
+		}, metrics.FailMalformed, "exceeded"},
 		{"204", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 		}, metrics.FailEmpty, "204"},
