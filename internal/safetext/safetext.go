@@ -38,12 +38,12 @@ func Escape(s string, n int) string {
 	s = Clip(s, n)
 	clean := true
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
+		if c := s[i]; c < 0x20 || c >= 0x7f { // non-ASCII may hold C1 controls: check by rune
 			clean = false
 			break
 		}
 	}
-	if clean && utf8.ValidString(s) {
+	if clean {
 		return s
 	}
 	var b strings.Builder
