@@ -164,7 +164,9 @@ func StartScraper(ctx context.Context, o ScrapeOptions) *Scraper {
 		s.scale = 1
 	}
 	// The poller never follows a redirect: the key and headers are for this host only.
-	client := &http.Client{Timeout: interval, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// A poll may take up to the interval, and at least a second (a loaded machine must not
+	// fail short polls).
+	client := &http.Client{Timeout: max(interval, time.Second), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	poll := func() {
 		if uerr != nil {
 			s.fail("endpoint URL: " + uerr.Error())
