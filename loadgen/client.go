@@ -441,6 +441,10 @@ func hashString(h uint64) string {
 // than it was asked for must not grow memory without bound.
 func chunkLimit(maxTokens int) int { return 2*maxTokens + 4096 }
 
+// textLimit bounds the generated text read for one request, in bytes: far more than any
+// tokenizer produces per token, so only a server streaming without end reaches it.
+func textLimit(maxTokens int) int { return 64*maxTokens + 1<<20 }
+
 // maxChunkTokens bounds one chunk's count (a hostile usage figure must not overflow).
 const maxChunkTokens = 1<<31 - 1
 
@@ -457,6 +461,7 @@ type counter struct {
 	byOther  int   // content chunks counted by the tokenizer or as one
 	textSeen bool
 	unknown  bool // no count at all (non-streaming, no usage, no tokenizer)
+	textLen  int  // bytes of generated text so far
 }
 
 // onChunk accounts one parsed event that arrived at t.
@@ -504,7 +509,8 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 		rec.FirstToken = t
 	}
 	n.hash = fnvAdd(n.hash, f.text)
-	if n.keep {
+	n.textLen += len(f.text)
+	if n.keep && n.textLen <= textLimit(rec.RequestedTokens) {
 		n.out = append(n.out, f.text...)
 	}
 	rec.Chunks = append(rec.Chunks, metrics.Chunk{T: t, Tokens: int32(tokens)})
@@ -621,6 +627,12 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 				tm.idle.Reset(tm.idleD)
 			}
 		}
+		if n.textLen > textLimit(k.maxTokens) {
+			rec.End = t
+			n.finish()
+			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d bytes of text for max_tokens %d; stopped reading", textLimit(k.maxTokens), k.maxTokens))
+			return ""
+		}
 		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
 			rec.End = t
 			n.finish()
@@ -649,11 +661,15 @@ func (c *client) drain(body io.Reader, tm *timers, cancel context.CancelCauseFun
 }
 
 func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *metrics.Record) string {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody+1))
 	rec.End = c.now()
 	if err != nil {
 		kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
 		c.fail(rec, kind, "reading the response: "+msg)
+		return ""
+	}
+	if len(b) > maxJSONBody {
+		c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the response body is longer than %d bytes; stopped reading", maxJSONBody))
 		return ""
 	}
 	var f chunkFields

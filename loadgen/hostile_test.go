@@ -164,3 +164,21 @@ func TestMisleadingFailureKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedTextIsBounded: a server streaming text without end (long chunks, under the
+// chunk-count bound) is stopped once the text passes textLimit.
+func TestStreamedTextIsBounded(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s := startSSE(w)
+		big := textChunk(strings.Repeat("x", 200<<10), -1)
+		for i := 0; i < 100 && r.Context().Err() == nil; i++ {
+			s.data(big)
+		}
+		s.done()
+	})
+	rec := runOne(t, Options{Target: target(srv.URL)}, oneReq("a", 4))
+	if rec.Failure != metrics.FailMalformed || !strings.Contains(rec.Error, "bytes of text") {
+		t.Fatalf("failure %q (%s), want malformed: more text than max_tokens can explain", rec.Failure, rec.Error)
+	}
+}

@@ -29,6 +29,21 @@ func TestHugeMaxTokensRejected(t *testing.T) {
 			t.Errorf("max_tokens %s: HTTP %d %.200s, want 400 naming the context length", mt, rec.Code, rec.Body.String())
 		}
 	}
+	// Errors quoting the request stay short.
+	for _, body := range []string{
+		`{"model":"` + strings.Repeat("m", 1<<20) + `","prompt":"x"}`,
+		`{"model":"` + e.ServedModelName() + `","messages":[{"role":"user","content":[{"type":"` + strings.Repeat("t", 1<<20) + `"}]}]}`,
+	} {
+		path := "/v1/completions"
+		if strings.Contains(body, "messages") {
+			path = "/v1/chat/completions"
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(body)))
+		if rec.Code/100 != 4 || rec.Body.Len() > 2048 {
+			t.Errorf("HTTP %d with an error body of %d bytes", rec.Code, rec.Body.Len())
+		}
+	}
 	if _, err := Simulate([]SimRequest{{ID: "x", PromptTokens: 5, MaxTokens: math.MaxInt}}, Config{}); err == nil {
 		t.Error("Simulate accepted MaxTokens = MaxInt")
 	}
