@@ -73,6 +73,9 @@ func TestCommandLineRedaction(t *testing.T) {
 	if !strings.Contains(got, "--trace t.jsonl") || !strings.Contains(got, "https://<redacted>@h:8443/v1?api-key=<redacted>") {
 		t.Errorf("command line %s", got)
 	}
+	if got := commandLine([]string{"ab", "--a-endpoint=http://h/v1?key=ARMSECRET1", "--a-name", "ARMSECRET1"}); strings.Contains(got, "ARMSECRET1") {
+		t.Errorf("ab command line %s", got)
+	}
 	if got := redactURL("http://alice:PASSW0RDxyz@127.0.0.1:1/v1?api-key=QSECRETabc"); got != "http://<redacted>@127.0.0.1:1/v1?api-key=<redacted>" {
 		t.Errorf("endpoint %s", got)
 	}

@@ -355,6 +355,8 @@ func commandPolicy(args []string) *redact.Policy {
 		switch name {
 		case "--endpoint":
 			t.URL = v
+		case "--a-endpoint", "--b-endpoint":
+			t.MoreURLs = append(t.MoreURLs, v)
 		case "--header":
 			if t.Headers == nil {
 				t.Headers = map[string]string{}

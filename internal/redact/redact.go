@@ -36,6 +36,8 @@ type Target struct {
 	URL     string
 	APIKey  string
 	Headers map[string]string
+	// MoreURLs are further endpoints of the same run (the arms of an A/B run), treated as URL.
+	MoreURLs []string
 }
 
 // Policy hides one target's secrets. The zero value and nil hide only what the static rules
@@ -69,29 +71,31 @@ func New(t Target) *Policy {
 	for _, v := range t.Headers {
 		addValue(v, add)
 	}
-	if u, err := url.Parse(t.URL); err == nil {
-		if u.User != nil {
-			add(u.User.Username())
-			if p, ok := u.User.Password(); ok {
+	for _, raw := range append([]string{t.URL}, t.MoreURLs...) {
+		if u, err := url.Parse(raw); err == nil {
+			if u.User != nil {
+				add(u.User.Username())
+				if p, ok := u.User.Password(); ok {
+					add(p)
+				}
+			}
+			for _, part := range strings.Split(u.RawQuery, "&") {
+				_, v, _ := strings.Cut(part, "=")
+				add(v)
+				if uv, err := url.QueryUnescape(v); err == nil {
+					add(uv)
+				}
+			}
+		} else if i := strings.Index(raw, "@"); i >= 0 {
+			// Unparsable: hide what looks like user info.
+			ui := raw[:i]
+			if j := strings.Index(ui, "://"); j >= 0 {
+				ui = ui[j+3:]
+			}
+			add(ui)
+			for _, p := range strings.Split(ui, ":") {
 				add(p)
 			}
-		}
-		for _, part := range strings.Split(u.RawQuery, "&") {
-			_, v, _ := strings.Cut(part, "=")
-			add(v)
-			if uv, err := url.QueryUnescape(v); err == nil {
-				add(uv)
-			}
-		}
-	} else if i := strings.Index(t.URL, "@"); i >= 0 {
-		// Unparsable: hide what looks like user info.
-		ui := t.URL[:i]
-		if j := strings.Index(ui, "://"); j >= 0 {
-			ui = ui[j+3:]
-		}
-		add(ui)
-		for _, p := range strings.Split(ui, ":") {
-			add(p)
 		}
 	}
 	slices.SortStableFunc(list, func(a, b string) int { return len(b) - len(a) })
