@@ -144,7 +144,15 @@ func (s *sseReader) readLine() ([]byte, error) {
 				continue
 			}
 		}
-		i := bytes.IndexAny(buf, "\r\n")
+		// The line ends at the first CR or LF (IndexByte is vectorized; IndexAny is not).
+		i := bytes.IndexByte(buf, '\n')
+		head := buf
+		if i >= 0 {
+			head = buf[:i]
+		}
+		if j := bytes.IndexByte(head, '\r'); j >= 0 {
+			i = j
+		}
 		if i < 0 {
 			if !long {
 				s.long = s.long[:0]
