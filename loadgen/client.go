@@ -340,8 +340,10 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	if ct == "text/event-stream" || (c.target.Stream && ct != "application/json") {
 		return c.stream(ctx, cancel, resp, k, rec, tm)
 	}
-	if tm.idle != nil {
-		tm.idle.Stop() // a whole response has no gaps between chunks to bound
+	if tm.first != nil {
+		// A whole response's headers come when it is generated: its body is its first token
+		// (the total timeout still bounds reading it).
+		tm.first.Stop()
 	}
 	return c.whole(ctx, resp, k, rec)
 }
