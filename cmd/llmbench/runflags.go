@@ -376,10 +376,11 @@ type traceFlags struct {
 	path    string
 	lenient bool
 	maxSpan time.Duration
+	fs      *pflag.FlagSet // to read --rate-scale and --time-scale, which shorten a replay
 }
 
 func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
-	f := &traceFlags{}
+	f := &traceFlags{fs: fs}
 	fs.StringVar(&f.path, "trace", "", "trace file (JSONL, see traces/FORMAT.md; .msgpack for the msgpack encoding)")
 	fs.BoolVar(&f.lenient, "lenient", false, "accept unknown fields in trace lines")
 	fs.DurationVar(&f.maxSpan, "max-span", defaultMaxSpan, "refuse a trace whose replay would span longer than this (last arrival, or a session's start plus its think times)")
@@ -398,15 +399,34 @@ func (f *traceFlags) read() ([]traces.Request, error) {
 const defaultMaxSpan = 24 * time.Hour
 
 // checkSpan refuses a trace whose replay would take longer than --max-span, before anything
-// starts waiting.
+// starts waiting. The replay's length is the trace's span divided by --rate-scale and
+// --time-scale where the command has them.
 func (f *traceFlags) checkSpan(src traces.Source) error {
 	span := traceSpan(src)
-	if f.maxSpan > 0 && span > f.maxSpan {
-		return fmt.Errorf("%s: the replay would span %v (%.0f s from the start to the last request); "+
+	scale := f.flagFloat("rate-scale") * f.flagFloat("time-scale")
+	replay := time.Duration(float64(span) / scale)
+	if f.maxSpan > 0 && replay > f.maxSpan {
+		return fmt.Errorf("%s: the replay would span %v (%.0f s from the start to the last request, at %g times the trace's rate); "+
 			"check arrival_s and think_s, or give --max-span %v to replay it as it is",
-			safetext.Escape(f.path, 300), span.Round(time.Second), span.Seconds(), span.Round(time.Hour)+time.Hour)
+			safetext.Escape(f.path, 300), replay.Round(time.Second), span.Seconds(), scale, replay.Round(time.Hour)+time.Hour)
 	}
 	return nil
+}
+
+// flagFloat is the value of a float flag of the command, 1 when it has none or it is not > 0.
+func (f *traceFlags) flagFloat(name string) float64 {
+	if f.fs == nil {
+		return 1
+	}
+	fl := f.fs.Lookup(name)
+	if fl == nil {
+		return 1
+	}
+	v, err := strconv.ParseFloat(fl.Value.String(), 64)
+	if err != nil || !(v > 0) {
+		return 1
+	}
+	return v
 }
 
 // traceSpan is how long a replay of src lasts at least: its last arrival, or a session's
