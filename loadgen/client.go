@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/redact"
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
@@ -31,6 +33,8 @@ var (
 	errTimeoutTotal   = errors.New("request longer than the total timeout")
 	errInterrupted    = errors.New("canceled: run interrupted and the grace period ended")
 	errDrain          = errors.New("the server kept the response open after [DONE]")
+	errRedirectLoop   = errors.New("redirect loop: stopped after 10 redirects")
+	errRedirectHost   = errors.New("redirect to another host not followed (the custom headers and API key are for the target's host only)")
 )
 
 // maxErrorBody bounds how much of an error response is read; maxJSONBody a non-streaming
@@ -41,6 +45,13 @@ const (
 	readerSize   = 8 << 10
 	drainLimit   = 64 << 10
 	drainTimeout = time.Second
+	// maxHeaderBytes bounds a response's headers (net/http's default is 1 MiB).
+	maxHeaderBytes = 64 << 10
+	// maxResponseID bounds the response id kept in a record, in bytes ("…" included).
+	maxResponseID = 128
+	// maxRawID is how much of a response id is copied before redaction and the cut to
+	// maxResponseID (long enough that no secret straddling it survives the cut).
+	maxRawID = 16 << 10
 )
 
 // client sends requests to one target and turns responses into Records.
@@ -55,7 +66,8 @@ type client struct {
 	tok     tokenizer.Tokenizer
 	clock   Clock
 	start   time.Time
-	secrets []string
+	redact  *redact.Policy
+	maxLine int
 	bufs    sync.Pool // *streamBufs
 }
 
@@ -95,43 +107,48 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		dial = d.DialContext
 	}
 	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would sit inside every measured latency
-		DialContext:           dial,
-		TLSClientConfig:       tlsConf,
-		ForceAttemptHTTP2:     strings.HasPrefix(base, "https:"),
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   1 << 16,
-		MaxConnsPerHost:       0,
-		IdleConnTimeout:       90 * time.Second,
-		DisableCompression:    true, // compressed SSE would delay and batch chunks
-		TLSHandshakeTimeout:   t.Timeouts.Connect,
-		ExpectContinueTimeout: 0,
-		WriteBufferSize:       16 << 10,
-		ReadBufferSize:        16 << 10,
+		Proxy:                  nil, // a proxy would sit inside every measured latency
+		DialContext:            dial,
+		TLSClientConfig:        tlsConf,
+		ForceAttemptHTTP2:      strings.HasPrefix(base, "https:"),
+		MaxIdleConns:           0,
+		MaxIdleConnsPerHost:    1 << 16,
+		MaxConnsPerHost:        0,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true, // compressed SSE would delay and batch chunks
+		TLSHandshakeTimeout:    t.Timeouts.Connect,
+		ExpectContinueTimeout:  0,
+		WriteBufferSize:        16 << 10,
+		ReadBufferSize:         16 << 10,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	c := &client{
-		hc:     &http.Client{Transport: tr},
-		tr:     tr,
-		base:   base,
-		target: t,
-		ext:    ext,
+		hc:      &http.Client{Transport: tr, CheckRedirect: checkRedirect},
+		tr:      tr,
+		base:    base,
+		target:  t,
+		ext:     ext,
+		redact:  redact.New(redact.Target{URL: t.URL, APIKey: t.APIKey, Headers: t.Headers}),
+		maxLine: t.MaxLineBytes,
 	}
-	c.query, c.secrets = urlQuery(t.URL)
-	if t.APIKey != "" {
-		c.secrets = append(c.secrets, t.APIKey)
+	if c.maxLine <= 0 {
+		c.maxLine = DefaultMaxLineBytes
 	}
-	for _, v := range t.Headers {
-		if len(v) >= 4 {
-			c.secrets = append(c.secrets, v)
-		}
-	}
-	if u, err := url.Parse(t.URL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			c.secrets = append(c.secrets, p)
-		}
-	}
+	c.query = urlQuery(t.URL)
 	c.bufs.New = func() any { return &streamBufs{sr: newSSEReader(nil, readerSize)} }
 	return c, nil
+}
+
+// checkRedirect follows a redirect on the target's own host (scheme and host:port), up to 10;
+// a redirect to another host is not followed, since the custom headers would go with it.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errRedirectLoop
+	}
+	if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+		return errRedirectHost
+	}
+	return nil
 }
 
 func (c *client) close() { c.tr.CloseIdleConnections() }
@@ -141,7 +158,7 @@ func (c *client) close() { c.tr.CloseIdleConnections() }
 func normalizeBase(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("target URL %q: want http://host:port or https://host (optionally ending in /v1)", redactURL(raw))
+		return "", fmt.Errorf("target URL %s: want http://host:port or https://host (optionally ending in /v1)", safetext.Quote(redact.URL(raw), 200))
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	s := strings.TrimRight(u.String(), "/")
@@ -150,41 +167,18 @@ func normalizeBase(raw string) (string, error) {
 }
 
 // urlQuery returns the query of the target URL ("?api-version=..." for some hosted APIs), to
-// be appended to every endpoint, and its values, which are treated as secrets.
-func urlQuery(raw string) (string, []string) {
+// be appended to every endpoint. Its values are secrets (see internal/redact).
+func urlQuery(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.RawQuery == "" {
-		return "", nil
+		return ""
 	}
-	var vals []string
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				vals = append(vals, v, url.QueryEscape(v))
-			}
-		}
-	}
-	return "?" + u.RawQuery, vals
+	return "?" + u.RawQuery
 }
 
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i := strings.Index(raw, "@"); i >= 0 {
-			return "<redacted>" + raw[i:]
-		}
-		return raw
-	}
-	u.User = url.User("<redacted>")
-	return u.String()
-}
-
-// scrub removes every secret from a message and truncates it.
+// scrub removes every secret from a message, escapes its control characters and truncates it.
 func (c *client) scrub(msg string) string {
-	for _, s := range c.secrets {
-		msg = strings.ReplaceAll(msg, s, "<redacted>")
-	}
-	return metrics.TruncateError(msg)
+	return metrics.TruncateError(safetext.Escape(c.redact.String(msg), 4*metrics.MaxErrorLen))
 }
 
 func (c *client) header(h http.Header) {
@@ -332,17 +326,23 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		tm.connect.Stop()
 	}
 	rec.Status = resp.StatusCode
-	tm.idle = arm(to.Idle, cancel, errTimeoutIdle)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		c.httpError(ctx, resp, rec)
+		return ""
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		rec.End = c.now()
+		c.fail(rec, metrics.FailEmpty, "HTTP 204 No Content: the response carried no generated text")
 		return ""
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if ct == "text/event-stream" || (c.target.Stream && ct != "application/json") {
 		return c.stream(ctx, cancel, resp, k, rec, tm)
 	}
-	if tm.idle != nil {
-		tm.idle.Stop() // a whole response has no gaps between chunks to bound
+	if tm.first != nil {
+		// A whole response's headers come when it is generated: its body is its first token
+		// (the total timeout still bounds reading it).
+		tm.first.Stop()
 	}
 	return c.whole(ctx, resp, k, rec)
 }
@@ -366,6 +366,16 @@ func (c *client) classify(ctx context.Context, err error, fallback metrics.Failu
 		return metrics.FailCanceled, "canceled: " + cause.Error()
 	}
 	if errors.Is(err, errMalformedSSE) {
+		return metrics.FailMalformed, err.Error()
+	}
+	if errors.Is(err, errRedirectLoop) || errors.Is(err, errRedirectHost) {
+		return metrics.FailMalformed, err.Error()
+	}
+	// net/http does not export its response-parsing errors; their text is stable
+	// ("malformed HTTP status code", "malformed HTTP response", "malformed MIME header",
+	// "server response headers exceeded N bytes").
+	if msg := err.Error(); fallback == metrics.FailConnect && (strings.Contains(msg, "malformed HTTP") ||
+		strings.Contains(msg, "malformed MIME") || strings.Contains(msg, "response headers exceeded")) {
 		return metrics.FailMalformed, err.Error()
 	}
 	var ne net.Error
@@ -436,6 +446,10 @@ func hashString(h uint64) string {
 // than it was asked for must not grow memory without bound.
 func chunkLimit(maxTokens int) int { return 2*maxTokens + 4096 }
 
+// textLimit bounds the generated text read for one request, in bytes: far more than any
+// tokenizer produces per token, so only a server streaming without end reaches it.
+func textLimit(maxTokens int) int { return 64*maxTokens + 1<<20 }
+
 // maxChunkTokens bounds one chunk's count (a hostile usage figure must not overflow).
 const maxChunkTokens = 1<<31 - 1
 
@@ -444,6 +458,7 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 	defer c.bufs.Put(bufs)
 	sr := bufs.sr
 	sr.reset(resp.Body)
+	sr.max = c.maxLine
 	defer sr.reset(nil)
 	if cap(rec.Chunks) == 0 {
 		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
@@ -472,9 +487,6 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			return ""
 		}
 		events++
-		if tm.idle != nil {
-			tm.idle.Reset(tm.idleD)
-		}
 		if string(data) == "[DONE]" {
 			rec.End = t
 			break
@@ -497,6 +509,21 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			return ""
 		}
 		n.onChunk(&f, t)
+		if len(f.text) > 0 && tm.idleD > 0 {
+			// Only generated output counts as activity; the idle timer runs from the first
+			// token on (before it, the first-token timeout applies).
+			if tm.idle == nil {
+				tm.idle = arm(tm.idleD, cancel, errTimeoutIdle)
+			} else {
+				tm.idle.Reset(tm.idleD)
+			}
+		}
+		if n.textLen > textLimit(k.maxTokens) {
+			rec.End = t
+			n.finish()
+			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d bytes of text for max_tokens %d; stopped reading", textLimit(k.maxTokens), k.maxTokens))
+			return ""
+		}
 		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
 			rec.End = t
 			n.finish()
@@ -525,11 +552,15 @@ func (c *client) drain(body io.Reader, tm *timers, cancel context.CancelCauseFun
 }
 
 func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *metrics.Record) string {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody+1))
 	rec.End = c.now()
 	if err != nil {
 		kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
 		c.fail(rec, kind, "reading the response: "+msg)
+		return ""
+	}
+	if len(b) > maxJSONBody {
+		c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the response body is longer than %d bytes; stopped reading", maxJSONBody))
 		return ""
 	}
 	var f chunkFields

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/tokenizer"
 )
@@ -48,6 +49,8 @@ type counter struct {
 	hash uint64
 	out  []byte
 	keep bool
+	// textLen is the bytes of generated text so far (text past textLimit is not kept).
+	textLen int
 
 	scratch   *countScratch
 	prevCT    int64 // largest cumulative completion_tokens seen
@@ -109,7 +112,7 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 	n.init()
 	rec := n.rec
 	if f.id != nil && rec.ResponseID == "" {
-		rec.ResponseID = string(f.id)
+		rec.ResponseID = string(clip(f.id, maxRawID))
 	}
 	delta := n.noteUsage(f)
 	if len(f.text) == 0 {
@@ -147,7 +150,8 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 		rec.ReasoningChunks++
 	}
 	n.hash = fnvAdd(n.hash, f.text)
-	if n.keep {
+	n.textLen += len(f.text)
+	if n.keep && n.textLen <= textLimit(rec.RequestedTokens) {
 		n.out = append(n.out, f.text...)
 	}
 	rec.Chunks = append(rec.Chunks, metrics.Chunk{T: t, Tokens: int32(tokens)})
@@ -159,7 +163,7 @@ func (n *counter) onWhole(f *chunkFields) {
 	n.whole = true
 	rec := n.rec
 	if f.id != nil {
-		rec.ResponseID = string(f.id)
+		rec.ResponseID = string(clip(f.id, maxRawID))
 	}
 	n.noteUsage(f)
 	if len(f.text) == 0 {
@@ -277,8 +281,8 @@ func (n *counter) finish() {
 	if n.textSeen {
 		rec.OutputHash = hashString(n.hash)
 	}
-	if len(n.c.secrets) > 0 && rec.ResponseID != "" {
-		rec.ResponseID = n.c.scrub(rec.ResponseID)
+	if rec.ResponseID != "" {
+		rec.ResponseID = safetext.Clip(safetext.Escape(n.c.redact.String(rec.ResponseID), 4*maxResponseID), maxResponseID-len("…"))
 	}
 	if n.scratch != nil {
 		countBufs.Put(n.scratch)

@@ -7,7 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/safetext"
 )
+
+// maxModelID bounds a discovered model name (it goes into every request and the results).
+const maxModelID = 256
 
 // DiscoverModel asks the target's /v1/models for the model it serves and returns the first
 // one listed.
@@ -53,9 +58,14 @@ func (c *client) discover(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("model discovery at %s: the response is not a model list (%v); give --model", u, err)
 	}
 	for _, m := range list.Data {
-		if m.ID != "" {
-			return m.ID, nil
+		if m.ID == "" {
+			continue
 		}
+		if len(m.ID) > maxModelID || strings.ContainsFunc(m.ID, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return "", fmt.Errorf("model discovery at %s: the server lists a model id of %d bytes that is not a plain name (%s); give --model",
+				u, len(m.ID), safetext.Quote(c.redact.String(m.ID), 60))
+		}
+		return m.ID, nil
 	}
 	return "", fmt.Errorf("model discovery at %s: the server lists no model; give --model", u)
 }

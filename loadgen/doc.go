@@ -34,14 +34,19 @@
 //
 // Failure kinds: connect (dial, TLS, or the connection closed before any response),
 // http_429 / http_4xx / http_5xx with Status and the server's error message, timeout_connect
-// (no headers in time), timeout_first_token, timeout_idle (silence between events),
-// timeout_total, stream_broken (the stream ended without [DONE] or the connection broke),
-// malformed (bad SSE framing or chunk JSON, or more than 2×max_tokens+4096 content chunks),
-// server_error (an error object or "event: error"
-// inside a 200 stream), empty (no generated text), short_output (fewer tokens than max_tokens
-// although ignore_eos was sent; the server's usage count is used when it reports one) and
-// canceled. Error messages are truncated with metrics.TruncateError and scrubbed of the API
-// key, header values and URL credentials.
+// (no headers in time), timeout_first_token (no generated text since sending), timeout_idle
+// (no generated text since the last, from the first token on; role-only chunks, usage chunks
+// and comments do not count), timeout_total, stream_broken (the stream ended without [DONE]
+// or the connection broke), malformed (chunk JSON that does not parse, a line past
+// Target.MaxLineBytes, more than 2×max_tokens+4096 content chunks or 64 bytes of text per
+// requested token, a malformed status line or headers, a redirect loop or a redirect to
+// another host), server_error (an error object or "event: error" inside a 200 stream), empty
+// (no generated text, HTTP 204), short_output (fewer tokens than max_tokens although
+// ignore_eos was sent; the server's usage count is used when it reports one) and canceled.
+// Error messages and response ids are scrubbed by the target's internal/redact policy (API
+// key, header values and their token parts, URL user info and query values), escaped and
+// truncated (metrics.TruncateError; ids to 128 bytes). Streams are read per the WHATWG
+// server-sent events specification (CR, LF or CRLF line ends; unknown fields ignored).
 //
 // # Token accounting
 //

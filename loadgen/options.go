@@ -16,7 +16,9 @@ import (
 // scheduling headroom (llmbench runs twice as many Ps as CPUs; see cmd/llmbench).
 var CPUs = runtime.GOMAXPROCS(0)
 
-// Timeouts bound each request; 0 means none. Each produces its own failure kind.
+// Timeouts bound each request; 0 means none (the CLI sets defaults, see README "Limits and
+// secrets"). Each produces its own failure kind. Only generated text counts as output:
+// role-only chunks, empty deltas, usage chunks and comments keep no timer from firing.
 type Timeouts struct {
 	// Connect bounds the time from sending to the response headers (metrics.FailTimeoutConnect;
 	// a dial that fails outright is metrics.FailConnect).
@@ -24,7 +26,8 @@ type Timeouts struct {
 	// FirstToken bounds the time from sending to the first generated text
 	// (metrics.FailTimeoutFirst).
 	FirstToken time.Duration
-	// Idle bounds the gap between two events of a stream (metrics.FailTimeoutIdle).
+	// Idle bounds the gap, in a stream, between two chunks of generated text, from the first
+	// one on (metrics.FailTimeoutIdle); before it, FirstToken applies.
 	Idle time.Duration
 	// Total bounds the whole request from sending to the end (metrics.FailTimeoutTotal).
 	Total time.Duration
@@ -44,11 +47,16 @@ type Target struct {
 	Backend string
 	// Stream requests server-sent events (TTFT, ITL); false sends non-streaming requests.
 	Stream bool
-	// APIKey is sent as a bearer token and written nowhere else: error messages are scrubbed
-	// of it.
+	// APIKey is sent as a bearer token and written nowhere else: error messages and response
+	// ids are scrubbed of it (internal/redact).
 	APIKey string
-	// Headers are extra request headers. Their values are scrubbed from error messages too.
+	// Headers are extra request headers. Their values, and each token part of them, are
+	// scrubbed like the key; so are the URL's user info and query values. They are sent to the
+	// target's host only: a redirect to another host is not followed.
 	Headers map[string]string
+	// MaxLineBytes bounds one line (and one event) of a streamed response; a longer one fails
+	// the request as metrics.FailMalformed. 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
 	// CACertFile is a PEM file of CAs to trust for HTTPS; InsecureSkipVerify skips
 	// verification.
 	CACertFile         string

@@ -123,7 +123,7 @@ func TestSSEReaderEnds(t *testing.T) {
 		{"no final blank line", "data: 1\n\ndata: 2\n", 2, io.EOF},
 		{"cut in line", "data: 1\n\ndata: 2", 1, io.ErrUnexpectedEOF},
 		{"long line", "data: " + long + "\n\n", 1, io.EOF},
-		{"garbage line", "data: 1\n\nhello world\n\n", 1, errMalformedSSE},
+		{"unknown line is ignored", "data: 1\n\nhello world\n\n", 1, io.EOF},
 		{"empty", "", 0, io.EOF},
 	}
 	for _, tt := range tests {

@@ -597,6 +597,12 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	default:
 		k.chat = len(q.Messages) > 0
 	}
+	if q.InputTokens > traces.MaxTokens || q.OutputTokens > traces.MaxTokens {
+		// A Request built in code skipped trace validation: refuse it rather than build a
+		// prompt of unbounded size.
+		k.bodyErr = fmt.Errorf("input_tokens %d / output_tokens %d: past the cap of %d tokens (traces.MaxTokens)", q.InputTokens, q.OutputTokens, traces.MaxTokens)
+		return k
+	}
 	synthesized := false
 	text := q.Prompt
 	if text == "" && len(q.Messages) == 0 {

@@ -2,46 +2,64 @@ package loadgen
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 )
 
-// maxEventBytes bounds one server-sent event; a longer one is a malformed stream (and never an
-// unbounded allocation).
-const maxEventBytes = 8 << 20
+// DefaultMaxLineBytes bounds one line (and one event's data) of a server-sent event stream
+// when Target.MaxLineBytes is 0: a longer line is a malformed stream, never an unbounded
+// allocation. Real chunks are a few hundred bytes.
+const DefaultMaxLineBytes = 1 << 20
+
+// keepLong is the assembly buffer a reader keeps between streams; a larger one (left by a
+// long line) is dropped so that idle pooled readers hold little memory.
+const keepLong = 64 << 10
 
 // errMalformedSSE marks framing errors (as opposed to the connection breaking).
 var errMalformedSSE = errors.New("malformed SSE")
 
-// sseReader splits a text/event-stream body into events. It reuses its buffers: the data
-// returned by next is valid until the following call.
+// sseReader splits a text/event-stream body into events as the WHATWG HTML specification
+// ("Server-sent events", section 9.2.6) says: lines end in CR, LF or CRLF; a line starting
+// with ':' is a comment; a line without ':' is a field with an empty value; fields other than
+// data and event are ignored (id and retry mean nothing to a benchmark); a blank line
+// dispatches the event, unless its data is empty. A leading byte order mark is dropped. It
+// reuses its buffers: the data returned by next is valid until the following call.
 type sseReader struct {
-	r       *bufio.Reader
-	data    []byte // the current event's data lines joined by "\n"
-	hasData bool
-	event   []byte // the current event's "event:" field
-	long    []byte // assembly buffer for lines longer than the bufio buffer
-	eof     bool
+	r         *bufio.Reader
+	max       int    // bound on one line and one event's data
+	data      []byte // the current event's data lines joined by "\n"
+	hasData   bool
+	event     []byte // the current event's "event:" field
+	long      []byte // assembly buffer for lines longer than what the bufio buffer holds
+	eof       bool
+	pendingCR bool // the last line ended in CR: a LF right after it belongs to that line ending
+	started   bool // the BOM check is done
 }
 
 func newSSEReader(r io.Reader, size int) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, size)}
+	return &sseReader{r: bufio.NewReaderSize(r, size), max: DefaultMaxLineBytes}
 }
 
 func (s *sseReader) reset(r io.Reader) {
 	s.r.Reset(r)
 	s.data = s.data[:0]
 	s.event = s.event[:0]
-	s.hasData = false
-	s.eof = false
+	if cap(s.long) > keepLong {
+		s.long = nil
+	}
+	if cap(s.data) > keepLong {
+		s.data = nil
+	}
+	s.hasData, s.eof, s.pendingCR, s.started = false, false, false, false
 }
 
 // next returns the next event's data and its event name (empty for the default "message").
 // At the end of the body it returns io.EOF; a body that ends in the middle of a line returns
-// io.ErrUnexpectedEOF; a framing error wraps errMalformedSSE; other read errors are returned
-// as they are. An event still pending when the body ends after a complete line is delivered
-// (some servers omit the final blank line).
+// io.ErrUnexpectedEOF; a line or event over the limit wraps errMalformedSSE; other read errors
+// are returned as they are. An event still pending when the body ends after a complete line
+// is delivered (some servers omit the final blank line).
 func (s *sseReader) next() (data, event []byte, err error) {
 	s.data = s.data[:0]
 	s.event = s.event[:0]
@@ -54,30 +72,29 @@ func (s *sseReader) next() (data, event []byte, err error) {
 		if err != nil {
 			if err == io.EOF {
 				s.eof = true
-				if s.hasData {
+				if s.hasData && len(s.data) > 0 {
 					return s.data, s.event, nil
 				}
 			}
 			return nil, nil, err
 		}
 		if len(line) == 0 {
-			if s.hasData {
+			if s.hasData && len(s.data) > 0 {
 				return s.data, s.event, nil
 			}
+			s.data = s.data[:0]
 			s.event = s.event[:0]
+			s.hasData = false
 			continue
 		}
 		if line[0] == ':' {
 			continue // comment (keep-alive)
 		}
 		field, value := line, []byte(nil)
-		for i, c := range line {
-			if c == ':' {
-				field, value = line[:i], line[i+1:]
-				if len(value) > 0 && value[0] == ' ' {
-					value = value[1:]
-				}
-				break
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
 			}
 		}
 		switch string(field) {
@@ -85,8 +102,8 @@ func (s *sseReader) next() (data, event []byte, err error) {
 			if s.hasData {
 				s.data = append(s.data, '\n')
 			}
-			if len(s.data)+len(value) > maxEventBytes {
-				return nil, nil, fmt.Errorf("%w: event longer than %d bytes", errMalformedSSE, maxEventBytes)
+			if len(s.data)+len(value) > s.max {
+				return nil, nil, fmt.Errorf("%w: event data longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
 			}
 			s.data = append(s.data, value...)
 			s.hasData = true
@@ -94,49 +111,87 @@ func (s *sseReader) next() (data, event []byte, err error) {
 			s.event = append(s.event[:0], value...)
 		case "error":
 			// llama.cpp's server writes an error in a started stream as an "error:" line,
-			// not as data: deliver it as an "error" event.
+			// not as data: deliver it as an "error" event. Other unknown fields are ignored,
+			// as the SSE specification says.
 			s.event = append(s.event[:0], "error"...)
 			if s.hasData {
 				s.data = append(s.data, '\n')
 			}
+			if len(s.data)+len(value) > s.max {
+				return nil, nil, fmt.Errorf("%w: event data longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
+			}
 			s.data = append(s.data, value...)
 			s.hasData = true
-		case "id", "retry":
-		default:
-			return nil, nil, fmt.Errorf("%w: unexpected line %q", errMalformedSSE, clip(line, 64))
 		}
 	}
 }
 
-// readLine returns the next line without its line ending. io.EOF means the body ended at a
-// line boundary; io.ErrUnexpectedEOF that it ended inside a line.
+// readLine returns the next line without its line ending (CR, LF or CRLF). io.EOF means the
+// body ended at a line boundary; io.ErrUnexpectedEOF that it ended inside a line.
 func (s *sseReader) readLine() ([]byte, error) {
-	line, err := s.r.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		s.long = append(s.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			if len(s.long) > maxEventBytes {
-				return nil, fmt.Errorf("%w: line longer than %d bytes", errMalformedSSE, maxEventBytes)
-			}
-			line, err = s.r.ReadSlice('\n')
-			s.long = append(s.long, line...)
-		}
-		line = s.long
-	}
-	if err != nil {
-		if err == io.EOF {
-			if len(line) == 0 {
+	long := false
+	for {
+		if _, err := s.r.Peek(1); err != nil {
+			if err == io.EOF {
+				if long {
+					return nil, io.ErrUnexpectedEOF
+				}
 				return nil, io.EOF
 			}
-			return nil, io.ErrUnexpectedEOF
+			return nil, err
 		}
-		return nil, err
+		buf, _ := s.r.Peek(s.r.Buffered())
+		if s.pendingCR {
+			s.pendingCR = false
+			if buf[0] == '\n' {
+				s.r.Discard(1)
+				continue
+			}
+		}
+		if !s.started {
+			s.started = true
+			// The first bytes of a stream may hold a BOM; Peek waits for three of them (every
+			// event is longer), or returns fewer at the end of the body.
+			if b, _ := s.r.Peek(3); bytes.Equal(b, []byte("\xEF\xBB\xBF")) {
+				s.r.Discard(3)
+				continue
+			}
+		}
+		// The line ends at the first CR or LF (IndexByte is vectorized; IndexAny is not).
+		i := bytes.IndexByte(buf, '\n')
+		head := buf
+		if i >= 0 {
+			head = buf[:i]
+		}
+		if j := bytes.IndexByte(head, '\r'); j >= 0 {
+			i = j
+		}
+		if i < 0 {
+			if !long {
+				s.long = s.long[:0]
+				long = true
+			}
+			if len(s.long)+len(buf) > s.max {
+				return nil, fmt.Errorf("%w: line longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
+			}
+			s.long = append(s.long, buf...)
+			s.r.Discard(len(buf))
+			continue
+		}
+		s.pendingCR = buf[i] == '\r'
+		line := buf[:i]
+		if long {
+			if len(s.long)+len(line) > s.max {
+				return nil, fmt.Errorf("%w: line longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
+			}
+			s.long = append(s.long, line...)
+			line = s.long
+		} else if len(line) > s.max {
+			return nil, fmt.Errorf("%w: line longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
+		}
+		s.r.Discard(i + 1) // the bytes stay in the buffer until the next read
+		return line, nil
 	}
-	line = line[:len(line)-1]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, nil
 }
 
 func clip(b []byte, n int) []byte {

@@ -308,11 +308,16 @@ func TestFailureKinds(t *testing.T) {
 			s.data(`{"choices":[{"text":`)
 			s.done()
 		}, kind: metrics.FailMalformed, status: 200, chunks: 1},
-		{name: "malformed SSE line", h: func(w http.ResponseWriter, r *http.Request) {
+		{name: "unknown SSE line is ignored (the SSE spec)", h: func(w http.ResponseWriter, r *http.Request) {
 			s := startSSE(w)
 			s.raw("this is not SSE\n\n")
 			s.done()
-		}, kind: metrics.FailMalformed, status: 200},
+		}, kind: metrics.FailEmpty, status: 200},
+		{name: "SSE line over the limit", h: func(w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			s.raw("data: " + strings.Repeat("x", DefaultMaxLineBytes+1) + "\n\n")
+			s.done()
+		}, kind: metrics.FailMalformed, status: 200, msg: "byte limit"},
 		{name: "empty", h: func(w http.ResponseWriter, r *http.Request) {
 			s := startSSE(w)
 			s.data(`{"choices":[{"delta":{"role":"assistant","content":""}}]}`)

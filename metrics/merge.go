@@ -263,6 +263,7 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		out.req.Total += r.Total
 		out.req.Succeeded += r.Succeeded
 		out.req.Failed += r.Failed
+		out.req.Dropped += r.Dropped
 		out.req.InputTokens += r.InputTokens
 		out.req.OutputTokens += r.OutputTokens
 		out.req.TokenCompared += r.TokenCompared

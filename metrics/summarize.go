@@ -175,6 +175,9 @@ func (s *summarizer) first(r *Record) {
 		s.anyClass = true
 	}
 	for _, t := range [...]int64{r.End, r.Intended, r.Sent, r.FirstToken} {
+		if r.Failure == FailDropped && t == r.Intended {
+			continue // a never-sent request's plan is not part of the run's timeline
+		}
 		if t > s.maxT {
 			s.maxT = t
 		}
@@ -206,6 +209,10 @@ func (s *summarizer) first(r *Record) {
 // headline and the excluded phases; classes use the headline's window).
 func (s *summarizer) add(g *group, r *Record, window bool) {
 	g.req.Total++
+	if r.Failure == FailDropped {
+		g.req.Dropped++ // never sent: no tokens, no window, not a failure
+		return
+	}
 	g.req.InputTokens += int64(r.InputTokens)
 	g.req.OutputTokens += int64(r.OutputTokens)
 	src := r.TokenSource
@@ -531,8 +538,13 @@ func (s *summarizer) warnings(sum *Summary) []string {
 }
 
 func failureWarning(r Requests) []string {
+	var w []string
+	if r.Dropped > 0 {
+		w = append(w, fmt.Sprintf("dropped: %d of %d requests were never sent (the run was interrupted or a cap was reached first); they are not failures, add no tokens and do not stretch the throughput window",
+			r.Dropped, r.Total))
+	}
 	if r.Failed == 0 {
-		return nil
+		return w
 	}
 	kinds := make([]string, 0, len(r.Failures))
 	for k := range r.Failures {
@@ -548,8 +560,8 @@ func failureWarning(r Requests) []string {
 	for i, k := range kinds {
 		parts[i] = fmt.Sprintf("%s %d", k, r.Failures[k])
 	}
-	return []string{fmt.Sprintf("failures: %d of %d requests failed (%.1f%%): %s; they are excluded from latency percentiles and count against goodput",
-		r.Failed, r.Total, 100*float64(r.Failed)/float64(r.Total), strings.Join(parts, ", "))}
+	return append(w, fmt.Sprintf("failures: %d of %d requests failed (%.1f%%): %s; they are excluded from latency percentiles and count against goodput",
+		r.Failed, r.Total, 100*float64(r.Failed)/float64(r.Total), strings.Join(parts, ", ")))
 }
 
 func mismatchWarning(r Requests) []string {

@@ -77,10 +77,14 @@ type Host struct {
 
 // Requests counts outcomes.
 type Requests struct {
-	Total        int            `json:"total"`
-	Succeeded    int            `json:"succeeded"`
-	Failed       int            `json:"failed"`
-	Failures     map[string]int `json:"failures"`           // by FailureKind
+	Total     int            `json:"total"`
+	Succeeded int            `json:"succeeded"`
+	Failed    int            `json:"failed"`
+	Failures  map[string]int `json:"failures"` // by FailureKind
+	// Dropped counts requests never sent (FailDropped: the run was interrupted or a cap was
+	// reached first). They are in Total but not in Failed or Failures, add no tokens and do
+	// not stretch the throughput window: Succeeded + Failed + Dropped = Total.
+	Dropped      int            `json:"dropped,omitempty"`
 	FailStatus   map[string]int `json:"failures_by_status"` // by HTTP status code
 	InputTokens  int64          `json:"input_tokens"`
 	OutputTokens int64          `json:"output_tokens"`

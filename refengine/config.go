@@ -92,8 +92,12 @@ type Config struct {
 	Faults Faults
 	// APIKey, when set, requires "Authorization: Bearer <APIKey>" on /v1/ endpoints.
 	APIKey string
-	// MaxBodyBytes bounds a request body (default 8 MiB).
+	// MaxBodyBytes bounds a request body (default 8 MiB); a larger declared Content-Length
+	// is answered 413 before any of it is read.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds reading a request body, in real time (default 30 s): a client
+	// that sends headers and then no body gets 408 instead of holding a connection forever.
+	BodyReadTimeout time.Duration
 	// MaxConcurrentRequests caps generation requests in flight (0: no cap); more get 429.
 	MaxConcurrentRequests int
 	// RateLimit caps accepted generation requests per second of wall time, with a burst of
@@ -165,6 +169,9 @@ func (c Config) resolve() (*resolved, error) {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 8 << 20
 	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = 30 * time.Second
+	}
 	if c.TimelineCapacity == 0 {
 		c.TimelineCapacity = 10000
 	}
@@ -187,8 +194,8 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("refengine: NumBlocks %d: must be >= 0 (0 sizes the cache from memory)", c.NumBlocks)
 	case c.MaxModelLen < 0:
 		return nil, fmt.Errorf("refengine: MaxModelLen %d: must be >= 0", c.MaxModelLen)
-	case c.RateLimit < 0 || c.MaxConcurrentRequests < 0 || c.MaxBodyBytes < 0:
-		return nil, fmt.Errorf("refengine: RateLimit, MaxConcurrentRequests and MaxBodyBytes must be >= 0")
+	case c.RateLimit < 0 || c.MaxConcurrentRequests < 0 || c.MaxBodyBytes < 0 || c.BodyReadTimeout < 0:
+		return nil, fmt.Errorf("refengine: RateLimit, MaxConcurrentRequests, MaxBodyBytes and BodyReadTimeout must be >= 0")
 	case c.DefaultMaxTokens < 1:
 		return nil, fmt.Errorf("refengine: DefaultMaxTokens %d: must be >= 1", c.DefaultMaxTokens)
 	case c.KVTransferBW < 0 || math.IsNaN(c.KVTransferBW):

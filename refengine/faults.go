@@ -59,7 +59,7 @@ var faultKeys = map[string]faultSpec{
 	"status-429":   {prob: func(f *Faults) *float64 { return &f.Status429 }, help: "HTTP 429"},
 	"status-500":   {prob: func(f *Faults) *float64 { return &f.Status500 }, help: "HTTP 500"},
 	"status-503":   {prob: func(f *Faults) *float64 { return &f.Status503 }, help: "HTTP 503"},
-	"malformed":    {prob: func(f *Faults) *float64 { return &f.Malformed }, help: "a malformed SSE line"},
+	"malformed":    {prob: func(f *Faults) *float64 { return &f.Malformed }, help: "a data line that is not JSON (SSE framing itself cannot be malformed: unknown lines are ignored)"},
 	"bad-json":     {prob: func(f *Faults) *float64 { return &f.BadJSON }, help: "invalid JSON in a chunk"},
 	"no-done":      {prob: func(f *Faults) *float64 { return &f.NoDone }, help: "stream ends without [DONE]"},
 	"slow-headers": {prob: func(f *Faults) *float64 { return &f.SlowHeaders }, dur: func(f *Faults) *time.Duration { return &f.SlowFor }, defDur: time.Second, help: "delay headers, e.g. slow-headers=0.1:2s"},

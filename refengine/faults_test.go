@@ -53,7 +53,7 @@ func TestFaultsEachProduceTheirEffect(t *testing.T) {
 			}
 		}},
 		{"malformed=1", func(t *testing.T, resp *http.Response, body []byte, err error) {
-			if err != nil || !strings.Contains(string(body), "\n\n\x00\xffnot-an-sse-line\n\n") || !strings.HasSuffix(string(body), doneEvent) {
+			if err != nil || !strings.Contains(string(body), "\n\ndata: \x00\xffnot-an-sse-event\n\n") || !strings.HasSuffix(string(body), doneEvent) {
 				t.Fatalf("want one malformed line in a complete stream: err=%v body=%q", err, body)
 			}
 		}},

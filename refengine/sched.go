@@ -386,6 +386,15 @@ func (c *core) submit(s *seq) {
 	s.state = stWaiting
 	s.pool = c
 	s.numTokens = s.promptTokens
+	if s.promptTokens > c.pool.numBlocks()*c.blockSize-s.target {
+		// More KV blocks than the cache holds: it would be preempted and recomputed
+		// forever, its stream silent. It ends now instead, and its stream is told.
+		c.abortSeq(s)
+		if s.sink != nil {
+			s.sink.emit(s.numOutput, 0, c.now, true, s.tl.FinishReason)
+		}
+		return
+	}
 	if need := min((s.promptTokens+s.target+c.blockSize-1)/c.blockSize, c.pool.numBlocks()); cap(s.blocks) < need {
 		s.blocks = make([]int32, 0, need)
 	}

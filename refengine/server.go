@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +126,20 @@ func (e *Engine) handleVersion(w http.ResponseWriter, _ *http.Request) {
 	w.Write(append(b, '\n'))
 }
 
+// readBody reads a request body of at most MaxBodyBytes within BodyReadTimeout. A declared
+// Content-Length above the limit fails at once, without waiting for the bytes.
+func (e *Engine) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > e.cfg.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+		return nil, &http.MaxBytesError{Limit: e.cfg.MaxBodyBytes}
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(e.cfg.BodyReadTimeout)) == nil {
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, e.cfg.MaxBodyBytes))
+}
+
 // stream receives a request's emissions from the scheduler goroutine.
 type stream struct {
 	mu      sync.Mutex
@@ -181,9 +196,15 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		}
 		defer e.inflight.Add(-1)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.cfg.MaxBodyBytes))
+	body, err := e.readBody(w, r)
 	if err != nil {
 		var mbe *http.MaxBytesError
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			writeError(w, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "body_timeout",
+				message: fmt.Sprintf("the request body did not arrive within %v", e.cfg.BodyReadTimeout)})
+			return
+		}
 		if errors.As(err, &mbe) {
 			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "body_too_large",
 				message: fmt.Sprintf("request body exceeds %d bytes; send a shorter prompt", mbe.Limit)})
@@ -262,7 +283,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 func (e *Engine) injectMid(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, plan *faultPlan, id string, s *seq) bool {
 	if plan.malformed {
 		e.faultCount("malformed")
-		io.WriteString(w, "\x00\xffnot-an-sse-line\n\n")
+		io.WriteString(w, "data: \x00\xffnot-an-sse-event\n\n") // a data line that is no JSON: an unknown field would be ignored (SSE spec)
 	}
 	if plan.badJSON {
 		e.faultCount("bad-json")

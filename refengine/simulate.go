@@ -101,7 +101,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 			return nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
 		case q.MaxTokens < 1:
 			return nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
-		case promptTokens+q.MaxTokens > r.maxModelLen:
+		case promptTokens > r.maxModelLen || q.MaxTokens > r.maxModelLen-promptTokens: // no sum: it could wrap
 			return nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory",
 				i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen)
 		case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/tokenizer"
 )
 
@@ -25,9 +26,12 @@ type apiError struct {
 func (e *apiError) Error() string { return e.message }
 
 func badRequest(param, format string, args ...any) *apiError {
-	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...),
-		typ: "invalid_request_error", param: param, code: "invalid_value"}
+	return &apiError{status: http.StatusBadRequest, message: safetext.Clip(fmt.Sprintf(format, args...), maxErrorText),
+		typ: "invalid_request_error", param: safetext.Clip(param, 100), code: "invalid_value"}
 }
+
+// maxErrorText bounds an error message, which may quote the client's input.
+const maxErrorText = 1024
 
 // appendErrorJSON appends the OpenAI error body of e.
 func appendErrorJSON(b []byte, e *apiError) []byte {
@@ -131,7 +135,7 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 	if r.model != lim.servedModel {
 		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model",
 			code:    "model_not_found",
-			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", wr.Model, lim.servedModel)}
+			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", safetext.Clip(wr.Model, 200), lim.servedModel)}
 	}
 	var tok tokenizer.Reference
 	if chat {
@@ -191,8 +195,9 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 			return nil, badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
 		}
 		r.maxTokens = *maxTok
-		if r.promptTokens+r.maxTokens > lim.maxModelLen {
-			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Reduce the prompt or %s.", lim.maxModelLen, r.promptTokens+r.maxTokens, r.promptTokens, r.maxTokens, maxParam)
+		// promptTokens < maxModelLen here, so the subtraction cannot wrap (the sum could).
+		if r.maxTokens > lim.maxModelLen-r.promptTokens {
+			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in the completion (%d in the prompt). Reduce the prompt or %s.", lim.maxModelLen, r.maxTokens, r.promptTokens, maxParam)
 		}
 	case chat:
 		r.maxTokens = min(lim.defaultMaxTokens, lim.maxModelLen-r.promptTokens)

@@ -3,20 +3,17 @@ package reports
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/redact"
 	"github.com/llmbench/llmbench/metrics"
 )
 
-// secretFlag matches command-line flags whose value must not appear in a report.
-var secretFlag = regexp.MustCompile(`(?i)(--?[a-z0-9_-]*(?:key|token|secret|password|auth)[a-z0-9_-]*)(=|\s+)("[^"]*"|'[^']*'|\S+)`)
-
-// redactCommand hides the values of secret-looking flags in a recorded command line.
-func redactCommand(cmd string) string {
-	return secretFlag.ReplaceAllString(cmd, "$1$2***")
-}
+// redactCommand hides secret flag values and URL secrets in a recorded command line again
+// (summary.json is redacted when written; a report re-rendered from an older one is not
+// trusted to be). The policy is internal/redact's.
+func redactCommand(cmd string) string { return redact.CommandString(cmd) }
 
 // runFacts lists what was run, in a fixed order.
 func runFacts(r metrics.RunInfo) []fact {
@@ -26,7 +23,7 @@ func runFacts(r metrics.RunInfo) []fact {
 			f = append(f, fact{label, v})
 		}
 	}
-	add("endpoint", r.Endpoint)
+	add("endpoint", redact.URLsIn(r.Endpoint))
 	add("model", r.Model)
 	add("backend", r.Backend)
 	add("API", r.API)

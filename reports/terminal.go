@@ -157,6 +157,9 @@ func requestsLine(q metrics.Requests) string {
 		}
 		s += ": " + strings.Join(kinds, ", ")
 	}
+	if q.Dropped > 0 {
+		s += fmt.Sprintf(" · %s dropped (never sent)", fmtInt(int64(q.Dropped)))
+	}
 	return s
 }
 

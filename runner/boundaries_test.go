@@ -35,6 +35,8 @@ func TestPackageBoundaries(t *testing.T) {
 	forbidden := map[string][]string{
 		"cmd/llmbench":         {},
 		"internal/progress":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "runner"},
+		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
+		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
 		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},

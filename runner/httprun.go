@@ -50,7 +50,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 
 	var scr *scraper
 	if s.Scrape {
-		scr = startScraper(ctx, s.Load.Target.URL, s.Load.Target.APIKey, 0)
+		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
 	}
 	var pd *progress.Display
 	if s.Progress != nil {

@@ -114,6 +114,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	if opts.scraper != nil {
 		opts.scraper.Stop()
+		if prod != nil && !prod.Start.IsZero() {
+			opts.scraper.SetEpoch(prod.Start)
+		}
 		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.scraper.Data()); err != nil && perr == nil {
 			perr = err
 		}

@@ -126,7 +126,7 @@ func TestScraperCollectsSamples(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s := startScraper(context.Background(), srv.URL+"/v1", "k", 10*time.Millisecond)
+	s := startScraper(context.Background(), scrapeOptions{URL: srv.URL + "/v1", APIKey: "k", Interval: 10 * time.Millisecond})
 	<-polls // the first poll happens at once
 	<-polls
 	s.Stop()

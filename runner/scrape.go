@@ -6,19 +6,22 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/redact"
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/reports"
 )
 
 // ServerSample is one poll of an endpoint's Prometheus /metrics. A field is NaN-free: a
 // metric the server does not export is reported as -1.
 type ServerSample struct {
-	T           float64 `json:"t"` // seconds since the scrape started
+	T           float64 `json:"t"` // seconds from the run epoch (negative: polled before it), scaled by the time scale
 	Running     float64 `json:"running"`
 	Waiting     float64 `json:"waiting"`
 	KVUsage     float64 `json:"kv_cache_usage"` // 0..1
@@ -30,7 +33,7 @@ type ServerSamples struct {
 	Endpoint string         `json:"endpoint"`
 	Samples  []ServerSample `json:"samples"`
 	Errors   int            `json:"errors"`
-	// LastError is the last scrape failure, if any (no secrets: the URL has none).
+	// LastError is the last scrape failure, if any, redacted like Endpoint.
 	LastError string `json:"last_error,omitempty"`
 }
 
@@ -115,33 +118,78 @@ func pick(m map[string]float64, key string) float64 {
 type scraper struct {
 	mu      sync.Mutex
 	data    ServerSamples
+	at      []time.Time // when each sample was taken (monotonic)
+	epoch   time.Time
+	scale   float64
+	redact  *redact.Policy
 	stop    chan struct{}
 	done    chan struct{}
 	stopped sync.Once
 }
 
-// startScraper polls baseURL's /metrics every interval (default 1 s) until Stop or ctx ends.
-// apiKey, when set, is sent as a bearer token.
-func startScraper(ctx context.Context, baseURL, apiKey string, interval time.Duration) *scraper {
+// scrapeOptions configure a Scraper.
+type scrapeOptions struct {
+	// URL is the endpoint's base URL (with or without /v1, with its query, which is kept).
+	URL string
+	// APIKey, when set, is sent as a bearer token; Headers are sent too. Both, and the URL's
+	// user info and query values, are redacted from what the scraper records.
+	APIKey  string
+	Headers map[string]string
+	// Interval is the polling period (0 = 1 s).
+	Interval time.Duration
+	// TimeScale multiplies sample times, as record times are under --time-scale (0 = 1).
+	TimeScale float64
+}
+
+// MetricsURL returns the /metrics URL of an endpoint base URL: its path without a trailing
+// "/" or "/v1", plus "/metrics", and its query.
+func MetricsURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+	u.Path, u.RawPath, u.Fragment = p+"/metrics", "", ""
+	return u.String(), nil
+}
+
+// startScraper polls o.URL's /metrics every interval until Stop or ctx ends. Sample times
+// count from the scraper's start until SetEpoch names the run epoch.
+func startScraper(ctx context.Context, o scrapeOptions) *scraper {
+	interval := o.Interval
 	if interval <= 0 {
 		interval = time.Second
 	}
-	u := strings.TrimSuffix(strings.TrimSuffix(baseURL, "/"), "/v1") + "/metrics"
-	s := &scraper{stop: make(chan struct{}), done: make(chan struct{}), data: ServerSamples{Endpoint: u}}
-	client := &http.Client{Timeout: interval}
-	start := time.Now()
+	pol := redact.New(redact.Target{URL: o.URL, APIKey: o.APIKey, Headers: o.Headers})
+	u, uerr := MetricsURL(o.URL)
+	s := &scraper{stop: make(chan struct{}), done: make(chan struct{}), redact: pol, scale: o.TimeScale, epoch: time.Now(),
+		data: ServerSamples{Endpoint: pol.URL(u)}}
+	if s.scale <= 0 {
+		s.scale = 1
+	}
+	// The poller never follows a redirect: the key and headers are for this host only.
+	// A poll may take up to the interval, and at least a second (a loaded machine must not
+	// fail short polls).
+	client := &http.Client{Timeout: max(interval, time.Second), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	poll := func() {
+		if uerr != nil {
+			s.fail("endpoint URL: " + uerr.Error())
+			return
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			s.fail(err.Error())
 			return
 		}
-		if apiKey != "" {
-			req.Header.Set("Authorization", "Bearer "+apiKey)
+		for k, v := range o.Headers {
+			req.Header.Set(k, v)
+		}
+		if o.APIKey != "" {
+			req.Header.Set("Authorization", "Bearer "+o.APIKey)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			s.fail(strings.ReplaceAll(err.Error(), apiKey, "<redacted>"))
+			s.fail(err.Error())
 			return
 		}
 		defer resp.Body.Close()
@@ -150,10 +198,12 @@ func startScraper(ctx context.Context, baseURL, apiKey string, interval time.Dur
 			return
 		}
 		m := parsePrometheus(io.LimitReader(resp.Body, 8<<20))
+		at := time.Now()
 		kv := pick(m, "kv")
-		smp := ServerSample{T: time.Since(start).Seconds(), Running: pick(m, "running"), Waiting: pick(m, "waiting"), KVUsage: kv, Preemptions: pick(m, "preemptions")}
+		smp := ServerSample{Running: pick(m, "running"), Waiting: pick(m, "waiting"), KVUsage: kv, Preemptions: pick(m, "preemptions")}
 		s.mu.Lock()
 		s.data.Samples = append(s.data.Samples, smp)
+		s.at = append(s.at, at)
 		s.mu.Unlock()
 	}
 	go func() {
@@ -175,7 +225,15 @@ func startScraper(ctx context.Context, baseURL, apiKey string, interval time.Dur
 	return s
 }
 
+// SetEpoch makes sample times count from the run epoch t (the records' time zero).
+func (s *scraper) SetEpoch(t time.Time) {
+	s.mu.Lock()
+	s.epoch = t
+	s.mu.Unlock()
+}
+
 func (s *scraper) fail(msg string) {
+	msg = safetext.Escape(s.redact.String(msg), 512)
 	s.mu.Lock()
 	s.data.Errors++
 	s.data.LastError = msg
@@ -194,6 +252,9 @@ func (s *scraper) Data() ServerSamples {
 	defer s.mu.Unlock()
 	d := s.data
 	d.Samples = append([]ServerSample(nil), s.data.Samples...)
+	for i := range d.Samples {
+		d.Samples[i].T = s.at[i].Sub(s.epoch).Seconds() * s.scale
+	}
 	return d
 }
 

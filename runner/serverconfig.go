@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -48,14 +49,22 @@ const (
 func FetchServerConfig(ctx context.Context, baseURL, apiKey, model string) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, serverConfigTimeout)
 	defer cancel()
-	base := strings.TrimSuffix(strings.TrimSuffix(baseURL, "/"), "/v1")
-	client := &http.Client{}
+	base, err := url.Parse(baseURL)
+	if err != nil {
+		return map[string]string{}
+	}
+	base.Path = strings.TrimSuffix(strings.TrimSuffix(base.Path, "/"), "/v1")
+	base.RawPath, base.Fragment = "", ""
+	// Never follow a redirect: the key (and a query that may hold one) is for this host only.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	fetch := func(method, path string, body []byte, limit int64) ([]byte, bool) {
 		var rd io.Reader
 		if body != nil {
 			rd = bytes.NewReader(body)
 		}
-		req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+		u := *base
+		u.Path += path // the query, if any, stays a query
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 		if err != nil {
 			return nil, false
 		}

@@ -34,6 +34,7 @@ package tokenizer
 
 import (
 	"hash/fnv"
+	"math"
 	"unicode/utf8"
 )
 
@@ -185,10 +186,10 @@ func Mix(x uint64) uint64 {
 // at token position start. Text(seed, 0, a) + Text(seed, a, b) == Text(seed, 0, a+b), so a
 // prefix is byte-identical for equal seeds.
 func Text(seed uint64, start, n int) string {
-	if n <= 0 {
+	if n <= 0 || start < 0 || start > math.MaxInt-n {
 		return ""
 	}
-	b := make([]byte, 0, n*6)
+	b := make([]byte, 0, min(n, 1<<20)*6) // grows past 2^20 tokens rather than overflow n*6
 	for i := start; i < start+n; i++ {
 		b = append(b, Word(Mix(seed^Mix(uint64(i))))...)
 	}

@@ -4,6 +4,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/safetext"
+)
+
+// Bounds on the parts of a LineError message: a 2 MB key or a 100 MB line must not become a
+// 100 MB error, nor print escape sequences to a terminal.
+const (
+	maxFieldText  = 80
+	maxReasonText = 600
+	maxFileText   = 300
 )
 
 // LineError is a problem with one line (JSONL) or record (msgpack) of a trace, or with one row of
@@ -23,17 +33,21 @@ type LineError struct {
 
 func (e *LineError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
+	b.WriteString(safetext.Escape(e.File, maxFileText))
 	if e.Line > 0 {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(e.Line))
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
-		b.WriteString(e.Field)
+		if f := safetext.Escape(e.Field, maxFieldText); f == e.Field {
+			b.WriteString(f)
+		} else {
+			b.WriteString(safetext.Quote(e.Field, maxFieldText))
+		}
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Reason)
+	b.WriteString(safetext.Escape(e.Reason, maxReasonText))
 	return b.String()
 }
 
@@ -46,10 +60,7 @@ func describe(v any) string {
 	case nil:
 		return "null"
 	case string:
-		if len(x) > 40 {
-			x = x[:40] + "..."
-		}
-		return "string " + strconv.Quote(x)
+		return "string " + safetext.Quote(x, 40)
 	case bool:
 		return strconv.FormatBool(x)
 	case []any:

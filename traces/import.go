@@ -106,9 +106,18 @@ func Import(format string, r io.Reader, name string, opts ImportOptions) ([]Requ
 		return nil, fmt.Errorf("%s: no requests imported (check the format, the model filter and skipped rows)", name)
 	}
 	for i := range reqs {
-		if reqs[i].Arrival < 0 || reqs[i].Arrival > maxSeconds*time.Second {
+		for _, c := range []struct {
+			field string
+			n     int
+		}{{"input tokens", reqs[i].InputTokens}, {"output tokens", reqs[i].OutputTokens}} {
+			if c.n > MaxTokens {
+				return nil, &LineError{File: name, Line: reqs[i].Line, Field: c.field,
+					Reason: fmt.Sprintf("%d is past the token cap of trace format v1 (%d)", c.n, MaxTokens)}
+			}
+		}
+		if reqs[i].Arrival < 0 || reqs[i].Arrival > MaxSeconds*time.Second {
 			return nil, &LineError{File: name, Line: reqs[i].Line, Field: "timestamp",
-				Reason: fmt.Sprintf("lies %v from the earliest row, beyond the %v seconds a trace may span", reqs[i].Arrival, maxSeconds)}
+				Reason: fmt.Sprintf("lies %v from the earliest row, beyond the %v seconds a trace may span", reqs[i].Arrival, MaxSeconds)}
 		}
 	}
 	var first *LineError

@@ -1,6 +1,8 @@
 package traces
 
 import (
+	"github.com/llmbench/llmbench/internal/safetext"
+
 	"fmt"
 	"io"
 	"math"
@@ -41,17 +43,17 @@ func importAzure(r io.Reader, name string, opts ImportOptions) ([]Request, error
 		ts, _ := t.get(rec, "TIMESTAMP")
 		when, ok := parseAzureTime(ts)
 		if !ok {
-			return true, sink.bad(line, "TIMESTAMP", fmt.Sprintf("must be a time like 2023-11-16 18:15:46.6805900 (got %q)", ts))
+			return true, sink.bad(line, "TIMESTAMP", fmt.Sprintf("must be a time like 2023-11-16 18:15:46.6805900 (got %s)", safetext.Quote(ts, 64)))
 		}
 		ctx, _ := t.get(rec, "ContextTokens")
 		in, ok := parseCount(ctx)
 		if !ok || in < 1 {
-			return true, sink.bad(line, "ContextTokens", fmt.Sprintf("must be an integer >= 1 (got %q)", ctx))
+			return true, sink.bad(line, "ContextTokens", fmt.Sprintf("must be an integer >= 1 (got %s)", safetext.Quote(ctx, 64)))
 		}
 		gen, _ := t.get(rec, "GeneratedTokens")
 		out, ok := parseCount(gen)
 		if !ok {
-			return true, sink.bad(line, "GeneratedTokens", fmt.Sprintf("must be an integer >= 1 (got %q)", gen))
+			return true, sink.bad(line, "GeneratedTokens", fmt.Sprintf("must be an integer >= 1 (got %s)", safetext.Quote(gen, 64)))
 		}
 		if out == 0 {
 			return true, sink.failed(line, "GeneratedTokens")
@@ -88,17 +90,17 @@ func importBurstGPT(r io.Reader, name string, opts ImportOptions) ([]Request, er
 		ts, _ := t.get(rec, "Timestamp")
 		sec, err := strconv.ParseFloat(ts, 64)
 		if err != nil || math.IsNaN(sec) || math.IsInf(sec, 0) || math.Abs(sec) > maxSeconds {
-			return true, sink.bad(line, "Timestamp", fmt.Sprintf("must be a number of seconds (got %q)", ts))
+			return true, sink.bad(line, "Timestamp", fmt.Sprintf("must be a number of seconds (got %s)", safetext.Quote(ts, 64)))
 		}
 		reqTok, _ := t.get(rec, "Request tokens")
 		in, ok := parseCount(reqTok)
 		if !ok {
-			return true, sink.bad(line, "Request tokens", fmt.Sprintf("must be an integer >= 1 (got %q)", reqTok))
+			return true, sink.bad(line, "Request tokens", fmt.Sprintf("must be an integer >= 1 (got %s)", safetext.Quote(reqTok, 64)))
 		}
 		respTok, _ := t.get(rec, "Response tokens")
 		out, ok := parseCount(respTok)
 		if !ok {
-			return true, sink.bad(line, "Response tokens", fmt.Sprintf("must be an integer >= 1 (got %q)", respTok))
+			return true, sink.bad(line, "Response tokens", fmt.Sprintf("must be an integer >= 1 (got %s)", safetext.Quote(respTok, 64)))
 		}
 		if out == 0 {
 			return true, sink.failed(line, "Response tokens")

@@ -1,6 +1,8 @@
 package traces
 
 import (
+	"github.com/llmbench/llmbench/internal/safetext"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -89,7 +91,7 @@ func mooncakeLine(sink *rowSink, line []byte, lineNo int, complete bool) (bool, 
 	if out == 0 {
 		return true, sink.failed(lineNo, "output_length")
 	}
-	req.InputTokens, req.OutputTokens = clampInt(in), clampInt(out)
+	req.InputTokens, req.OutputTokens = int(min(in, MaxTokens+1)), int(min(out, MaxTokens+1))
 	if v, ok := vals["hash_ids"]; ok && v != nil {
 		ids, ferrs := decodeHashIDs(v)
 		if len(ferrs) > 0 {
@@ -236,7 +238,7 @@ func shareGPTRequests(turns []shareGPTTurn, opts ImportOptions, conv int) ([]Req
 		}
 		role := shareGPTRole(from)
 		if role == "" {
-			return nil, fmt.Sprintf("conversation turn %d has an unknown speaker %q", i, from)
+			return nil, fmt.Sprintf("conversation turn %d has an unknown speaker %s", i, safetext.Quote(from, 40))
 		}
 		if role != "user" {
 			history = append(history, Message{Role: role, Content: text})

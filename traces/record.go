@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/safetext"
 )
 
 // Field names of trace format v1, in the order WriteJSONL writes them.
@@ -36,9 +38,27 @@ var knownField = func() map[string]bool {
 	return m
 }()
 
+// Documented bounds of trace format v1 (traces/FORMAT.md, README "Limits and secrets"). They
+// are checked on every read, so `trace validate` and every replay refuse the same lines: a
+// count past them would make a replay allocate without bound or wait for years.
 const (
+	// MaxTokens bounds input_tokens and output_tokens (2^20 = 1,048,576, past the context of
+	// every model llmbench knows).
+	MaxTokens = 1 << 20
+	// MaxSeconds bounds arrival_s and think_s (365 days). A replay that would last longer
+	// than a day is refused unless allowed (llmbench run --max-span).
+	MaxSeconds = 365 * 24 * 3600
+	// MaxTurn bounds turn.
+	MaxTurn = 1 << 20
+	// MaxIDBytes bounds id, which is sent as the X-Request-Id header.
+	MaxIDBytes = 1024
+)
+
+var (
 	reasonTokens  = "must be an integer >= 1"
 	reasonSeconds = "must be a number of seconds >= 0"
+	boundTokens   = fmt.Sprintf("must be at most %d (the token cap of trace format v1)", MaxTokens)
+	boundSeconds  = fmt.Sprintf("must be at most %d seconds (365 days, the time cap of trace format v1)", MaxSeconds)
 )
 
 // fieldError is one problem inside a record; the caller adds file and line.
@@ -67,26 +87,35 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 		switch m.key {
 		case fID:
 			r.ID, why = stringField(m.val, true, "must be a non-empty string")
+			if why == "" {
+				why = checkID(r.ID)
+			}
 		case fArrival:
 			r.Arrival, why = secondsField(m.val, reasonSeconds)
+			if why == "" && r.Arrival > MaxSeconds*time.Second {
+				why = boundSeconds + " (got " + describe(m.val) + ")"
+			}
 		case fClass:
 			r.Class, why = stringField(m.val, false, "must be a string")
 		case fInputTokens:
 			var n int64
-			n, why = intField(m.val, 1, reasonTokens)
-			r.InputTokens = clampInt(n)
+			n, why = boundedInt(m.val, 1, MaxTokens, reasonTokens, boundTokens)
+			r.InputTokens = int(n)
 		case fOutputTokens:
 			var n int64
-			n, why = intField(m.val, 1, reasonTokens)
-			r.OutputTokens = clampInt(n)
+			n, why = boundedInt(m.val, 1, MaxTokens, reasonTokens, boundTokens)
+			r.OutputTokens = int(n)
 		case fSession:
 			r.Session, why = stringField(m.val, true, "must be a non-empty string")
 		case fTurn:
 			var n int64
-			n, why = intField(m.val, 1, "must be an integer >= 1")
-			r.Turn = clampInt(n)
+			n, why = boundedInt(m.val, 1, MaxTurn, "must be an integer >= 1", fmt.Sprintf("must be at most %d", MaxTurn))
+			r.Turn = int(n)
 		case fThink:
 			r.Think, why = secondsField(m.val, reasonSeconds)
+			if why == "" && r.Think > MaxSeconds*time.Second {
+				why = boundSeconds + " (got " + describe(m.val) + ")"
+			}
 		case fHashIDs:
 			var fe []fieldError
 			r.HashIDs, fe = decodeHashIDs(m.val)
@@ -135,12 +164,32 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 	return r, errs
 }
 
-func clampInt(n int64) int {
-	const maxInt = int64(^uint(0) >> 1)
-	if n > maxInt {
-		return int(maxInt)
+// boundedInt parses an integer in [min, max]; below is the reason for a value that is not an
+// integer >= min, above for one past max.
+func boundedInt(v any, min, max int64, below, above string) (int64, string) {
+	n, why := intField(v, min, below)
+	if why == "" && n > max {
+		return 0, above + " (got " + describe(v) + ")"
 	}
-	return int(n)
+	if why != "" {
+		if x, ok := asNumber(v); ok && x.f > float64(max) {
+			return 0, above + " (got " + describe(v) + ")"
+		}
+	}
+	return n, why
+}
+
+// checkID rejects ids that cannot travel as an X-Request-Id header.
+func checkID(id string) string {
+	if len(id) > MaxIDBytes {
+		return fmt.Sprintf("must be at most %d bytes (got %d; it is sent as the X-Request-Id header)", MaxIDBytes, len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f {
+			return "must not hold control characters (it is sent as the X-Request-Id header; got " + safetext.Quote(id, 40) + ")"
+		}
+	}
+	return ""
 }
 
 func decodeHashIDs(v any) ([]int64, []fieldError) {
@@ -248,7 +297,7 @@ func finish(reqs []Request, name string, errf func(*LineError) bool) []Request {
 		}
 		if first, dup := idLine[r.ID]; dup {
 			if !errf(&LineError{File: name, Line: r.Line, Field: fID,
-				Reason: fmt.Sprintf("duplicate id %q (first used on line %d; lines without an id get r<line>)", r.ID, first)}) {
+				Reason: fmt.Sprintf("duplicate id %s (first used on line %d; lines without an id get r<line>)", safetext.Quote(r.ID, 64), first)}) {
 				return nil
 			}
 		} else {
@@ -258,7 +307,7 @@ func finish(reqs []Request, name string, errf func(*LineError) bool) []Request {
 			k := turnKey{r.Session, r.Turn}
 			if first, dup := turnLine[k]; dup {
 				if !errf(&LineError{File: name, Line: r.Line, Field: fTurn,
-					Reason: fmt.Sprintf("duplicate turn %d of session %q (first on line %d)", r.Turn, r.Session, first)}) {
+					Reason: fmt.Sprintf("duplicate turn %d of session %s (first on line %d)", r.Turn, safetext.Quote(r.Session, 64), first)}) {
 					return nil
 				}
 			} else {

@@ -93,12 +93,14 @@ func (p *Prompter) segments(req *traces.Request) []segment {
 	return segs
 }
 
-// Text returns the prompt text of req (see Prompter).
+// Text returns the prompt text of req (see Prompter). A request past traces.MaxTokens (one
+// built in code: trace reading refuses them) gets no synthesized text rather than an
+// allocation without bound.
 func (p *Prompter) Text(req *traces.Request) string {
 	if req.Prompt != "" {
 		return req.Prompt
 	}
-	if req.InputTokens < 1 {
+	if req.InputTokens < 1 || req.InputTokens > traces.MaxTokens {
 		return ""
 	}
 	segs := p.segments(req)

@@ -112,8 +112,8 @@ func checkRunInvariants(t *testing.T, dir string, ids []string) (map[string]metr
 
 	s := readSummaryStruct(t, dir)
 	rq := s.Requests
-	if rq.Succeeded+rq.Failed != rq.Total || rq.Total != len(recs) {
-		t.Errorf("summary: succeeded %d + failed %d != total %d (records %d)", rq.Succeeded, rq.Failed, rq.Total, len(recs))
+	if rq.Succeeded+rq.Failed+rq.Dropped != rq.Total || rq.Total != len(recs) {
+		t.Errorf("summary: succeeded %d + failed %d + dropped %d != total %d (records %d)", rq.Succeeded, rq.Failed, rq.Dropped, rq.Total, len(recs))
 	}
 	kinds := map[string]int{}
 	statuses := map[string]int{}
@@ -124,6 +124,9 @@ func checkRunInvariants(t *testing.T, dir string, ids []string) (map[string]metr
 			ok++
 			okE2E = append(okE2E, float64(r.End-r.Intended)/1e6)
 			continue
+		}
+		if r.Failure == metrics.FailDropped {
+			continue // counted apart from failures (summary.requests.dropped)
 		}
 		kinds[string(r.Failure)]++
 		if r.Status != 0 {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/redact"
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
@@ -32,6 +34,7 @@ type targetFlags struct {
 	tFirstToken  time.Duration
 	tIdle        time.Duration
 	tTotal       time.Duration
+	maxLine      int
 	tokenizer    string
 	scrapeMetric bool
 }
@@ -46,10 +49,11 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
 	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a CA to trust for HTTPS endpoints")
 	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
-	fs.DurationVar(&f.tConnect, "timeout-connect", 30*time.Second, "fail a request with no response headers after this long (timeout_connect)")
-	fs.DurationVar(&f.tFirstToken, "timeout-first-token", 0, "fail a request with no generated token after this long (timeout_first_token; 0 = none)")
-	fs.DurationVar(&f.tIdle, "timeout-idle", 60*time.Second, "fail a request whose stream is silent this long between chunks (timeout_idle; 0 = none)")
-	fs.DurationVar(&f.tTotal, "timeout-total", 0, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
+	fs.DurationVar(&f.tConnect, "timeout-connect", 30*time.Second, "fail a request with no response headers after this long (timeout_connect; 0 = none)")
+	fs.DurationVar(&f.tFirstToken, "timeout-first-token", 5*time.Minute, "fail a request with no generated text after this long from sending (timeout_first_token; role-only chunks do not count; 0 = none)")
+	fs.DurationVar(&f.tIdle, "timeout-idle", 60*time.Second, "fail a request whose stream brings no generated text for this long (timeout_idle; role-only chunks and keep-alives do not count; 0 = none)")
+	fs.DurationVar(&f.tTotal, "timeout-total", 30*time.Minute, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
+	fs.IntVar(&f.maxLine, "max-line-bytes", loadgen.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
 	return f
@@ -66,6 +70,16 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 		CACertFile:         f.caCert,
 		InsecureSkipVerify: f.insecure,
 		Timeouts:           loadgen.Timeouts{Connect: f.tConnect, FirstToken: f.tFirstToken, Idle: f.tIdle, Total: f.tTotal},
+		MaxLineBytes:       f.maxLine,
+	}
+	if f.tConnect < 0 || f.tFirstToken < 0 || f.tIdle < 0 || f.tTotal < 0 {
+		return t, fmt.Errorf("--timeout-connect, --timeout-first-token, --timeout-idle and --timeout-total must be >= 0 (0 = none)")
+	}
+	if f.maxLine < 1024 {
+		return t, fmt.Errorf("--max-line-bytes %d: want at least 1024", f.maxLine)
+	}
+	if err := checkEndpoint(url); err != nil {
+		return t, err
 	}
 	switch f.api {
 	case "", "completions", "chat":
@@ -83,20 +97,59 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 		t.Headers = map[string]string{}
 		for _, h := range f.headers {
 			k, v, ok := strings.Cut(h, ":")
-			if !ok || strings.TrimSpace(k) == "" {
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if !ok || k == "" {
 				return t, fmt.Errorf("--header %s: want K:V", redactHeader(h))
 			}
-			t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			if !validHeaderName(k) {
+				return t, fmt.Errorf("--header %s: the name may hold only letters, digits and !#$%%&'*+-.^_`|~", safetext.Quote(k, 64))
+			}
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return t, fmt.Errorf("--header %s: the value holds a line break or NUL (one header per --header)", safetext.Quote(k, 64))
+			}
+			t.Headers[k] = v
 		}
 	}
 	return t, nil
+}
+
+// checkEndpoint rejects an --endpoint that would fail every request: not http(s), no host, a
+// port outside 1-65535, or control characters.
+func checkEndpoint(raw string) error {
+	shown := safetext.Quote(redact.URL(raw), 200)
+	if strings.ContainsFunc(raw, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("--endpoint %s: holds a control character", shown)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return fmt.Errorf("--endpoint %s: want http://host:port or https://host (optionally ending in /v1)", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--endpoint %s: port %s is not in 1-65535", shown, safetext.Quote(p, 20))
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return fmt.Errorf("--endpoint %s: empty port", shown)
+	}
+	return nil
+}
+
+// validHeaderName reports whether k is an HTTP token (RFC 9110 section 5.6.2).
+func validHeaderName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return k != ""
 }
 
 // redactHeader keeps a header's name and hides its value in error messages; a header given
 // without ':' is shown not at all (it may be a bare secret).
 func redactHeader(h string) string {
 	if k, _, ok := strings.Cut(h, ":"); ok {
-		return k + ":<redacted>"
+		return safetext.Escape(k, 64) + ":" + redact.Marker
 	}
 	return "<a value without ':'>"
 }
@@ -282,62 +335,116 @@ func (f *outputFlags) html(app *App) reports.HTMLOptions {
 	return reports.HTMLOptions{EChartsJS: f.echartsJS, Getenv: app.Getenv}
 }
 
-// commandLine is the command as typed, with secret-looking values removed.
+// commandLine is the command as typed, redacted by the policy of the target it names (its
+// --endpoint and --header values; see internal/redact).
 func commandLine(args []string) string {
-	out := make([]string, 0, len(args)+1)
-	out = append(out, "llmbench")
-	hide := false
-	for _, a := range args {
-		switch {
-		case hide:
-			out = append(out, "<redacted>")
-			hide = false
-		case a == "--header" || a == "--api-key":
-			out = append(out, a)
-			hide = true
-		case strings.HasPrefix(a, "--header=") || strings.HasPrefix(a, "--api-key="):
-			k, _, _ := strings.Cut(a, "=")
-			out = append(out, k+"=<redacted>")
-		default:
-			out = append(out, redactURLsIn(a))
+	return commandPolicy(args).Command("llmbench", args)
+}
+
+// commandPolicy builds the redaction policy of the target named in args.
+func commandPolicy(args []string) *redact.Policy {
+	var t redact.Target
+	for i, a := range args {
+		name, v, inline := strings.Cut(a, "=")
+		if !inline {
+			if i+1 >= len(args) {
+				continue
+			}
+			v = args[i+1]
+		}
+		switch name {
+		case "--endpoint":
+			t.URL = v
+		case "--a-endpoint", "--b-endpoint":
+			t.MoreURLs = append(t.MoreURLs, v)
+		case "--header":
+			if t.Headers == nil {
+				t.Headers = map[string]string{}
+			}
+			k, hv, _ := strings.Cut(v, ":")
+			t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(hv)
 		}
 	}
-	return strings.Join(out, " ")
+	return redact.New(t)
 }
 
-// redactURL hides the password of a URL's user info ("http://user:pw@host" becomes
-// "http://user:xxxxx@host"); anything that is not such a URL comes back unchanged.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
-}
-
-// redactURLsIn redacts a URL given as a whole argument or as the value of --flag=URL.
-func redactURLsIn(arg string) string {
-	if k, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(k, "-") {
-		return k + "=" + redactURL(v)
-	}
-	return redactURL(arg)
-}
+// redactURL hides a URL's user info and query values (see internal/redact).
+func redactURL(s string) string { return redact.URL(s) }
 
 // traceFlags name the trace a command replays.
 type traceFlags struct {
 	path    string
 	lenient bool
+	maxSpan time.Duration
+	fs      *pflag.FlagSet // to read --rate-scale and --time-scale, which shorten a replay
 }
 
 func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
-	f := &traceFlags{}
+	f := &traceFlags{fs: fs}
 	fs.StringVar(&f.path, "trace", "", "trace file (JSONL, see traces/FORMAT.md; .msgpack for the msgpack encoding)")
 	fs.BoolVar(&f.lenient, "lenient", false, "accept unknown fields in trace lines")
+	fs.DurationVar(&f.maxSpan, "max-span", defaultMaxSpan, "refuse a trace whose replay would span longer than this (last arrival, or a session's start plus its think times)")
 	return f
 }
 
 func (f *traceFlags) read() ([]traces.Request, error) {
-	return traces.ReadFile(f.path, traces.ReadOptions{Lenient: f.lenient})
+	reqs, err := traces.ReadFile(f.path, traces.ReadOptions{Lenient: f.lenient})
+	if err != nil {
+		return nil, err
+	}
+	return reqs, f.checkSpan(traces.FromSlice(reqs))
+}
+
+// defaultMaxSpan is the longest replay run, ab, sweep and simulate accept without --max-span.
+const defaultMaxSpan = 24 * time.Hour
+
+// checkSpan refuses a trace whose replay would take longer than --max-span, before anything
+// starts waiting. The replay's length is the trace's span divided by --rate-scale and
+// --time-scale where the command has them.
+func (f *traceFlags) checkSpan(src traces.Source) error {
+	span := traceSpan(src)
+	scale := f.flagFloat("rate-scale") * f.flagFloat("time-scale")
+	replay := time.Duration(float64(span) / scale)
+	if f.maxSpan > 0 && replay > f.maxSpan {
+		return fmt.Errorf("%s: the replay would span %v (%.0f s from the start to the last request, at %g times the trace's rate); "+
+			"check arrival_s and think_s, or give --max-span %v to replay it as it is",
+			safetext.Escape(f.path, 300), replay.Round(time.Second), span.Seconds(), scale, replay.Round(time.Hour)+time.Hour)
+	}
+	return nil
+}
+
+// flagFloat is the value of a float flag of the command, 1 when it has none or it is not > 0.
+func (f *traceFlags) flagFloat(name string) float64 {
+	if f.fs == nil {
+		return 1
+	}
+	fl := f.fs.Lookup(name)
+	if fl == nil {
+		return 1
+	}
+	v, err := strconv.ParseFloat(fl.Value.String(), 64)
+	if err != nil || !(v > 0) {
+		return 1
+	}
+	return v
+}
+
+// traceSpan is how long a replay of src lasts at least: its last arrival, or a session's
+// first arrival plus all its think times, whichever is later.
+func traceSpan(src traces.Source) time.Duration {
+	_, span := src.Span()
+	start := map[string]time.Duration{}
+	think := map[string]time.Duration{}
+	src.Sessions(func(_ int, q *traces.Request) {
+		if s, ok := start[q.Session]; !ok || q.Arrival < s {
+			start[q.Session] = q.Arrival
+		}
+		think[q.Session] += q.Think
+	})
+	for s, t0 := range start {
+		span = max(span, t0+think[s])
+	}
+	return span
 }
 
 // open checks the trace like read, and returns it to be replayed from its file (read again on
@@ -345,6 +452,11 @@ func (f *traceFlags) read() ([]traces.Request, error) {
 // that must be held instead gets a note on w saying how to avoid it.
 func (f *traceFlags) open(w io.Writer) (traces.Source, error) {
 	src, err := traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
+	if err == nil {
+		if err := f.checkSpan(src); err != nil {
+			return nil, err
+		}
+	}
 	if err == nil && traces.Held(src) && src.Len() >= heldNoteMin {
 		if st, serr := os.Stat(f.path); serr == nil && !st.Mode().IsRegular() {
 			fmt.Fprintf(w, "note: %s is held in memory (%d requests) because a pipe can be read only once; "+

@@ -246,6 +246,12 @@ func newTraceValidateCmd(app *App) *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(app.Stdout, "%s: ok (%d requests)\n", path, n)
+				if src, err := traces.OpenFile(path, traces.ReadOptions{Lenient: lenient}); err == nil {
+					if span := traceSpan(src); span > defaultMaxSpan {
+						fmt.Fprintf(app.Stdout, "%s: warning: a replay would span %v (%.0f s); run, ab and sweep refuse it unless --max-span allows it\n",
+							path, span.Round(time.Second), span.Seconds())
+					}
+				}
 			}
 			if bad > 0 {
 				return &exitError{code: 1, err: fmt.Errorf("%d of %d traces are invalid", bad, len(args))}
