@@ -90,6 +90,9 @@ type Config struct {
 
 	// Faults injects failures into HTTP responses (see ParseFaults).
 	Faults Faults
+	// Noise makes step times vary as a real server's do (see ParseNoise); the zero value adds
+	// none.
+	Noise Noise
 	// APIKey, when set, requires "Authorization: Bearer <APIKey>" on /v1/ endpoints.
 	APIKey string
 	// MaxBodyBytes bounds a request body (default 8 MiB).
@@ -184,6 +187,9 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("refengine: KVTransferBW %g: must be >= 0 bytes/s (0: the GPUs' links)", c.KVTransferBW)
 	case c.HashIDTokens < 0:
 		return nil, fmt.Errorf("refengine: HashIDTokens %d: must be >= 0", c.HashIDTokens)
+	}
+	if err := c.Noise.validate(); err != nil {
+		return nil, err
 	}
 	reg := c.Profiles
 	if reg == nil {

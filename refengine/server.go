@@ -96,6 +96,7 @@ type Info struct {
 	DefaultMaxTokens    int     `json:"default_max_tokens"`
 	TimeScale           float64 `json:"time_scale"`
 	Faults              string  `json:"faults"`
+	Noise               string  `json:"engine_noise,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -113,7 +114,7 @@ func (r *resolved) info(scale float64) Info {
 		MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens, PrefixCaching: !r.DisablePrefixCaching,
 		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, Disaggregated: r.Disaggregated,
 		KVTransferBW: r.KVTransferBW, HashIDTokens: r.HashIDTokens, DefaultMaxTokens: r.DefaultMaxTokens,
-		TimeScale: scale, Faults: r.Faults.String(),
+		TimeScale: scale, Faults: r.Faults.String(), Noise: r.Noise.String(),
 	}
 }
 

@@ -1,0 +1,271 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// reqVals are the per-request values of one steady-state record.
+type reqVals struct {
+	unit int // index into sideData.units
+	run  int
+	ok   bool
+	met  bool
+
+	// Scalar families in ms (NaN: undefined for this request), indexed by scalarFam.
+	sc [nScalarFam]float64
+
+	// Binned families: ITL per token, per chunk (µs bins) and tokens per chunk, with exact sums.
+	bins [nBinFam]sparseHist
+	sums [nBinFam]float64 // sum of values (ms, or tokens)
+	cnt  [nBinFam]int64
+
+	stalls            int64
+	stalledNs, decNs  int64
+	inTok, outTok     int64
+	fluidGE90, hasFlu bool
+}
+
+const (
+	sfTTFT = iota
+	sfTPOT
+	sfE2E
+	sfQueue
+	sfMaxGap
+	sfNorm
+	sfFluid
+	nScalarFam
+)
+
+var scalarFamIdx = map[string]int{"ttft": sfTTFT, "tpot": sfTPOT, "e2e": sfE2E, "queue": sfQueue, "max_gap": sfMaxGap, "normalized": sfNorm, "fluidity": sfFluid}
+
+const (
+	bfITL = iota
+	bfChunk
+	bfTPC
+	nBinFam
+)
+
+var binFamIdx = map[string]int{"itl": bfITL, "itl_chunk": bfChunk, "tokens_per_chunk": bfTPC}
+
+// sideData holds one side's per-request values.
+type sideData struct {
+	recs    []reqVals
+	units   []string // request id per unit
+	unitIdx map[string]int
+	// unitRecs lists the records of each unit.
+	unitRecs [][]int32
+	runs     int
+	runWin   []float64 // steady window per run, seconds
+	window   float64   // sum of runWin
+	hashes   map[string]*hashSeen
+	// sorted[f] lists the records with a defined scalar family f, by value.
+	sorted [nScalarFam][]int32
+	// csr[f] packs every record's bins of binned family f contiguously.
+	csr [nBinFam]binCSR
+}
+
+// binCSR stores per-record sparse bins in flat arrays: record i owns [start[i], start[i+1]).
+type binCSR struct {
+	start []int32
+	bin   []uint16
+	cnt   []int32
+}
+
+type hashSeen struct {
+	first    string
+	mismatch bool
+	any      bool
+}
+
+func loadSide(srcs []Source, o *Options) (*sideData, error) {
+	d := &sideData{unitIdx: map[string]int{}, hashes: map[string]*hashSeen{}, runs: len(srcs)}
+	dl := o.deadlines()
+	sm := &summarizer{opts: *o}
+	var scratch []int64
+	for run, src := range srcs {
+		var start, end int64
+		has := false
+		anon := 0
+		err := src.Each(func(r *Record) error {
+			if r.Phase != PhaseSteady {
+				return nil
+			}
+			e := r.End
+			if e <= 0 {
+				e = r.Intended
+			}
+			if !has || r.Intended < start {
+				start = r.Intended
+			}
+			if !has || e > end {
+				end = e
+			}
+			has = true
+			key := r.ID
+			if key == "" {
+				anon++
+				key = "\x00anon/" + strconv.Itoa(run) + "/" + strconv.Itoa(anon)
+			}
+			u, ok := d.unitIdx[key]
+			if !ok {
+				u = len(d.units)
+				d.units = append(d.units, key)
+				d.unitRecs = append(d.unitRecs, nil)
+				d.unitIdx[key] = u
+			}
+			d.unitRecs[u] = append(d.unitRecs[u], int32(len(d.recs)))
+			var v reqVals
+			v.unit, v.run = u, run
+			scratch = fillReqVals(&v, r, dl, o, sm, scratch)
+			d.recs = append(d.recs, v)
+			if r.OK() && r.OutputHash != "" {
+				hs := d.hashes[key]
+				if hs == nil {
+					hs = &hashSeen{}
+					d.hashes[key] = hs
+				}
+				if !hs.any {
+					hs.first, hs.any = r.OutputHash, true
+				} else if hs.first != r.OutputHash {
+					hs.mismatch = true
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, ErrTruncated) {
+			return nil, fmt.Errorf("run %d: %w", run+1, err)
+		}
+		w := 0.0
+		if has {
+			w = seconds(end - start)
+		}
+		d.runWin = append(d.runWin, w)
+		d.window += w
+	}
+	d.sortFamilies()
+	return d, nil
+}
+
+func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *summarizer, scratch []int64) []int64 {
+	for i := range v.sc {
+		v.sc[i] = math.NaN()
+	}
+	v.inTok = int64(r.InputTokens)
+	v.outTok = int64(r.OutputTokens)
+	if !r.OK() {
+		return scratch
+	}
+	v.ok = true
+	v.met = sm.meets(r)
+	toMs := func(ns int64) float64 { return float64(ns) / 1e6 }
+	if r.FirstToken > 0 {
+		v.sc[sfTTFT] = toMs(r.FirstToken - r.Intended)
+	}
+	if r.End > 0 {
+		v.sc[sfE2E] = toMs(r.End - r.Intended)
+		if r.OutputTokens > 0 {
+			v.sc[sfNorm] = toMs((r.End - r.Intended) / int64(r.OutputTokens))
+		}
+	}
+	if r.Sent > 0 && r.Dispatched > 0 {
+		v.sc[sfQueue] = toMs(r.Sent - r.Dispatched)
+	}
+	if t, ok := tpotNs(r); ok {
+		v.sc[sfTPOT] = toMs(t)
+	}
+	if g, ok := maxGapNs(r.Chunks); ok {
+		v.sc[sfMaxGap] = toMs(g)
+	}
+	if idx, ok := fluidityIndex(r, dl); ok {
+		v.sc[sfFluid] = idx
+		v.hasFlu = true
+		v.fluidGE90 = idx >= 0.9
+	}
+	for i, c := range r.Chunks {
+		k := chunkTokens(c)
+		v.bins[bfTPC] = v.bins[bfTPC].add(k, 1)
+		v.sums[bfTPC] += float64(k)
+		v.cnt[bfTPC]++
+		if i > 0 {
+			gap := c.T - r.Chunks[i-1].T
+			us := nsToMicros(gap)
+			v.bins[bfChunk] = v.bins[bfChunk].add(us, 1)
+			v.bins[bfITL] = v.bins[bfITL].add(us, 1)
+			v.sums[bfChunk] += toMs(gap)
+			v.sums[bfITL] += toMs(gap)
+			v.cnt[bfChunk]++
+			v.cnt[bfITL]++
+		}
+		if k > 1 {
+			v.bins[bfITL] = v.bins[bfITL].add(0, k-1)
+			v.cnt[bfITL] += k - 1
+		}
+	}
+	v.stalls, v.stalledNs = stallStats(r.Chunks, int64(o.StallThreshold))
+	if r.FirstToken > 0 && r.End > r.FirstToken {
+		v.decNs = r.End - r.FirstToken
+	}
+	return scratch
+}
+
+func (d *sideData) sortFamilies() {
+	for f := range d.csr {
+		c := binCSR{start: make([]int32, 0, len(d.recs)+1)}
+		for i := range d.recs {
+			c.start = append(c.start, int32(len(c.bin)))
+			for _, bc := range d.recs[i].bins[f] {
+				c.bin = append(c.bin, uint16(min(int(bc.bin), maxBin)))
+				c.cnt = append(c.cnt, int32(bc.count))
+			}
+		}
+		c.start = append(c.start, int32(len(c.bin)))
+		d.csr[f] = c
+	}
+	for f := range d.sorted {
+		var idx []int32
+		for i := range d.recs {
+			if !math.IsNaN(d.recs[i].sc[f]) {
+				idx = append(idx, int32(i))
+			}
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return d.recs[idx[a]].sc[f] < d.recs[idx[b]].sc[f] })
+		d.sorted[f] = idx
+	}
+}
+
+// matchUnits returns the pairs (base unit, cand unit) of ids on both sides, in base order.
+func matchUnits(b, c *sideData) [][2]int {
+	var out [][2]int
+	for i, id := range b.units {
+		if j, ok := c.unitIdx[id]; ok {
+			out = append(out, [2]int{i, j})
+		}
+	}
+	return out
+}
+
+// restrict keeps only the records of the matched units, renumbering units in pair order so
+// that unit i on both sides is the same id.
+func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
+	nd := &sideData{unitIdx: map[string]int{}, hashes: d.hashes, runs: d.runs, runWin: d.runWin, window: d.window}
+	for newU, p := range pairs {
+		old := p[which]
+		id := d.units[old]
+		nd.units = append(nd.units, id)
+		nd.unitIdx[id] = newU
+		var list []int32
+		for _, ri := range d.unitRecs[old] {
+			v := d.recs[ri]
+			v.unit = newU
+			list = append(list, int32(len(nd.recs)))
+			nd.recs = append(nd.recs, v)
+		}
+		nd.unitRecs = append(nd.unitRecs, list)
+	}
+	nd.sortFamilies()
+	return nd
+}
