@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,19 +131,19 @@ func (s *Store) q(query string) string {
 	return b.String()
 }
 
-// redactDSN hides the password of a postgres:// URL.
+// redactDSN hides the password of a postgres:// URL (in its userinfo or a password= query
+// value).
 func redactDSN(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a PostgreSQL URL that does not parse)"
 	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return dsn
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "***")
 	}
-	user := rest[:at]
-	if name, _, has := strings.Cut(user, ":"); has {
-		user = name + ":***"
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "***")
+		u.RawQuery = q.Encode()
 	}
-	return scheme + "://" + user + rest[at:]
+	return u.Redacted()
 }
