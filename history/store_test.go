@@ -2,21 +2,16 @@ package history
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// PostgresDSNEnv names the PostgreSQL server the store tests use (.ci/run starts one and sets
-// it). Without it the PostgreSQL half of each store test is skipped, except under CI=true,
-// where it fails: CI must not skip them.
-const PostgresDSNEnv = "LLMBENCH_TEST_POSTGRES_DSN"
+	"github.com/llmbench/llmbench/internal/pgtest"
+)
 
 // eachStore runs fn against a fresh SQLite file and a fresh PostgreSQL schema.
 func eachStore(t *testing.T, fn func(t *testing.T, dsn string)) {
@@ -24,45 +19,8 @@ func eachStore(t *testing.T, fn func(t *testing.T, dsn string)) {
 		fn(t, filepath.Join(t.TempDir(), "sub", "history.db"))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		fn(t, PostgresTestDSN(t))
+		fn(t, pgtest.DSN(t))
 	})
-}
-
-// PostgresTestDSN returns the DSN of an empty schema of the test server, dropped at the end of
-// the test.
-func PostgresTestDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv(PostgresDSNEnv)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set but CI=true: the PostgreSQL store tests must run in CI (.ci/run starts a server)", PostgresDSNEnv)
-		}
-		t.Skipf("no PostgreSQL server: set %s (e.g. postgres://postgres@127.0.0.1:55432/llmbench_test?sslmode=disable; .ci/run starts one)", PostgresDSNEnv)
-	}
-	admin, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatalf("open %s: %v", PostgresDSNEnv, err)
-	}
-	defer admin.Close()
-	schema := fmt.Sprintf("llmbench_test_%d_%d", time.Now().UnixNano(), rand.Uint32())
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		t.Fatalf("create schema on %s: %v", PostgresDSNEnv, err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", dsn)
-		if err == nil {
-			db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-			db.Close()
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("%s is not a URL: %v", PostgresDSNEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // writeResults writes a results directory holding summary.json.
