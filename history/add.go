@@ -390,10 +390,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// quote quotes outside text for a message, escaped and cut to 80 characters.
+// quote quotes outside text for a message: escaped, and cut to about 80 bytes.
 func quote(s string) string {
-	if r := []rune(s); len(r) > 80 {
-		s = string(r[:77]) + "..."
+	q := strconv.Quote(s)
+	if len(q) <= 80 {
+		return q
 	}
-	return strconv.Quote(s)
+	cut := 0
+	for i := range q {
+		if i > 74 {
+			break
+		}
+		cut = i
+	}
+	// Do not end inside an escape sequence.
+	if j := strings.LastIndexByte(q[:cut], '\\'); j >= 0 && cut-j < 10 {
+		cut = j
+	}
+	return q[:cut] + `..."`
 }
