@@ -31,13 +31,21 @@ func (e Env) now() time.Time {
 	return e.Now()
 }
 
-// OpenDSN opens the store named by --db, or the default SQLite file when db is empty.
+// DBEnv names the environment variable that gives the store when --db is not given (so a CI
+// job can keep a PostgreSQL password in a secret rather than on a command line).
+const DBEnv = "LLMBENCH_HISTORY_DB"
+
+// OpenDSN opens the store named by --db, else by $LLMBENCH_HISTORY_DB, else the default SQLite
+// file.
 func OpenDSN(ctx context.Context, env Env, db string) (*Store, error) {
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
 	if db == "" {
-		getenv := env.Getenv
-		if getenv == nil {
-			getenv = func(string) string { return "" }
-		}
+		db = strings.TrimSpace(getenv(DBEnv))
+	}
+	if db == "" {
 		p, err := DefaultPath(getenv)
 		if err != nil {
 			return nil, err

@@ -11,7 +11,7 @@ import (
 
 func init() { register("history", newHistoryCmd) }
 
-const historyDBHelp = "store: an SQLite file, or postgres://user:pass@host/db for a shared PostgreSQL (default $XDG_DATA_HOME/llmbench/history.db, else ~/.local/share/llmbench/history.db)"
+const historyDBHelp = "store: an SQLite file, or postgres://user:pass@host/db for a shared PostgreSQL (default $LLMBENCH_HISTORY_DB, else $XDG_DATA_HOME/llmbench/history.db, else ~/.local/share/llmbench/history.db)"
 
 func historyEnv(app *App) history.Env {
 	return history.Env{Stdout: app.Stdout, Getenv: app.Getenv, Version: version}

@@ -167,4 +167,13 @@ func TestHistoryDefaultStore(t *testing.T) {
 	if !strings.Contains(app.out.String(), "0 runs") {
 		t.Errorf("history list of an empty store: %q", app.out.String())
 	}
+	// $LLMBENCH_HISTORY_DB names the store when --db is not given.
+	named := filepath.Join(t.TempDir(), "team.db")
+	app = newTestApp(map[string]string{"XDG_DATA_HOME": data, "LLMBENCH_HISTORY_DB": named})
+	if code := app.cli("history", "list"); code != 0 {
+		t.Fatalf("history list: exit %d: %s", code, app.err.String())
+	}
+	if _, err := os.Stat(named); err != nil {
+		t.Errorf("$LLMBENCH_HISTORY_DB not used: %v", err)
+	}
 }
