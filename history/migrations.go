@@ -71,63 +71,67 @@ func (s *Store) dialectSQL(stmt string) string {
 	return strings.NewReplacer("{{id}}", id, "{{float}}", float).Replace(stmt)
 }
 
-// migrate applies the migrations the store lacks, each in its own transaction. On PostgreSQL
-// an advisory lock keeps two jobs that open the same new database at once from both applying
-// them. A store whose version is newer than this build's is refused.
+// migrate applies the migrations the store lacks, all in one transaction that first takes
+// the store's write lock (an advisory lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), so that
+// two jobs opening the same new store at once do not both apply them. A store whose version is
+// newer than this build's is refused.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("history: %s: %w", s.where, err)
+	}
+	defer conn.Close()
+	begin := `BEGIN IMMEDIATE`
+	if s.dialect == Postgres {
+		begin = `BEGIN`
+	}
+	if _, err := conn.ExecContext(ctx, begin); err != nil {
+		return fmt.Errorf("history: %s: begin the schema migration: %w", s.where, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+	}()
+	if s.dialect == Postgres {
+		// Any constant identifies llmbench's migration lock; it is released at commit.
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7411853)`); err != nil {
+			return fmt.Errorf("history: %s: lock for the schema migration: %w", s.where, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY,
 		name TEXT NOT NULL,
 		applied_at TEXT NOT NULL
 	)`); err != nil {
 		return fmt.Errorf("history: %s: create schema_migrations: %w", s.where, err)
 	}
-	for _, m := range migrations {
-		if err := s.apply(ctx, m); err != nil {
-			return err
-		}
-	}
 	var newest sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
 		return fmt.Errorf("history: %s: read the schema version: %w", s.where, err)
 	}
 	if int(newest.Int64) > SchemaVersion() {
 		return fmt.Errorf("history: %s has schema version %d but this llmbench knows versions up to %d; use a newer llmbench with this store",
 			s.where, newest.Int64, SchemaVersion())
 	}
-	return nil
-}
-
-func (s *Store) apply(ctx context.Context, m migration) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("history: %s: begin migration %d: %w", s.where, m.version, err)
-	}
-	defer tx.Rollback()
-	if s.dialect == Postgres {
-		// Any constant identifies llmbench's migration lock; it is released at commit.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7411853)`); err != nil {
-			return fmt.Errorf("history: %s: lock for migration: %w", s.where, err)
+	for _, m := range migrations {
+		if int64(m.version) <= newest.Int64 {
+			continue
+		}
+		for _, stmt := range m.stmts {
+			if _, err := conn.ExecContext(ctx, s.dialectSQL(stmt)); err != nil {
+				return fmt.Errorf("history: %s: migration %d (%s): %w", s.where, m.version, m.name, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, CURRENT_TIMESTAMP)`),
+			m.version, m.name); err != nil {
+			return fmt.Errorf("history: %s: record migration %d: %w", s.where, m.version, err)
 		}
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&n); err != nil {
-		return fmt.Errorf("history: %s: read schema_migrations: %w", s.where, err)
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return fmt.Errorf("history: %s: commit the schema migration: %w", s.where, err)
 	}
-	if n > 0 {
-		return nil
-	}
-	for _, stmt := range m.stmts {
-		if _, err := tx.ExecContext(ctx, s.dialectSQL(stmt)); err != nil {
-			return fmt.Errorf("history: %s: migration %d (%s): %w", s.where, m.version, m.name, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, CURRENT_TIMESTAMP)`),
-		m.version, m.name); err != nil {
-		return fmt.Errorf("history: %s: record migration %d: %w", s.where, m.version, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("history: %s: commit migration %d: %w", s.where, m.version, err)
-	}
+	committed = true
 	return nil
 }

@@ -282,3 +282,57 @@ func TestRedactDSN(t *testing.T) {
 		t.Errorf("redactDSN left a password: %s", got)
 	}
 }
+
+// TestStoreConcurrentOpenAndAdd: several jobs opening a new store at once all succeed (one
+// applies the migrations), and adding the same results concurrently records them once.
+func TestStoreConcurrentOpenAndAdd(t *testing.T) {
+	eachStore(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		dir := writeResults(t, filepath.Join(t.TempDir(), "night"), fixture(t))
+		const jobs = 4
+		errs := make(chan error, jobs)
+		ids := make(chan int64, jobs)
+		for i := 0; i < jobs; i++ {
+			go func() {
+				st, err := Open(ctx, dsn)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer st.Close()
+				a, err := st.Add(ctx, []string{dir}, AddOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- a[0].ID
+				errs <- nil
+			}()
+		}
+		for i := 0; i < jobs; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(ids)
+		first := int64(-1)
+		for id := range ids {
+			if first >= 0 && id != first {
+				t.Fatalf("the same results recorded as runs %d and %d", first, id)
+			}
+			first = id
+		}
+		st, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var n, m int
+		if err := st.db.QueryRow(`SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM schema_migrations)`).Scan(&n, &m); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 || m != len(migrations) {
+			t.Errorf("%d runs and %d migrations after %d concurrent jobs, want 1 and %d", n, m, jobs, len(migrations))
+		}
+	})
+}
