@@ -162,6 +162,10 @@ type detector struct {
 	o      DetectOptions
 	prefix []float64 // reused (m+1)² prefix sums
 	perm   []float64 // reused shuffle buffer
+	// tested memoizes p-values by segment: the shuffles of a segment are seeded by its bounds,
+	// so a segment tested again (a lone change re-tested between its neighbours) gives the same
+	// p-value.
+	tested map[[2]int]float64
 }
 
 // best returns the split τ (local index) of y with the largest divergence over every κ, with
@@ -214,6 +218,19 @@ func (d *detector) best(y []float64) (tau int, q float64, ok bool) {
 // stops early once the weak level is out of reach (the estimate is then (1+k)/(1+r) after r
 // shuffles, above the weak level).
 func (d *detector) pvalue(s, e int, qObs float64) float64 {
+	key := [2]int{s, e}
+	if p, ok := d.tested[key]; ok {
+		return p
+	}
+	p := d.shuffleTest(s, e, qObs)
+	if d.tested == nil {
+		d.tested = map[[2]int]float64{}
+	}
+	d.tested[key] = p
+	return p
+}
+
+func (d *detector) shuffleTest(s, e int, qObs float64) float64 {
 	seg := d.x[s:e]
 	if cap(d.perm) < len(seg) {
 		d.perm = make([]float64, len(seg))
