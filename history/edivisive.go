@@ -194,18 +194,22 @@ func (d *detector) best(y []float64) (tau int, q float64, ok bool) {
 			next[j+1] = row[j+1] + acc
 		}
 	}
-	rect := func(a0, a1, b0, b1 int) float64 {
-		return p[a1*w+b1] - p[a0*w+b1] - p[a1*w+b0] + p[a0*w+b0]
+	// The distance matrix is symmetric, so p is too, and p[0][·] = 0: the sum between X = y[0:t)
+	// and Y = y[t:k) is p[t][k] − p[t][t], and within Y it is (p[k][k] − 2·p[t][k] + p[t][t]) / 2.
+	diag := make([]float64, w)
+	for k := range diag {
+		diag[k] = p[k*w+k]
 	}
 	tau, q = -1, math.Inf(-1)
 	for t := ms; t <= m-ms; t++ {
 		a := float64(t)
-		withinX := rect(0, t, 0, t) / 2 / (a * (a - 1) / 2)
+		row := p[t*w : (t+1)*w]
+		ptt := row[t]
+		withinX := ptt / (a * (a - 1))
 		for k := t + ms; k <= m; k++ {
 			b := float64(k - t)
-			between := rect(0, t, t, k)
-			withinY := rect(t, k, t, k) / 2 / (b * (b - 1) / 2)
-			e := 2*between/(a*b) - withinX - withinY
+			pk := row[k]
+			e := 2*(pk-ptt)/(a*b) - withinX - (diag[k]-2*pk+ptt)/(b*(b-1))
 			if v := a * b / (a + b) * e; v > q {
 				tau, q = t, v
 			}

@@ -165,3 +165,12 @@ func abs(v int) int {
 	}
 	return v
 }
+
+// BenchmarkDetect is one 100-point series with a 3σ step (the detection tests run 400 such).
+func BenchmarkDetect(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := series(r, 100, 60, 3, gaussian)
+	for b.Loop() {
+		Detect(x, DetectOptions{Seed: 1})
+	}
+}

@@ -270,9 +270,15 @@ func orDash(s string) string {
 func WriteShow(w io.Writer, r *Run) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %d\n", r.ID)
+	width := 22
+	for _, m := range []map[string]string{r.Facts, r.Tags} {
+		for k := range m {
+			width = max(width, min(len(k), 48))
+		}
+	}
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(&b, "  %-22s %s\n", k, clean(v))
+			fmt.Fprintf(&b, "  %-*s %s\n", width, clean(k), clean(v))
 		}
 	}
 	row("content hash", r.Hash)
@@ -307,7 +313,7 @@ func WriteShow(w io.Writer, r *Run) error {
 		if mi, err := LookupMetric(k); err == nil {
 			unit = mi.Unit
 		}
-		fmt.Fprintf(&b, "  %-34s %s\n", k, fmtVal(r.Metrics[k], unit))
+		fmt.Fprintf(&b, "  %-*s %s\n", width, k, fmtVal(r.Metrics[k], unit))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
