@@ -13,7 +13,7 @@ import (
 
 // DefaultCheckMetrics are the metrics Check watches when none are named: the headline
 // latencies, throughput and goodput (the metrics of the compare gate's default rules).
-var DefaultCheckMetrics = []string{"ttft.p95", "tpot.p95", "itl.p99", "e2e.p95", "throughput.output_tokens_per_s", "goodput.fraction"}
+var DefaultCheckMetrics = []string{"ttft.p95", "tpot.p95", "max_gap.p99", "e2e.p95", "throughput.output_tokens_per_s", "goodput.fraction"}
 
 // DefaultMinChange is the smallest relative change Check reports (3%).
 const DefaultMinChange = 0.03

@@ -7,14 +7,14 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 )
 
-// Scalars lists every scalar metric of a summary under the names --fail-on and compare use
-// (metrics.LookupMetric): each latency family's mean and percentiles, throughput, goodput,
-// stalls, fluidity, failures, tokens per chunk, cost and the client's scheduling lag. A
+// Scalars lists every scalar metric of a summary: every metric of the registry
+// (metrics.Metrics: each distribution family's mean and percentiles, throughput, goodput,
+// stalls, fluidity, failures, tokens per chunk) under its registry name, plus the few that
+// only history keeps (historyOnly: cost, fluidity's low percentiles, the client's lag). A
 // distribution with no samples, goodput without an SLO and cost without prices are left out
 // rather than stored as zeros that would read as measurements.
 //
-// This is the one place that maps a Summary to history's metric names; when metrics declares
-// its metrics in one registry, this function reads that registry instead.
+// This is the one place that maps a Summary to history's metric names.
 func Scalars(s *metrics.Summary) map[string]float64 {
 	out := map[string]float64{}
 	put := func(name string, v float64) {
@@ -22,52 +22,27 @@ func Scalars(s *metrics.Summary) map[string]float64 {
 			out[name] = v
 		}
 	}
-	dist := func(fam string, d metrics.Dist) {
-		if d.Count <= 0 {
-			return
+	hasSLO := len(s.Goodput.SLO) > 0 || len(s.Goodput.ClassSLO) > 0
+	for _, m := range metrics.Metrics() {
+		switch {
+		case strings.HasPrefix(m.Name, "goodput.") && !hasSLO:
+			continue
+		case strings.HasPrefix(m.Name, "stalls.") && s.Requests.Succeeded == 0:
+			continue
 		}
-		put(fam+".mean", d.Mean)
-		put(fam+".p50", d.P50)
-		put(fam+".p90", d.P90)
-		put(fam+".p95", d.P95)
-		put(fam+".p99", d.P99)
-		put(fam+".p999", d.P999)
-		put(fam+".max", d.Max)
+		if v, err := metrics.MetricValue(s, m.Name); err == nil {
+			put(m.Name, v)
+		}
 	}
-	l := s.Latency
-	dist("ttft", l.TTFT)
-	dist("tpot", l.TPOT)
-	dist("itl", l.ITL)
-	dist("itl_chunk", l.ITLChunk)
-	dist("e2e", l.E2E)
-	dist("queue", l.Queue)
-	dist("max_gap", l.MaxGap)
-	dist("normalized", l.Normalized)
-	dist("tokens_per_chunk", s.TokensPerChunk)
-
-	t := s.Throughput
-	put("throughput.requests_per_s", t.RequestsPerS)
-	put("throughput.input_tokens_per_s", t.InputTokensPerS)
-	put("throughput.output_tokens_per_s", t.OutputTokensPerS)
-	if len(s.Goodput.SLO) > 0 || len(s.Goodput.ClassSLO) > 0 {
-		put("goodput.fraction", s.Goodput.Fraction)
-		put("goodput.requests_per_s", s.Goodput.RequestsPerS)
-	}
-	r := s.Requests
-	if r.Total > 0 {
-		put("failures.fraction", float64(r.Failed)/float64(r.Total))
-	}
-	if r.Succeeded > 0 {
-		put("stalls.requests_fraction", s.Stalls.RequestFraction)
-		put("stalls.per_request", float64(s.Stalls.Count)/float64(r.Succeeded))
-		put("stalls.time_fraction", s.Stalls.StalledTimeFraction)
-	}
-	if f := s.Fluidity; f.TBTDeadlineMs > 0 || f.IndexMean != 0 {
-		put("fluidity.mean", f.IndexMean)
-		put("fluidity.p50", f.IndexP50)
+	f := s.Fluidity
+	if f.TBTDeadlineMs > 0 || f.IndexMean != 0 {
+		// A summary without the fluidity histogram still has the index's block.
+		if _, ok := out["fluidity.mean"]; !ok {
+			put("fluidity.mean", f.IndexMean)
+			put("fluidity.p50", f.IndexP50)
+		}
 		put("fluidity.p5", f.IndexP5)
 		put("fluidity.p1", f.IndexP1)
-		put("fluidity.fraction_ge_0_9", f.FractionAbove90)
 	}
 	if c := s.Cost; c != nil {
 		put("cost.per_request", c.PerRequest)
@@ -87,14 +62,13 @@ func Scalars(s *metrics.Summary) map[string]float64 {
 type MetricInfo struct {
 	Name string
 	Unit string
-	// Better is "lower", "higher", or "descriptive" (a shape of delivery, never better or
-	// worse: a change is reported but never fails the check).
+	// Better is metrics.BetterLower, BetterHigher, or BetterNone ("descriptive": a shape of
+	// delivery, never better or worse; a change is reported but never fails the check).
 	Better string
 }
 
-// LookupMetric resolves a history metric name (an alias such as "goodput" included). Names
-// that compare knows come from metrics.LookupMetric; the few that only history stores (cost,
-// fluidity's low percentiles, the client's lag) are declared here.
+// LookupMetric resolves a history metric name (an alias such as "goodput" included): the
+// registry's entry (metrics.LookupMetric), or one of the few metrics only history stores.
 func LookupMetric(name string) (MetricInfo, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if m, ok := historyOnly[n]; ok {
@@ -105,20 +79,18 @@ func LookupMetric(name string) (MetricInfo, error) {
 	if err != nil {
 		return MetricInfo{}, err
 	}
-	better := mi.Better
-	if strings.HasPrefix(mi.Name, "tokens_per_chunk.") {
-		// Tokens per chunk describe delivery shape (speculative decoding, server batching).
-		better = "descriptive"
-	}
-	return MetricInfo{Name: mi.Name, Unit: mi.Unit, Better: better}, nil
+	return MetricInfo{Name: mi.Name, Unit: mi.Unit, Better: mi.Better}, nil
 }
 
+// historyOnly are the metrics history stores that the registry does not declare (compare
+// does not take them): they come from blocks of the summary that are not distributions in the
+// registry's sense.
 var historyOnly = map[string]MetricInfo{
-	"fluidity.p5":                    {Unit: "index", Better: "higher"},
-	"fluidity.p1":                    {Unit: "index", Better: "higher"},
-	"cost.per_request":               {Unit: "currency", Better: "lower"},
-	"cost.per_million_output_tokens": {Unit: "currency", Better: "lower"},
-	"cost.per_million_tokens":        {Unit: "currency", Better: "lower"},
-	"cost.per_good_request":          {Unit: "currency", Better: "lower"},
-	"client.schedule_lag.p99":        {Unit: "ms", Better: "lower"},
+	"fluidity.p5":                    {Unit: "index", Better: metrics.BetterHigher},
+	"fluidity.p1":                    {Unit: "index", Better: metrics.BetterHigher},
+	"cost.per_request":               {Unit: "currency", Better: metrics.BetterLower},
+	"cost.per_million_output_tokens": {Unit: "currency", Better: metrics.BetterLower},
+	"cost.per_million_tokens":        {Unit: "currency", Better: metrics.BetterLower},
+	"cost.per_good_request":          {Unit: "currency", Better: metrics.BetterLower},
+	"client.schedule_lag.p99":        {Unit: "ms", Better: metrics.BetterLower},
 }

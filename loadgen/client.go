@@ -406,6 +406,10 @@ func (c *client) httpError(ctx context.Context, resp *http.Response, rec *metric
 }
 
 // fnv64a constants: the output hash is computed incrementally over the chunks' text.
+// Written by hand rather than with hash/fnv because the library's hasher is an interface
+// value that escapes: one allocation per request where this path has none per chunk
+// (measured: BenchmarkIngest 0 -> 1 alloc/op, BenchmarkRequest 27,677 -> 27,931 allocs per
+// 256 requests). FNV-1a is four lines, and fnv_test.go checks them against hash/fnv.
 const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211

@@ -64,4 +64,11 @@
 // to it), compute statistics (package metrics) or render reports. It sends no proxy and no
 // compression (both would distort timing); the API key goes only into the Authorization
 // header.
+//
+// # API
+//
+// loadgen is a supported Go API: RunSource (and Run over a slice), Options, Target, Result,
+// Progress, DiscoverModel, Backends and BackendExtensions, CPUs. A program can drive its own
+// replay and consume the Records; everything else is unexported. See docs/ARCHITECTURE.md for
+// where it sits in the pipeline.
 package loadgen

@@ -219,10 +219,7 @@ func (r *runner) newPlanner(src traces.Source) *planner {
 	p := &planner{src: src, o: o, total: src.Len() * o.Repeat}
 	first, last := src.Span()
 	first, last = p.scale(first), p.scale(last)
-	p.period = last
-	if n := src.Len(); n > 1 {
-		p.period += (last - first) / time.Duration(n-1)
-	}
+	p.period = metrics.ReplayLength(first, last, src.Len())
 	byName := map[string]*item{}
 	src.Sessions(func(pos int, q *traces.Request) {
 		if it, ok := byName[q.Session]; ok {
@@ -495,13 +492,7 @@ func (r *runner) record(it *item, turn int, intended int64) *metrics.Record {
 }
 
 func (r *runner) phase(intended int64) string {
-	switch d := time.Duration(intended); {
-	case d < r.opts.Warmup:
-		return metrics.PhaseWarmup
-	case r.opts.Cooldown > 0 && d >= r.runEnd-r.opts.Cooldown:
-		return metrics.PhaseCooldown
-	}
-	return metrics.PhaseSteady
+	return metrics.PhaseOf(time.Duration(intended), r.opts.Warmup, r.opts.Cooldown, r.runEnd)
 }
 
 // emit hands rec to the sink, counts it and recycles it.

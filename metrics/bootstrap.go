@@ -99,7 +99,10 @@ func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples in
 }
 
 func worseOrBetter(better string, increased bool) string {
-	if (better == "lower") == increased {
+	if better == BetterNone {
+		return VerdictChanged
+	}
+	if (better == BetterLower) == increased {
 		return VerdictWorse
 	}
 	return VerdictBetter

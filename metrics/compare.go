@@ -17,20 +17,6 @@ const (
 	maxMismatchIDs    = 20
 )
 
-// DefaultCompareMetrics is the metric set Compare reports when CompareOptions.Metrics is empty.
-var DefaultCompareMetrics = []string{
-	"ttft.p50", "ttft.p95", "ttft.p99",
-	"tpot.p50", "tpot.p95", "tpot.p99",
-	"itl.p50", "itl.p95", "itl.p99",
-	"itl_chunk.p50", "itl_chunk.p99",
-	"e2e.p50", "e2e.p95", "e2e.p99",
-	"max_gap.p99",
-	"throughput.requests_per_s", "throughput.output_tokens_per_s",
-	"goodput.fraction", "goodput.requests_per_s",
-	"stalls.requests_fraction", "fluidity.mean", "fluidity.fraction_ge_0_9",
-	"tokens_per_chunk.mean", "failures.fraction",
-}
-
 // CompareOptions configures Compare.
 type CompareOptions struct {
 	// Summary carries the SLOs, stall threshold and fluidity deadlines, applied identically to
@@ -61,9 +47,9 @@ type CompareOptions struct {
 // with replacement and takes every record of a drawn id from both sides (all runs), so the
 // per-request difficulty shared by both sides cancels. Otherwise each side's ids are
 // resampled independently. The interval is the percentile interval of the resampled deltas
-// (Resamples draws, fixed Seed). Percentiles use the nearest-rank rule HdrHistogram uses;
+// (Resamples draws, fixed Seed). Percentiles use the package's quantile rule (registry.go);
 // ITL and tokens-per-chunk percentiles are taken from log-linear bins of under 0.8% width,
-// while their means are exact. Throughput and goodput per second divide by the side's steady
+// while their means are exact. Descriptive metrics get VerdictChanged, never better or worse. Throughput and goodput per second divide by the side's steady
 // window (the sum of its runs' windows), held fixed while resampling. In paired mode the
 // metrics cover the matched ids only; the side summaries cover every record.
 func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
@@ -188,13 +174,16 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 
 	cmp.Base = side(opts.BaseLabel, len(base), bd, baseSum)
 	cmp.Cand = side(opts.CandLabel, len(cand), cd, candSum)
-	for _, name := range []string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "max_gap", "tokens_per_chunk", "fluidity"} {
-		b, errB := histDist(baseSum, name)
-		c, errC := histDist(candSum, name)
+	for _, f := range families {
+		if !f.Overlay {
+			continue
+		}
+		b, errB := histDist(baseSum, f.Name)
+		c, errC := histDist(candSum, f.Name)
 		if errB != nil || errC != nil {
 			return nil, errors.Join(errB, errC)
 		}
-		cmp.CDFs[name] = CDFPair{Unit: distFamilies[name], Base: b.CDF, Cand: c.CDF}
+		cmp.CDFs[f.Name] = CDFPair{Unit: f.Unit, Base: b.CDF, Cand: c.CDF}
 	}
 	return cmp, nil
 }
@@ -212,14 +201,10 @@ func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
 	return cs
 }
 
-// HistogramDist rebuilds a distribution (with its CDF) from a summary's histogram encodings:
-// name is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values
-// come out in the Summary's units (ms; tokens; the fluidity index in [0, 1]). A missing key
-// gives an empty Dist.
-func HistogramDist(sum *Summary, name string) (Dist, error) {
-	return histDist(sum, name)
-}
-
+// histDist rebuilds a distribution (with its CDF) from a summary's histogram encodings: name
+// is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values come
+// out in the family's unit (ms; tokens; the fluidity index in [0, 1]). A missing key gives an
+// empty Dist.
 func histDist(sum *Summary, name string) (Dist, error) {
 	enc, ok := sum.Histograms[name]
 	if !ok {
@@ -229,20 +214,19 @@ func histDist(sum *Summary, name string) (Dist, error) {
 	if err != nil {
 		return Dist{}, fmt.Errorf("histogram %s: %w", name, err)
 	}
-	base := name[strings.LastIndexByte(name, '/')+1:]
-	for i, n := range histNames {
-		if n == base {
-			return h.dist(histScale(i)), nil
-		}
+	f, ok := LookupFamily(name[strings.LastIndexByte(name, '/')+1:])
+	if !ok {
+		return Dist{}, fmt.Errorf("unknown histogram %q", name)
 	}
-	return Dist{}, fmt.Errorf("unknown histogram %q", name)
+	return h.dist(f.Scale), nil
 }
 
 // metricSpec is a compiled metric.
 type metricSpec struct {
 	info   MetricInfo
-	family string // distribution family, or "" for a scalar
-	stat   string
+	family string  // distribution family, or "" for a scalar
+	stat   string  // the family's statistic
+	scalar *Scalar // the registry entry of a scalar metric
 }
 
 func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
@@ -260,13 +244,7 @@ func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
 			return nil
 		}
 		seen[info.Name] = true
-		sp := metricSpec{info: info}
-		if fam, stat, ok := strings.Cut(info.Name, "."); ok {
-			if _, isDist := distFamilies[fam]; isDist {
-				sp.family, sp.stat = fam, stat
-			}
-		}
-		specs = append(specs, sp)
+		specs = append(specs, metricSpec{info: info, family: info.Family, stat: info.Stat, scalar: lookupScalar(info.Name)})
 		return nil
 	}
 	for _, n := range names {
@@ -277,6 +255,10 @@ func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
 	for _, t := range th {
 		if err := addName(t.Metric); err != nil {
 			return nil, fmt.Errorf("--fail-on: %w", err)
+		}
+		info, _ := LookupMetric(t.Metric)
+		if err := checkRuleDirection(info, t.Op, t.Metric, strings.TrimPrefix(t.String(), t.Metric+t.Op)); err != nil {
+			return nil, fmt.Errorf("--fail-on %s: %w", t.String(), err)
 		}
 	}
 	return specs, nil

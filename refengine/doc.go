@@ -170,4 +170,12 @@
 // Every Config field is documented on the type; the zero value of each selects its default
 // (Llama 3.1 8B, bf16, one H100 SXM, gpu memory utilization 0.9, block size 16, 256 sequences,
 // 8,192 batched tokens, prefix caching on, no speculation, time scale 1).
+//
+// # API
+//
+// refengine is a supported Go API for embedding the engine in a program or a test: New,
+// Handler, Simulate, Engine.Timeline (ground truth), Engine.Panics, OutputText (the output a
+// greedy or seeded request will get), the clocks (NewVirtualClock, NewScaledClock) and Config.
+// The wire format it serves is the OpenAI-compatible API, not this package. docs/ARCHITECTURE.md
+// explains how its timelines become Records (runner/engineadapter).
 package refengine

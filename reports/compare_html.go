@@ -10,12 +10,13 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 )
 
-// cdfOrder is the display order of a comparison's overlaid CDFs; others follow by name.
-var cdfOrder = []string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "max_gap", "tokens_per_chunk", "fluidity"}
-
-var cdfTitles = map[string]string{
-	"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL per token", "itl_chunk": "ITL per chunk", "e2e": "End-to-end latency",
-	"max_gap": "Largest gap per request", "tokens_per_chunk": "Tokens per chunk", "fluidity": "Fluidity index",
+// cdfTitle is the chart title of a comparison's overlaid CDF of family name (the registry's
+// title; "" for a family the registry does not know).
+func cdfTitle(name string) string {
+	if f, ok := metrics.LookupFamily(name); ok {
+		return f.Title
+	}
+	return ""
 }
 
 var unsafeID = regexp.MustCompile(`[^a-z0-9_-]+`)
@@ -27,12 +28,12 @@ func chartID(prefix, name string) string {
 
 var verdictColor = map[string]string{
 	metrics.VerdictRegressed: colRed, metrics.VerdictWorse: colOrange, metrics.VerdictBetter: colGreen,
-	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8",
+	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8", metrics.VerdictChanged: colBlue,
 }
 
 var verdictClass = map[string]string{
 	metrics.VerdictRegressed: "bad", metrics.VerdictWorse: "bad", metrics.VerdictBetter: "good",
-	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted",
+	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted", metrics.VerdictChanged: "muted",
 }
 
 // WriteComparisonHTML writes the self-contained HTML report of a comparison: the regression
@@ -66,7 +67,7 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 	p.Facts = append(p.Facts, fact{"resamples", fmtInt(int64(c.Resamples))},
 		fact{"confidence", fmtShort(c.Confidence*100) + "%"}, fact{"bootstrap seed", fmt.Sprint(c.Seed)})
 	for _, th := range c.Thresholds {
-		p.Facts = append(p.Facts, fact{"fail on", th.Text})
+		p.Facts = append(p.Facts, fact{"fail on", th.Text + " (" + th.Describe() + ")"})
 	}
 	p.Tiles = comparisonTiles(c)
 	p.Sections = append(p.Sections, deltaSection(c))
@@ -134,7 +135,7 @@ func deltaSection(c *metrics.Comparison) section {
 	}
 	t := &table{Numeric: true, LeftCols: 3, Head: head}
 	ch := &chartSpec{ID: "cmp-deltas", Title: "Change per metric with its confidence interval",
-		Note:  "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged",
+		Note:  "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged, blue changed (descriptive)",
 		YName: "% change", Horizontal: true}
 	var bars []any
 	var lows, highs [][2]any
@@ -170,8 +171,24 @@ func deltaSection(c *metrics.Comparison) section {
 		ch.Table.add(txt(m.Name), txt(deltaPctText(m)), txt(pctOrNA(m.CILowPct, m.Base)), txt(pctOrNA(m.CIHighPct, m.Base)), txt(m.Verdict))
 	}
 	intro := "Delta = candidate − base. A metric regresses only when its whole confidence interval lies beyond a --fail-on rule; " +
-		"worse/better mean the interval excludes zero; unchanged means the data cannot tell the sides apart."
+		"worse/better mean the interval excludes zero; unchanged means the data cannot tell the sides apart. " +
+		"A descriptive metric (better: descriptive) describes the shape of delivery, such as tokens per chunk or per-token ITL percentiles, " +
+		"which are 0 inside a multi-token chunk: when it moves it is marked changed, never better or worse."
 	return section{ID: "deltas", Title: "Deltas", Intro: intro, Blocks: []block{{Table: t}, {Charts: []*chartSpec{ch}}}}
+}
+
+// metricCell is a registry metric read from a summary and formatted in its unit (n/a when the
+// summary has no value for it).
+func metricCell(s *metrics.Summary, name string) string {
+	info, err := metrics.LookupMetric(name)
+	if err != nil {
+		return na
+	}
+	v, err := metrics.MetricValue(s, name)
+	if err != nil {
+		return na
+	}
+	return fmtUnit(v, info.Unit)
 }
 
 func pctOrNA(pct, base float64) string {
@@ -194,10 +211,10 @@ func cdfCompareSection(c *metrics.Comparison) (section, bool) {
 	}
 	var keys []string
 	seen := map[string]bool{}
-	for _, k := range cdfOrder {
-		if _, ok := c.CDFs[k]; ok {
-			keys = append(keys, k)
-			seen[k] = true
+	for _, f := range metrics.Families() {
+		if _, ok := c.CDFs[f.Name]; ok {
+			keys = append(keys, f.Name)
+			seen[f.Name] = true
 		}
 	}
 	for _, k := range sortedKeys(c.CDFs) {
@@ -208,7 +225,7 @@ func cdfCompareSection(c *metrics.Comparison) (section, bool) {
 	var charts []*chartSpec
 	for _, k := range keys {
 		pair := c.CDFs[k]
-		title := cdfTitles[k]
+		title := cdfTitle(k)
 		if title == "" {
 			title = k
 		}
@@ -291,41 +308,27 @@ func sidesSection(c *metrics.Comparison) section {
 		label string
 		get   func(s *metrics.Summary) string
 	}
-	ms := func(d func(s *metrics.Summary) metrics.Dist, stat func(metrics.Dist) float64) func(s *metrics.Summary) string {
-		return func(s *metrics.Summary) string { dd := d(s); return fmtDistMs(dd, stat(dd)) }
+	metric := func(label, name string) row {
+		return row{label, func(s *metrics.Summary) string { return metricCell(s, name) }}
 	}
-	p50 := func(d metrics.Dist) float64 { return d.P50 }
-	p99 := func(d metrics.Dist) float64 { return d.P99 }
+	// Latency families show p50 / p99 under the registry's label.
+	pcts := func(fam string) row {
+		f, _ := metrics.LookupFamily(fam)
+		return row{f.Short + " p50 / p99 " + f.Unit, func(s *metrics.Summary) string {
+			return metricCell(s, fam+".p50") + " / " + metricCell(s, fam+".p99")
+		}}
+	}
 	rows := []row{
 		{"headline", func(s *metrics.Summary) string { return Headline(s) }},
 		{"requests", func(s *metrics.Summary) string { return fmtInt(int64(s.Requests.Total)) }},
 		{"failed", func(s *metrics.Summary) string { return fmtInt(int64(s.Requests.Failed)) }},
-		{"requests / s", func(s *metrics.Summary) string { return fmtRate(s.Throughput.RequestsPerS) }},
-		{"output tokens / s", func(s *metrics.Summary) string { return fmtRate(s.Throughput.OutputTokensPerS) }},
+		metric("requests / s", "throughput.requests_per_s"),
+		metric("output tokens / s", "throughput.output_tokens_per_s"),
 		{"within SLO", func(s *metrics.Summary) string { return goodputCell(s.Goodput) }},
-		{"TTFT p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TTFT }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TTFT }, p99)(s)
-		}},
-		{"TPOT p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TPOT }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TPOT }, p99)(s)
-		}},
-		{"ITL per token p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITL }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITL }, p99)(s)
-		}},
-		{"ITL per chunk p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITLChunk }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITLChunk }, p99)(s)
-		}},
-		{"E2E p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.E2E }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.E2E }, p99)(s)
-		}},
-		{"requests with a stall", func(s *metrics.Summary) string { return fmtPct(s.Stalls.RequestFraction) }},
-		{"fluidity index ≥ 0.9", func(s *metrics.Summary) string { return fmtPct(s.Fluidity.FractionAbove90) }},
-		{"tokens per chunk mean", func(s *metrics.Summary) string { return fmtFixed(s.TokensPerChunk.Mean, 2) }},
+		pcts("ttft"), pcts("tpot"), pcts("itl"), pcts("itl_chunk"), pcts("e2e"),
+		metric("requests with a stall", "stalls.requests_fraction"),
+		metric("fluidity index ≥ 0.9", "fluidity.fraction_ge_0_9"),
+		metric("tokens per chunk mean", "tokens_per_chunk.mean"),
 		{"model", func(s *metrics.Summary) string { return s.Run.Model }},
 		{"endpoint", func(s *metrics.Summary) string { return s.Run.Endpoint }},
 		{"mode", func(s *metrics.Summary) string { return modeLabel(s.Run) }},

@@ -4,7 +4,7 @@
 //   - WriteTerminal / WriteComparisonTerminal: compact aligned tables that fit 100 columns.
 //   - WriteMarkdown / WriteComparisonMarkdown: GitHub-flavoured Markdown for CI comments.
 //   - WriteCSV: one row per request (from a records iteration such as metrics.Source.Each).
-//   - WriteHTML / WriteComparisonHTML: a self-contained page with go-echarts charts (CDFs,
+//   - WriteHTML / WriteComparisonHTML: a self-contained page with ECharts charts (CDFs,
 //     latency, throughput and load over time with warm-up shaded, token timelines of sampled
 //     requests, tokens per chunk, workload lengths, scraped server metrics; for comparisons
 //     overlaid CDFs, a delta chart with confidence intervals and a per-request A vs B scatter).
@@ -22,4 +22,8 @@
 // through HTMLOptions, and escapes all outside text: html/template for HTML, JSON escaping for
 // chart options, entity and backslash escaping for Markdown, control-character removal for the
 // terminal, and formula neutralization for CSV.
+//
+// reports is not a supported Go API: its exported functions serve the llmbench command and may
+// change in any release. What is stable is what it writes (the CSV columns, the Markdown and
+// terminal layouts, the HTML report), byte-identical for identical inputs.
 package reports

@@ -2,41 +2,96 @@ package runner
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestPackageBoundaries enforces DESIGN.md's data flow: loadgen never imports refengine (nor
-// refengine loadgen, metrics or reports), metrics does no network I/O, and the runner reaches
-// the reference engine only through an endpoint.
+const mod = "github.com/llmbench/llmbench/"
+
+// goList runs go list with args from the module root and returns its output's lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestPackageBoundaries enforces the data flow of docs/ARCHITECTURE.md ("Packages"): loadgen
+// never imports refengine (nor refengine loadgen, metrics or reports), metrics does no network
+// I/O, only the adapters (runner/engineadapter) and the CLI reach the reference engine, and
+// the CLI does no network I/O of its own. Every package of the module must have an entry, so
+// that a new package states what it may not import.
 func TestPackageBoundaries(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
 	}
-	const mod = "github.com/llmbench/llmbench/"
+	// forbidden lists, per package, what it must not depend on, directly or through a
+	// dependency.
 	forbidden := map[string][]string{
-		"loadgen":   {mod + "refengine"},
-		"refengine": {mod + "loadgen", mod + "metrics", mod + "reports", mod + "runner"},
-		"metrics":   {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},
-		"reports":   {"net/http", mod + "loadgen", mod + "refengine"},
-		"runner":    {mod + "refengine"},
-		"traces":    {"net/http", mod + "loadgen", mod + "metrics"},
-		"workloads": {"net/http", mod + "loadgen", mod + "metrics"},
-		"tokenizer": {"net/http", mod + "loadgen", mod + "refengine"},
+		"cmd/llmbench":         {},
+		"history":              {"net/http", mod + "loadgen", mod + "refengine", mod + "runner"},
+		"internal/pgtest":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
+		"internal/progress":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "runner"},
+		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
+		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
+		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},
+		"refengine":            {mod + "loadgen", mod + "metrics", mod + "reports", mod + "runner", mod + "traces"},
+		"refengine/perf":       {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "reports", mod + "traces"},
+		"reports":              {"net/http", mod + "loadgen", mod + "refengine"},
+		"runner":               {mod + "refengine"},
+		"runner/engineadapter": {mod + "cmd/llmbench"},
+		"tokenizer":            {"net/http", mod + "loadgen", mod + "refengine"},
+		"traces":               {"net/http", mod + "loadgen", mod + "metrics"},
+		"workloads":            {"net/http", mod + "loadgen", mod + "metrics"},
 	}
-	for pkg, bad := range forbidden {
-		out, err := exec.Command("go", "list", "-deps", "../"+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkg, err)
+	// reachEngine are the only packages allowed to depend on refengine.
+	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "cmd/llmbench"}
+	// noNetwork packages must not import net or net/http directly (cmd parses flags and prints;
+	// servers and clients live in packages).
+	noNetwork := []string{"cmd/llmbench"}
+	// adapterUsers are the only packages allowed to import runner/engineadapter.
+	adapterUsers := []string{"cmd/llmbench"}
+
+	pkgs := goList(t, "./...")
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(p, mod)
+		bad, ok := forbidden[rel]
+		if !ok {
+			t.Errorf("package %s has no entry in TestPackageBoundaries: add what it must not import", rel)
+			continue
 		}
 		deps := map[string]bool{}
-		for _, d := range strings.Fields(string(out)) {
+		for _, d := range goList(t, "-deps", "./"+rel) {
 			deps[d] = true
 		}
 		for _, b := range bad {
 			if deps[b] {
-				t.Errorf("%s imports %s (directly or through a dependency)", pkg, b)
+				t.Errorf("%s imports %s (directly or through a dependency)", rel, b)
 			}
+		}
+		if deps[mod+"refengine"] && !slices.Contains(reachEngine, rel) {
+			t.Errorf("%s depends on refengine: only %v may (adapters live in runner/engineadapter)", rel, reachEngine)
+		}
+		imports := goList(t, "-f", `{{join .Imports "\n"}}`, "./"+rel)
+		if slices.Contains(noNetwork, rel) {
+			for _, n := range []string{"net", "net/http"} {
+				if slices.Contains(imports, n) {
+					t.Errorf("%s imports %s: network I/O belongs in a package, not the CLI", rel, n)
+				}
+			}
+		}
+		if slices.Contains(imports, mod+"runner/engineadapter") && !slices.Contains(adapterUsers, rel) {
+			t.Errorf("%s imports runner/engineadapter: only %v may", rel, adapterUsers)
+		}
+	}
+	for rel := range forbidden {
+		if !slices.Contains(pkgs, mod+rel) {
+			t.Errorf("TestPackageBoundaries names %s, which is not a package of the module", rel)
 		}
 	}
 }

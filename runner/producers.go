@@ -31,7 +31,7 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 			o.Target.Timeouts.Total = scaleDur(o.Target.Timeouts.Total, 1/timeScale)
 			inner := sink
 			sink = func(r *metrics.Record) {
-				ScaleRecordTimes(r, timeScale)
+				scaleRecordTimes(r, timeScale)
 				inner(r)
 			}
 		}
@@ -47,12 +47,21 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 	}
 }
 
+// ThenClose runs p and calls done right after it returns: a sweep point's embedded engine is
+// stopped at once, so that points do not share engine state.
+func ThenClose(p Producer, done func()) Producer {
+	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
+		defer done()
+		return p(ctx, trace, sink)
+	}
+}
+
 func scaleDur[T ~int64](d T, f float64) T { return T(float64(d) * f) }
 
-// ScaleRecordTimes multiplies every time of r by f (used to map a time-scaled run back to
+// scaleRecordTimes multiplies every time of r by f (used to map a time-scaled run back to
 // real time), except the schedule lag (Dispatched - Intended), which stays in wall time: it
 // measures the client, which did not run any slower.
-func ScaleRecordTimes(r *metrics.Record, f float64) {
+func scaleRecordTimes(r *metrics.Record, f float64) {
 	s := func(t int64) int64 { return int64(float64(t) * f) }
 	lag := r.Dispatched - r.Intended
 	r.Intended = s(r.Intended)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/reports"
 )
 
 // File names inside a results directory (a stable contract; see README "Results on disk").
@@ -108,4 +109,28 @@ func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metri
 		return nil, err
 	}
 	return sum, nil
+}
+
+// RecordSources opens the records of each results directory.
+func RecordSources(dirs []string) ([]metrics.Source, error) {
+	out := make([]metrics.Source, 0, len(dirs))
+	for _, d := range dirs {
+		p := filepath.Join(d, RecordsFile)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s: no %s (is it a llmbench results directory?)", d, RecordsFile)
+		}
+		out = append(out, metrics.FileSource(p))
+	}
+	return out, nil
+}
+
+// PairRecords matches the per-request latencies of two results directories for the report's
+// A-vs-B scatter; nil (no scatter) when the records cannot be read.
+func PairRecords(baseDir, candDir string) *reports.RequestPairs {
+	p, err := reports.PairRecords(metrics.FileSource(filepath.Join(baseDir, RecordsFile)).Each,
+		metrics.FileSource(filepath.Join(candDir, RecordsFile)).Each, 0)
+	if err != nil {
+		return nil
+	}
+	return p
 }

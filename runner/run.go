@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -58,9 +56,9 @@ type Options struct {
 	OnRecords func(*metrics.RecordWriter)
 	// Now is the wall clock for the run's start time (time.Now when nil).
 	Now func() time.Time
-	// Scraper, when set, has polled the server's /metrics during the run; its samples are
+	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
-	Scraper *Scraper
+	scraper *scraper
 }
 
 // Result is a finished run.
@@ -114,9 +112,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if werr, ok := writeErr.Load().(error); ok && perr == nil {
 		perr = fmt.Errorf("records file: %w", werr)
 	}
-	if opts.Scraper != nil {
-		opts.Scraper.Stop()
-		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.Scraper.Data()); err != nil && perr == nil {
+	if opts.scraper != nil {
+		opts.scraper.Stop()
+		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.scraper.Data()); err != nil && perr == nil {
 			perr = err
 		}
 	}
@@ -214,23 +212,4 @@ func RenderReport(dir string, sum *metrics.Summary, hopts reports.HTMLOptions) e
 		return fmt.Errorf("report written from %s without sampled token timelines: %w", SummaryFile, recErr)
 	}
 	return nil
-}
-
-// HostFacts describes the client machine.
-func HostFacts() metrics.Host {
-	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "model name") {
-				if i := strings.IndexByte(line, ':'); i >= 0 {
-					h.CPUModel = strings.TrimSpace(line[i+1:])
-				}
-				break
-			}
-		}
-	}
-	return h
 }

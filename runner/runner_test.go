@@ -65,13 +65,13 @@ func TestDiffConfig(t *testing.T) {
 func TestScaleRecordTimesKeepsLagInWallTime(t *testing.T) {
 	r := metrics.Record{Intended: 100, Dispatched: 103, Sent: 110, Headers: 120, FirstToken: 150, End: 200,
 		Chunks: []metrics.Chunk{{T: 150, Tokens: 1}, {T: 170, Tokens: 2}}}
-	ScaleRecordTimes(&r, 10)
+	scaleRecordTimes(&r, 10)
 	if r.Intended != 1000 || r.Dispatched != 1003 || r.Sent != 1100 || r.FirstToken != 1500 || r.End != 2000 || r.Chunks[1].T != 1700 {
 		t.Fatalf("%+v", r)
 	}
 	var unsent metrics.Record
 	unsent.Intended = 5
-	ScaleRecordTimes(&unsent, 10)
+	scaleRecordTimes(&unsent, 10)
 	if unsent.Dispatched != 0 || unsent.Sent != 0 {
 		t.Fatalf("times that did not happen must stay 0: %+v", unsent)
 	}
@@ -87,7 +87,7 @@ vllm:num_preemptions_total 7 1700000000000
 garbage line without value
 bad_value{x="1"} notanumber
 `
-	m := ParsePrometheus(strings.NewReader(text))
+	m := parsePrometheus(strings.NewReader(text))
 	if m["vllm:num_requests_running"] != 5 || m["vllm:kv_cache_usage_perc"] != 0.25 || m["vllm:num_preemptions_total"] != 7 {
 		t.Fatalf("%v", m)
 	}
@@ -104,7 +104,7 @@ func FuzzParsePrometheus(f *testing.F) {
 	f.Add("x{a=\"\\\"}\"} 2 3\n# c\n")
 	f.Add("{}} 1")
 	f.Fuzz(func(t *testing.T, s string) {
-		for k, v := range ParsePrometheus(strings.NewReader(s)) {
+		for k, v := range parsePrometheus(strings.NewReader(s)) {
 			if k == "" || v != v {
 				t.Fatalf("bad entry %q=%v", k, v)
 			}
@@ -126,7 +126,7 @@ func TestScraperCollectsSamples(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s := StartScraper(context.Background(), srv.URL+"/v1", "k", 10*time.Millisecond)
+	s := startScraper(context.Background(), srv.URL+"/v1", "k", 10*time.Millisecond)
 	<-polls // the first poll happens at once
 	<-polls
 	s.Stop()

@@ -42,10 +42,10 @@ var scrapeNames = map[string][]string{
 	"preemptions": {"vllm:num_preemptions_total", "vllm:num_preemptions", "sglang:num_retracted_reqs"},
 }
 
-// ParsePrometheus reads the Prometheus text exposition format and returns, for each metric
+// parsePrometheus reads the Prometheus text exposition format and returns, for each metric
 // name, the sum of its samples over all label sets (histogram and summary series keep their
 // suffixed names). Malformed lines are skipped; it never fails on content.
-func ParsePrometheus(r io.Reader) map[string]float64 {
+func parsePrometheus(r io.Reader) map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -107,8 +107,8 @@ func pick(m map[string]float64, key string) float64 {
 	return -1
 }
 
-// Scraper polls an endpoint's /metrics during a run.
-type Scraper struct {
+// scraper polls an endpoint's /metrics during a run.
+type scraper struct {
 	mu      sync.Mutex
 	data    ServerSamples
 	stop    chan struct{}
@@ -116,14 +116,14 @@ type Scraper struct {
 	stopped sync.Once
 }
 
-// StartScraper polls baseURL's /metrics every interval (default 1 s) until Stop or ctx ends.
+// startScraper polls baseURL's /metrics every interval (default 1 s) until Stop or ctx ends.
 // apiKey, when set, is sent as a bearer token.
-func StartScraper(ctx context.Context, baseURL, apiKey string, interval time.Duration) *Scraper {
+func startScraper(ctx context.Context, baseURL, apiKey string, interval time.Duration) *scraper {
 	if interval <= 0 {
 		interval = time.Second
 	}
 	u := strings.TrimSuffix(strings.TrimSuffix(baseURL, "/"), "/v1") + "/metrics"
-	s := &Scraper{stop: make(chan struct{}), done: make(chan struct{}), data: ServerSamples{Endpoint: u}}
+	s := &scraper{stop: make(chan struct{}), done: make(chan struct{}), data: ServerSamples{Endpoint: u}}
 	client := &http.Client{Timeout: interval}
 	start := time.Now()
 	poll := func() {
@@ -145,7 +145,7 @@ func StartScraper(ctx context.Context, baseURL, apiKey string, interval time.Dur
 			s.fail("GET /metrics: " + resp.Status)
 			return
 		}
-		m := ParsePrometheus(io.LimitReader(resp.Body, 8<<20))
+		m := parsePrometheus(io.LimitReader(resp.Body, 8<<20))
 		kv := pick(m, "kv")
 		smp := ServerSample{T: time.Since(start).Seconds(), Running: pick(m, "running"), Waiting: pick(m, "waiting"), KVUsage: kv, Preemptions: pick(m, "preemptions")}
 		s.mu.Lock()
@@ -171,7 +171,7 @@ func StartScraper(ctx context.Context, baseURL, apiKey string, interval time.Dur
 	return s
 }
 
-func (s *Scraper) fail(msg string) {
+func (s *scraper) fail(msg string) {
 	s.mu.Lock()
 	s.data.Errors++
 	s.data.LastError = msg
@@ -179,13 +179,13 @@ func (s *Scraper) fail(msg string) {
 }
 
 // Stop ends polling and waits for the poller to finish.
-func (s *Scraper) Stop() {
+func (s *scraper) Stop() {
 	s.stopped.Do(func() { close(s.stop) })
 	<-s.done
 }
 
 // Data returns a copy of what was scraped.
-func (s *Scraper) Data() ServerSamples {
+func (s *scraper) Data() ServerSamples {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.data

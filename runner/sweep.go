@@ -16,7 +16,7 @@ import (
 )
 
 // SweepOptions configures a capacity search: the trace is replayed at a sequence of loads
-// chosen by metrics.CapacitySearch (bracketing, then bisection) to find the highest load whose
+// chosen by CapacitySearch (bracketing, then bisection) to find the highest load whose
 // goodput fraction still meets Target; or at exactly the given Points.
 type SweepOptions struct {
 	Requests []traces.Request
@@ -52,7 +52,7 @@ type SweepResult struct {
 	Target   float64              `json:"goodput_target"`
 	SLO      string               `json:"slo"`
 	Points   []metrics.SweepPoint `json:"points"` // sorted by load
-	Capacity metrics.Capacity     `json:"capacity"`
+	Capacity Capacity             `json:"capacity"`
 	// CapacityDir is the results directory of the capacity point.
 	CapacityDir string `json:"capacity_dir,omitempty"`
 }
@@ -67,7 +67,7 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 		mode = "concurrency"
 	}
 	res := &SweepResult{Mode: mode, Target: opts.Target, SLO: opts.Metrics.SLO.String()}
-	search := metrics.CapacitySearch{Target: opts.Target, Precision: opts.Precision, MaxPoints: opts.MaxPoints}
+	search := CapacitySearch{Target: opts.Target, Precision: opts.Precision, MaxPoints: opts.MaxPoints}
 	if opts.Concurrency {
 		search.MinRate = 1
 	}

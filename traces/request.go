@@ -5,6 +5,9 @@
 //
 // It must not talk to the network, generate synthetic traffic (that is package workloads) or
 // know anything about endpoints or metrics.
+//
+// traces is a supported Go API: Request, the codecs (ReadFile, OpenFile, WriteFile, WriteJSONL,
+// the msgpack pair), Source, Stats, the importers and the tools (Scale, Slice, Sample, Filter).
 package traces
 
 import "time"

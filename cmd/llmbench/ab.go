@@ -12,7 +12,7 @@ import (
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/runner/engineadapter"
 )
 
 func init() { register("ab", newABCmd) }
@@ -109,7 +109,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		return 2, err
 	}
 	if !o.keepTemperature {
-		reqs = greedy(reqs)
+		reqs = runner.Greedy(reqs)
 	}
 	thresholds, err := metrics.ParseFailOn(o.failOn)
 	if err != nil {
@@ -157,7 +157,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		}
 		fmt.Fprintln(app.Stdout)
 	}
-	pairs := pairsOf(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
+	pairs := runner.PairRecords(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
 	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
 		return 2, err
 	}
@@ -166,20 +166,6 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		return 1, nil
 	}
 	return 0, nil
-}
-
-// greedy returns reqs with temperature 0 where the trace gave none, so that outputs can be
-// checked for equivalence between the arms.
-func greedy(reqs []traces.Request) []traces.Request {
-	out := make([]traces.Request, len(reqs))
-	zero := 0.0
-	for i, r := range reqs {
-		if r.Temperature == nil {
-			r.Temperature = &zero
-		}
-		out[i] = r
-	}
-	return out
 }
 
 // arm builds one arm: an endpoint, or an embedded reference engine with the command's engine
@@ -213,7 +199,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		}
 		cfg.TimeScale = o.load.timeScale
 		timeScale = o.load.timeScale
-		eng, err := startEmbeddedEngine(cfg)
+		eng, err := engineadapter.StartEmbedded(cfg)
 		if err != nil {
 			return runner.Arm{}, nil, err
 		}

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/loadgen/selfbench"
+	"github.com/llmbench/llmbench/internal/selfbench"
 	"github.com/llmbench/llmbench/runner"
 )
 
@@ -94,14 +91,14 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 			}
 		}()
 	}
-	load0 := loadAverage()
+	load0 := runner.LoadAverage()
 	f, err := selfbench.Run(ctx, so)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	h := runner.HostFacts()
 	f.CPUModel, f.Cores, f.GoVersion, f.GOMAXPROCS = h.CPUModel, h.CPUs, h.GoVersion, runtime.GOMAXPROCS(0)
-	f.LoadAverage = [2]float64{load0, loadAverage()}
+	f.LoadAverage = [2]float64{load0, runner.LoadAverage()}
 	if o.json {
 		return writeJSONTo(app.Stdout, f)
 	}
@@ -131,23 +128,6 @@ func printBench(w io.Writer, f *selfbench.Figures) error {
 	fmt.Fprintf(w, "\ndispatch lag P99 at that rate: %.3f ms; arrival error P50 %.3f ms, max %.3f ms; %d streams x %d tokens; %.1f s in all\n",
 		f.DispatchLagP99Ms, f.ArrivalErrorP50Ms, f.ArrivalErrorMaxMs, f.Settings.Streams, f.Settings.StreamTokens, f.ElapsedS)
 	return nil
-}
-
-// loadAverage reads the 1-minute load average from /proc/loadavg (-1 where unavailable).
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
 }
 
 func runsOf(v []float64, format string) string {

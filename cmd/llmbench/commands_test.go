@@ -240,7 +240,7 @@ func TestSweepCapacityConfirmedBySimulate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := traceRate(reqs)
+	base := runner.TraceRate(reqs)
 	check := func(rate float64) float64 {
 		tiled := filepath.Join(t.TempDir(), "tiled.jsonl")
 		f, _ := os.Create(tiled)

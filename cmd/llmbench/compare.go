@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -93,11 +92,11 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	base, err := sourcesOf(o.base)
+	base, err := runner.RecordSources(o.base)
 	if err != nil {
 		return 2, err
 	}
-	cand, err := sourcesOf(o.cand)
+	cand, err := runner.RecordSources(o.cand)
 	if err != nil {
 		return 2, err
 	}
@@ -113,7 +112,7 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	if err := writeComparison(app, c, o.format, o.html, o.echartsJS, pairsOf(o.base[0], o.cand[0])); err != nil {
+	if err := writeComparison(app, c, o.format, o.html, o.echartsJS, runner.PairRecords(o.base[0], o.cand[0])); err != nil {
 		return 2, err
 	}
 	if c.Regressed {
@@ -159,33 +158,9 @@ func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJ
 	return nil
 }
 
-// sourcesOf opens the records of each results directory.
-func sourcesOf(dirs []string) ([]metrics.Source, error) {
-	out := make([]metrics.Source, 0, len(dirs))
-	for _, d := range dirs {
-		p := filepath.Join(d, runner.RecordsFile)
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("%s: no %s (is it a llmbench results directory?)", d, runner.RecordsFile)
-		}
-		out = append(out, metrics.FileSource(p))
-	}
-	return out, nil
-}
-
 func label(dirs []string) string {
 	if len(dirs) == 1 {
 		return dirs[0]
 	}
 	return fmt.Sprintf("%s (+%d more)", dirs[0], len(dirs)-1)
-}
-
-// pairsOf matches the per-request latencies of two results directories for the report's
-// A-vs-B scatter; nil (no scatter) when the records cannot be read.
-func pairsOf(baseDir, candDir string) *reports.RequestPairs {
-	p, err := reports.PairRecords(metrics.FileSource(filepath.Join(baseDir, runner.RecordsFile)).Each,
-		metrics.FileSource(filepath.Join(candDir, runner.RecordsFile)).Each, 0)
-	if err != nil {
-		return nil
-	}
-	return p
 }

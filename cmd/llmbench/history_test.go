@@ -61,7 +61,7 @@ func TestHistoryNightly(t *testing.T) {
 						t.Fatalf("history add again: exit %d: %s%s", code, again.out.String(), again.err.String())
 					}
 					check := newTestApp(nil)
-					code := check.cli("history", "check", "--db", db, "--metric", "tpot.p95,itl.p99", "--where", "branch=main")
+					code := check.cli("history", "check", "--db", db, "--metric", "tpot.p95,max_gap.p99", "--where", "branch=main")
 					out := check.out.String()
 					if code != tc.code {
 						t.Fatalf("history check: exit %d, want %d\n%s%s", code, tc.code, out, check.err.String())

@@ -1,5 +1,7 @@
 // Command llmbench is the CLI: cobra commands that parse flags into an options struct, call one
-// function of a package and print. No measurement or statistics logic lives here.
+// function of a package (runner, runner/engineadapter, traces, workloads, metrics, reports)
+// and print. No measurement, statistics or network logic lives here; each command registers
+// itself from its own file (see docs/ARCHITECTURE.md, "Adding a command").
 package main
 
 import (
@@ -36,12 +38,6 @@ type App struct {
 	// Args are the command-line arguments as given (recorded, with secrets redacted, in
 	// summary.json).
 	Args []string
-}
-
-func (app *App) exit(code int) {
-	if app.Exit != nil {
-		app.Exit(code)
-	}
 }
 
 // commandFactories holds every subcommand's constructor; each command file registers its own in

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +11,7 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/runner/engineadapter"
 )
 
 func init() { register("run", newRunCmd) }
@@ -82,9 +82,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	info.Seed = o.load.seed
 	info.Version = version
 	info.Tokenizer = tok.Name()
-	res, err := executeHTTP(ctx, app, runSpec{
-		trace: trace, load: lo, timeScale: o.load.effectiveTimeScale(o.target.endpoint), metrics: mopts,
-		info: info, out: o.output, scrape: o.target.scrapeMetric,
+	res, err := runner.RunHTTP(ctx, runner.HTTPRun{
+		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
+		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
+		Progress: o.output.progress(app), Terminal: app.IsTerminal, Interrupts: app.interrupts(),
 	})
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
@@ -102,34 +103,21 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (loadgen.Target, metrics.RunInfo, func(), error) {
 	info := metrics.RunInfo{Mode: lf.mode(), Concurrency: lf.concurrency, MaxConcurrency: lf.maxConcurrency, RateScale: lf.rateScale, Repeat: lf.repeat, Backend: tf.backend, API: tf.api}
 	if tf.endpoint != "" {
-		if lf.timeScale != 1 {
-			return loadgen.Target{}, info, nil, fmt.Errorf("--time-scale applies to the embedded reference engine only; with --endpoint use --rate-scale")
-		}
-		if ef.changed() {
-			return loadgen.Target{}, info, nil, fmt.Errorf("reference-engine flags (%s) apply only without --endpoint", ef.changedNames())
-		}
-		t, err := tf.target(app, tf.endpoint, ef.modelName())
 		info.Endpoint = redactURL(tf.endpoint)
-		info.Model = t.Model
-		return t, info, func() {}, err
 	}
-	cfg, err := ef.config()
-	if err != nil {
-		return loadgen.Target{}, info, nil, err
+	return engineadapter.OpenTarget(engineadapter.TargetOptions{
+		Endpoint: tf.endpoint, TimeScale: lf.timeScale, EngineFlags: ef.changedNames(), Engine: ef.config,
+		Model: ef.modelName(), Info: info,
+		Target: func(url, model string) (loadgen.Target, error) { return tf.target(app, url, model) },
+	})
+}
+
+// progress is where the progress display goes: stderr, or nowhere with --no-progress.
+func (f *outputFlags) progress(app *App) io.Writer {
+	if f.noProgress {
+		return nil
 	}
-	cfg.TimeScale = lf.timeScale
-	eng, err := startEmbeddedEngine(cfg)
-	if err != nil {
-		return loadgen.Target{}, info, nil, err
-	}
-	t, err := tf.target(app, eng.URL, eng.Engine.ServedModelName())
-	if err != nil {
-		eng.Close()
-		return t, info, nil, err
-	}
-	info.Endpoint = "embedded reference engine (" + eng.URL + ")"
-	info.Engine = eng.Engine.Describe()
-	return t, info, eng.Close, nil
+	return app.Stderr
 }
 
 func (f *loadFlags) effectiveTimeScale(endpoint string) float64 {
@@ -137,68 +125,4 @@ func (f *loadFlags) effectiveTimeScale(endpoint string) float64 {
 		return 1
 	}
 	return f.timeScale
-}
-
-// runSpec is one HTTP run as the commands describe it.
-type runSpec struct {
-	trace     traces.Source
-	load      loadgen.Options
-	timeScale float64
-	metrics   metrics.Options
-	info      metrics.RunInfo
-	out       *outputFlags
-	scrape    bool
-}
-
-// executeHTTP runs one measured replay with progress display and interrupt handling.
-func executeHTTP(ctx context.Context, app *App, s runSpec) (*runner.Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	prog := &loadgen.Progress{}
-	s.load.Progress = prog
-	var rw atomic.Pointer[metrics.RecordWriter]
-	stopSignals := app.watchInterrupts(cancel, func() {
-		if w := rw.Load(); w != nil {
-			_ = w.Flush()
-		}
-	}, s.load.Grace)
-	defer stopSignals()
-
-	dir := s.out.out
-	var scr *runner.Scraper
-	if s.scrape {
-		scr = runner.StartScraper(ctx, s.load.Target.URL, s.load.Target.APIKey, 0)
-	}
-	var pd *runner.Progress
-	if !s.out.noProgress {
-		total := s.trace.Len() * max(1, s.load.Repeat)
-		if s.load.MaxRequests > 0 && s.load.MaxRequests < total {
-			total = s.load.MaxRequests
-		}
-		pd = runner.StartProgress(app.Stderr, app.IsTerminal, total, func() runner.Snapshot {
-			return runner.Snapshot{Sent: prog.Sent.Load(), InFlight: prog.InFlight.Load(), Done: prog.Done.Load(), Failed: prog.Failed.Load(), OutputTokens: prog.OutputTokens.Load()}
-		}, nil)
-	}
-	produce := runner.HTTPProducer(s.load, s.timeScale)
-	if scr != nil {
-		inner := produce
-		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
-			p, err := inner(ctx, trace, sink)
-			scr.Stop()
-			return p, err
-		}
-	}
-	res, err := runner.Execute(ctx, runner.Options{
-		Trace:     s.trace,
-		OutDir:    dir,
-		Metrics:   s.metrics,
-		Info:      s.info,
-		HTML:      s.out.html(app),
-		OnRecords: func(w *metrics.RecordWriter) { rw.Store(w) },
-		Scraper:   scr,
-	}, produce)
-	if pd != nil {
-		pd.Stop()
-	}
-	return res, err
 }

@@ -1,26 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/runner/engineadapter"
 )
 
 func init() { register("serve", newServeCmd) }
-
-// serveOptions is everything `llmbench serve` needs.
-type serveOptions struct {
-	addr     string
-	maxConns int
-	engine   refengine.Config
-}
 
 func newServeCmd(app *App) *cobra.Command {
 	var (
@@ -76,51 +64,9 @@ It binds 127.0.0.1 unless --addr says otherwise.`,
 		if maxConns < 0 {
 			return fmt.Errorf("--max-connections %d: must be >= 0", maxConns)
 		}
-		return runServe(cmd.Context(), app, serveOptions{addr: addr, maxConns: maxConns, engine: cfg})
+		return engineadapter.Serve(cmd.Context(), engineadapter.ServeOptions{
+			Addr: addr, MaxConns: maxConns, Engine: cfg, Stdout: app.Stdout, Stderr: app.Stderr, Stop: app.Interrupts,
+		})
 	}
 	return cmd
-}
-
-// runServe serves the engine until ctx is done or an interrupt arrives, then shuts down
-// gracefully (in-flight streams get a few seconds).
-func runServe(ctx context.Context, app *App, o serveOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	eng, err := refengine.New(o.engine)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w", o.addr, err)
-	}
-	ln = refengine.LimitListener(ln, o.maxConns)
-	srv := &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	info := eng.Info()
-	fmt.Fprintf(app.Stdout, "reference engine: %s on %d × %s (%s weights, %s KV, %d KV blocks, max model len %d)\n",
-		info.Model, info.TP, info.GPU, info.WeightDtype, info.KVDtype, info.NumBlocks, info.MaxModelLen)
-	fmt.Fprintf(app.Stdout, "listening on http://%s (model name %q)\n", ln.Addr(), info.ServedModelName)
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.engine.APIKey == "" {
-		fmt.Fprintf(app.Stderr, "warning: %s is reachable from other hosts and no --api-key (or LLMBENCH_API_KEY) is set\n", ln.Addr())
-	}
-	select {
-	case <-ctx.Done():
-	case <-app.Interrupts:
-	case err := <-done:
-		return fmt.Errorf("serve: %w", err)
-	}
-	fmt.Fprintln(app.Stderr, "shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
 }

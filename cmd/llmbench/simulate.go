@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/runner/engineadapter"
 )
 
 func init() { register("simulate", newSimulateCmd) }
@@ -74,14 +72,14 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	adapter := &simAdapter{cfg: cfg, rateScale: o.rateScale, warmup: o.warmup, cooldown: o.cooldown}
+	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown}
 	info := metrics.RunInfo{
 		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",
 	}
 	res, err := runner.Execute(ctx, runner.Options{
 		Requests: reqs, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
-	}, adapter.produce)
+	}, adapter.Produce)
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
 			err = werr
@@ -91,129 +89,4 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
 	}
 	return err
-}
-
-// simAdapter turns the reference engine's ground-truth timelines into metrics.Records: the
-// thin adapter DESIGN.md places beside the CLI (refengine must not know about metrics).
-type simAdapter struct {
-	cfg              refengine.Config
-	rateScale        float64
-	warmup, cooldown time.Duration
-	info             map[string]string
-	stats            refengine.SimStats
-	clock            func() time.Time // wall clock for the run's start (time.Now when nil)
-}
-
-func (a *simAdapter) now() time.Time {
-	if a.clock != nil {
-		return a.clock()
-	}
-	return time.Now()
-}
-
-// simRequests maps trace requests to the engine's simulated requests.
-func simRequests(reqs []traces.Request, rateScale float64) []refengine.SimRequest {
-	out := make([]refengine.SimRequest, len(reqs))
-	for i, r := range reqs {
-		sr := refengine.SimRequest{
-			ID:           r.ID,
-			Arrival:      time.Duration(float64(r.Arrival) / rateScale),
-			PromptTokens: r.InputTokens,
-			Prompt:       r.Prompt,
-			HashIDs:      r.HashIDs,
-			MaxTokens:    r.OutputTokens,
-			MinTokens:    r.OutputTokens,
-			IgnoreEOS:    true,
-			Seed:         r.Seed,
-		}
-		if len(r.Messages) > 0 && r.Prompt == "" {
-			for _, m := range r.Messages {
-				sr.Prompt += m.Content
-			}
-		}
-		if r.Temperature != nil {
-			sr.Temperature = *r.Temperature
-		}
-		out[i] = sr
-	}
-	return out
-}
-
-func (a *simAdapter) produce(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	reqs, err := trace.Requests()
-	if err != nil {
-		return nil, err
-	}
-	res, err := refengine.Simulate(simRequests(reqs, a.rateScale), a.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
-	}
-	a.stats = res.Stats
-	a.info = describeInfo(res.Info)
-	var last time.Duration
-	for _, t := range res.Timelines {
-		last = max(last, t.Arrival)
-	}
-	for i := range res.Timelines {
-		rec := timelineRecord(&res.Timelines[i], &reqs[i])
-		switch d := time.Duration(rec.Intended); {
-		case d < a.warmup:
-			rec.Phase = metrics.PhaseWarmup
-		case a.cooldown > 0 && d >= last-a.cooldown:
-			rec.Phase = metrics.PhaseCooldown
-		}
-		sink(rec)
-	}
-	return &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: a.info, Duration: res.Stats.Makespan}, nil
-}
-
-// timelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the
-// arrival (a simulated client has no lag or queue); every chunk is one emission.
-func timelineRecord(t *refengine.Timeline, req *traces.Request) *metrics.Record {
-	rec := &metrics.Record{
-		ID: req.ID, Class: req.Class, Session: req.Session, Turn: req.Turn,
-		Intended: int64(t.Arrival), Dispatched: int64(t.Arrival), Sent: int64(t.Arrival), Headers: int64(t.Arrival),
-		InputTokens: t.PromptTokens, OutputTokens: t.OutputTokens, TokenSource: metrics.TokensFromUsage,
-		RequestedTokens: req.OutputTokens, ServerInputTokens: t.PromptTokens, ServerOutputTokens: t.OutputTokens,
-		Status: 200,
-	}
-	rec.Chunks = make([]metrics.Chunk, 0, len(t.Emissions))
-	for _, e := range t.Emissions {
-		rec.Chunks = append(rec.Chunks, metrics.Chunk{T: int64(e.At), Tokens: int32(e.Tokens)})
-	}
-	if len(rec.Chunks) > 0 {
-		rec.FirstToken = rec.Chunks[0].T
-	}
-	rec.End = int64(t.Finish)
-	switch {
-	case !t.Done || t.Finish < 0:
-		rec.Failure, rec.Error = metrics.FailCanceled, "simulation ended before the request finished"
-		rec.End = 0
-	case t.OutputTokens == 0:
-		rec.Failure = metrics.FailEmpty
-	case t.OutputTokens < req.OutputTokens:
-		rec.Failure = metrics.FailShortOutput
-		rec.Error = fmt.Sprintf("engine finished (%s) after %d of %d tokens", t.FinishReason, t.OutputTokens, req.OutputTokens)
-	}
-	return rec
-}
-
-// describeInfo flattens the engine's configuration into strings for run facts.
-func describeInfo(info refengine.Info) map[string]string {
-	b, err := json.Marshal(info)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = fmt.Sprint(v)
-	}
-	return out
 }

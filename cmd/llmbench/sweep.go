@@ -12,10 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/runner/engineadapter"
 )
 
 func init() { register("sweep", newSweepCmd) }
@@ -102,7 +101,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			points = append(points, v)
 		}
 	}
-	baseRate := traceRate(reqs)
+	baseRate := runner.TraceRate(reqs)
 	start := o.start
 	if start == 0 {
 		if o.concurrency {
@@ -133,9 +132,9 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			if err != nil {
 				return nil, info, err
 			}
-			a := &simAdapter{cfg: cfg, rateScale: load / baseRate, warmup: o.load.warmup, cooldown: o.load.cooldown}
+			a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown}
 			info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
-			return a.produce, info, nil
+			return a.Produce, info, nil
 		}
 		lf := *o.load
 		if o.concurrency {
@@ -147,7 +146,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		if err != nil {
 			return nil, info, err
 		}
-		closeTarget = onceFunc(closeTarget)
+		closeTarget = sync.OnceFunc(closeTarget)
 		closers = append(closers, closeTarget)
 		tok, err := o.tgt.loadTokenizer(o.tgt.endpoint == "")
 		if err != nil {
@@ -158,7 +157,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			return nil, info, err
 		}
 		rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
-		return timedProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint), closeTarget), rinfo, nil
+		return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, nil
 	}
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
 		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start,
@@ -170,31 +169,6 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
 	}
 	return err
-}
-
-// timedProducer runs one HTTP point and stops its embedded engine right after, so that points
-// do not share engine state.
-func timedProducer(lo loadgen.Options, timeScale float64, done func()) runner.Producer {
-	p := runner.HTTPProducer(lo, timeScale)
-	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
-		defer done()
-		return p(ctx, trace, sink)
-	}
-}
-
-// onceFunc makes f safe to call more than once.
-func onceFunc(f func()) func() { return sync.OnceFunc(f) }
-
-// traceRate is the trace's mean arrival rate (requests over the arrival span).
-func traceRate(reqs []traces.Request) float64 {
-	if len(reqs) < 2 {
-		return 1
-	}
-	span := (reqs[len(reqs)-1].Arrival - reqs[0].Arrival).Seconds()
-	if span <= 0 {
-		return float64(len(reqs))
-	}
-	return float64(len(reqs)-1) / span
 }
 
 func printSweep(app *App, r *runner.SweepResult) {

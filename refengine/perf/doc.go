@@ -42,7 +42,7 @@
 //
 //   - Weights are read once per step, whatever the batch size: this is why one decoding
 //     sequence is bandwidth-bound (8.03e9 × 2 B / 3.35 TB/s ≈ 4.8 ms on an H100, the "≈200
-//     tokens/s" ceiling of seed 000) and why batching is nearly free until the KV reads or the
+//     tokens/s" ceiling in docs/ARCHITECTURE.md) and why batching is nearly free until the KV reads or the
 //     FLOPs catch up.
 //   - The KV cache of every sequence is read in full, including the new tokens' entries
 //     (written then read): KVTokensRead sums context before + new tokens.
@@ -122,9 +122,9 @@
 //
 // ExpectedTokensPerPass(α, k) = (1 − α^(k+1)) / (1 − α) is the mean number of tokens a
 // verification pass emits when each of k drafted tokens is accepted with probability α, left
-// to right (k+1 when α = 1): 2.31, 3.36 and 4.10 for α = 0.6, 0.8, 0.9 at k = 4 (seed 000,
-// section 7). A verify pass is priced like any step: its k+1 tokens per sequence go into Work
-// with Add(k+1, context). A draft model's passes are priced by DraftStepTime on the same GPUs,
+// to right (k+1 when α = 1): 2.31, 3.36 and 4.10 for α = 0.6, 0.8, 0.9 at k = 4
+// (docs/ARCHITECTURE.md, "The reference engine"). A verify pass is priced like any step: its
+// k+1 tokens per sequence go into Work with Add(k+1, context). A draft model's passes are priced by DraftStepTime on the same GPUs,
 // dtypes and efficiencies, without StepOverhead; a step that drafts k tokens costs k of them.
 // Put the draft in Config.Draft and its weights and its own KV cache (per target token) also
 // come out of the KV budget. Drafting without a model (n-gram, EAGLE/Medusa heads) is free in
@@ -193,7 +193,7 @@
 //	GPUMemUtil 0.9      vLLM's default gpu_memory_utilization.
 //	ReserveBytes 1e9    per GPU, for activations, workspace and CUDA graphs (an assumption:
 //	                    vLLM's profiling run finds a few hundred MB to a few GB).
-//	BlockSize 16        vLLM's default KV block size (DESIGN.md, seed 000 section 6).
+//	BlockSize 16        vLLM's default KV block size (docs/ARCHITECTURE.md).
 //	Int4GroupSize 128   int4 quantization group (GPTQ/AWQ default).
 //
 // # What it leaves out
@@ -205,4 +205,8 @@
 // it. It answers "how long would this step take on that hardware" to within the accuracy of
 // the efficiency factors, which is what a load-testing harness's reference engine needs; it
 // is not a substitute for measuring a real engine.
+//
+// perf is a supported Go API: the profiles (Lookup*, Registry, ParseProfiles) and the
+// roofline (New, Roofline and its methods) answer what-if questions without running the
+// engine.
 package perf

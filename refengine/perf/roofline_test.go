@@ -52,7 +52,7 @@ func TestKVBytesPerToken(t *testing.T) {
 		tp        int
 		want      float64
 	}{
-		{"llama-3.1-8b", "bf16", 1, 131072}, // 2·32·8·128·2 = 128 KiB (seed 000, section 5)
+		{"llama-3.1-8b", "bf16", 1, 131072}, // 2·32·8·128·2 = 128 KiB (docs/ARCHITECTURE.md)
 		{"llama-3.1-8b", "fp8", 1, 65536},
 		{"llama-3.1-70b", "bf16", 1, 327680}, // 2·80·8·128·2 = 320 KiB
 		{"llama-3.1-70b", "bf16", 8, 327680}, // 8 KV heads split over 8 ranks: no replication

@@ -1,4 +1,4 @@
-package main
+package engineadapter
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 )
+
+const chatSmall = "../../traces/examples/chat-small.jsonl"
 
 func medianOf(v []float64) float64 {
 	sort.Float64s(v)
@@ -39,13 +41,13 @@ func TestRunAgreesWithSimulate(t *testing.T) {
 	}
 	const scale = 2
 	cfg := refengine.Config{Seed: 1}
-	sim, err := refengine.Simulate(simRequests(reqs, 1), cfg)
+	sim, err := refengine.Simulate(SimRequests(reqs, 1), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var simTTFT, simTPOT []float64
 	for i := range sim.Timelines {
-		r := timelineRecord(&sim.Timelines[i], &reqs[i])
+		r := TimelineRecord(&sim.Timelines[i], &reqs[i])
 		simTTFT = append(simTTFT, float64(r.FirstToken-r.Intended)/1e6)
 		simTPOT = append(simTPOT, float64(r.End-r.FirstToken)/1e6/float64(r.OutputTokens-1))
 	}

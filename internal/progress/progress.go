@@ -1,4 +1,7 @@
-package runner
+// Package progress draws the live progress of a run: a bar redrawn in place on a terminal, a
+// plain line every few seconds otherwise. It only reads snapshots and never affects the run.
+// It is internal: the CLI's display, not an API.
+package progress
 
 import (
 	"fmt"
@@ -13,9 +16,9 @@ type Snapshot struct {
 	Sent, InFlight, Done, Failed, OutputTokens int64
 }
 
-// Progress draws a progress bar on a terminal (redrawn in place) or prints a plain line every
+// Display draws a progress bar on a terminal (redrawn in place) or prints a plain line every
 // few seconds otherwise. It never affects the run: it only reads snapshots.
-type Progress struct {
+type Display struct {
 	w        io.Writer
 	terminal bool
 	total    int
@@ -32,12 +35,13 @@ type Progress struct {
 	stopOnce sync.Once
 }
 
-// StartProgress begins drawing. Call Stop when the run ends. now may be nil (time.Now).
-func StartProgress(w io.Writer, terminal bool, total int, snap func() Snapshot, now func() time.Time) *Progress {
+// Start begins drawing to w; total is the number of requests expected (0 = unknown). Call Stop
+// when the run ends. now may be nil (time.Now).
+func Start(w io.Writer, terminal bool, total int, snap func() Snapshot, now func() time.Time) *Display {
 	if now == nil {
 		now = time.Now
 	}
-	p := &Progress{w: w, terminal: terminal, total: total, snap: snap, now: now, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &Display{w: w, terminal: terminal, total: total, snap: snap, now: now, stop: make(chan struct{}), done: make(chan struct{})}
 	p.start = now()
 	p.lastAt = p.start
 	every := 5 * time.Second
@@ -61,7 +65,7 @@ func StartProgress(w io.Writer, terminal bool, total int, snap func() Snapshot, 
 }
 
 // Stop draws the final state and ends the display.
-func (p *Progress) Stop() {
+func (p *Display) Stop() {
 	p.stopOnce.Do(func() {
 		close(p.stop)
 		<-p.done
@@ -69,8 +73,8 @@ func (p *Progress) Stop() {
 	})
 }
 
-// Line renders one progress line for s at elapsed time el (exported for tests).
-func (p *Progress) Line(s Snapshot, el time.Duration, rate float64) string {
+// line renders one progress line for s at elapsed time el.
+func (p *Display) line(s Snapshot, el time.Duration, rate float64) string {
 	var b strings.Builder
 	if p.total > 0 {
 		const width = 24
@@ -93,7 +97,7 @@ func (p *Progress) Line(s Snapshot, el time.Duration, rate float64) string {
 	return b.String()
 }
 
-func (p *Progress) draw(final bool) {
+func (p *Display) draw(final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.snap()
@@ -115,7 +119,7 @@ func (p *Progress) draw(final bool) {
 			rate = float64(s.OutputTokens) / el
 		}
 	}
-	line := p.Line(s, now.Sub(p.start), rate)
+	line := p.line(s, now.Sub(p.start), rate)
 	switch {
 	case p.terminal && final:
 		fmt.Fprintf(p.w, "\r\033[K%s\n", line)

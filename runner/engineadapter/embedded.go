@@ -1,4 +1,4 @@
-package main
+package engineadapter
 
 import (
 	"context"
@@ -11,16 +11,17 @@ import (
 	"github.com/llmbench/llmbench/refengine"
 )
 
-// embeddedEngine is the reference engine served in-process on a loopback port, the default
-// target when no --endpoint is given.
-type embeddedEngine struct {
+// Embedded is the reference engine served in-process on a loopback port, the default target
+// when no --endpoint is given.
+type Embedded struct {
 	URL    string
 	Engine *refengine.Engine
 	srv    *http.Server
 	done   chan error
 }
 
-func startEmbeddedEngine(cfg refengine.Config) (*embeddedEngine, error) {
+// StartEmbedded starts an engine with cfg and serves it on 127.0.0.1 at a free port.
+func StartEmbedded(cfg refengine.Config) (*Embedded, error) {
 	eng, err := refengine.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reference engine: %w", err)
@@ -30,7 +31,7 @@ func startEmbeddedEngine(cfg refengine.Config) (*embeddedEngine, error) {
 		eng.Close()
 		return nil, fmt.Errorf("reference engine: listen on loopback: %w", err)
 	}
-	e := &embeddedEngine{
+	e := &Embedded{
 		URL:    "http://" + ln.Addr().String(),
 		Engine: eng,
 		srv:    &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second},
@@ -41,7 +42,7 @@ func startEmbeddedEngine(cfg refengine.Config) (*embeddedEngine, error) {
 }
 
 // Close stops the server (in-flight streams are cut after a short grace) and the engine.
-func (e *embeddedEngine) Close() {
+func (e *Embedded) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil {
