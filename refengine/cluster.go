@@ -13,6 +13,7 @@ type cluster struct {
 	transfers []transfer
 	transfer  func(tokens int) time.Duration
 	now       time.Duration
+	noise     *noiser // nil: step times are exactly as priced
 }
 
 type pool struct {
@@ -91,12 +92,13 @@ func (cl *cluster) advance() {
 
 // planIdle starts a step on every idle pool that has work.
 func (cl *cluster) planIdle() {
-	for _, p := range cl.pools {
+	for i, p := range cl.pools {
 		if p.busy {
 			continue
 		}
 		p.c.now = max(p.c.now, cl.now)
 		if d, ok := p.c.plan(); ok {
+			d = cl.noise.step(i, p.c.stats.Steps, cl.now, d)
 			p.busy, p.dur, p.end = true, d, cl.now+d
 		}
 	}

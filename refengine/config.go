@@ -90,6 +90,9 @@ type Config struct {
 
 	// Faults injects failures into HTTP responses (see ParseFaults).
 	Faults Faults
+	// Noise makes step times vary as a real server's do (see ParseNoise); the zero value adds
+	// none.
+	Noise Noise
 	// APIKey, when set, requires "Authorization: Bearer <APIKey>" on /v1/ endpoints.
 	APIKey string
 	// MaxBodyBytes bounds a request body (default 8 MiB); a larger declared Content-Length
@@ -206,6 +209,9 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("refengine: ReasoningFraction %g: must be in [0, 1) (0.5 makes half of each answer reasoning)", c.ReasoningFraction)
 	}
 	if _, err := personalityFor(c.Wire); err != nil {
+		return nil, err
+	}
+	if err := c.Noise.validate(); err != nil {
 		return nil, err
 	}
 	reg := c.Profiles

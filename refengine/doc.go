@@ -155,6 +155,17 @@
 // simulated time (an outage), and seed=N seeds the draws. Mid-stream faults fire once, at a point drawn uniformly over the output,
 // and apply to streamed responses only. Simulate applies early-eos alone.
 //
+// # Noise
+//
+// Config.Noise (ParseNoise: "jitter=2%,drift=1%:20s,pause=0.5%:20ms", or the preset
+// "realistic") makes step times vary as a real server's do, so that runs of one trace differ
+// the way real runs differ: each step's priced time is multiplied by a lognormal factor of mean
+// 1 and relative spread jitter, and by exp(drift·D(t)), where D is a smooth curve through
+// standard normal knots one drift period apart in simulated time (its level at the start is
+// random, so whole runs differ); a pause share of steps is followed by the pause duration.
+// Draws are keyed by the noise seed (else Config.Seed), the pool and the step number, so a
+// Simulate stays deterministic for a given seed. The zero Noise changes nothing.
+//
 // # Configuration
 //
 // Every Config field is documented on the type; the zero value of each selects its default

@@ -64,6 +64,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.hist = newHistograms()
 	e.cl = r.newCluster(e.hist, true)
+	e.cl.noise = newNoiser(r.Noise, e.seed)
 	e.timelines = newTimelineStore(r.TimelineCapacity)
 	if r.RateLimit > 0 {
 		e.limiter = newRateLimiter(r.RateLimit, r.Now)

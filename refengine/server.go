@@ -99,6 +99,7 @@ type Info struct {
 	Faults              string  `json:"faults"`
 	Wire                string  `json:"wire"`
 	ReasoningFraction   float64 `json:"reasoning_fraction,omitempty"`
+	Noise               string  `json:"engine_noise,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -117,6 +118,7 @@ func (r *resolved) info(scale float64) Info {
 		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, Disaggregated: r.Disaggregated,
 		KVTransferBW: r.KVTransferBW, HashIDTokens: r.HashIDTokens, DefaultMaxTokens: r.DefaultMaxTokens,
 		TimeScale: scale, Faults: r.Faults.String(), Wire: wireName(r.Wire), ReasoningFraction: r.ReasoningFraction,
+		Noise: r.Noise.String(),
 	}
 }
 

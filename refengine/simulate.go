@@ -72,6 +72,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		return nil, err
 	}
 	cl := r.newCluster(nil, false)
+	cl.noise = newNoiser(r.Noise, r.Seed)
 	res := &SimResult{Timelines: make([]Timeline, len(reqs)), Info: r.info(1)}
 	seqs := make([]seq, len(reqs))
 	order := make([]int, len(reqs))

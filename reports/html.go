@@ -108,6 +108,8 @@ type cell struct {
 	Text  string
 	Key   string
 	Class string
+	// Href, when set, makes the text a link (html/template checks the URL).
+	Href string
 }
 
 // table is a plain HTML table.

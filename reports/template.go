@@ -148,6 +148,6 @@ const llmbenchCharts = {{.Charts}};
 </body>
 </html>
 {{define "table"}}<div class="tw"><table{{if .ID}} id="{{.ID}}"{{end}}{{with .Class}} class="{{.}}"{{end}}>{{if .Caption}}<caption>{{.Caption}}</caption>{{end}}{{if .Head}}<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>{{end}}<tbody>
-{{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}{{if .Key}} data-k="{{.Key}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}{{if .Key}} data-k="{{.Key}}"{{end}}>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>{{end}}
 `

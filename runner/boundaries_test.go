@@ -34,6 +34,8 @@ func TestPackageBoundaries(t *testing.T) {
 	// dependency.
 	forbidden := map[string][]string{
 		"cmd/llmbench":         {},
+		"history":              {"net/http", mod + "loadgen", mod + "refengine", mod + "runner"},
+		"internal/pgtest":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/progress":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "runner"},
 		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},

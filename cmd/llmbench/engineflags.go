@@ -31,6 +31,7 @@ type engineFlags struct {
 	specAlpha           float64
 	specDraftModel      string
 	faults              string
+	noise               string
 	servedModelName     string
 	profiles            string
 	seed                uint64
@@ -44,7 +45,7 @@ type engineFlags struct {
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
 	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "faults", "served-model-name",
-	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning"}
+	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise"}
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
@@ -65,6 +66,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.Float64Var(&f.specAlpha, "spec-alpha", 0, "reference engine: per-token draft acceptance probability (default 0.8 when --spec-k > 0)")
 	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
 	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
+	fs.StringVar(&f.noise, "engine-noise", "", "reference engine: vary step times as a real server does, seeded by --engine-seed: a preset (realistic = jitter=3%,drift=2%:20s,pause=0.2%:20ms) or jitter=P (per-step lognormal spread), drift=P[:PERIOD] (slow drift, default period 20s), pause=P[:D] (a P share of steps pause D, default 20ms), seed=N; off by default")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")
@@ -129,6 +131,9 @@ func (f *engineFlags) config() (refengine.Config, error) {
 		return cfg, fmt.Errorf("--faults: %w", err)
 	}
 	cfg.Faults = faults
+	if cfg.Noise, err = refengine.ParseNoise(f.noise); err != nil {
+		return cfg, fmt.Errorf("--engine-noise: %w", err)
+	}
 	if f.profiles != "" {
 		data, err := os.ReadFile(f.profiles)
 		if err != nil {

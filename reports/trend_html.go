@@ -1,0 +1,217 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Trend is a results history to render as a trend page (llmbench history report): one chart
+// per metric and configuration over runs, change points marked. The change points are found by
+// package history; this file only draws them.
+type Trend struct {
+	Title    string
+	Headline string
+	Good     bool
+	// Facts head the page (store, runs, detection settings), in order.
+	Facts     [][2]string
+	Series    []TrendSeries
+	Generator string
+}
+
+// TrendSeries is one metric of one configuration.
+type TrendSeries struct {
+	Metric string
+	Unit   string
+	// Better is "lower", "higher" or "descriptive".
+	Better string
+	Config string
+	Runs   []TrendRun
+	// Level is the mean of the segment each run belongs to (the step the change points cut),
+	// same length as Runs.
+	Level   []float64
+	Changes []TrendChange
+}
+
+// TrendRun is one run's value.
+type TrendRun struct {
+	ID    int64
+	Start string
+	Value float64
+	// Link is where the run's results can be opened (its report.html or directory); empty
+	// when they are not reachable from where the page was written.
+	Link string
+}
+
+// TrendChange is one change point: Index is the first run after it.
+type TrendChange struct {
+	Index int
+	// Kind is "regression", "improvement", "change", prefixed with "weak " when weak.
+	Kind string
+	Bad  bool
+	// Summary says it in one line: before → after, magnitude, p.
+	Summary string
+	// Changed lists the configuration differences at the change.
+	Changed string
+}
+
+// WriteTrendHTML writes the self-contained trend page: a table of every change point, then per
+// configuration one chart per metric (each run's value, the level between change points, the
+// change points marked) with a table of the same numbers and links to each run's results.
+// Identical inputs give identical bytes.
+func WriteTrendHTML(w io.Writer, t *Trend, o HTMLOptions) error {
+	if t == nil {
+		return fmt.Errorf("reports: WriteTrendHTML: nil trend")
+	}
+	script, err := resolveECharts(&o)
+	if err != nil {
+		return err
+	}
+	p := &page{Title: t.Title, Kind: "trend", Headline: t.Headline, Good: t.Good, Generator: t.Generator, Script: script}
+	if p.Title == "" {
+		p.Title = "llmbench history"
+	}
+	for _, f := range t.Facts {
+		p.Facts = append(p.Facts, fact{f[0], f[1]})
+	}
+	changes := &table{ID: "changes", Numeric: true, LeftCols: 3, LastLeft: true,
+		Head: []string{"metric", "configuration", "change", "first run after", "before → after", "what changed"}}
+	for _, s := range t.Series {
+		for _, c := range s.Changes {
+			cls := ""
+			if c.Bad {
+				cls = "bad"
+			}
+			run := ""
+			if c.Index >= 0 && c.Index < len(s.Runs) {
+				run = "run " + strconv.FormatInt(s.Runs[c.Index].ID, 10) + " (" + s.Runs[c.Index].Start + ")"
+			}
+			changes.add(txt(s.Metric), txt(s.Config), classed(cls, c.Kind), txt(run), txt(c.Summary), classed("wrap", orDash(c.Changed)))
+		}
+	}
+	if len(changes.Rows) == 0 {
+		changes.add(txt("–"), txt("–"), txt("no change"), txt(""), txt(""), txt(""))
+	}
+	p.Sections = append(p.Sections, section{ID: "change-points", Title: "Change points",
+		Intro:  "Every change found, newest configuration last. A weak change needs more runs to confirm.",
+		Blocks: []block{{Table: changes}}})
+	// One section per configuration, in order of first appearance.
+	var order []string
+	byConfig := map[string][]int{}
+	for i, s := range t.Series {
+		if _, ok := byConfig[s.Config]; !ok {
+			order = append(order, s.Config)
+		}
+		byConfig[s.Config] = append(byConfig[s.Config], i)
+	}
+	for ci, cfg := range order {
+		var charts []*chartSpec
+		for _, i := range byConfig[cfg] {
+			charts = append(charts, trendChart(fmt.Sprintf("trend-%d-%d", ci, i), &t.Series[i], o.maxPoints()))
+		}
+		p.Sections = append(p.Sections, section{ID: fmt.Sprintf("config-%d", ci), Title: "Configuration " + strconv.Itoa(ci+1),
+			Intro: cfg, Blocks: []block{{Charts: charts}}})
+	}
+	return p.render(w)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// trendChart draws one series: values per run (category axis of run ids), the level between
+// change points as a step, and the first run after each change as a marked point.
+func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
+	n := len(s.Runs)
+	keep := make([]bool, n)
+	idx := make([]int, 0, n)
+	if n > maxPoints {
+		xs := make([]float64, n)
+		ys := make([]float64, n)
+		for i, r := range s.Runs {
+			xs[i], ys[i] = float64(i), r.Value
+		}
+		for _, i := range LTTB(xs, ys, maxPoints) {
+			keep[i] = true
+		}
+		for _, c := range s.Changes {
+			for _, j := range []int{c.Index - 1, c.Index} {
+				if j >= 0 && j < n {
+					keep[j] = true
+				}
+			}
+		}
+	} else {
+		for i := range keep {
+			keep[i] = true
+		}
+	}
+	for i, k := range keep {
+		if k {
+			idx = append(idx, i)
+		}
+	}
+	changeAt := map[int]TrendChange{}
+	for _, c := range s.Changes {
+		changeAt[c.Index] = c
+	}
+	cats := make([]string, 0, len(idx))
+	values := make([]any, 0, len(idx))
+	level := make([]any, 0, len(idx))
+	var marks [][2]any
+	tbl := &table{Numeric: true, LastLeft: true, Head: []string{"run", "start", s.Metric + " (" + s.Unit + ")", "level", "change"}}
+	for pos, i := range idx {
+		r := s.Runs[i]
+		cats = append(cats, "#"+strconv.FormatInt(r.ID, 10))
+		values = append(values, rnd(r.Value))
+		lv := "–"
+		if i < len(s.Level) && finite(s.Level[i]) {
+			level = append(level, rnd(s.Level[i]))
+			lv = fmtShort(s.Level[i])
+		} else {
+			level = append(level, "-")
+		}
+		note := ""
+		if c, ok := changeAt[i]; ok {
+			marks = append(marks, [2]any{pos, rnd(r.Value)})
+			note = c.Kind + ": " + c.Summary
+			if c.Changed != "" {
+				note += "; changed: " + c.Changed
+			}
+		}
+		runCell := txt("#" + strconv.FormatInt(r.ID, 10))
+		runCell.Href = r.Link
+		noteCell := txt(note)
+		if c, ok := changeAt[i]; ok && c.Bad {
+			noteCell.Class = "bad"
+		}
+		tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(lv), noteCell)
+	}
+	better := "lower is better"
+	switch s.Better {
+	case "higher":
+		better = "higher is better"
+	case "descriptive":
+		better = "descriptive"
+	}
+	note := s.Metric + " per run (" + better + ")"
+	for _, c := range s.Changes {
+		if c.Index >= 0 && c.Index < n {
+			note += fmt.Sprintf("; %s at run %d: %s", c.Kind, s.Runs[c.Index].ID, c.Summary)
+		}
+	}
+	if len(idx) < n {
+		note += fmt.Sprintf("; %d of %d runs plotted (LTTB), every change kept", len(idx), n)
+	}
+	series := []seriesSpec{
+		{Name: s.Metric, Data: values, Color: colBlue, Symbol: 5},
+		{Name: "level between changes", Data: level, Color: colGray, Dashed: true, Width: 1.5},
+	}
+	if len(marks) > 0 {
+		series = append(series, seriesSpec{Name: "change point (first run after)", Kind: "scatter", Data: marks, Color: colRed, Symbol: 14})
+	}
+	return &chartSpec{ID: id, Title: s.Metric, Note: note, XName: "run", YName: s.Unit, XCats: cats, Series: series, Table: tbl}
+}
