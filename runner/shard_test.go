@@ -1,0 +1,207 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/traces"
+)
+
+func TestParseShard(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == JobIndexEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		spec, env string
+		want      Shard
+		err       string
+	}{
+		{spec: "0/1", want: Shard{0, 1}},
+		{spec: "2/3", want: Shard{2, 3}},
+		{spec: " 1/4 ", want: Shard{1, 4}},
+		{spec: "auto/8", env: "5", want: Shard{5, 8}},
+		{spec: "auto/8", err: "JOB_COMPLETION_INDEX is not set"},
+		{spec: "auto/8", env: "8", err: "in [0, 8)"},
+		{spec: "3/3", err: "in [0, 3)"},
+		{spec: "-1/3", err: "in [0, 3)"},
+		{spec: "1/0", err: "N must be"},
+		{spec: "1", err: "want I/N"},
+		{spec: "a/b", err: "N must be"},
+	} {
+		got, err := ParseShard(c.spec, env(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("ParseShard(%q, %q) = %v, %v; want error containing %q", c.spec, c.env, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ParseShard(%q, %q) = %v, %v; want %v", c.spec, c.env, got, err, c.want)
+		}
+	}
+}
+
+func FuzzParseShard(f *testing.F) {
+	for _, s := range []string{"0/1", "2/3", "auto/4", "x/y", "/", "1/-2", "99999999999999999999/3"} {
+		f.Add(s, "1")
+	}
+	f.Fuzz(func(t *testing.T, spec, idx string) {
+		sh, err := ParseShard(spec, func(string) string { return idx })
+		if err == nil && (sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count) {
+			t.Fatalf("ParseShard(%q) accepted %v", spec, sh)
+		}
+	})
+}
+
+// TestShardOfIsPinned pins the split: shards of one run may be different llmbench builds, so
+// the hash must never change. (The expected string was computed independently of Go.)
+func TestShardOfIsPinned(t *testing.T) {
+	got := ""
+	for _, id := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"} {
+		got += fmt.Sprint(ShardOf(&traces.Request{ID: id}, 4))
+	}
+	if want := "01230123"; got != want {
+		t.Fatalf("ShardOf r1..r8 over 4 = %s, want %s (FNV-1a of the id, mod N)", got, want)
+	}
+	if ShardOf(&traces.Request{ID: "x", Session: "s"}, 7) != ShardOf(&traces.Request{ID: "y", Session: "s", Turn: 3}, 7) {
+		t.Fatal("two turns of one session went to different shards")
+	}
+}
+
+func shardTrace(n int) []traces.Request {
+	var reqs []traces.Request
+	for i := range n {
+		q := traces.Request{ID: fmt.Sprintf("q%d", i), Arrival: time.Duration(i) * 10 * time.Millisecond, InputTokens: 10 + i%7, OutputTokens: 5 + i%3}
+		if i%5 == 0 {
+			q.Session, q.Turn = fmt.Sprintf("s%d", i/25), i%25/5
+		}
+		reqs = append(reqs, q)
+	}
+	return reqs
+}
+
+// TestShardSourcePartitions: the shards of a trace are disjoint, cover it, keep sessions
+// whole and agree with PlanShards' counts.
+func TestShardSourcePartitions(t *testing.T) {
+	reqs := shardTrace(500)
+	src := traces.FromSlice(reqs)
+	const n = 3
+	plan, err := PlanShards(src, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Whole.Len != 500 || plan.Whole.Last != 4990*time.Millisecond {
+		t.Fatalf("whole shape %+v", plan.Whole)
+	}
+	owner := map[string]int{}
+	sessionShard := map[string]int{}
+	for i := range n {
+		s, err := ShardSource(src, Shard{i, n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Len() != plan.PerShard[i] || s.Len() == 0 {
+			t.Fatalf("shard %d: Len %d, plan %d", i, s.Len(), plan.PerShard[i])
+		}
+		seen := 0
+		visit := func(q *traces.Request) {
+			seen++
+			if prev, dup := owner[q.ID]; dup {
+				t.Fatalf("%s in shards %d and %d", q.ID, prev, i)
+			}
+			owner[q.ID] = i
+			if q.Session != "" {
+				if prev, ok := sessionShard[q.Session]; ok && prev != i {
+					t.Fatalf("session %s split over shards %d and %d", q.Session, prev, i)
+				}
+				sessionShard[q.Session] = i
+			}
+		}
+		if err := s.Singles(func(_ int, q *traces.Request) error { visit(q); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		s.Sessions(func(_ int, q *traces.Request) { visit(q) })
+		all, _ := s.Requests()
+		if seen != s.Len() || len(all) != s.Len() || s.Stats().Count != s.Len() {
+			t.Fatalf("shard %d: walked %d, Requests %d, stats %d, Len %d", i, seen, len(all), s.Stats().Count, s.Len())
+		}
+	}
+	if len(owner) != len(reqs) {
+		t.Fatalf("the shards cover %d of %d requests", len(owner), len(reqs))
+	}
+}
+
+func TestTraceFingerprint(t *testing.T) {
+	fp := func(reqs []traces.Request) string {
+		s, err := TraceFingerprint(traces.FromSlice(reqs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := shardTrace(50)
+	base := fp(a)
+	if fp(shardTrace(50)) != base {
+		t.Fatal("the fingerprint of an equal trace differs")
+	}
+	for name, change := range map[string]func([]traces.Request){
+		"arrival": func(r []traces.Request) { r[7].Arrival++ },
+		"id":      func(r []traces.Request) { r[7].ID = "other" },
+		"input":   func(r []traces.Request) { r[7].InputTokens++ },
+		"output":  func(r []traces.Request) { r[7].OutputTokens++ },
+		"length":  func(r []traces.Request) {},
+	} {
+		b := shardTrace(50)
+		change(b)
+		if name == "length" {
+			b = b[:49]
+		}
+		if fp(b) == base {
+			t.Errorf("changing the %s left the fingerprint equal", name)
+		}
+	}
+}
+
+// TestMeasureClockBoundsTheTrueOffset: against a time endpoint whose clock runs a known
+// offset ahead, the measured offset is within its bound of the truth. The bound holds by
+// construction (the server reads its clock inside the round trip), so this is no timing test.
+func TestMeasureClockBoundsTheTrueOffset(t *testing.T) {
+	for _, off := range []time.Duration{0, 3 * time.Second, -1500 * time.Millisecond, 7 * time.Microsecond} {
+		srv := httptest.NewServer(WithClock(http.NotFoundHandler(), func() time.Time { return time.Now().Add(off) }))
+		c, err := MeasureClock(context.Background(), srv.Client(), srv.URL+"/", nil, 8)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Method != "round-trip" || c.Samples != 8 || c.BoundNs <= 0 || !strings.HasSuffix(c.Reference, ClockPath) {
+			t.Fatalf("clock %+v", c)
+		}
+		if d := c.OffsetNs - off.Nanoseconds(); d > c.BoundNs || -d > c.BoundNs {
+			t.Errorf("offset %v: measured %d ns ± %d ns", off, c.OffsetNs, c.BoundNs)
+		}
+	}
+}
+
+func TestMeasureClockNamesAWrongEndpoint(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	_, err := MeasureClock(context.Background(), srv.Client(), srv.URL, nil, 2)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), ClockPath) {
+		t.Fatalf("err = %v", err)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"time":1}`) }))
+	defer bad.Close()
+	if _, err := MeasureClock(context.Background(), bad.Client(), bad.URL, nil, 2); err == nil || !strings.Contains(err.Error(), "not a llmbench time answer") {
+		t.Fatalf("err = %v", err)
+	}
+}
