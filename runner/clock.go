@@ -3,9 +3,12 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -107,4 +110,35 @@ func MeasureClock(ctx context.Context, client *http.Client, base string, now fun
 	}
 	c.Samples = samples
 	return c, nil
+}
+
+// ServeClock serves only the time endpoint on addr until ctx is done or stop fires
+// (llmbench clock: the clock reference of shards whose target serves none). ready, when set,
+// is called with the address it listens on.
+func ServeClock(ctx context.Context, addr string, stop <-chan os.Signal, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ClockPath, ClockHandler(nil))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case <-ctx.Done():
+	case <-stop:
+	case err := <-done:
+		return fmt.Errorf("clock: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("clock: %w", err)
+	}
+	return nil
 }

@@ -210,6 +210,10 @@ func abs64(x int64) int64 {
 func readParts(dirs []string) ([]*mergePart, error) {
 	var parts []*mergePart
 	for _, d := range dirs {
+		if _, err := os.Stat(d); os.IsNotExist(err) {
+			// A shard that never ran leaves no directory; it is named missing by its index.
+			continue
+		}
 		f, err := ReadShardFacts(d)
 		if err != nil {
 			return nil, refuse("%v", err)
@@ -219,6 +223,9 @@ func readParts(dirs []string) ([]*mergePart, error) {
 			p.sum = s
 		}
 		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return nil, refuse("none of %v exists", dirs)
 	}
 	sort.SliceStable(parts, func(a, b int) bool { return parts[a].facts.Index < parts[b].facts.Index })
 	a := parts[0]

@@ -36,6 +36,9 @@ type ShardOptions struct {
 	// TracePath is the trace file, recorded so that merge can find the requests of a shard
 	// that did not finish.
 	TracePath string
+	// ClockWait keeps trying the time endpoint, once a second, for this long when it does
+	// not answer (a time server starting beside the shards); 0 tries once.
+	ClockWait time.Duration
 	// Now is the wall clock (time.Now when nil).
 	Now func() time.Time
 	// Client makes the clock requests (a client with a 5 s timeout when nil).
@@ -98,6 +101,14 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 		ref = strings.TrimSuffix(strings.TrimSuffix(s.Load.Target.URL, "/"), "/v1")
 	}
 	clk, cerr := MeasureClock(ctx, client, ref, now, ClockSamples)
+	for until := now().Add(o.ClockWait); cerr != nil && now().Before(until); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		clk, cerr = MeasureClock(ctx, client, ref, now, ClockSamples)
+	}
 	if cerr != nil {
 		clk = metrics.Clock{Method: "none", Reference: clk.Reference, BoundNs: -1, Error: cerr.Error()}
 	}

@@ -11,10 +11,11 @@ import (
 
 // shardFlags make a run one shard of a run split across processes or machines.
 type shardFlags struct {
-	shard    string
-	startAt  string
-	startIn  time.Duration
-	clockRef string
+	shard     string
+	startAt   string
+	startIn   time.Duration
+	clockRef  string
+	clockWait time.Duration
 }
 
 func addShardFlags(fs *pflag.FlagSet) *shardFlags {
@@ -23,14 +24,15 @@ func addShardFlags(fs *pflag.FlagSet) *shardFlags {
 	fs.StringVar(&f.startAt, "start-at", "", "with --shard: common start time, RFC 3339 (e.g. 2026-12-01T15:00:00Z), on the clock reference")
 	fs.DurationVar(&f.startIn, "start-in", 0, "with --shard: start this long from now on this machine's clock (merge rebases the shards' times)")
 	fs.StringVar(&f.clockRef, "clock-ref", "", "with --shard: base URL of a llmbench time endpoint (/llmbench/time, served by `llmbench serve`) to measure the clock offset against (default: the endpoint)")
+	fs.DurationVar(&f.clockWait, "clock-wait", 0, "with --shard: keep trying the clock reference for this long when it does not answer (a time server starting beside the shards)")
 	return f
 }
 
 // options is nil without --shard.
 func (f *shardFlags) options(app *App, trace, endpoint string) (*runner.ShardOptions, error) {
 	if f.shard == "" {
-		if f.startAt != "" || f.startIn != 0 || f.clockRef != "" {
-			return nil, fmt.Errorf("--start-at, --start-in and --clock-ref need --shard")
+		if f.startAt != "" || f.startIn != 0 || f.clockRef != "" || f.clockWait != 0 {
+			return nil, fmt.Errorf("--start-at, --start-in, --clock-ref and --clock-wait need --shard")
 		}
 		return nil, nil
 	}
@@ -41,7 +43,10 @@ func (f *shardFlags) options(app *App, trace, endpoint string) (*runner.ShardOpt
 	if endpoint == "" {
 		return nil, fmt.Errorf("--shard needs --endpoint: the shards share one target (the embedded engine is private to each process; `llmbench serve` runs one to share)")
 	}
-	o := &runner.ShardOptions{Shard: sh, StartIn: f.startIn, ClockRef: f.clockRef, TracePath: trace}
+	if f.clockWait < 0 {
+		return nil, fmt.Errorf("--clock-wait %s: must be >= 0", f.clockWait)
+	}
+	o := &runner.ShardOptions{Shard: sh, StartIn: f.startIn, ClockRef: f.clockRef, ClockWait: f.clockWait, TracePath: trace}
 	if f.startAt != "" {
 		if f.startIn != 0 {
 			return nil, fmt.Errorf("--start-at and --start-in exclude each other")
