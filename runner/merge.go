@@ -188,7 +188,7 @@ func Merge(o MergeOptions) (*Result, error) {
 		sum.Client.Reason = strings.TrimPrefix(sum.Client.Reason+"; "+why, "; ")
 		warnings = append(warnings, why)
 	}
-	sum.Warnings = append(warnings, sum.Warnings...)
+	sum.Warnings = append(append([]string{}, warnings...), sum.Warnings...)
 	if sum.Run.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}

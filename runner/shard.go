@@ -51,8 +51,9 @@ func ParseShard(spec string, getenv func(string) string) (Shard, error) {
 }
 
 // ShardOf is the shard of a request among n: FNV-1a (64 bit) of its session name, or of its
-// id outside sessions, modulo n. It depends on nothing but the name, so every shard process
-// (and merge) computes the same split, and a multi-turn session stays whole on one shard.
+// id outside sessions, through mix64, modulo n. It depends on nothing but the name, so every
+// shard process (and merge) computes the same split, and a multi-turn session stays whole on
+// one shard.
 func ShardOf(q *traces.Request, n int) int {
 	key := q.ID
 	if q.Session != "" {
@@ -60,7 +61,16 @@ func ShardOf(q *traces.Request, n int) int {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(key))
-	return int(h.Sum64() % uint64(n))
+	return int(mix64(h.Sum64()) % uint64(n))
+}
+
+// mix64 is SplitMix64's finalizer. FNV-1a's low bits depend mostly on the last bytes, so
+// sequential ids (r1, r2, …) would alternate between shards in a pattern; the finalizer
+// spreads every input bit over the result.
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // TracePlan is what one pass over a whole trace tells its shards.
