@@ -80,13 +80,11 @@ func MeasureClock(ctx context.Context, client *http.Client, base string, now fun
 		if resp.StatusCode != http.StatusOK {
 			return 0, fmt.Errorf("%s: HTTP %d (is it a llmbench time endpoint? `llmbench serve` serves one)", url, resp.StatusCode)
 		}
-		var v struct {
-			UnixNano *int64 `json:"unix_nano"`
-		}
-		if err := json.Unmarshal(body, &v); err != nil || v.UnixNano == nil {
+		ts, ok := parseClockAnswer(body)
+		if !ok {
 			return 0, fmt.Errorf("%s: not a llmbench time answer: %.80q", url, body)
 		}
-		return *v.UnixNano, nil
+		return ts, nil
 	}
 	if _, err := get(); err != nil {
 		return c, err
@@ -141,4 +139,15 @@ func ServeClock(ctx context.Context, addr string, stop <-chan os.Signal, ready f
 		return fmt.Errorf("clock: %w", err)
 	}
 	return nil
+}
+
+// parseClockAnswer reads {"unix_nano": N}.
+func parseClockAnswer(body []byte) (int64, bool) {
+	var v struct {
+		UnixNano *int64 `json:"unix_nano"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.UnixNano == nil {
+		return 0, false
+	}
+	return *v.UnixNano, true
 }

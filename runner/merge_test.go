@@ -328,3 +328,32 @@ func TestMergeMemoryFlat(t *testing.T) {
 		t.Fatalf("peak RSS grew from %d to %d KiB with ten times the records: records are held in memory", small, large)
 	}
 }
+
+// TestMergeFlagsClocksBeyondTheLagLimit: a shard whose clock is known only to within 8 ms
+// (above the 5 ms lag limit) makes the merged run client-limited; one that measured nothing
+// earns a warning.
+func TestMergeFlagsClocksBeyondTheLagLimit(t *testing.T) {
+	_, dirs, _ := writeShards(t, 100, 2, []synthShard{
+		{index: 0, keep: -1, finished: true},
+		{index: 1, keep: -1, finished: true, offset: 3 * time.Second, mutate: func(f *ShardFacts) { f.Clock.BoundNs = int64(8 * time.Millisecond) }},
+	})
+	res, err := Merge(MergeOptions{Dirs: dirs, OutDir: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, m := res.Summary.Client, res.Summary.Run.Merged
+	if !c.Limited || !strings.Contains(c.Reason, "clocks are known only to within 8 ms") || m.WorstBoundNs != int64(8*time.Millisecond) || m.WorstOffsetNs != int64(3*time.Second) {
+		t.Fatalf("client %+v, merged %+v", c, m)
+	}
+	_, dirs, _ = writeShards(t, 100, 2, []synthShard{
+		{index: 0, keep: -1, finished: true},
+		{index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.Clock = metrics.Clock{Method: "none", BoundNs: -1} }},
+	})
+	res, err = Merge(MergeOptions{Dirs: dirs, OutDir: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Run.Merged.WorstBoundNs != -1 || !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "clock offset was not measured") {
+		t.Fatalf("merged %+v warnings %v", res.Summary.Run.Merged, res.Summary.Warnings)
+	}
+}

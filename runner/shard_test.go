@@ -205,3 +205,34 @@ func TestMeasureClockNamesAWrongEndpoint(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func FuzzParseClockAnswer(f *testing.F) {
+	for _, s := range []string{`{"unix_nano":1764601200000000000}`, `{"unix_nano":-1}`, `{}`, `{"unix_nano":"x"}`, `[]`, ``, `{"unix_nano":1e30}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ts, ok := parseClockAnswer(b)
+		if !ok && ts != 0 {
+			t.Fatalf("rejected answer returned %d", ts)
+		}
+	})
+}
+
+func FuzzParseShardFacts(f *testing.F) {
+	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":1,"count":2,"per_shard":[3,4],"repeat":1,"rate_scale":1,"epoch":"2026-12-01T15:00:00Z"}`))
+	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":2,"count":2,"per_shard":[3,4]}`))
+	f.Add([]byte(`{"schema":"other"}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sf, err := parseShardFacts(b, "shard.json")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "shard.json: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if sf.Index < 0 || sf.Index >= sf.Count || len(sf.PerShard) != sf.Count || sf.Repeat < 1 {
+			t.Fatalf("accepted inconsistent facts %+v", sf)
+		}
+	})
+}

@@ -189,6 +189,11 @@ func ReadShardFacts(dir string) (*ShardFacts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: no %s (is it the results directory of `llmbench run --shard`?)", dir, ShardFile)
 	}
+	return parseShardFacts(data, p)
+}
+
+// parseShardFacts decodes and checks a shard.json read from path.
+func parseShardFacts(data []byte, p string) (*ShardFacts, error) {
 	var f ShardFacts
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
@@ -198,6 +203,9 @@ func ReadShardFacts(dir string) (*ShardFacts, error) {
 	}
 	if f.Count < 1 || f.Index < 0 || f.Index >= f.Count || len(f.PerShard) != f.Count {
 		return nil, fmt.Errorf("%s: shard %d/%d with %d shard sizes is inconsistent", p, f.Index, f.Count, len(f.PerShard))
+	}
+	if f.Repeat < 1 || !(f.RateScale > 0) || f.PeriodNs < 0 {
+		return nil, fmt.Errorf("%s: repeat %d, rate_scale %g, period_ns %d: want >= 1, > 0, >= 0", p, f.Repeat, f.RateScale, f.PeriodNs)
 	}
 	return &f, nil
 }
