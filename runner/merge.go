@@ -195,7 +195,7 @@ func Merge(o MergeOptions) (*Result, error) {
 	if err := WriteJSON(filepath.Join(o.OutDir, SummaryFile), sum); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: o.OutDir, Summary: sum, Records: sum.Requests.Total}
+	res := &Result{Dir: o.OutDir, Summary: sum, Records: w.Count()}
 	return res, RenderReport(o.OutDir, sum, o.HTML)
 }
 

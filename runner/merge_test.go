@@ -147,7 +147,7 @@ func TestMergeIsExact(t *testing.T) {
 	if m.WorstOffsetNs != int64(500*time.Millisecond) || m.WorstBoundNs != 20000 {
 		t.Fatalf("worst clock %d ± %d", m.WorstOffsetNs, m.WorstBoundNs)
 	}
-	if sum.Requests.Total != 600 || sum.Requests.Succeeded != 600 {
+	if sum.Requests.Total != 600 || sum.Requests.Succeeded != 600 || res.Records != 600 {
 		t.Fatalf("requests %+v", sum.Requests)
 	}
 	union, err := metrics.Summarize(metrics.SliceSource(all), metrics.Options{})
