@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,41 @@ func FuzzParseShardFacts(f *testing.F) {
 			t.Fatalf("accepted inconsistent facts %+v", sf)
 		}
 	})
+}
+
+// TestPrepareShardCorrectsTheStartByTheOffset: the shard's epoch on its own clock is the
+// common start minus its measured offset, and shard.json says so before the run starts; a
+// target with no time endpoint leaves the offset unmeasured, in words.
+func TestPrepareShardCorrectsTheStartByTheOffset(t *testing.T) {
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	ahead := httptest.NewServer(WithClock(http.NotFoundHandler(), func() time.Time { return time.Now().Add(2 * time.Second) }))
+	defer ahead.Close()
+	none := httptest.NewServer(http.NotFoundHandler())
+	defer none.Close()
+	for _, c := range []struct {
+		url    string
+		method string
+	}{{ahead.URL + "/v1", "round-trip"}, {none.URL, "none"}} {
+		s := HTTPRun{Trace: traces.FromSlice(shardTrace(90)), OutDir: filepath.Join(t.TempDir(), "shard")}
+		s.Load.Target.URL = c.url
+		if err := prepareShard(context.Background(), &s, ShardOptions{Shard: Shard{1, 3}, StartAt: start, TracePath: "t.jsonl"}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := ReadShardFacts(s.OutDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Clock.Method != c.method || s.Info.Shard == nil || s.Info.Shard.Index != 1 || s.Trace.Len() != f.PerShard[1] || s.Load.Whole.Len != 90 {
+			t.Fatalf("%s: facts %+v, trace %d", c.url, f, s.Trace.Len())
+		}
+		if got := start.Sub(s.Load.StartAt); c.method == "round-trip" && (got-2*time.Second > time.Duration(f.Clock.BoundNs) || 2*time.Second-got > time.Duration(f.Clock.BoundNs)) {
+			t.Fatalf("epoch %v before the common start, want 2 s ± %d ns", got, f.Clock.BoundNs)
+		}
+		if c.method == "none" && (!s.Load.StartAt.Equal(start) || !strings.Contains(f.Clock.Error, "HTTP 404")) {
+			t.Fatalf("unmeasured clock: epoch %v, clock %+v", s.Load.StartAt, f.Clock)
+		}
+		if f.StartAt != start.UTC().Format(time.RFC3339Nano) || !filepath.IsAbs(f.Trace) {
+			t.Fatalf("start_at %q trace %q", f.StartAt, f.Trace)
+		}
+	}
 }

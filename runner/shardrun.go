@@ -105,6 +105,8 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.Interrupts.C:
+			return fmt.Errorf("interrupted while waiting for the clock reference %s (%v)", ref, cerr)
 		case <-time.After(time.Second):
 		}
 		clk, cerr = MeasureClock(ctx, client, ref, now, ClockSamples)
