@@ -69,7 +69,7 @@ func Merge(o MergeOptions) (*Result, error) {
 	if len(o.Dirs) == 0 {
 		return nil, errors.New("merge: no shard directories given")
 	}
-	parts, err := readParts(o.Dirs)
+	parts, absent, err := readParts(o.Dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +121,9 @@ func Merge(o MergeOptions) (*Result, error) {
 		return nil, err
 	}
 	var warnings []string
+	for _, d := range absent {
+		warnings = append(warnings, fmt.Sprintf("%s does not exist: skipped (a shard that never ran leaves none)", d))
+	}
 	for _, p := range parts {
 		n, err := copyShard(w, p, trace)
 		if err != nil {
@@ -207,16 +210,18 @@ func abs64(x int64) int64 {
 }
 
 // readParts reads every shard directory and checks that they are parts of one run.
-func readParts(dirs []string) ([]*mergePart, error) {
+func readParts(dirs []string) ([]*mergePart, []string, error) {
 	var parts []*mergePart
+	var absent []string
 	for _, d := range dirs {
 		if _, err := os.Stat(d); os.IsNotExist(err) {
 			// A shard that never ran leaves no directory; it is named missing by its index.
+			absent = append(absent, d)
 			continue
 		}
 		f, err := ReadShardFacts(d)
 		if err != nil {
-			return nil, refuse("%v", err)
+			return nil, nil, refuse("%v", err)
 		}
 		p := &mergePart{dir: d, facts: f}
 		if s, err := ReadSummary(d); err == nil && !s.Run.Interrupted {
@@ -225,7 +230,7 @@ func readParts(dirs []string) ([]*mergePart, error) {
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
-		return nil, refuse("none of %v exists", dirs)
+		return nil, nil, refuse("none of %v exists", dirs)
 	}
 	sort.SliceStable(parts, func(a, b int) bool { return parts[a].facts.Index < parts[b].facts.Index })
 	a := parts[0]
@@ -233,20 +238,20 @@ func readParts(dirs []string) ([]*mergePart, error) {
 		fa, fb := a.facts, b.facts
 		switch {
 		case fb.Index == fa.Index:
-			return nil, refuse("%s and %s are both shard %d/%d: give each shard once", a.dir, b.dir, fb.Index, fb.Count)
+			return nil, nil, refuse("%s and %s are both shard %d/%d: give each shard once", a.dir, b.dir, fb.Index, fb.Count)
 		case fb.Count != fa.Count:
-			return nil, refuse("%s is a shard of %d, %s of %d: they are parts of different runs", a.dir, fa.Count, b.dir, fb.Count)
+			return nil, nil, refuse("%s is a shard of %d, %s of %d: they are parts of different runs", a.dir, fa.Count, b.dir, fb.Count)
 		case fb.TraceFingerprint != fa.TraceFingerprint:
-			return nil, refuse("%s and %s replayed different traces (%s, %s)", a.dir, b.dir, fa.TraceFingerprint, fb.TraceFingerprint)
+			return nil, nil, refuse("%s and %s replayed different traces (%s, %s)", a.dir, b.dir, fa.TraceFingerprint, fb.TraceFingerprint)
 		case fb.StartAt != fa.StartAt:
-			return nil, refuse("%s starts at %q, %s at %q: shards of one run share --start-at", a.dir, fa.StartAt, b.dir, fb.StartAt)
+			return nil, nil, refuse("%s starts at %q, %s at %q: shards of one run share --start-at", a.dir, fa.StartAt, b.dir, fb.StartAt)
 		}
 		if d := configDiff(fa, fb); d != "" {
-			return nil, refuse("%s and %s were run with different settings: %s", a.dir, b.dir, d)
+			return nil, nil, refuse("%s and %s were run with different settings: %s", a.dir, b.dir, d)
 		}
 		a = b
 	}
-	return parts, nil
+	return parts, absent, nil
 }
 
 // configDiff names the first setting in which two shards differ ("" when none does).

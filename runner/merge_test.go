@@ -202,7 +202,8 @@ func TestMergeAccountsForMissingAndPartialShards(t *testing.T) {
 	src, _ := traces.OpenFile(trace, traces.ReadOptions{})
 	plan, _ := PlanShards(src, 3)
 	out := filepath.Join(t.TempDir(), "merged")
-	res, err := Merge(MergeOptions{Dirs: dirs, OutDir: out})
+	gone := filepath.Join(filepath.Dir(dirs[0]), "shard-2") // never ran: no directory
+	res, err := Merge(MergeOptions{Dirs: append(dirs, gone), OutDir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestMergeAccountsForMissingAndPartialShards(t *testing.T) {
 		t.Fatalf("requests %+v (want 300, %d dropped, %d succeeded)", rq, wantDropped, len(all))
 	}
 	text := strings.Join(res.Summary.Warnings, "\n")
-	if !strings.Contains(text, "shard 2/3 is missing") || !strings.Contains(text, "shard 1/3") || !res.Summary.Run.Interrupted {
+	if !strings.Contains(text, "shard 2/3 is missing") || !strings.Contains(text, gone+" does not exist") || !strings.Contains(text, "shard 1/3") || !res.Summary.Run.Interrupted {
 		t.Fatalf("warnings do not name the shards:\n%s", text)
 	}
 	ids := map[string]bool{}
