@@ -20,10 +20,10 @@ type shardFlags struct {
 
 func addShardFlags(fs *pflag.FlagSet) *shardFlags {
 	f := &shardFlags{}
-	fs.StringVar(&f.shard, "shard", "", "send only shard I of N of the trace (I/N, 0-based; auto/N takes I from $JOB_COMPLETION_INDEX); merge the shards with `llmbench merge`")
+	fs.StringVar(&f.shard, "shard", "", "send only shard I of N of the trace (I/N, 0-based; auto/N takes I from $JOB_COMPLETION_INDEX); merge the shards with llmbench merge")
 	fs.StringVar(&f.startAt, "start-at", "", "with --shard: common start time, RFC 3339 (e.g. 2026-12-01T15:00:00Z), on the clock reference")
 	fs.DurationVar(&f.startIn, "start-in", 0, "with --shard: start this long from now on this machine's clock (merge rebases the shards' times)")
-	fs.StringVar(&f.clockRef, "clock-ref", "", "with --shard: base URL of a llmbench time endpoint (/llmbench/time, served by `llmbench serve`) to measure the clock offset against (default: the endpoint)")
+	fs.StringVar(&f.clockRef, "clock-ref", "", "with --shard: base URL of a llmbench time endpoint (/llmbench/time, served by llmbench serve and llmbench clock) to measure the clock offset against (default: the endpoint)")
 	fs.DurationVar(&f.clockWait, "clock-wait", 0, "with --shard: keep trying the clock reference for this long when it does not answer (a time server starting beside the shards)")
 	return f
 }
