@@ -109,6 +109,20 @@ type Options struct {
 	Clock Clock
 	// Dial, when set, replaces the TCP dialer (tests use in-memory connections).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// StartAt, when set, is the run epoch on the wall clock: the run waits until then before
+	// sending, and every Record time counts from it (a start already past sends the first
+	// requests late, and their lag shows). The shards of one run share it (runner.Shard).
+	StartAt time.Time
+	// Whole, when Len > 0, is the trace this run replays a shard of: the length of one pass
+	// (Repeat) and the nominal end (cool-down) come from it, so that every shard shares them.
+	Whole TraceShape
+}
+
+// TraceShape is what the schedule needs of a whole trace: its first and last arrival and its
+// number of requests (see metrics.ReplayLength).
+type TraceShape struct {
+	First, Last time.Duration
+	Len         int
 }
 
 // Progress holds live counters a caller may poll while Run works.

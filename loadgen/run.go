@@ -130,6 +130,11 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	}
 	cpu0, cpuOK := processCPU()
 	r.start = clock.Now()
+	if !opts.StartAt.IsZero() {
+		_ = clock.SleepUntil(ctx, opts.StartAt) // interrupted while waiting: all dropped below
+		now := clock.Now()
+		r.start = now.Add(opts.StartAt.Sub(now)) // the agreed instant, with now's monotonic reading
+	}
 	c.clock, c.start = clock, r.start
 	if pre == nil {
 		r.closedLoop(p)
@@ -218,8 +223,12 @@ func (r *runner) newPlanner(src traces.Source) *planner {
 	o := r.opts
 	p := &planner{src: src, o: o, total: src.Len() * o.Repeat}
 	first, last := src.Span()
+	n := src.Len()
+	if o.Whole.Len > 0 {
+		first, last, n = o.Whole.First, o.Whole.Last, o.Whole.Len
+	}
 	first, last = p.scale(first), p.scale(last)
-	p.period = metrics.ReplayLength(first, last, src.Len())
+	p.period = metrics.ReplayLength(first, last, n)
 	byName := map[string]*item{}
 	src.Sessions(func(pos int, q *traces.Request) {
 		if it, ok := byName[q.Session]; ok {

@@ -61,6 +61,9 @@ type RunInfo struct {
 	Tokenizer      string            `json:"tokenizer,omitempty"`
 	Engine         map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
 	Host           Host              `json:"host"`
+	// Shard is set for one shard of a sharded run, Merged for the result of llmbench merge.
+	Shard  *ShardInfo `json:"shard,omitempty"`
+	Merged *MergeInfo `json:"merged,omitempty"`
 }
 
 // Host are the client machine's facts.

@@ -40,6 +40,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
+		"k8sjob":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
 		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},
 		"refengine":            {mod + "loadgen", mod + "metrics", mod + "reports", mod + "runner", mod + "traces"},
@@ -55,7 +56,7 @@ func TestPackageBoundaries(t *testing.T) {
 	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "cmd/llmbench"}
 	// noNetwork packages must not import net or net/http directly (cmd parses flags and prints;
 	// servers and clients live in packages).
-	noNetwork := []string{"cmd/llmbench"}
+	noNetwork := []string{"cmd/llmbench", "k8sjob"}
 	// adapterUsers are the only packages allowed to import runner/engineadapter.
 	adapterUsers := []string{"cmd/llmbench"}
 

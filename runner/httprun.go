@@ -31,11 +31,18 @@ type HTTPRun struct {
 	Terminal bool
 	// Interrupts stop the run gracefully (first) or at once (second).
 	Interrupts Interrupts
+	// Shard, when set, makes the run one shard of a run split N ways (see ShardOptions).
+	Shard *ShardOptions
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
 // handling, and writes its results directory (see Execute).
 func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
+	if s.Shard != nil {
+		if err := prepareShard(ctx, &s, *s.Shard); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prog := &loadgen.Progress{}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -45,5 +46,17 @@ func TestLoadCommand(t *testing.T) {
 		if got := loadCommand(strings.Fields(args)); got != want {
 			t.Errorf("loadCommand(%q) = %v, want %v", args, got, want)
 		}
+	}
+}
+
+// quietMachine skips a test that holds wall-clock measurements to a threshold unless
+// LLMBENCH_QUIET_TESTS is set. Under `go test ./...` such a test shares two cores with every
+// other package's tests, and its threshold would measure the machine's load instead of
+// llmbench; .ci/run runs these tests once more, alone (-p 1), after the parallel suite, with
+// the variable set, so they are still checked on every CI run.
+func quietMachine(t *testing.T) {
+	t.Helper()
+	if os.Getenv("LLMBENCH_QUIET_TESTS") == "" {
+		t.Skip("holds wall-clock timings to a threshold: runs in .ci/run's quiet pass (LLMBENCH_QUIET_TESTS=1, -p 1)")
 	}
 }

@@ -23,6 +23,7 @@ type runOptions struct {
 	metrics *metricFlags
 	output  *outputFlags
 	engine  *engineFlags
+	shard   *shardFlags
 	args    []string
 }
 
@@ -37,7 +38,8 @@ when no --endpoint is given. Writes summary.json, requests.msgpack and report.ht
 results directory and prints a summary table.`,
 		Example: `  llmbench run --trace traces/examples/chat-small.jsonl
   llmbench run --trace prod.jsonl --endpoint http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --slo ttft=500ms,tpot=50ms
-  llmbench run --trace prod.jsonl --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8`,
+  llmbench run --trace prod.jsonl --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8
+  llmbench run --trace prod.jsonl --endpoint http://10.0.0.5:8000 --shard 0/4 --start-at 2026-12-01T15:00:00Z -o shard-0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.args = app.Args
@@ -51,6 +53,7 @@ results directory and prints a summary table.`,
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
+	o.shard = addShardFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -61,6 +64,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		return err
 	}
 	mopts, err := o.metrics.options()
+	if err != nil {
+		return err
+	}
+	shard, err := o.shard.options(app, o.traceFlags.path, o.target.endpoint)
 	if err != nil {
 		return err
 	}
@@ -85,7 +92,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	res, err := runner.RunHTTP(ctx, runner.HTTPRun{
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
-		Progress: o.output.progress(app), Terminal: app.IsTerminal, Interrupts: app.interrupts(),
+		Progress: o.output.progress(app), Terminal: app.IsTerminal, Interrupts: app.interrupts(), Shard: shard,
 	})
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {

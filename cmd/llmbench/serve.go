@@ -26,7 +26,8 @@ func newServeCmd(app *App) *cobra.Command {
 		Long: `serve runs the bundled reference engine: a simulated GPU serving engine (continuous batching,
 PagedAttention, chunked prefill, prefix caching, speculative decoding) that streams tokens at the
 times a real GPU would, from a roofline model of the chosen model and GPU. It serves
-/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics and /version.
+/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /version and
+/llmbench/time (the clock reference of sharded runs, see run --shard).
 It binds 127.0.0.1 unless --addr says otherwise.`,
 		Example: `  llmbench serve --model llama-3.1-8b --gpu h100
   llmbench serve --addr 127.0.0.1:9000 --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8

@@ -57,6 +57,7 @@ func TestTimeScaleKeepsTheShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a trace in real time: skipped in -short mode")
 	}
+	quietMachine(t)
 	var reqs []traces.Request
 	for i := 0; i < 4; i++ {
 		reqs = append(reqs, traces.Request{ID: fmt.Sprint("r", i), Arrival: time.Duration(i) * 50 * time.Millisecond, InputTokens: 64, OutputTokens: 48})

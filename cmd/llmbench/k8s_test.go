@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var k8sExampleArgs = []string{"k8s", "job", "--trace", "testdata/k8s-example.jsonl", "--shards", "3",
+	"--image", "registry.example/llmbench:0.1", "--endpoint", "http://vllm.default.svc:8000",
+	"--start-at", "2026-12-01T15:00:00Z", "--", "--slo", "ttft=500ms,tpot=50ms"}
+
+// TestK8sJobREADMEExampleIsRealOutput: the manifest in README "Beyond one machine" is what the
+// command prints.
+func TestK8sJobREADMEExampleIsRealOutput(t *testing.T) {
+	app := newTestApp(nil)
+	mustRun(t, app, k8sExampleArgs...)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "<!-- k8s-job-example -->\n```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```\n<!-- /k8s-job-example -->")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no k8s-job-example block")
+	}
+	if block != app.out.String() {
+		t.Fatalf("README's example manifest is not the command's output; regenerate it with\n  cd cmd/llmbench/testdata && llmbench %s\ngot:\n%s", strings.Join(k8sExampleArgs, " "), app.out.String())
+	}
+}
+
+// TestK8sJobPodsRunValidCommands: the commands the manifest's pods run parse as llmbench
+// commands (so a renamed flag cannot leave the manifest stale), and shard auto/N resolves
+// from the index the Job sets.
+func TestK8sJobPodsRunValidCommands(t *testing.T) {
+	app := newTestApp(nil)
+	mustRun(t, app, k8sExampleArgs...)
+	var jobs []*batchv1.Job
+	for _, doc := range strings.Split(app.out.String(), "\n---\n") {
+		if strings.Contains(doc, "\nkind: Job\n") {
+			j := &batchv1.Job{}
+			if err := yaml.UnmarshalStrict([]byte(doc), j); err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs", len(jobs))
+	}
+	for _, j := range jobs {
+		args := j.Spec.Template.Spec.Containers[0].Args
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", "2")
+		}
+		root := newRootCmd(&newTestApp(nil).App)
+		cmd, rest, err := root.Find(args)
+		if err != nil {
+			t.Fatalf("%s: %v", j.Name, err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatalf("%s runs `llmbench %s`: %v", j.Name, strings.Join(args, " "), err)
+		}
+		if cmd.Name() == "run" {
+			o := &shardFlags{shard: cmd.Flag("shard").Value.String(), startAt: cmd.Flag("start-at").Value.String(), clockRef: cmd.Flag("clock-ref").Value.String()}
+			env := map[string]string{"JOB_COMPLETION_INDEX": "2"}
+			so, err := o.options(&newTestApp(env).App, cmd.Flag("trace").Value.String(), cmd.Flag("endpoint").Value.String())
+			if err != nil || so.Shard.Index != 2 || so.Shard.Count != 3 || so.StartAt.IsZero() {
+				t.Fatalf("shard flags %+v: %v", so, err)
+			}
+			if cmd.Flag("out").Value.String() != "/results/shard-2" {
+				t.Fatalf("--out %s", cmd.Flag("out").Value)
+			}
+		}
+	}
+}

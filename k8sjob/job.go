@@ -1,0 +1,278 @@
+package k8sjob
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+)
+
+// Options describe the sharded run. Zero values take the defaults named on each field.
+type Options struct {
+	// Name prefixes every object's name (default "llmbench"); it must be a DNS label of at
+	// most 40 characters so that the derived names stay valid.
+	Name      string
+	Namespace string // "" = the namespace kubectl applies to
+	// Image is the llmbench image (required), built from the repository's Dockerfile.
+	Image string
+	// TraceName is the trace's file name (its extension says JSONL or msgpack) and Trace its
+	// bytes; a ConfigMap holds at most 1 MiB.
+	TraceName string
+	Trace     []byte
+	// Shards is the number of shard pods (>= 1).
+	Shards int
+	// StartAt is the common start of the shards (required).
+	StartAt time.Time
+	// Endpoint is the server under test (required: the shards share one target).
+	Endpoint string
+	// RunArgs are more `llmbench run` flags, passed to every shard as given.
+	RunArgs []string
+	// Storage is the results volume's size (default "1Gi"); StorageClass its class ("" =
+	// the cluster's default). The volume is ReadWriteMany: every shard pod writes to it.
+	Storage      string
+	StorageClass string
+	// CPU is each shard pod's CPU request and limit (default "2"): llmbench sizes its
+	// scheduler from the CPUs it may use.
+	CPU string
+}
+
+// Paths inside the pods.
+const (
+	traceDir   = "/trace"
+	resultsDir = "/results"
+	binary     = "/llmbench"
+	clockPort  = 9000
+	nonroot    = 65532 // distroless' nonroot user
+	maxTrace   = 1 << 20
+	clockWait  = "2m"
+)
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func (o *Options) check() error {
+	if o.Name == "" {
+		o.Name = "llmbench"
+	}
+	if o.Storage == "" {
+		o.Storage = "1Gi"
+	}
+	if o.CPU == "" {
+		o.CPU = "2"
+	}
+	switch {
+	case len(o.Name) > 40 || !dnsLabel.MatchString(o.Name):
+		return fmt.Errorf("--name %q: want a DNS label (lower-case letters, digits, '-') of at most 40 characters", o.Name)
+	case o.Image == "":
+		return errors.New("--image is required: an image built from llmbench's Dockerfile")
+	case o.Shards < 1:
+		return fmt.Errorf("--shards %d: must be >= 1", o.Shards)
+	case o.Endpoint == "":
+		return errors.New("--endpoint is required: every shard sends to the same server")
+	case o.StartAt.IsZero():
+		return errors.New("a start time is required (--start-at or --start-in)")
+	case len(o.Trace) == 0:
+		return errors.New("the trace is empty")
+	case len(o.Trace) > maxTrace:
+		return fmt.Errorf("the trace is %d bytes, more than a ConfigMap holds (1 MiB): write it as msgpack (`llmbench trace convert`), or put it on a volume and edit the manifest's trace volume", len(o.Trace))
+	case o.TraceName == "" || path.Base(o.TraceName) != o.TraceName:
+		return fmt.Errorf("trace name %q: want a file name", o.TraceName)
+	}
+	if _, err := resource.ParseQuantity(o.Storage); err != nil {
+		return fmt.Errorf("--storage %q: %w", o.Storage, err)
+	}
+	if _, err := resource.ParseQuantity(o.CPU); err != nil {
+		return fmt.Errorf("--cpu %q: %w", o.CPU, err)
+	}
+	return nil
+}
+
+// Manifest is the objects of a sharded run, in the order kubectl should create them.
+type Manifest struct {
+	Trace   *corev1.ConfigMap
+	Results *corev1.PersistentVolumeClaim
+	Clock   *appsv1.Deployment
+	ClockSv *corev1.Service
+	Shards  *batchv1.Job
+	Merge   *batchv1.Job
+}
+
+// Objects lists the manifest's objects in order.
+func (m *Manifest) Objects() []any {
+	return []any{m.Trace, m.Results, m.Clock, m.ClockSv, m.Shards, m.Merge}
+}
+
+// Build makes the manifest.
+func Build(o Options) (*Manifest, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	meta := func(suffix, component string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: o.Name + "-" + suffix, Namespace: o.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/name": "llmbench", "app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": component}}
+	}
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta("trace", "trace")}
+	if isText(o.Trace) {
+		cm.Data = map[string]string{o.TraceName: string(o.Trace)}
+	} else {
+		cm.BinaryData = map[string][]byte{o.TraceName: o.Trace}
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: meta("results", "results"),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(o.Storage)}},
+		},
+	}
+	if o.StorageClass != "" {
+		pvc.Spec.StorageClassName = &o.StorageClass
+	}
+
+	clockLabels := map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "clock"}
+	one := int32(1)
+	clock := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta("clock", "clock"),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: clockLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: clockLabels},
+				Spec: corev1.PodSpec{
+					SecurityContext: podSecurity(),
+					Containers: []corev1.Container{{
+						Name: "clock", Image: o.Image, Command: []string{binary},
+						Args:  []string{"clock", "--addr", ":" + strconv.Itoa(clockPort)},
+						Ports: []corev1.ContainerPort{{Name: "clock", ContainerPort: clockPort}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+							HTTPGet: &corev1.HTTPGetAction{Path: "/llmbench/time", Port: intstr.FromString("clock")}}},
+						Resources: resources("100m"),
+					}},
+				},
+			},
+		},
+	}
+	clockSvc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta("clock", "clock"),
+		Spec: corev1.ServiceSpec{Selector: clockLabels,
+			Ports: []corev1.ServicePort{{Name: "clock", Port: clockPort, TargetPort: intstr.FromString("clock")}}},
+	}
+	clockURL := fmt.Sprintf("http://%s-clock:%d", o.Name, clockPort)
+
+	n := int32(o.Shards)
+	zero := int32(0)
+	indexed := batchv1.IndexedCompletion
+	tracePath := path.Join(traceDir, o.TraceName)
+	runArgs := append([]string{"run", "--trace", tracePath, "--endpoint", o.Endpoint,
+		"--shard", fmt.Sprintf("auto/%d", o.Shards), "--start-at", o.StartAt.UTC().Format(time.RFC3339),
+		"--clock-ref", clockURL, "--clock-wait", clockWait, "--no-progress",
+		// $(JOB_COMPLETION_INDEX) is expanded by the kubelet from the variable the Job sets.
+		"--out", resultsDir + "/shard-$(JOB_COMPLETION_INDEX)"}, o.RunArgs...)
+	shards := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: meta("shards", "shard"),
+		Spec: batchv1.JobSpec{
+			CompletionMode: &indexed, Completions: &n, Parallelism: &n,
+			// A shard that fails is not retried: a rerun would start after the common start.
+			// merge names it and counts its requests as dropped.
+			BackoffLimit: &zero,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "shard"}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:   corev1.RestartPolicyNever,
+					SecurityContext: podSecurity(),
+					Containers: []corev1.Container{{
+						Name: "llmbench", Image: o.Image, Command: []string{binary}, Args: runArgs,
+						VolumeMounts: mounts(), Resources: resources(o.CPU),
+					}},
+					Volumes: volumes(o.Name),
+				},
+			},
+		},
+	}
+	mergeArgs := []string{"merge", "-o", resultsDir + "/merged", "--trace", tracePath}
+	for i := range o.Shards {
+		mergeArgs = append(mergeArgs, fmt.Sprintf("%s/shard-%d", resultsDir, i))
+	}
+	suspend := true
+	merge := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: meta("merge", "merge"),
+		Spec: batchv1.JobSpec{
+			// Suspended: resume it once the shards' Job is done (README "Beyond one machine").
+			Suspend:      &suspend,
+			BackoffLimit: &zero,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "merge"}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:   corev1.RestartPolicyNever,
+					SecurityContext: podSecurity(),
+					Containers: []corev1.Container{{
+						Name: "merge", Image: o.Image, Command: []string{binary}, Args: mergeArgs,
+						VolumeMounts: mounts(), Resources: resources("1"),
+					}},
+					Volumes: volumes(o.Name),
+				},
+			},
+		},
+	}
+	return &Manifest{Trace: cm, Results: pvc, Clock: clock, ClockSv: clockSvc, Shards: shards, Merge: merge}, nil
+}
+
+func podSecurity() *corev1.PodSecurityContext {
+	uid := int64(nonroot)
+	yes := true
+	return &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid, RunAsNonRoot: &yes}
+}
+
+func resources(cpu string) corev1.ResourceRequirements {
+	q := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	return corev1.ResourceRequirements{Requests: q, Limits: q}
+}
+
+func mounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{{Name: "trace", MountPath: traceDir, ReadOnly: true}, {Name: "results", MountPath: resultsDir}}
+}
+
+func volumes(name string) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: "trace", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-trace"}}}},
+		{Name: "results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name + "-results"}}},
+	}
+}
+
+// isText reports whether b can go in a ConfigMap's data (UTF-8 text) rather than binaryData.
+func isText(b []byte) bool { return bytes.IndexByte(b, 0) < 0 && utf8.Valid(b) }
+
+// Write prints the manifest as YAML documents separated by "---".
+func Write(w io.Writer, m *Manifest) error {
+	for i, obj := range m.Objects() {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package k8sjob
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func testOptions() Options {
+	return Options{Image: "registry.example/llmbench:0.1", TraceName: "t.jsonl",
+		Trace:  []byte(`{"id":"a","arrival_s":0,"input_tokens":10,"output_tokens":5}` + "\n"),
+		Shards: 4, StartAt: time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), Endpoint: "http://vllm:8000",
+		RunArgs: []string{"--slo", "ttft=500ms"}, Namespace: "bench"}
+}
+
+// decode reads the printed manifest strictly (unknown or misspelt fields are errors) back
+// into the k8s.io/api types, by kind.
+func decode(t *testing.T, out []byte) []any {
+	t.Helper()
+	var objs []any
+	for i, doc := range strings.Split(string(out), "\n---\n") {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		var obj any
+		switch tm.APIVersion + " " + tm.Kind {
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "v1 PersistentVolumeClaim":
+			obj = &corev1.PersistentVolumeClaim{}
+		case "v1 Service":
+			obj = &corev1.Service{}
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+		case "batch/v1 Job":
+			obj = &batchv1.Job{}
+		default:
+			t.Fatalf("document %d: unexpected %s %s", i, tm.APIVersion, tm.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("document %d (%s): strict decode: %v", i, tm.Kind, err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+func TestManifestDecodesStrictlyIntoTheAPITypes(t *testing.T) {
+	m, err := Build(testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	objs := decode(t, b.Bytes())
+	want := m.Objects()
+	if len(objs) != len(want) {
+		t.Fatalf("%d documents, want %d", len(objs), len(want))
+	}
+	for i := range want {
+		if !equality.Semantic.DeepEqual(objs[i], want[i]) {
+			t.Errorf("document %d does not decode to the object built:\n%+v\n%+v", i, objs[i], want[i])
+		}
+	}
+	job := objs[4].(*batchv1.Job)
+	s := job.Spec
+	if *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 4 || *s.Parallelism != 4 || *s.BackoffLimit != 0 {
+		t.Fatalf("shards job spec %+v", s)
+	}
+	c := s.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"run --trace /trace/t.jsonl --endpoint http://vllm:8000 --shard auto/4 --start-at 2026-12-01T15:00:00Z",
+		"--clock-ref http://llmbench-clock:9000", "--out /results/shard-$(JOB_COMPLETION_INDEX)", "--slo ttft=500ms"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("shard args %q lack %q", args, want)
+		}
+	}
+	if s.Template.Spec.RestartPolicy != corev1.RestartPolicyNever || job.Namespace != "bench" {
+		t.Fatalf("restart %s namespace %q", s.Template.Spec.RestartPolicy, job.Namespace)
+	}
+	merge := objs[5].(*batchv1.Job)
+	if !*merge.Spec.Suspend || !strings.Contains(strings.Join(merge.Spec.Template.Spec.Containers[0].Args, " "), "/results/shard-0 /results/shard-1 /results/shard-2 /results/shard-3") {
+		t.Fatalf("merge job %+v", merge.Spec)
+	}
+	if cm := objs[0].(*corev1.ConfigMap); cm.Data["t.jsonl"] != string(testOptions().Trace) {
+		t.Fatalf("trace ConfigMap %+v", cm.Data)
+	}
+}
+
+func TestBinaryTraceGoesToBinaryData(t *testing.T) {
+	o := testOptions()
+	o.TraceName, o.Trace = "t.msgpack", []byte{0x93, 0x00, 0xff}
+	m, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Trace.Data != nil || !bytes.Equal(m.Trace.BinaryData["t.msgpack"], o.Trace) {
+		t.Fatalf("configmap %+v", m.Trace)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	if cm := decode(t, b.Bytes())[0].(*corev1.ConfigMap); !bytes.Equal(cm.BinaryData["t.msgpack"], o.Trace) {
+		t.Fatal("binary trace did not survive the YAML")
+	}
+}
+
+func TestBuildRefusesBadOptions(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(*Options)
+		want   string
+	}{
+		"image":    {func(o *Options) { o.Image = "" }, "--image"},
+		"shards":   {func(o *Options) { o.Shards = 0 }, "--shards"},
+		"endpoint": {func(o *Options) { o.Endpoint = "" }, "--endpoint"},
+		"start":    {func(o *Options) { o.StartAt = time.Time{} }, "start time"},
+		"name":     {func(o *Options) { o.Name = "Bad_Name" }, "DNS label"},
+		"big":      {func(o *Options) { o.Trace = bytes.Repeat([]byte("x"), 1<<20+1) }, "1 MiB"},
+		"storage":  {func(o *Options) { o.Storage = "lots" }, "--storage"},
+		"path":     {func(o *Options) { o.TraceName = "../t.jsonl" }, "file name"},
+	} {
+		o := testOptions()
+		c.change(&o)
+		if _, err := Build(o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want one naming %q", name, err, c.want)
+		}
+	}
+	o := testOptions()
+	o.StorageClass, o.Name = "nfs", "bench-7"
+	m, err := Build(o)
+	if err != nil || *m.Results.Spec.StorageClassName != "nfs" || m.Shards.Name != "bench-7-shards" {
+		t.Fatal(fmt.Sprint(m.Results.Spec, err))
+	}
+}
