@@ -61,6 +61,9 @@ type RunInfo struct {
 	Tokenizer      string            `json:"tokenizer,omitempty"`
 	Engine         map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
 	Host           Host              `json:"host"`
+	// EngineSeed seeds the reference engine's unseeded sampling and fault draws (run on the
+	// embedded engine, simulate); 0 when no reference engine served the run.
+	EngineSeed uint64 `json:"engine_seed,omitempty"`
 }
 
 // Host are the client machine's facts.

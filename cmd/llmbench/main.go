@@ -20,8 +20,11 @@ import (
 	"github.com/llmbench/llmbench/loadgen"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// devVersion is the version of a build that was not stamped.
+const devVersion = "0.1.0-dev"
+
+// version is set at build time with -ldflags "-X main.version=..." (see `llmbench version`).
+var version = devVersion
 
 // App is the process environment the commands use; tests build one over buffers.
 type App struct {
