@@ -100,6 +100,9 @@ type Requests struct {
 	// UsageRejected counts requests whose server usage was not plausible and was not used
 	// for counting (Record.UsageRejected says why).
 	UsageRejected int `json:"usage_rejected,omitempty"`
+	// FailureMessages lists, per failure kind, the most common messages of the failed
+	// requests (at most FailMessagesShown, each cut to FailMessageLen runes).
+	FailureMessages map[string][]MessageCount `json:"failure_messages,omitempty"`
 }
 
 // Throughput over the measured (steady-state) window.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/llmbench/llmbench/metrics"
 )
 
 // The header wraps between its parts: a long trace path is printed whole and the seeds after
@@ -50,5 +52,44 @@ func TestTerminalHeaderWrapsAndNamesSeeds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The most common messages of each failure kind are listed under the Requests line, most
+// frequent kind first, cut to the width and stripped of control characters.
+func TestTerminalFailureMessages(t *testing.T) {
+	s := fixtureSummary("llama-3.1-8b", "")
+	s.Requests.Failures = map[string]int{"http_4xx": 23, "timeout_idle": 2}
+	s.Requests.FailureMessages = map[string][]metrics.MessageCount{
+		"timeout_idle": {{Message: "no chunk for 60s", Count: 2}},
+		"http_4xx": {{Message: "HTTP 400: the prompt has 5012 tokens, more than the 4096 of a slot \x1b[2J" + strings.Repeat(" and more", 20), Count: 20},
+			{Message: "HTTP 401: invalid API key", Count: 3}},
+	}
+	var buf bytes.Buffer
+	if err := WriteTerminal(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Requests") {
+			at = i
+		}
+	}
+	if at < 0 || at+3 >= len(lines) {
+		t.Fatalf("no Requests line:\n%s", buf.String())
+	}
+	want := []string{"http_4xx ×20  HTTP 400: the prompt has 5012 tokens", "http_4xx ×3  HTTP 401: invalid API key", "timeout_idle ×2  no chunk for 60s"}
+	for i, w := range want {
+		l := lines[at+1+i]
+		if !strings.HasPrefix(l, strings.Repeat(" ", 12)+w) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, l, w)
+		}
+		if n := utf8.RuneCountInString(l); n > termWidth {
+			t.Errorf("line %d has %d columns", i+1, n)
+		}
+		if strings.ContainsRune(l, '\x1b') {
+			t.Errorf("control character in %q", l)
+		}
 	}
 }

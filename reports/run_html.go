@@ -32,7 +32,12 @@ func runFacts(r metrics.RunInfo) []fact {
 	add("API", r.API)
 	add("mode", modeLabel(r))
 	add("trace", r.Trace)
-	add("seed", strconv.FormatInt(r.Seed, 10))
+	if r.Mode != "simulated" {
+		add("seed", strconv.FormatInt(r.Seed, 10))
+	}
+	if r.EngineSeed != 0 {
+		add("engine seed", strconv.FormatUint(r.EngineSeed, 10))
+	}
 	add("start", r.Start)
 	add("duration", fmtSeconds(r.DurationS))
 	if r.RateScale != 0 && r.RateScale != 1 {

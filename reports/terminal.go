@@ -67,6 +67,9 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	}
 	e.printf("\n")
 	e.field("Requests", requestsLine(s.Requests))
+	for _, line := range failureMessageLines(s.Requests) {
+		e.printf("%-12s%s\n", "", line)
+	}
 	e.field("Throughput", fmt.Sprintf("%s req/s · %s input tok/s · %s output tok/s · window %s",
 		fmtRate(s.Throughput.RequestsPerS), fmtRate(s.Throughput.InputTokensPerS),
 		fmtRate(s.Throughput.OutputTokensPerS), fmtSeconds(s.Throughput.WindowS)))
@@ -190,6 +193,18 @@ func requestsLine(q metrics.Requests) string {
 		s += ": " + strings.Join(kinds, ", ")
 	}
 	return s
+}
+
+// failureMessageLines lists the most common messages of each failure kind (most frequent kind
+// first), one line each, cut to the terminal's width: "http_4xx ×14  HTTP 400: …".
+func failureMessageLines(q metrics.Requests) []string {
+	var lines []string
+	for _, k := range countsByValue(q.Failures) {
+		for _, m := range q.FailureMessages[k] {
+			lines = append(lines, clip(termSafe(fmt.Sprintf("%s ×%s  %s", k, fmtInt(int64(m.Count)), m.Message)), termWidth-12))
+		}
+	}
+	return lines
 }
 
 func tokensLine(q metrics.Requests) string {

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"encoding/csv"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +148,53 @@ func TestVersionInfo(t *testing.T) {
 	app := newTestApp(nil)
 	if code := app.cli("version"); code != 0 || !strings.HasPrefix(app.out.String(), "llmbench ") || !strings.Contains(app.out.String(), "commit ") {
 		t.Errorf("version: exit %d, %q", code, app.out)
+	}
+}
+
+// A server that refuses every request: the terminal lists its message under the failures
+// line and the CSV carries it per request, with the API key it echoed removed.
+func TestRunShowsFailureMessages(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = io.WriteString(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided: `+key+`","type":"invalid_request_error"}}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	app := newTestApp(map[string]string{"KEY": key})
+	code := app.cli("run", "--trace", chatSmall, "--endpoint", srv.URL, "--model", "m", "--api-key-env", "KEY",
+		"--max-requests", "6", "--rate-scale", "50", "--no-progress", "--out", dir)
+	out := app.out.String()
+	t.Log("\n" + out)
+	if code == 0 && !strings.Contains(out, "6 failed") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, app.err)
+	}
+	if strings.Contains(out, key) {
+		t.Fatalf("the API key reached the terminal:\n%s", out)
+	}
+	if !strings.Contains(out, "http_4xx ×6  ") || !strings.Contains(out, "Incorrect API key provided") {
+		t.Errorf("no server message under the failures line:\n%s", out)
+	}
+	csvApp := newTestApp(nil)
+	if code := csvApp.cli("report", dir, "--format", "csv"); code != 0 {
+		t.Fatalf("report csv: exit %d: %s", code, csvApp.err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(csvApp.out.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(rows[0], "error")
+	if col < 0 || len(rows) != 7 {
+		t.Fatalf("CSV header %v, %d rows", rows[0], len(rows))
+	}
+	for _, r := range rows[1:] {
+		if !strings.Contains(r[col], "Incorrect API key provided") || strings.Contains(r[col], key) {
+			t.Errorf("CSV error cell %q", r[col])
+		}
 	}
 }
