@@ -45,7 +45,7 @@ rewritten.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.format, "format", "html", "html (rewrites DIR/report.html), terminal, markdown, csv, json")
+	fs.StringVar(&o.format, "format", "html", "html (rewrites DIR/report.html), terminal (alias text), markdown (alias md), csv, json")
 	fs.BoolVar(&o.recompute, "recompute", false, "recompute summary.json from requests.msgpack")
 	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
 	o.metrics = addMetricFlags(fs)
