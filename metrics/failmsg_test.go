@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -53,5 +55,28 @@ func TestFailureMessages(t *testing.T) {
 	}
 	if n := len(tally[string(FailHTTP5xx)]); n != failShapesPerKind {
 		t.Errorf("%d shapes kept, want the bound %d", n, failShapesPerKind)
+	}
+}
+
+// A bucket without samples is null in summary.json and NaN again when read back.
+func TestSeriesJSONNull(t *testing.T) {
+	in := Series{1.5, math.NaN(), 0, math.Inf(1), 2}
+	b, err := json.Marshal(struct {
+		S Series `json:"s"`
+	}{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"s":[1.5,null,0,null,2]}` {
+		t.Fatalf("JSON %s", b)
+	}
+	var out struct {
+		S Series `json:"s"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.S) != 5 || out.S[0] != 1.5 || !math.IsNaN(out.S[1]) || out.S[2] != 0 || !math.IsNaN(out.S[3]) || out.S[4] != 2 {
+		t.Errorf("read back %v", out.S)
 	}
 }

@@ -242,10 +242,10 @@ type TimeSeries struct {
 	Completed      []int     `json:"completed"`
 	Failed         []int     `json:"failed"`
 	OutputTokPerS  []float64 `json:"output_tokens_per_s"`
-	TTFTP50        []float64 `json:"ttft_p50_ms"`
-	TTFTP99        []float64 `json:"ttft_p99_ms"`
-	ITLP50         []float64 `json:"itl_p50_ms"`
-	ITLP99         []float64 `json:"itl_p99_ms"`
+	TTFTP50        Series    `json:"ttft_p50_ms"` // NaN (null in JSON): no first token in the bucket
+	TTFTP99        Series    `json:"ttft_p99_ms"`
+	ITLP50         Series    `json:"itl_p50_ms"` // NaN (null in JSON): no ITL sample in the bucket
+	ITLP99         Series    `json:"itl_p99_ms"`
 	WarmupEndS     float64   `json:"warmup_end_s"`
 	CooldownStartS float64   `json:"cooldown_start_s"`
 }

@@ -143,11 +143,12 @@ func deltaSection(c *metrics.Comparison) section {
 		k := "delta." + m.Name + "."
 		row := []cell{txt(m.Name), txt(m.Unit), txt(m.Better), keyed(k+"base", fmtUnit(m.Base, m.Unit)), keyed(k+"cand", fmtUnit(m.Cand, m.Unit)),
 			txt(fmtSignedUnit(m.Delta, m.Unit)), keyed(k+"delta_pct", deltaPctText(m)),
-			txt("[" + fmtSignedUnit(m.CILow, m.Unit) + ", " + fmtSignedUnit(m.CIHigh, m.Unit) + "]"),
-			txt("[" + pctOrNA(m.CILowPct, m.Base) + ", " + pctOrNA(m.CIHighPct, m.Base) + "]"),
-			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold)}
+			classed("wr", "["+fmtSignedUnit(m.CILow, m.Unit)+", "+fmtSignedUnit(m.CIHigh, m.Unit)+"]"),
+			classed("wr", "["+pctOrNA(m.CILowPct, m.Base)+", "+pctOrNA(m.CIHighPct, m.Base)+"]"),
+			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, classed("wr", m.Threshold)}
 		if spreads {
-			row = append(row, txt(spreadText(m.BaseSpread, m.Unit)), txt(spreadText(m.CandSpread, m.Unit)))
+			// The spread columns wrap so that the whole table fits its card (every column in view).
+			row = append(row, classed("wr", spreadText(m.BaseSpread, m.Unit)), classed("wr", spreadText(m.CandSpread, m.Unit)))
 		}
 		t.add(row...)
 		ch.XCats = append(ch.XCats, m.Name)

@@ -209,7 +209,7 @@ func cdfTable(caption string, names []string, cdfs [][]metrics.CDFPoint) *table 
 		return t
 	}
 	for r, p := range cdfs[longest] {
-		cells := []cell{txt(strconv.FormatFloat(p.Q*100, 'f', -1, 64) + "%")}
+		cells := []cell{txt(fmtQuantile(p.Q))}
 		for _, c := range cdfs {
 			v := na
 			if r < len(c) {
@@ -398,13 +398,17 @@ func tsChart(id, title, note, y1, y2 string, ts *metrics.TimeSeries, idx []int, 
 		}
 		present = append(present, col)
 		c.Series = append(c.Series, seriesSpec{Name: col.name, Color: col.color, YAxis: col.axis, Dashed: col.dash,
-			Data: xyPairs(xs, pick(col.vals, idx)), Width: 1.6})
+			Data: xyPairsWithGaps(xs, pick(col.vals, idx)), Width: 1.6})
 		t.Head = append(t.Head, col.name)
 	}
 	for _, i := range idx {
 		cells := []cell{txt(fmtShort(ts.T[i]))}
 		for _, col := range present {
-			cells = append(cells, txt(fmtShort(rnd(col.vals[i]))))
+			v := na // a bucket without samples (metrics.Series): no value, not 0
+			if finite(col.vals[i]) {
+				v = fmtShort(rnd(col.vals[i]))
+			}
+			cells = append(cells, txt(v))
 		}
 		t.add(cells...)
 	}
@@ -442,7 +446,7 @@ func timeSection(ts *metrics.TimeSeries, maxPoints int) (section, bool) {
 	idxOf := func(cols []tsCol) []int {
 		vals := make([][]float64, len(cols))
 		for i, c := range cols {
-			vals[i] = c.vals
+			vals[i] = gapsAsZero(c.vals) // LTTB's areas need numbers; the gaps stay gaps in the chart
 		}
 		return unionLTTB(ts.T, maxPoints, vals...)
 	}
