@@ -154,9 +154,13 @@ const layoutProbe = `(function () {
   var c = (window.llmbenchCharts || []).filter(function (c) { return c.id === "ts-latency"; })[0];
   if (c && document.body.getAttribute("data-kind") === "run") {
     c.option.series.forEach(function (s) {
+      var gaps = 0;
       (s.data || []).forEach(function (p) {
-        if (EMPTY.indexOf(p[0]) >= 0 && p[1] !== "-") { out.zeroGaps.push(s.name + " at " + p[0] + " s = " + p[1]); }
+        if (EMPTY.indexOf(p[0]) < 0) { return; }
+        if (p[1] === "-") { gaps++; } else { out.zeroGaps.push(s.name + " at " + p[0] + " s = " + p[1]); }
       });
+      // An empty bucket left out would let the line bridge it as if there were data.
+      if (gaps < EMPTY.length) { out.zeroGaps.push(s.name + ": " + (EMPTY.length - gaps) + " empty bucket(s) not drawn as a gap"); }
     });
   }
   return out;
