@@ -55,3 +55,37 @@ func TestLatencyOverTimeGapsAndQuantileLabels(t *testing.T) {
 		}
 	}
 }
+
+// The "each side" table shows the numbers the deltas table shows for every compared metric,
+// even where a side's Summary (HdrHistogram, 0.1% resolution) says slightly otherwise.
+func TestEachSideAgreesWithDeltas(t *testing.T) {
+	c := fixtureComparison("cand")
+	if c.Base.Summary == nil || c.Cand.Summary == nil {
+		t.Fatal("fixture has no side summaries")
+	}
+	c.Base.Summary.Latency.TTFT.P99 += 5 // the histogram's rounding, exaggerated so the test can see it
+	c.Cand.Summary.Latency.TTFT.P99 -= 5
+	var ttft metrics.MetricDelta
+	for _, m := range c.Metrics {
+		if m.Name == "ttft.p99" {
+			ttft = m
+		}
+	}
+	if ttft.Name == "" {
+		t.Fatal("fixture compares no ttft.p99")
+	}
+	sec := sidesSection(c)
+	found := false
+	for _, r := range sec.Blocks[0].Table.Rows {
+		if !strings.HasPrefix(r[0].Text, "TTFT p50 / p99") {
+			continue
+		}
+		found = true
+		if !strings.HasSuffix(r[1].Text, " / "+fmtUnit(ttft.Base, ttft.Unit)) || !strings.HasSuffix(r[2].Text, " / "+fmtUnit(ttft.Cand, ttft.Unit)) {
+			t.Errorf("each side shows %q / %q, deltas %s / %s", r[1].Text, r[2].Text, fmtUnit(ttft.Base, ttft.Unit), fmtUnit(ttft.Cand, ttft.Unit))
+		}
+	}
+	if !found {
+		t.Error("no TTFT row in the each-side table")
+	}
+}
