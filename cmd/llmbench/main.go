@@ -32,8 +32,10 @@ type App struct {
 	Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
-	// IsTerminal reports whether Stderr is an interactive terminal (progress bar vs lines).
+	// IsTerminal reports whether Stderr is an interactive terminal (live panel vs lines).
 	IsTerminal bool
+	// TermWidth is the terminal's width in columns (0: unknown, the display uses 100).
+	TermWidth int
 	// Interrupts delivers Ctrl-C / SIGTERM (nil in tests that do not interrupt).
 	Interrupts <-chan os.Signal
 	// Exit ends the process at once (second Ctrl-C); os.Exit in main.
@@ -113,6 +115,7 @@ func main() {
 		Stderr:     os.Stderr,
 		Getenv:     os.Getenv,
 		IsTerminal: isTerminal(os.Stderr),
+		TermWidth:  termWidth(os.Stderr),
 		Interrupts: sig,
 		Exit:       os.Exit,
 	}

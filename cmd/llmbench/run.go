@@ -88,7 +88,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	res, err := runner.RunHTTP(ctx, runner.HTTPRun{
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
-		Progress: o.output.progress(app), Terminal: app.IsTerminal, Interrupts: app.interrupts(),
+		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(),
 	})
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
