@@ -378,6 +378,8 @@ func closeEnough(got, want float64) bool {
 func browserRunPage(t *testing.T, js string) browserPage {
 	t.Helper()
 	s := fixtureSummary(`llama <script>window.__pwned=1</script>`, `planted <img src=x onerror="window.__pwned=1"> warning`)
+	s.Requests.FailureMessages = map[string][]metrics.MessageCount{"timeout_idle": {
+		{Message: `no chunk for 60s <img src=x onerror="window.__pwned=1"> ` + strings.Repeat("a long server message ", 12), Count: 2}}}
 	for _, sr := range []metrics.Series{s.TimeSeries.TTFTP50, s.TimeSeries.TTFTP99, s.TimeSeries.ITLP50, s.TimeSeries.ITLP99} {
 		for _, b := range emptyBuckets {
 			sr[b] = math.NaN() // no request's first token or chunk in this second

@@ -487,6 +487,16 @@ func outcomesSection(s *metrics.Summary) section {
 		kv = append(kv, st)
 	}
 	blocks := []block{{Tables: kv}}
+	if len(q.FailureMessages) > 0 {
+		mt := &table{Caption: "Most common messages per failure kind (numbers ignored when grouping; secrets removed when recorded)",
+			Numeric: true, LastLeft: true, Head: []string{"failure", "requests", "message"}}
+		for _, k := range countsByValue(q.Failures) {
+			for _, m := range q.FailureMessages[k] {
+				mt.add(txt(k), txt(fmtInt(int64(m.Count))), cell{Text: m.Message, Class: "wrap"})
+			}
+		}
+		blocks = append(blocks, block{Table: mt})
+	}
 	if len(s.Excluded) > 0 {
 		ex := &table{Caption: "Excluded phases (not in any headline number)", Numeric: true,
 			Head: []string{"phase", "requests", "failed", "TTFT p50", "TTFT p99", "ITL p99", "E2E p50", "E2E p99"}}
