@@ -71,7 +71,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.Float64Var(&f.specAlpha, "spec-alpha", 0, "reference engine: per-token draft acceptance probability (default 0.8 when --spec-k > 0)")
 	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
 	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
-	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "the model name requests carry: on the reference engine, the name it serves (default: --model); with --endpoint, an alias of --model (the name sent)")
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.StringVar(&f.seed, "engine-seed", strconv.FormatUint(defaultEngineSeed, 10), "reference engine: seed (≥ 1) of unseeded sampling and fault draws, recorded in the results so identical runs produce identical outputs; \"random\" draws one from the clock (still recorded)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")

@@ -37,7 +37,7 @@ clock and write the same results directory and report as "run". A what-if tool: 
 to P99 TTFT on H200 with FP8 and speculative decoding?" in seconds, without a GPU. Times are the
 engine's ground truth: there is no client or network in the numbers.`,
 		Example: `  llmbench simulate --trace traces/examples/chat-small.jsonl --gpu h200 --weight-dtype fp8
-  llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100 --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2`,
+  llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), app, o) },
 	}
