@@ -80,3 +80,33 @@ func TestSeriesJSONNull(t *testing.T) {
 		t.Errorf("read back %v", out.S)
 	}
 }
+
+// FuzzSeriesJSON: a time series read from a summary.json either fails cleanly or round-trips
+// (null stays a gap, numbers stay numbers).
+func FuzzSeriesJSON(f *testing.F) {
+	for _, s := range []string{`[1.5,null,0,2]`, `null`, `[]`, `[null]`, `[1e308,-0,5e-324]`, `["x"]`, `[1,`, `{"a":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Series
+		if err := json.Unmarshal(data, &s); err != nil {
+			return
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("marshal %v: %v", s, err)
+		}
+		var back Series
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("re-read %s: %v", b, err)
+		}
+		if len(back) != len(s) {
+			t.Fatalf("%d values became %d", len(s), len(back))
+		}
+		for i := range s {
+			if math.IsNaN(s[i]) != math.IsNaN(back[i]) || (!math.IsNaN(s[i]) && s[i] != back[i]) {
+				t.Fatalf("value %d: %v became %v", i, s[i], back[i])
+			}
+		}
+	})
+}
