@@ -69,6 +69,13 @@ func TestTerminalFailureMessages(t *testing.T) {
 	if err := WriteTerminal(&buf, s); err != nil {
 		t.Fatal(err)
 	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "HTTP 401: invalid API key") || strings.ContainsRune(md.String(), '\x1b') {
+		t.Errorf("Markdown lacks the messages or keeps a control character:\n%s", md.String())
+	}
 	lines := strings.Split(buf.String(), "\n")
 	at := -1
 	for i, l := range lines {
