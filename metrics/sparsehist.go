@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -65,7 +66,7 @@ func (h sparseHist) quantiles(q1, q2 float64) (float64, float64) {
 		total += e.count
 	}
 	if total == 0 {
-		return 0, 0
+		return math.NaN(), math.NaN() // no data: a gap, never a zero latency
 	}
 	at := func(q float64) float64 {
 		rank := int64(quantileRank(q, float64(total)))

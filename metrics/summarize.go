@@ -61,6 +61,7 @@ type group struct {
 	wire                                       wireGroup
 	winStart, winEnd                           int64
 	hasWin                                     bool
+	failMsgs                                   failTally
 }
 
 func newGroup() *group {
@@ -239,6 +240,12 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if !r.OK() {
 		g.req.Failed++
 		g.req.Failures[string(r.Failure)]++
+		if r.Error != "" {
+			if g.failMsgs == nil {
+				g.failMsgs = failTally{}
+			}
+			g.failMsgs.add(r.Failure, r.Error)
+		}
 		if r.Status != 0 {
 			g.req.FailStatus[strconv.Itoa(r.Status)]++
 		}
@@ -341,6 +348,7 @@ func (s *summarizer) second(r *Record) {
 
 func (g *group) requests() Requests {
 	r := g.req
+	r.FailureMessages = g.failMsgs.top()
 	if r.TokenCompared > 0 {
 		r.TokenMismatch = float64(g.mismatch) / float64(r.TokenCompared)
 	}

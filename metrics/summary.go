@@ -64,6 +64,9 @@ type RunInfo struct {
 	// Shard is set for one shard of a sharded run, Merged for the result of llmbench merge.
 	Shard  *ShardInfo `json:"shard,omitempty"`
 	Merged *MergeInfo `json:"merged,omitempty"`
+	// EngineSeed seeds the reference engine's unseeded sampling and fault draws (run on the
+	// embedded engine, simulate); 0 when no reference engine served the run.
+	EngineSeed uint64 `json:"engine_seed,omitempty"`
 }
 
 // Host are the client machine's facts.
@@ -104,6 +107,9 @@ type Requests struct {
 	// UsageRejected counts requests whose server usage was not plausible and was not used
 	// for counting (Record.UsageRejected says why).
 	UsageRejected int `json:"usage_rejected,omitempty"`
+	// FailureMessages lists, per failure kind, the most common messages of the failed
+	// requests (at most FailMessagesShown, each cut to FailMessageLen runes).
+	FailureMessages map[string][]MessageCount `json:"failure_messages,omitempty"`
 }
 
 // Throughput over the measured (steady-state) window.
@@ -243,10 +249,10 @@ type TimeSeries struct {
 	Completed      []int     `json:"completed"`
 	Failed         []int     `json:"failed"`
 	OutputTokPerS  []float64 `json:"output_tokens_per_s"`
-	TTFTP50        []float64 `json:"ttft_p50_ms"`
-	TTFTP99        []float64 `json:"ttft_p99_ms"`
-	ITLP50         []float64 `json:"itl_p50_ms"`
-	ITLP99         []float64 `json:"itl_p99_ms"`
+	TTFTP50        Series    `json:"ttft_p50_ms"` // NaN (null in JSON): no first token in the bucket
+	TTFTP99        Series    `json:"ttft_p99_ms"`
+	ITLP50         Series    `json:"itl_p50_ms"` // NaN (null in JSON): no ITL sample in the bucket
+	ITLP99         Series    `json:"itl_p99_ms"`
 	WarmupEndS     float64   `json:"warmup_end_s"`
 	CooldownStartS float64   `json:"cooldown_start_s"`
 }

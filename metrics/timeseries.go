@@ -15,8 +15,10 @@ import (
 //	failed         failed requests that ended in the bucket (never-sent ones at their
 //	               intended time)
 //	output tok/s   tokens of every chunk that arrived in the bucket, per second
-//	ttft p50/p99   successful requests whose first token arrived in the bucket
+//	ttft p50/p99   successful requests whose first token arrived in the bucket (NaN, null in
+//	               JSON, for a bucket with none)
 //	itl p50/p99    per-token ITL samples of successful requests, at their chunk's arrival
+//	               (NaN / null for a bucket with none)
 //
 // Window percentiles come from a compact log-linear histogram (128 sub-buckets per power of
 // two: under 0.8% relative error), kept sparse so memory follows the number of distinct
@@ -130,8 +132,8 @@ func (b *tsBuilder) build() *TimeSeries {
 		InFlight: make([]int, b.n), Queued: make([]int, b.n),
 		Sent: b.sent, Completed: b.done, Failed: b.failed,
 		OutputTokPerS: make([]float64, b.n),
-		TTFTP50:       make([]float64, b.n), TTFTP99: make([]float64, b.n),
-		ITLP50: make([]float64, b.n), ITLP99: make([]float64, b.n),
+		TTFTP50:       make(Series, b.n), TTFTP99: make(Series, b.n),
+		ITLP50: make(Series, b.n), ITLP99: make(Series, b.n),
 	}
 	for i := 0; i < b.n; i++ {
 		ts.T[i] = seconds(int64(i) * b.width)

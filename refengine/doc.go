@@ -72,8 +72,9 @@
 // Output token i of a request is tokenizer.Word(tokenizer.Mix(base ^ tokenizer.Mix(i))), so the
 // whole output is tokenizer.Text(base, 0, n) and every word is exactly one reference token.
 // base is Mix(promptHash) for temperature 0 (greedy), Mix(promptHash ^ Mix(seed)) for
-// temperature > 0 with a seed, and Mix(promptHash ^ r) with r fresh per request otherwise
-// (temperature defaults to 1 as in the OpenAI API). promptHash is FNV-1a 64 of the prompt
+// temperature > 0 with a seed, and Mix(promptHash ^ r) otherwise (temperature defaults to 1 as
+// in the OpenAI API), r drawn from Config.Seed and the request's X-Request-Id (else its arrival
+// number), so that a trace replayed under the same Config.Seed gets the same outputs. promptHash is FNV-1a 64 of the prompt
 // text; for chat, of each message's role, a 0 byte, its content and a 1 byte; for token ids,
 // of each id's 8 little-endian bytes; in Simulate without text, of the token count, the ID and
 // the HashIDs. Greedy output therefore depends only on the prompt: it is identical between

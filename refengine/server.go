@@ -253,7 +253,10 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s := plan.earlyEOSFor(req); s {
 		e.faultCount("early-eos")
 	}
-	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, n))
+	// Unseeded sampling draws from the engine seed and the request's key, as faults do, so a
+	// replay of the same trace under the same Config.Seed gets the same outputs whatever
+	// order near-simultaneous requests arrive in.
+	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, faultKey))
 	st := newStream()
 	s := e.submit(req, key, respID, base, &plan, st)
 	finished := false

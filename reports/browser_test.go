@@ -3,6 +3,8 @@ package reports
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/llmbench/llmbench/metrics"
 )
 
 // The browser test opens the single-run and comparison reports from files in headless
@@ -113,6 +117,53 @@ const chartProbe = `(function () {
     }
     return {id: el.id, canvas: true, w: cv.width, h: cv.height, ink: ink / n, colors: colors.size, data: data};
   });
+})()`
+
+// layoutCheck is what layoutProbe finds wrong with the page as laid out.
+type layoutCheck struct {
+	// Clipped names tables whose columns do not all fit in view: wider than the box that
+	// holds them (so a column is hidden behind a scroll) or reaching past their card.
+	Clipped []string `json:"clipped"`
+	// Floats are pieces of visible text with float noise (14.000000000000002%).
+	Floats []string `json:"floats"`
+	// ZeroGaps are points of the latency-over-time chart at the buckets the fixture leaves
+	// empty (emptyBuckets) that carry a value instead of ECharts' "-".
+	ZeroGaps []string `json:"zeroGaps"`
+}
+
+// emptyBuckets are the seconds of the run fixture's time series that have no latency sample.
+var emptyBuckets = []int{20, 21}
+
+const layoutProbe = `(function () {
+  var out = {clipped: [], floats: [], zeroGaps: []};
+  document.querySelectorAll("table").forEach(function (t, i) {
+    var name = (t.id || (t.caption && t.caption.textContent) || ("table " + i)) + " (" +
+      Array.from(t.querySelectorAll("thead th")).map(function (th) { return th.textContent; }).join(" | ") + ")";
+    var box = t.parentElement, tb = t.getBoundingClientRect();
+    if (box && box.scrollWidth > box.clientWidth + 1) {
+      out.clipped.push(name + ": " + box.scrollWidth + " px wide in " + box.clientWidth + " px");
+      return;
+    }
+    var card = t.closest("figure.card, section, .wrap");
+    if (card && tb.right > card.getBoundingClientRect().right + 1) {
+      out.clipped.push(name + ": reaches " + Math.round(tb.right - card.getBoundingClientRect().right) + " px past its card");
+    }
+  });
+  var m = document.body.innerText.match(/\d+\.\d*(?:0{6,}|9{6,})\d*/g);
+  if (m) { out.floats = m.slice(0, 10); }
+  var c = (window.llmbenchCharts || []).filter(function (c) { return c.id === "ts-latency"; })[0];
+  if (c && document.body.getAttribute("data-kind") === "run") {
+    c.option.series.forEach(function (s) {
+      var gaps = 0;
+      (s.data || []).forEach(function (p) {
+        if (EMPTY.indexOf(p[0]) < 0) { return; }
+        if (p[1] === "-") { gaps++; } else { out.zeroGaps.push(s.name + " at " + p[0] + " s = " + p[1]); }
+      });
+      // An empty bucket left out would let the line bridge it as if there were data.
+      if (gaps < EMPTY.length) { out.zeroGaps.push(s.name + ": " + (EMPTY.length - gaps) + " empty bucket(s) not drawn as a gap"); }
+    });
+  }
+  return out;
 })()`
 
 const keyProbe = `Object.fromEntries(Array.from(document.querySelectorAll("[data-k]")).map(function (el) {
@@ -248,6 +299,20 @@ func TestBrowserRendersReports(t *testing.T) {
 					t.Errorf("data-k=%q shows %q, want %q", k, keys[k], want)
 				}
 			}
+			empty, _ := json.Marshal(emptyBuckets)
+			layout, err := chromedp.Run(ctx, chromedp.Evaluate[layoutCheck](strings.Replace(layoutProbe, "EMPTY", string(empty), -1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range layout.Clipped {
+				t.Errorf("table clipped at 1,400 px: %s", c)
+			}
+			for _, f := range layout.Floats {
+				t.Errorf("unformatted float in the page's text: %q", f)
+			}
+			for _, g := range layout.ZeroGaps {
+				t.Errorf("empty latency bucket drawn as a value: %s", g)
+			}
 			pwned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__pwned === 1`))
 			if err != nil || pwned {
 				t.Errorf("planted script ran (pwned=%v, err=%v)", pwned, err)
@@ -313,6 +378,13 @@ func closeEnough(got, want float64) bool {
 func browserRunPage(t *testing.T, js string) browserPage {
 	t.Helper()
 	s := fixtureSummary(`llama <script>window.__pwned=1</script>`, `planted <img src=x onerror="window.__pwned=1"> warning`)
+	s.Requests.FailureMessages = map[string][]metrics.MessageCount{"timeout_idle": {
+		{Message: `no chunk for 60s <img src=x onerror="window.__pwned=1"> ` + strings.Repeat("a long server message ", 12), Count: 2}}}
+	for _, sr := range []metrics.Series{s.TimeSeries.TTFTP50, s.TimeSeries.TTFTP99, s.TimeSeries.ITLP50, s.TimeSeries.ITLP99} {
+		for _, b := range emptyBuckets {
+			sr[b] = math.NaN() // no request's first token or chunk in this second
+		}
+	}
 	recs := fixtureRecords(400)
 	samples, why, err := SampleRecords(eachOf(recs))
 	if err != nil {

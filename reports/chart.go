@@ -251,6 +251,35 @@ func xyPairs(xs, ys []float64) [][2]float64 {
 	return out
 }
 
+// xyPairsWithGaps is xyPairs for a series with gaps (metrics.Series): a point whose y is not a
+// number becomes [x, "-"], ECharts' empty value, so the line breaks there instead of bridging
+// the gap or dropping to 0.
+func xyPairsWithGaps(xs, ys []float64) []any {
+	n := min(len(xs), len(ys))
+	out := make([]any, 0, n)
+	for i := 0; i < n; i++ {
+		switch {
+		case !finite(xs[i]):
+		case finite(ys[i]):
+			out = append(out, [2]float64{rnd(xs[i]), rnd(ys[i])})
+		default:
+			out = append(out, [2]any{rnd(xs[i]), "-"})
+		}
+	}
+	return out
+}
+
+// gapsAsZero returns vals with every non-finite value replaced by 0.
+func gapsAsZero(vals []float64) []float64 {
+	out := make([]float64, len(vals))
+	for i, v := range vals {
+		if finite(v) {
+			out[i] = v
+		}
+	}
+	return out
+}
+
 // pick returns vals at the given indices.
 func pick(vals []float64, idx []int) []float64 {
 	out := make([]float64, 0, len(idx))

@@ -143,11 +143,12 @@ func deltaSection(c *metrics.Comparison) section {
 		k := "delta." + m.Name + "."
 		row := []cell{txt(m.Name), txt(m.Unit), txt(m.Better), keyed(k+"base", fmtUnit(m.Base, m.Unit)), keyed(k+"cand", fmtUnit(m.Cand, m.Unit)),
 			txt(fmtSignedUnit(m.Delta, m.Unit)), keyed(k+"delta_pct", deltaPctText(m)),
-			txt("[" + fmtSignedUnit(m.CILow, m.Unit) + ", " + fmtSignedUnit(m.CIHigh, m.Unit) + "]"),
-			txt("[" + pctOrNA(m.CILowPct, m.Base) + ", " + pctOrNA(m.CIHighPct, m.Base) + "]"),
-			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold)}
+			classed("wr", "["+fmtSignedUnit(m.CILow, m.Unit)+", "+fmtSignedUnit(m.CIHigh, m.Unit)+"]"),
+			classed("wr", "["+pctOrNA(m.CILowPct, m.Base)+", "+pctOrNA(m.CIHighPct, m.Base)+"]"),
+			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, classed("wr", m.Threshold)}
 		if spreads {
-			row = append(row, txt(spreadText(m.BaseSpread, m.Unit)), txt(spreadText(m.CandSpread, m.Unit)))
+			// The spread columns wrap so that the whole table fits its card (every column in view).
+			row = append(row, classed("wr", spreadText(m.BaseSpread, m.Unit)), classed("wr", spreadText(m.CandSpread, m.Unit)))
 		}
 		t.add(row...)
 		ch.XCats = append(ch.XCats, m.Name)
@@ -308,14 +309,33 @@ func sidesSection(c *metrics.Comparison) section {
 		label string
 		get   func(s *metrics.Summary) string
 	}
+	// A metric the comparison computed shows the comparison's value, the number the deltas
+	// table shows (Compare reads exact per-request values; a Summary's percentiles carry
+	// the histogram's 0.1% resolution), so the two tables agree; other measures come from
+	// the side's summary.
+	compared := map[string]metrics.MetricDelta{}
+	for _, m := range c.Metrics {
+		compared[m.Name] = m
+	}
+	value := func(s *metrics.Summary, name string) string {
+		if m, ok := compared[name]; ok {
+			switch s {
+			case c.Base.Summary:
+				return fmtUnit(m.Base, m.Unit)
+			case c.Cand.Summary:
+				return fmtUnit(m.Cand, m.Unit)
+			}
+		}
+		return metricCell(s, name)
+	}
 	metric := func(label, name string) row {
-		return row{label, func(s *metrics.Summary) string { return metricCell(s, name) }}
+		return row{label, func(s *metrics.Summary) string { return value(s, name) }}
 	}
 	// Latency families show p50 / p99 under the registry's label.
 	pcts := func(fam string) row {
 		f, _ := metrics.LookupFamily(fam)
 		return row{f.Short + " p50 / p99 " + f.Unit, func(s *metrics.Summary) string {
-			return metricCell(s, fam+".p50") + " / " + metricCell(s, fam+".p99")
+			return value(s, fam+".p50") + " / " + value(s, fam+".p99")
 		}}
 	}
 	rows := []row{

@@ -10,11 +10,12 @@ import (
 )
 
 // CSVColumns returns the column list of WriteCSV. Times are milliseconds; an empty cell means
-// the event did not happen (no first token, never sent).
+// the event did not happen (no first token, never sent). error is the request's server or
+// client message (Record.Error: scrubbed of the run's secrets and truncated when recorded).
 func CSVColumns() []string {
 	return []string{
 		"id", "class", "phase", "failure", "status", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "lag_ms",
-		"max_gap_ms", "chunks", "input_tokens", "output_tokens", "token_source",
+		"max_gap_ms", "chunks", "input_tokens", "output_tokens", "token_source", "error",
 	}
 }
 
@@ -90,6 +91,7 @@ func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) erro
 		row[12] = strconv.Itoa(r.InputTokens)
 		row[13] = strconv.Itoa(r.OutputTokens)
 		row[14] = csvText(r.TokenSource)
+		row[15] = csvText(r.Error)
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write CSV row for request %q: %w", r.ID, err)
 		}

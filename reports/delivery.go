@@ -194,7 +194,7 @@ func workloadSection(w any) (section, bool) {
 		return section{}, false
 	}
 	var dists []workloadDist
-	facts := &table{Caption: "Traffic sent", Numeric: true}
+	var facts []workloadFact
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
 		switch x := v.(type) {
@@ -210,16 +210,8 @@ func workloadSection(w any) (section, bool) {
 				}
 				walk(p, m.val)
 			}
-		case []any:
-			if len(x) > 0 {
-				parts := make([]string, 0, len(x))
-				for _, e := range x {
-					parts = append(parts, scalarText(e))
-				}
-				facts.add(txt(humanKey(prefix)), cell{Text: strings.Join(parts, ", "), Class: "wrap"})
-			}
 		default:
-			facts.add(txt(humanKey(prefix)), txt(scalarText(x)))
+			facts = append(facts, workloadFact{prefix, x})
 		}
 	}
 	walk("", v)
@@ -227,14 +219,126 @@ func workloadSection(w any) (section, bool) {
 	if len(dists) > 0 {
 		blocks = append(blocks, block{Charts: []*chartSpec{workloadChart(dists)}})
 	}
-	if len(facts.Rows) > 0 {
-		blocks = append(blocks, block{Table: facts})
+	sent, classes := trafficTables(facts)
+	if len(sent.Rows) > 0 {
+		blocks = append(blocks, block{Table: sent})
+	}
+	if classes != nil {
+		blocks = append(blocks, block{Table: classes})
 	}
 	if len(blocks) == 0 {
 		return section{}, false
 	}
 	return section{ID: "workload", Title: "Workload",
 		Intro: "What the trace asked for, so a reader can see what was tested.", Blocks: blocks}, true
+}
+
+// workloadFact is one scalar (or list) of Summary.Workload, by its dotted key path.
+type workloadFact struct {
+	key string
+	val any
+}
+
+// trafficLabels name the facts of a trace's statistics (traces.Stats) in words, in the order
+// the "Traffic sent" table lists them; unit is appended to the value.
+var trafficLabels = []struct{ key, label, unit string }{
+	{"count", "requests", ""},
+	{"requests", "requests", ""},
+	{"duration_s", "span of the arrivals", " s"},
+	{"rate_per_s", "mean arrival rate", " req/s"},
+	{"burstiness", "burstiness (CV of the gaps between arrivals; Poisson ≈ 1)", ""},
+	{"burstiness_cv", "burstiness (CV of the gaps between arrivals; Poisson ≈ 1)", ""},
+	{"total_input_tokens", "input tokens, all requests", ""},
+	{"total_output_tokens", "output tokens asked for, all requests", ""},
+	{"prefill_decode_ratio", "input tokens per output token", ""},
+	{"chat", "requests with messages (chat)", ""},
+	{"with_prompt", "requests with prompt text", ""},
+	{"prefix_reuse_tokens", "input tokens a prefix cache could reuse", ""},
+	{"prefix_reuse", "share of input tokens a prefix cache could reuse", ""},
+	{"block_tokens", "tokens per prefix block", ""},
+	{"sessions", "sessions", ""},
+	{"max_turn", "most turns in a session", ""},
+}
+
+// trafficTables lays the workload facts out as a table of what was sent (known facts in
+// words, in a fixed order, then any other fact by its key) and a table of requests per class.
+func trafficTables(facts []workloadFact) (*table, *table) {
+	sent := &table{Caption: "Traffic sent", Numeric: true}
+	byKey := map[string]any{}
+	for _, f := range facts {
+		byKey[f.key] = f.val
+	}
+	done := map[string]bool{}
+	for _, l := range trafficLabels {
+		v, ok := byKey[l.key]
+		if !ok || done[l.key] {
+			continue
+		}
+		done[l.key] = true
+		text := scalarText(v)
+		if l.key == "prefix_reuse" {
+			if n, ok := v.(json.Number); ok {
+				if f, err := n.Float64(); err == nil {
+					text = fmtPct(f)
+				}
+			}
+		}
+		sent.add(txt(l.label), txt(text+l.unit))
+		if l.key == "with_prompt" {
+			// The rest of the requests carry token counts only; the client synthesized them.
+			if total, ok := intFact(byKey, "count"); ok {
+				chat, _ := intFact(byKey, "chat")
+				prompt, _ := intFact(byKey, "with_prompt")
+				if rest := total - chat - prompt; rest >= 0 {
+					sent.add(txt("requests with token counts only (prompts synthesized)"), txt(fmtInt(rest)))
+				}
+			}
+		}
+	}
+	var classes *table
+	total, hasTotal := intFact(byKey, "count")
+	if !hasTotal {
+		total, hasTotal = intFact(byKey, "requests")
+	}
+	for _, f := range facts {
+		if name, ok := strings.CutPrefix(f.key, "classes."); ok {
+			if classes == nil {
+				classes = &table{Caption: "Requests per class", Numeric: true, Head: []string{"class", "requests", "share"}}
+			}
+			share := na
+			if n, ok := intFact(byKey, f.key); ok && hasTotal && total > 0 {
+				share = fmtPct(float64(n) / float64(total))
+			}
+			classes.add(txt(name), txt(scalarText(f.val)), txt(share))
+			continue
+		}
+		if done[f.key] {
+			continue
+		}
+		switch x := f.val.(type) {
+		case []any:
+			if len(x) > 0 {
+				parts := make([]string, 0, len(x))
+				for _, e := range x {
+					parts = append(parts, scalarText(e))
+				}
+				sent.add(txt(humanKey(f.key)), cell{Text: strings.Join(parts, ", "), Class: "wrap"})
+			}
+		default:
+			sent.add(txt(humanKey(f.key)), txt(scalarText(x)))
+		}
+	}
+	return sent, classes
+}
+
+// intFact reads an integer fact.
+func intFact(byKey map[string]any, key string) (int64, bool) {
+	n, ok := byKey[key].(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
 }
 
 // humanKey turns a JSON key path into words ("input_tokens" -> "input tokens").

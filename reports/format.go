@@ -223,3 +223,10 @@ func col(width int, s string) string {
 	}
 	return strings.Repeat(" ", width-n) + s
 }
+
+// fmtQuantile writes a quantile in [0, 1] as a percentage with at most three decimals and no
+// trailing zeros (0.14 → "14%", 0.999 → "99.9%"), never the float noise of q*100
+// ("14.000000000000002%").
+func fmtQuantile(q float64) string {
+	return strconv.FormatFloat(math.Round(q*100_000)/1000, 'f', -1, 64) + "%"
+}

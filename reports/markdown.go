@@ -88,6 +88,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	e.printf("- **Tokens:** %s\n", mdEscape(tokensLine(s.Requests)))
 	if s.Requests.Failed > 0 {
 		e.printf("- **Failures:** %s\n", mdEscape(failuresText(s.Requests)))
+		for _, line := range failureMessageLines(s.Requests) {
+			e.printf("  - %s\n", mdEscape(line))
+		}
 	}
 	if s.Cost != nil {
 		e.printf("- **Cost:** %s\n", mdEscape(costLine(s.Cost)))

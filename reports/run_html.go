@@ -29,7 +29,12 @@ func runFacts(r metrics.RunInfo) []fact {
 	add("API", r.API)
 	add("mode", modeLabel(r))
 	add("trace", r.Trace)
-	add("seed", strconv.FormatInt(r.Seed, 10))
+	if r.Mode != "simulated" {
+		add("seed", strconv.FormatInt(r.Seed, 10))
+	}
+	if r.EngineSeed != 0 {
+		add("engine seed", strconv.FormatUint(r.EngineSeed, 10))
+	}
 	add("start", r.Start)
 	add("duration", fmtSeconds(r.DurationS))
 	if r.RateScale != 0 && r.RateScale != 1 {
@@ -201,7 +206,7 @@ func cdfTable(caption string, names []string, cdfs [][]metrics.CDFPoint) *table 
 		return t
 	}
 	for r, p := range cdfs[longest] {
-		cells := []cell{txt(strconv.FormatFloat(p.Q*100, 'f', -1, 64) + "%")}
+		cells := []cell{txt(fmtQuantile(p.Q))}
 		for _, c := range cdfs {
 			v := na
 			if r < len(c) {
@@ -390,13 +395,17 @@ func tsChart(id, title, note, y1, y2 string, ts *metrics.TimeSeries, idx []int, 
 		}
 		present = append(present, col)
 		c.Series = append(c.Series, seriesSpec{Name: col.name, Color: col.color, YAxis: col.axis, Dashed: col.dash,
-			Data: xyPairs(xs, pick(col.vals, idx)), Width: 1.6})
+			Data: xyPairsWithGaps(xs, pick(col.vals, idx)), Width: 1.6})
 		t.Head = append(t.Head, col.name)
 	}
 	for _, i := range idx {
 		cells := []cell{txt(fmtShort(ts.T[i]))}
 		for _, col := range present {
-			cells = append(cells, txt(fmtShort(rnd(col.vals[i]))))
+			v := na // a bucket without samples (metrics.Series): no value, not 0
+			if finite(col.vals[i]) {
+				v = fmtShort(rnd(col.vals[i]))
+			}
+			cells = append(cells, txt(v))
 		}
 		t.add(cells...)
 	}
@@ -434,7 +443,7 @@ func timeSection(ts *metrics.TimeSeries, maxPoints int) (section, bool) {
 	idxOf := func(cols []tsCol) []int {
 		vals := make([][]float64, len(cols))
 		for i, c := range cols {
-			vals[i] = c.vals
+			vals[i] = gapsAsZero(c.vals) // LTTB's areas need numbers; the gaps stay gaps in the chart
 		}
 		return unionLTTB(ts.T, maxPoints, vals...)
 	}
@@ -475,6 +484,16 @@ func outcomesSection(s *metrics.Summary) section {
 		kv = append(kv, st)
 	}
 	blocks := []block{{Tables: kv}}
+	if len(q.FailureMessages) > 0 {
+		mt := &table{Caption: "Most common messages per failure kind (numbers ignored when grouping; secrets removed when recorded)",
+			Numeric: true, LastLeft: true, Head: []string{"failure", "requests", "message"}}
+		for _, k := range countsByValue(q.Failures) {
+			for _, m := range q.FailureMessages[k] {
+				mt.add(txt(k), txt(fmtInt(int64(m.Count))), cell{Text: m.Message, Class: "wrap"})
+			}
+		}
+		blocks = append(blocks, block{Table: mt})
+	}
 	if len(s.Excluded) > 0 {
 		ex := &table{Caption: "Excluded phases (not in any headline number)", Numeric: true,
 			Head: []string{"phase", "requests", "failed", "TTFT p50", "TTFT p99", "ITL p99", "E2E p50", "E2E p99"}}

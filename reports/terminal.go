@@ -59,12 +59,17 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 		return fmt.Errorf("reports: WriteTerminal: nil summary")
 	}
 	e := &errWriter{w: w}
-	e.printf("%s\n", termSafe(runLine(s.Run)))
+	for _, line := range wrapParts(runParts(s.Run), " · ", termWidth) {
+		e.printf("%s\n", termSafe(line))
+	}
 	for _, line := range wrap(termSafe(Headline(s)), termWidth) {
 		e.printf("%s\n", line)
 	}
 	e.printf("\n")
 	e.field("Requests", requestsLine(s.Requests))
+	for _, line := range failureMessageLines(s.Requests) {
+		e.printf("%-12s%s\n", "", line)
+	}
 	e.field("Throughput", fmt.Sprintf("%s req/s · %s input tok/s · %s output tok/s · window %s",
 		fmtRate(s.Throughput.RequestsPerS), fmtRate(s.Throughput.InputTokensPerS),
 		fmtRate(s.Throughput.OutputTokensPerS), fmtSeconds(s.Throughput.WindowS)))
@@ -132,8 +137,14 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	return e.err
 }
 
-// runLine is the first line of text outputs: what was run, against what, for how long.
-func runLine(r metrics.RunInfo) string {
+// runLine is the first line of text outputs: what was run, against what, for how long, with
+// which seeds.
+func runLine(r metrics.RunInfo) string { return strings.Join(runParts(r), " · ") }
+
+// runParts are runLine's parts. The load seed is shown unless the run was simulated (simulate
+// synthesizes nothing and has no --seed); the engine seed whenever a reference engine served
+// the run.
+func runParts(r metrics.RunInfo) []string {
 	parts := []string{"llmbench"}
 	if r.Model != "" {
 		parts = append(parts, "model "+r.Model)
@@ -143,8 +154,32 @@ func runLine(r metrics.RunInfo) string {
 	if r.Trace != "" {
 		parts = append(parts, "trace "+r.Trace)
 	}
-	parts = append(parts, fmt.Sprintf("seed %d", r.Seed))
-	return clip(strings.Join(parts, " · "), termWidth)
+	if r.Mode != "simulated" {
+		parts = append(parts, fmt.Sprintf("seed %d", r.Seed))
+	}
+	if r.EngineSeed != 0 {
+		parts = append(parts, fmt.Sprintf("engine seed %d", r.EngineSeed))
+	}
+	return parts
+}
+
+// wrapParts joins parts with sep into lines of at most width runes, breaking only between
+// parts (a part longer than width, such as a long trace path, gets a line of its own, whole).
+func wrapParts(parts []string, sep string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		switch {
+		case cur == "":
+			cur = p
+		case len([]rune(cur))+len([]rune(sep))+len([]rune(p)) <= width:
+			cur += sep + p
+		default:
+			lines = append(lines, cur+strings.TrimRight(sep, " "))
+			cur = p
+		}
+	}
+	return append(lines, cur)
 }
 
 func requestsLine(q metrics.Requests) string {
@@ -161,6 +196,18 @@ func requestsLine(q metrics.Requests) string {
 		s += fmt.Sprintf(" · %s dropped (never sent)", fmtInt(int64(q.Dropped)))
 	}
 	return s
+}
+
+// failureMessageLines lists the most common messages of each failure kind (most frequent kind
+// first), one line each, cut to the terminal's width: "http_4xx ×14  HTTP 400: …".
+func failureMessageLines(q metrics.Requests) []string {
+	var lines []string
+	for _, k := range countsByValue(q.Failures) {
+		for _, m := range q.FailureMessages[k] {
+			lines = append(lines, clip(termSafe(fmt.Sprintf("%s ×%s  %s", k, fmtInt(int64(m.Count)), m.Message)), termWidth-12))
+		}
+	}
+	return lines
 }
 
 func tokensLine(q metrics.Requests) string {

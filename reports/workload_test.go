@@ -22,21 +22,24 @@ func TestWorkloadSectionKeepsOrderAndFindsDistributions(t *testing.T) {
 		Out     length         `json:"output_tokens"`
 		Classes map[string]int `json:"classes"`
 		Tags    []string       `json:"tags"`
-	}{Count: 3000, Rate: 12.25, In: length{1, 800.5, 700, 4000, 9000}, Out: length{2, 150, 120, 600, 1400},
+	}{Count: 3, Rate: 12.25, In: length{1, 800.5, 700, 4000, 9000}, Out: length{2, 150, 120, 600, 1400},
 		Classes: map[string]int{"rag": 1, "chat": 2}, Tags: []string{"a", "<b>"}}
 	sec, ok := workloadSection(w)
 	if !ok {
 		t.Fatal("no workload section")
 	}
 	var chart *chartSpec
-	var facts *table
+	var tables []*table
 	for _, b := range sec.Blocks {
 		if len(b.Charts) > 0 {
 			chart = b.Charts[0]
 		}
 		if b.Table != nil {
-			facts = b.Table
+			tables = append(tables, b.Table)
 		}
+	}
+	if len(tables) != 2 || tables[0].Caption != "Traffic sent" || tables[1].Caption != "Requests per class" {
+		t.Fatalf("tables %+v", tables)
 	}
 	if chart == nil || len(chart.Series) != 2 || chart.Series[0].Name != "input tokens" {
 		t.Fatalf("distributions not found: %+v", chart)
@@ -44,13 +47,23 @@ func TestWorkloadSectionKeepsOrderAndFindsDistributions(t *testing.T) {
 	if got := strings.Join(chart.XCats, ","); got != "min,mean,p50,p99,max" {
 		t.Errorf("statistics %q", got)
 	}
-	var keys []string
-	for _, r := range facts.Rows {
-		keys = append(keys, r[0].Text+"="+r[1].Text)
+	rows := func(tb *table) string {
+		var keys []string
+		for _, r := range tb.Rows {
+			var cells []string
+			for _, c := range r {
+				cells = append(cells, c.Text)
+			}
+			keys = append(keys, strings.Join(cells, "="))
+		}
+		return strings.Join(keys, "|")
 	}
-	want := "count=3,000|rate per s=12.25|classes.chat=2|classes.rag=1|tags=a, <b>"
-	if got := strings.Join(keys, "|"); got != want {
-		t.Errorf("facts\n got %s\nwant %s", got, want)
+	// Known facts in words with their units, an unknown one by its key; classes on their own.
+	if got, want := rows(tables[0]), "requests=3|mean arrival rate=12.25 req/s|tags=a, <b>"; got != want {
+		t.Errorf("traffic sent\n got %s\nwant %s", got, want)
+	}
+	if got, want := rows(tables[1]), "chat=2=66.7%|rag=1=33.3%"; got != want {
+		t.Errorf("classes\n got %s\nwant %s", got, want)
 	}
 	if _, ok := workloadSection(nil); ok {
 		t.Error("nil workload gave a section")

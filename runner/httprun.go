@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/loadgen"
@@ -29,6 +30,8 @@ type HTTPRun struct {
 	// interactive terminal (a bar redrawn in place) or not (a line every few seconds).
 	Progress io.Writer
 	Terminal bool
+	// ProgressWidth bounds the display's lines (the terminal's width; 0: 100 columns).
+	ProgressWidth int
 	// Interrupts stop the run gracefully (first) or at once (second).
 	Interrupts Interrupts
 	// Shard, when set, makes the run one shard of a run split N ways (see ShardOptions).
@@ -61,15 +64,18 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}
 	var pd *progress.Display
 	if s.Progress != nil {
-		total := s.Trace.Len() * max(1, s.Load.Repeat)
-		if s.Load.MaxRequests > 0 && s.Load.MaxRequests < total {
-			total = s.Load.MaxRequests
-		}
-		pd = progress.Start(s.Progress, s.Terminal, total, func() progress.Snapshot {
-			return progress.Snapshot{Sent: prog.Sent.Load(), InFlight: prog.InFlight.Load(), Done: prog.Done.Load(), Failed: prog.Failed.Load(), OutputTokens: prog.OutputTokens.Load()}
-		}, nil)
+		pd = startProgress(s, prog, scr)
 	}
 	produce := HTTPProducer(s.Load, s.TimeScale)
+	if pd != nil {
+		inner := produce
+		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
+			return inner(ctx, trace, func(r *metrics.Record) {
+				pd.Observe(liveRequest(r))
+				sink(r)
+			})
+		}
+	}
 	if scr != nil {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
@@ -91,4 +97,74 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		pd.Stop()
 	}
 	return res, err
+}
+
+// startProgress starts the live display of s: the request total, the nominal length in wall
+// time (the replay's length, or --duration, over the rate and time scales), the loadgen
+// counters and, with scraping, the server's latest /metrics sample.
+func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper) *progress.Display {
+	total := s.Trace.Len() * max(1, s.Load.Repeat)
+	if s.Load.MaxRequests > 0 && s.Load.MaxRequests < total {
+		total = s.Load.MaxRequests
+	}
+	// The nominal length in wall time: --duration (given in engine time under --time-scale),
+	// else an open-loop replay's length over the rate and time scales; a closed loop without
+	// --duration has none.
+	timeScale := max(s.TimeScale, 1)
+	var expected time.Duration
+	switch {
+	case s.Load.Duration > 0:
+		expected = time.Duration(float64(s.Load.Duration) / timeScale)
+	case s.Load.Concurrency == 0:
+		rate := s.Load.RateScale
+		if rate <= 0 {
+			rate = 1
+		}
+		first, last := s.Trace.Span()
+		nominal := time.Duration(max(1, s.Load.Repeat)) * metrics.ReplayLength(first, last, s.Trace.Len())
+		expected = time.Duration(float64(nominal) / (rate * timeScale))
+	}
+	o := progress.Options{W: s.Progress, Terminal: s.Terminal, Total: total, Expected: expected,
+		LagLimit: s.Metrics.LagLimit, Width: s.ProgressWidth,
+		Snap: func() progress.Snapshot {
+			return progress.Snapshot{Sent: prog.Sent.Load(), InFlight: prog.InFlight.Load(), Done: prog.Done.Load(), Failed: prog.Failed.Load(), OutputTokens: prog.OutputTokens.Load()}
+		}}
+	if o.LagLimit <= 0 {
+		o.LagLimit = metrics.DefaultLagLimit
+	}
+	if scr != nil {
+		o.Server = func() (progress.Server, bool) {
+			smp, ok := scr.Latest()
+			return progress.Server{Running: smp.Running, Waiting: smp.Waiting, KVUsage: smp.KVUsage}, ok
+		}
+	}
+	return progress.Start(o)
+}
+
+// liveRequest is what the live display needs of a finished Record (read before the sink
+// recycles it).
+func liveRequest(r *metrics.Record) progress.Request {
+	q := progress.Request{Failure: string(r.Failure), TTFT: -1, Lag: -1, OutputTokens: r.OutputTokens}
+	if r.Dispatched != 0 {
+		q.Lag = time.Duration(r.Dispatched - r.Intended)
+	}
+	if r.OK() && r.FirstToken != 0 {
+		q.TTFT = time.Duration(r.FirstToken - r.Intended)
+	}
+	if r.OK() && len(r.Chunks) > 0 {
+		chunks := r.Chunks
+		q.ITL = func(add func(time.Duration, int)) {
+			for i, c := range chunks {
+				n := int(max(c.Tokens, 1))
+				if i == 0 {
+					if n > 1 {
+						add(0, n-1) // its k-1 zero gaps (its own gap is the TTFT)
+					}
+					continue
+				}
+				add(time.Duration(c.T-chunks[i-1].T), n)
+			}
+		}
+	}
+	return q
 }

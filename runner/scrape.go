@@ -246,6 +246,16 @@ func (s *scraper) Stop() {
 	<-s.done
 }
 
+// Latest returns the most recent sample (false before the first).
+func (s *scraper) Latest() (ServerSample, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.data.Samples); n > 0 {
+		return s.data.Samples[n-1], true
+	}
+	return ServerSample{}, false
+}
+
 // Data returns a copy of what was scraped.
 func (s *scraper) Data() ServerSamples {
 	s.mu.Lock()

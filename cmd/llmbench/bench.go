@@ -20,6 +20,8 @@ type benchOptions struct {
 	json  bool
 	quick bool
 	sb    selfbench.Options
+	// changed reports whether a flag was given (the flag set's Changed).
+	changed func(name string) bool
 }
 
 func newBenchCmd(app *App) *cobra.Command {
@@ -50,12 +52,13 @@ noise is visible. The default takes 25-90 s (longer the higher the rates this ma
   llmbench bench --quick --streams 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.changed = cmd.Flags().Changed
 			return runBench(cmd.Context(), app, o)
 		},
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.json, "json", false, "print the figures and machine facts as one JSON object")
-	fs.BoolVar(&o.quick, "quick", false, "one run with shorter dispatch steps, streams and ingest stream (about 5-15 s)")
+	fs.BoolVar(&o.quick, "quick", false, "defaults for a short check: one run, 300ms dispatch steps, 30-token streams, 300,000 ingest tokens (about 5-15 s); flags given with it keep their values")
 	fs.IntVar(&o.sb.Runs, "runs", 3, "repetitions of each measurement; the median is reported")
 	fs.DurationVar(&o.sb.DispatchStep, "dispatch-step", 500*time.Millisecond, "length of each rate step of the dispatch test")
 	fs.DurationVar(&o.sb.LagLimit, "lag-limit", time.Millisecond, "schedule-lag P99 a dispatch rate must stay under")
@@ -72,10 +75,20 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 		return &exitError{code: 2, err: fmt.Errorf("--runs, --ingest-tokens, --streams, --stream-tokens, --dispatch-step, --lag-limit and --token-gap must be > 0")}
 	}
 	if o.quick {
-		so.Runs = 1
-		so.DispatchStep = min(so.DispatchStep, 300*time.Millisecond)
-		so.IngestTokens = min(so.IngestTokens, 300_000)
-		so.StreamTokens = min(so.StreamTokens, 30)
+		// --quick changes the defaults; a flag given with it still says what it says.
+		set := func(name string) bool { return o.changed != nil && o.changed(name) }
+		if !set("runs") {
+			so.Runs = 1
+		}
+		if !set("dispatch-step") {
+			so.DispatchStep = 300 * time.Millisecond
+		}
+		if !set("ingest-tokens") {
+			so.IngestTokens = 300_000
+		}
+		if !set("stream-tokens") {
+			so.StreamTokens = 30
+		}
 	}
 	if !o.json {
 		so.Log = app.Stderr

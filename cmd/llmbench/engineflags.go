@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
+	"github.com/llmbench/llmbench/tokenizer"
 )
 
 // engineFlags are the reference-engine flags shared by serve, run, simulate and ab.
@@ -34,11 +37,14 @@ type engineFlags struct {
 	noise               string
 	servedModelName     string
 	profiles            string
-	seed                uint64
-	disaggregated       bool
-	kvTransferGBps      float64
-	wire                string
-	reasoning           float64
+	seed                string
+	resolvedSeed        uint64 // the seed engineSeed chose (once, so "random" is one draw)
+	// now is the clock --engine-seed random draws from (time.Now; tests fix it).
+	now            func() time.Time
+	disaggregated  bool
+	kvTransferGBps float64
+	wire           string
+	reasoning      float64
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
@@ -49,9 +55,9 @@ var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype",
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
-	f := &engineFlags{fs: fs}
-	fs.StringVar(&f.model, "model", "llama-3.1-8b", "reference engine: model profile ("+strings.Join(perf.ModelNames(), ", ")+")")
-	fs.StringVar(&f.gpu, "gpu", "h100", "reference engine: GPU profile ("+strings.Join(perf.GPUNames(), ", ")+")")
+	f := &engineFlags{fs: fs, now: time.Now}
+	fs.StringVar(&f.model, "model", "llama-3.1-8b", "the model: with --endpoint, the name sent in every request (default there: the first model /v1/models lists); on the reference engine, its model profile ("+strings.Join(perf.ModelNames(), ", ")+"; Hugging Face names such as meta-llama/Llama-3.1-8B-Instruct are aliases) and the name it serves")
+	fs.StringVar(&f.gpu, "gpu", "h100-sxm", "reference engine: GPU profile ("+strings.Join(perf.GPUNames(), ", ")+"; aliases a100 and h100 name a100-80gb and h100-sxm)")
 	fs.IntVar(&f.tp, "tp", 1, "reference engine: tensor-parallel degree (GPUs per replica)")
 	fs.StringVar(&f.weightDtype, "weight-dtype", "bf16", "reference engine: weight dtype (bf16, fp8, int8, int4)")
 	fs.StringVar(&f.kvDtype, "kv-dtype", "bf16", "reference engine: KV cache dtype (bf16, fp8)")
@@ -67,9 +73,9 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
 	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
 	fs.StringVar(&f.noise, "engine-noise", "", "reference engine: vary step times as a real server does, seeded by --engine-seed: a preset (realistic = jitter=3%,drift=2%:20s,pause=0.2%:20ms) or jitter=P (per-step lognormal spread), drift=P[:PERIOD] (slow drift, default period 20s), pause=P[:D] (a P share of steps pause D, default 20ms), seed=N; off by default")
-	fs.StringVar(&f.servedModelName, "served-model-name", "", "reference engine: model name clients send (default: --model)")
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "the model name requests carry: on the reference engine, the name it serves (default: --model); with --endpoint, an alias of --model (the name sent)")
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
-	fs.Uint64Var(&f.seed, "engine-seed", 0, "reference engine: seed of unseeded sampling and fault draws (0: from the clock)")
+	fs.StringVar(&f.seed, "engine-seed", strconv.FormatUint(defaultEngineSeed, 10), "reference engine: seed (≥ 1) of unseeded sampling and fault draws, recorded in the results so identical runs produce identical outputs; \"random\" draws one from the clock (still recorded)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
 	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see README)")
 	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
@@ -108,20 +114,52 @@ func (f *engineFlags) modelName() string {
 	return ""
 }
 
+// defaultEngineSeed seeds the reference engine when --engine-seed is not given: a fixed seed,
+// so that two identical plain runs produce identical outputs (ab and compare check hashes).
+const defaultEngineSeed = 1
+
+// engineSeed resolves --engine-seed: a positive integer, or "random" for one drawn from the
+// clock. The engine takes 0 to mean "from the clock", so 0 is refused rather than passed on.
+// The first call decides; later ones (ab's two arms) return the same seed.
+func (f *engineFlags) engineSeed() (uint64, error) {
+	if f.resolvedSeed != 0 {
+		return f.resolvedSeed, nil
+	}
+	if strings.EqualFold(strings.TrimSpace(f.seed), "random") {
+		for t := uint64(f.now().UnixNano()); f.resolvedSeed == 0; t++ {
+			f.resolvedSeed = tokenizer.Mix(t)
+		}
+		return f.resolvedSeed, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(f.seed), 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("--engine-seed %q: want a seed >= 1, or random", clip(f.seed, 40))
+	}
+	f.resolvedSeed = n
+	return n, nil
+}
+
 // config builds the engine configuration from the flags (TimeScale, APIKey and the limits are
 // left for the command to set).
 func (f *engineFlags) config() (refengine.Config, error) {
+	seed, err := f.engineSeed()
+	if err != nil {
+		return refengine.Config{}, err
+	}
 	cfg := refengine.Config{
 		Model: f.model, GPU: f.gpu, TP: f.tp, WeightDtype: f.weightDtype, KVDtype: f.kvDtype,
 		MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens, BlockSize: f.blockSize,
 		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
 		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK, SpecAlpha: f.specAlpha,
-		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: f.seed,
+		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: seed,
 		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
 		Wire: f.wire, ReasoningFraction: f.reasoning,
 	}
 	if f.kvTransferGBps != 0 && !f.disaggregated {
 		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")
+	}
+	if f.specDraftModel != "" && f.specK == 0 {
+		return cfg, fmt.Errorf("--spec-draft-model %s needs --spec-k > 0 (the draft length)", clip(f.specDraftModel, 60))
 	}
 	if f.specAlpha != 0 && f.specK == 0 {
 		return cfg, fmt.Errorf("--spec-alpha %g needs --spec-k > 0 (the draft length)", f.specAlpha)

@@ -54,7 +54,7 @@ func TestRunRefusesLongSpan(t *testing.T) {
 		}
 	}
 	app := newTestApp(nil)
-	mustRun(t, app, "simulate", "--trace", trace, "--no-progress", "--out", filepath.Join(dir, "o"), "--max-span", "72h")
+	mustRun(t, app, "simulate", "--trace", trace, "--out", filepath.Join(dir, "o"), "--max-span", "72h")
 	app = newTestApp(nil) // 2.3 days at 10^6 times the rate is 0.2 s: no --max-span needed
 	mustRun(t, app, "run", "--trace", trace, "--no-progress", "--out", filepath.Join(dir, "o2"), "--rate-scale", "1e6")
 	app = newTestApp(nil)

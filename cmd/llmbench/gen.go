@@ -113,6 +113,9 @@ func runGen(app *App, o *genOptions) error {
 		return err
 	}
 	if o.printSpec {
+		if o.changed("out") {
+			return fmt.Errorf("--print-spec prints the spec to stdout and writes no trace; --out does nothing with it")
+		}
 		return workloads.WriteSpec(app.Stdout, spec)
 	}
 	if err := spec.ResolveEmpirical(o.loadEmpiricalTrace); err != nil {

@@ -21,7 +21,7 @@ func TestHistoryNightly(t *testing.T) {
 	simulate := func(name string, seed int, specK string) string {
 		dir := filepath.Join(root, name)
 		app := newTestApp(nil)
-		if code := app.cli("simulate", "--trace", chatSmall, "--max-requests", "40", "--out", dir, "--no-progress",
+		if code := app.cli("simulate", "--trace", chatSmall, "--max-requests", "40", "--out", dir,
 			"--engine-noise", "realistic", "--engine-seed", fmt.Sprint(seed), "--spec-k", specK); code != 0 {
 			t.Fatalf("simulate %s: exit %d: %s", name, code, app.err.String())
 		}

@@ -20,8 +20,11 @@ import (
 	"github.com/llmbench/llmbench/loadgen"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// devVersion is the version of a build that was not stamped.
+const devVersion = "0.1.0-dev"
+
+// version is set at build time with -ldflags "-X main.version=..." (see `llmbench version`).
+var version = devVersion
 
 // App is the process environment the commands use; tests build one over buffers.
 type App struct {
@@ -29,8 +32,10 @@ type App struct {
 	Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
-	// IsTerminal reports whether Stderr is an interactive terminal (progress bar vs lines).
+	// IsTerminal reports whether Stderr is an interactive terminal (live panel vs lines).
 	IsTerminal bool
+	// TermWidth is the terminal's width in columns (0: unknown, the display uses 100).
+	TermWidth int
 	// Interrupts delivers Ctrl-C / SIGTERM (nil in tests that do not interrupt).
 	Interrupts <-chan os.Signal
 	// Exit ends the process at once (second Ctrl-C); os.Exit in main.
@@ -110,6 +115,7 @@ func main() {
 		Stderr:     os.Stderr,
 		Getenv:     os.Getenv,
 		IsTerminal: isTerminal(os.Stderr),
+		TermWidth:  termWidth(os.Stderr),
 		Interrupts: sig,
 		Exit:       os.Exit,
 	}

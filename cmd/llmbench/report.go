@@ -27,8 +27,8 @@ func newReportCmd(app *App) *cobra.Command {
 		Use:   "report DIR",
 		Short: "Re-render a results directory's report (HTML, terminal, Markdown or CSV)",
 		Long: `Re-render DIR/report.html from DIR/summary.json and DIR/requests.msgpack, or print the
-summary as a terminal table, Markdown, or a per-request CSV. With --recompute (or any SLO,
-stall or price flag) the summary is recomputed from the records first and summary.json is
+summary as a terminal table, Markdown, or a per-request CSV. With --recompute (or any metric
+flag: SLO, stall, fluidity, lag limit or price) the summary is recomputed from the records first and summary.json is
 rewritten.`,
 		Example: `  llmbench report results/20261129-120000
   llmbench report results/run1 --slo ttft=300ms,tpot=40ms
@@ -36,15 +36,16 @@ rewritten.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			o.recompute = o.recompute || cmd.Flags().Changed("slo") || cmd.Flags().Changed("class-slo") ||
-				cmd.Flags().Changed("stall-threshold") || cmd.Flags().Changed("price-input") ||
-				cmd.Flags().Changed("price-output") || cmd.Flags().Changed("gpu-hour-cost") ||
-				cmd.Flags().Changed("fluidity-ttft") || cmd.Flags().Changed("fluidity-tbt")
+			// Any metric flag recomputes: one that did not would be accepted and ignored.
+			o.recompute = o.recompute || o.metrics.anyChanged()
+			if o.echartsJS != "" && o.format != "html" {
+				return fmt.Errorf("--echarts-js is inlined into report.html; it does nothing with --format %s", o.format)
+			}
 			return runReport(app, o)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.format, "format", "html", "html (rewrites DIR/report.html), terminal, markdown, csv, json")
+	fs.StringVar(&o.format, "format", "html", "html (rewrites DIR/report.html), terminal (alias text), markdown (alias md), csv, json")
 	fs.BoolVar(&o.recompute, "recompute", false, "recompute summary.json from requests.msgpack")
 	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
 	o.metrics = addMetricFlags(fs)
@@ -52,16 +53,16 @@ rewritten.`,
 }
 
 func runReport(app *App, o *reportOptions) error {
+	mopts, err := o.metrics.options() // checked first: a bad flag is named before DIR is read
+	if err != nil {
+		return err
+	}
 	sum, err := runner.ReadSummary(o.dir)
 	if err != nil {
 		return err
 	}
 	recPath := filepath.Join(o.dir, runner.RecordsFile)
 	if o.recompute {
-		mopts, err := o.metrics.options()
-		if err != nil {
-			return err
-		}
 		sum, err = runner.Resummarize(o.dir, sum, mopts)
 		if err != nil {
 			return err

@@ -89,10 +89,13 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	info.Seed = o.load.seed
 	info.Version = version
 	info.Tokenizer = tok.Name()
+	if o.target.endpoint == "" {
+		info.EngineSeed = o.engine.resolvedSeed
+	}
 	res, err := runner.RunHTTP(ctx, runner.HTTPRun{
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
-		Progress: o.output.progress(app), Terminal: app.IsTerminal, Interrupts: app.interrupts(), Shard: shard,
+		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
 	})
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {

@@ -239,6 +239,7 @@ func (f *loadFlags) mode() string {
 
 // metricFlags set SLOs, stall rules and prices.
 type metricFlags struct {
+	fs        *pflag.FlagSet
 	slo       string
 	classSLO  []string
 	stall     string
@@ -253,15 +254,15 @@ type metricFlags struct {
 }
 
 func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
-	f := &metricFlags{}
+	f := &metricFlags{fs: fs}
 	fs.StringVar(&f.slo, "slo", "", "SLOs for goodput, e.g. ttft=500ms,tpot=50ms,max_gap=1s,e2e=20s,itl_p99=100ms (bare numbers are ms)")
 	fs.StringArrayVar(&f.classSLO, "class-slo", nil, "per-class SLOs CLASS:ttft=…,tpot=… (repeatable; overrides --slo for that class)")
 	fs.StringVar(&f.stall, "stall-threshold", "5x", "a chunk gap above this is a stall: a duration (e.g. 250ms) or a multiple of the run's median TPOT, at least 20ms (e.g. 5x)")
-	fs.Float64Var(&f.priceIn, "price-input", 0, "price per million input tokens (cost block)")
-	fs.Float64Var(&f.priceOut, "price-output", 0, "price per million output tokens (cost block)")
-	fs.Float64Var(&f.gpuHour, "gpu-hour-cost", 0, "price of one GPU-hour (cost block, with --gpus)")
+	fs.Float64Var(&f.priceIn, "price-input", 0, "price per million input tokens (cost block; a token-priced API: not with --gpu-hour-cost)")
+	fs.Float64Var(&f.priceOut, "price-output", 0, "price per million output tokens (cost block; not with --gpu-hour-cost)")
+	fs.Float64Var(&f.gpuHour, "gpu-hour-cost", 0, "price of one GPU-hour (cost block for a server you run, with --gpus; not with token prices)")
 	fs.IntVar(&f.gpus, "gpus", 1, "GPUs serving the endpoint, for --gpu-hour-cost")
-	fs.StringVar(&f.currency, "currency", "USD", "currency label for the cost block")
+	fs.StringVar(&f.currency, "currency", "USD", "currency label for the cost block (with a price)")
 	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
 	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see README)")
 	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see README)")
@@ -309,11 +310,39 @@ func (f *metricFlags) options() (metrics.Options, error) {
 	if f.priceIn < 0 || f.priceOut < 0 || f.gpuHour < 0 || f.gpus < 1 {
 		return o, fmt.Errorf("prices must be >= 0 and --gpus >= 1")
 	}
+	tokenPriced := f.priceIn > 0 || f.priceOut > 0
+	switch {
+	case tokenPriced && f.gpuHour > 0:
+		return o, fmt.Errorf("--gpu-hour-cost and --price-input/--price-output are two ways to price a run (the GPUs you rent, or the tokens an API bills): give one")
+	case f.changed("gpus") && f.gpuHour == 0:
+		return o, fmt.Errorf("--gpus counts the GPUs for --gpu-hour-cost; give --gpu-hour-cost too, or drop --gpus")
+	case f.changed("currency") && !tokenPriced && f.gpuHour == 0:
+		return o, fmt.Errorf("--currency labels a cost; give --price-input/--price-output or --gpu-hour-cost too, or drop --currency")
+	}
 	o.PricePerMInput, o.PricePerMOutput = f.priceIn, f.priceOut
 	o.GPUHourCost, o.GPUCount, o.Currency = f.gpuHour, f.gpus, f.currency
 	o.LagLimit = f.lagLimit
 	o.FluidityTTFT, o.FluidityTBT = f.fluidTTFT, f.fluidTBT
 	return o, nil
+}
+
+// metricFlagNames lists the flags addMetricFlags defines.
+var metricFlagNames = []string{"slo", "class-slo", "stall-threshold", "price-input", "price-output",
+	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt"}
+
+func (f *metricFlags) changed(name string) bool {
+	fl := f.fs.Lookup(name)
+	return fl != nil && fl.Changed
+}
+
+// anyChanged reports whether any metric flag was given.
+func (f *metricFlags) anyChanged() bool {
+	for _, n := range metricFlagNames {
+		if f.changed(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // outputFlags choose where results go and how the report is built.

@@ -29,7 +29,7 @@ times a real GPU would, from a roofline model of the chosen model and GPU. It se
 /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /version and
 /llmbench/time (the clock reference of sharded runs, see run --shard).
 It binds 127.0.0.1 unless --addr says otherwise.`,
-		Example: `  llmbench serve --model llama-3.1-8b --gpu h100
+		Example: `  llmbench serve --model llama-3.1-8b --gpu h100-sxm
   llmbench serve --addr 127.0.0.1:9000 --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8
   LLMBENCH_API_KEY=secret llmbench serve --faults reset-mid=0.05,status-503=0.05`,
 		Args: cobra.NoArgs,

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/runner/engineadapter"
@@ -36,7 +37,7 @@ clock and write the same results directory and report as "run". A what-if tool: 
 to P99 TTFT on H200 with FP8 and speculative decoding?" in seconds, without a GPU. Times are the
 engine's ground truth: there is no client or network in the numbers.`,
 		Example: `  llmbench simulate --trace traces/examples/chat-small.jsonl --gpu h200 --weight-dtype fp8
-  llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100 --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2`,
+  llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), app, o) },
 	}
@@ -68,6 +69,9 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := simulateOnlyFlags(o, cfg); err != nil {
+		return err
+	}
 	mopts, err := o.metrics.options()
 	if err != nil {
 		return err
@@ -76,6 +80,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	info := metrics.RunInfo{
 		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",
+		EngineSeed: cfg.Seed,
 	}
 	res, err := runner.Execute(ctx, runner.Options{
 		Requests: reqs, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
@@ -89,4 +94,23 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
 	}
 	return err
+}
+
+// simulateOnlyFlags refuses the flags that mean something only over HTTP: on the virtual clock
+// there is no stream to frame, no connection to fault and no progress display.
+func simulateOnlyFlags(o *simulateOptions, cfg refengine.Config) error {
+	for _, n := range []string{"wire", "reasoning"} {
+		if fl := o.engine.fs.Lookup(n); fl != nil && fl.Changed {
+			return fmt.Errorf("--%s shapes the HTTP stream; simulate has none (use run, which serves the engine over HTTP)", n)
+		}
+	}
+	if o.output.noProgress {
+		return fmt.Errorf("--no-progress: simulate shows no progress display")
+	}
+	http := cfg.Faults
+	http.EarlyEOS, http.Seed, http.From, http.Until = 0, 0, 0, 0
+	if http := http.String(); http != "" {
+		return fmt.Errorf("--faults %s act on HTTP streams and do not apply to simulate (only early-eos does); use run", http)
+	}
+	return nil
 }

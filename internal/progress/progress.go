@@ -1,14 +1,20 @@
-// Package progress draws the live progress of a run: a bar redrawn in place on a terminal, a
-// plain line every few seconds otherwise. It only reads snapshots and never affects the run.
-// It is internal: the CLI's display, not an API.
+// Package progress draws the live view of a run: on a terminal a panel redrawn in place at
+// most four times a second, otherwise a plain line every few seconds (CI logs). It only reads
+// counters and the finished requests it is shown; it never affects the run. Its rolling
+// figures (the last WindowSlots seconds) are for watching a run, not results: those come from
+// the records. It is internal: the CLI's display, not an API.
 package progress
 
 import (
 	"fmt"
 	"io"
+	"math"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Snapshot is the live state of a run for the progress display.
@@ -16,41 +22,90 @@ type Snapshot struct {
 	Sent, InFlight, Done, Failed, OutputTokens int64
 }
 
-// Display draws a progress bar on a terminal (redrawn in place) or prints a plain line every
-// few seconds otherwise. It never affects the run: it only reads snapshots.
+// Server is the endpoint's own view, from its Prometheus /metrics (-1: not exported).
+type Server struct {
+	Running, Waiting float64
+	KVUsage          float64 // 0..1
+}
+
+// Request is one finished request as the display sees it.
+type Request struct {
+	// Failure is the failure kind, "" for a success.
+	Failure string
+	// TTFT is the time to first token (negative: none).
+	TTFT time.Duration
+	// Lag is the schedule lag, dispatch minus intended time (negative: never dispatched).
+	Lag time.Duration
+	// OutputTokens are the request's output tokens.
+	OutputTokens int
+	// ITL, when set, calls add for each chunk gap with the number of tokens it stands for
+	// (per-token ITL: a chunk of k tokens is its gap once and k-1 zero gaps).
+	ITL func(add func(gap time.Duration, tokens int))
+}
+
+// Options configure a Display.
+type Options struct {
+	W io.Writer
+	// Terminal redraws a panel in place; otherwise a line is printed every Every.
+	Terminal bool
+	// Total is the number of requests expected (0: unknown); Expected the run's nominal
+	// length in wall time (0: unknown).
+	Total    int
+	Expected time.Duration
+	Snap     func() Snapshot
+	// Server, when set, returns the latest scrape (ok false before the first).
+	Server func() (Server, bool)
+	// LagLimit is the schedule-lag P99 above which the client is shown as limited.
+	LagLimit time.Duration
+	// Width bounds a terminal panel's lines (default 100), so a line never wraps and breaks
+	// the redraw; plain lines are whole.
+	Width int
+	// Every is the refresh period: on a terminal at least 250 ms (at most four frames a
+	// second; default 250 ms), otherwise default 5 s.
+	Every time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Display draws the live view. Observe, Stop and the drawing goroutine may run concurrently.
 type Display struct {
-	w        io.Writer
-	terminal bool
-	total    int
-	snap     func() Snapshot
-	now      func() time.Time
-	start    time.Time
+	o     Options
+	start time.Time
 
 	mu       sync.Mutex
-	lastTok  int64
-	lastAt   time.Time
-	rate     float64
+	win      *window
+	failures map[string]int
+	lines    int // lines of the last terminal frame
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 }
 
-// Start begins drawing to w; total is the number of requests expected (0 = unknown). Call Stop
-// when the run ends. now may be nil (time.Now).
-func Start(w io.Writer, terminal bool, total int, snap func() Snapshot, now func() time.Time) *Display {
-	if now == nil {
-		now = time.Now
+// MinFrame is the shortest refresh period on a terminal: at most four frames a second.
+const MinFrame = 250 * time.Millisecond
+
+// Start begins drawing; call Stop when the run ends.
+func Start(o Options) *Display {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	p := &Display{w: w, terminal: terminal, total: total, snap: snap, now: now, stop: make(chan struct{}), done: make(chan struct{})}
-	p.start = now()
-	p.lastAt = p.start
-	every := 5 * time.Second
-	if terminal {
-		every = 200 * time.Millisecond
+	if o.Width <= 0 {
+		o.Width = 100
 	}
+	switch {
+	case o.Terminal && o.Every < MinFrame:
+		o.Every = MinFrame
+	case !o.Terminal && o.Every <= 0:
+		o.Every = 5 * time.Second
+	}
+	if o.LagLimit <= 0 {
+		o.LagLimit = 5 * time.Millisecond
+	}
+	p := &Display{o: o, win: newWindow(), failures: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+	p.start = o.Now()
 	go func() {
 		defer close(p.done)
-		t := time.NewTicker(every)
+		t := time.NewTicker(o.Every)
 		defer t.Stop()
 		for {
 			select {
@@ -64,6 +119,35 @@ func Start(w io.Writer, terminal bool, total int, snap func() Snapshot, now func
 	return p
 }
 
+// Observe adds one finished request to the rolling window.
+func (p *Display) Observe(r Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.win.at(p.second())
+	s.n++
+	s.tokens += int64(r.OutputTokens)
+	if r.Lag >= 0 {
+		s.lag.add(micros(r.Lag), 1)
+	}
+	if r.Failure != "" {
+		p.failures[r.Failure]++
+		return
+	}
+	if r.TTFT >= 0 {
+		s.ttft.add(micros(r.TTFT), 1)
+	}
+	if r.ITL != nil {
+		r.ITL(func(gap time.Duration, tokens int) {
+			s.itl.add(micros(gap), 1)
+			if tokens > 1 {
+				s.itl.add(0, uint32(tokens-1))
+			}
+		})
+	}
+}
+
+func (p *Display) second() int64 { return int64(p.o.Now().Sub(p.start) / time.Second) }
+
 // Stop draws the final state and ends the display.
 func (p *Display) Stop() {
 	p.stopOnce.Do(func() {
@@ -73,59 +157,153 @@ func (p *Display) Stop() {
 	})
 }
 
-// line renders one progress line for s at elapsed time el.
-func (p *Display) line(s Snapshot, el time.Duration, rate float64) string {
-	var b strings.Builder
-	if p.total > 0 {
-		const width = 24
-		frac := float64(s.Done) / float64(p.total)
-		if frac > 1 {
-			frac = 1
-		}
-		n := int(frac * width)
-		b.WriteByte('[')
-		b.WriteString(strings.Repeat("=", n))
-		if n < width {
-			b.WriteByte('>')
-			b.WriteString(strings.Repeat(" ", width-n-1))
-		}
-		fmt.Fprintf(&b, "] %d/%d done", s.Done, p.total)
-	} else {
-		fmt.Fprintf(&b, "%d done", s.Done)
+// frame renders the panel's lines (terminal) or its one line (otherwise).
+func (p *Display) frame() []string {
+	now := p.o.Now()
+	el := now.Sub(p.start)
+	s := p.o.Snap()
+	f := p.win.figures(int64(el / time.Second))
+	span := math.Min(float64(WindowSlots), math.Max(el.Seconds(), 1))
+
+	clock := fmtDur(el)
+	if p.o.Expected > 0 {
+		clock += " / " + fmtDur(p.o.Expected)
 	}
-	fmt.Fprintf(&b, " · %d in flight · %d failed · %.0f tok/s · %.1fs", s.InFlight, s.Failed, rate, el.Seconds())
-	return b.String()
+	done := strconv.FormatInt(s.Done, 10)
+	if p.o.Total > 0 {
+		done += "/" + strconv.Itoa(p.o.Total)
+	}
+	counts := fmt.Sprintf("sent %d · in flight %d · completed %d · failed %d", s.Sent, s.InFlight, s.Done-s.Failed, s.Failed)
+	if len(p.failures) > 0 {
+		counts += " (" + p.failureText() + ")"
+	}
+	lat := fmt.Sprintf("TTFT p50 %s p99 %s ms · ITL p50 %s p99 %s ms · %s output tok/s",
+		fmtMs(f.ttftP50), fmtMs(f.ttftP99), fmtMs(f.itlP50), fmtMs(f.itlP99), fmtRate(float64(f.tokens)/span))
+	verdict := "client healthy"
+	if f.lagP99 > float64(p.o.LagLimit)/float64(time.Millisecond) {
+		verdict = "client LIMITED"
+	}
+	client := fmt.Sprintf("%s: schedule lag p99 %s ms (limit %s ms)", verdict, fmtMs(f.lagP99), fmtMs(float64(p.o.LagLimit)/float64(time.Millisecond)))
+	server := ""
+	if p.o.Server != nil {
+		if sv, ok := p.o.Server(); ok {
+			server = "server: " + gauge(sv.Running, " running") + " · " + gauge(sv.Waiting, " waiting") + " · KV cache " + kv(sv.KVUsage)
+		} else {
+			server = "server: no /metrics sample yet"
+		}
+	}
+	if !p.o.Terminal {
+		line := clock + " · " + done + " done · " + counts + " · last 10 s: " + lat + " · " + client
+		if server != "" {
+			line += " · " + server
+		}
+		return []string{line}
+	}
+	lines := []string{
+		"llmbench · " + clock + " · " + bar(s.Done, p.o.Total) + " " + done + " done",
+		counts,
+		"last 10 s: " + lat,
+		client,
+	}
+	if server != "" {
+		lines = append(lines, server)
+	}
+	return lines
 }
 
 func (p *Display) draw(final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.snap()
-	now := p.now()
-	if dt := now.Sub(p.lastAt).Seconds(); dt >= 0.5 || final {
-		if dt > 0 {
-			inst := float64(s.OutputTokens-p.lastTok) / dt
-			if p.rate == 0 {
-				p.rate = inst
-			} else {
-				p.rate = 0.5*p.rate + 0.5*inst
-			}
-		}
-		p.lastTok, p.lastAt = s.OutputTokens, now
+	lines := p.frame()
+	var b strings.Builder
+	if p.o.Terminal && p.lines > 0 {
+		fmt.Fprintf(&b, "\033[%dA", p.lines) // back to the top of the last frame
 	}
-	rate := p.rate
-	if final {
-		if el := now.Sub(p.start).Seconds(); el > 0 {
-			rate = float64(s.OutputTokens) / el
+	for _, l := range lines {
+		if p.o.Terminal {
+			l = clipRunes(l, p.o.Width) // a wrapped line would break the redraw
+			b.WriteString("\r\033[K")
 		}
+		b.WriteString(l)
+		b.WriteByte('\n')
 	}
-	line := p.line(s, now.Sub(p.start), rate)
+	if p.o.Terminal {
+		b.WriteString("\033[J") // clear what a longer last frame left below
+		p.lines = len(lines)
+	}
+	_, _ = io.WriteString(p.o.W, b.String())
+}
+
+func (p *Display) failureText() string {
+	kinds := make([]string, 0, len(p.failures))
+	for k := range p.failures {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if p.failures[kinds[i]] != p.failures[kinds[j]] {
+			return p.failures[kinds[i]] > p.failures[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = k + " " + strconv.Itoa(p.failures[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func bar(done int64, total int) string {
+	const width = 20
+	if total <= 0 {
+		return ""
+	}
+	n := int(math.Min(1, float64(done)/float64(total)) * width)
+	s := "[" + strings.Repeat("=", n)
+	if n < width {
+		s += ">" + strings.Repeat(" ", width-n-1)
+	}
+	return s + "]"
+}
+
+func fmtDur(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s" }
+
+// fmtMs prints a latency in ms with three significant digits; "-" without samples.
+func fmtMs(v float64) string {
 	switch {
-	case p.terminal && final:
-		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
-	case p.terminal:
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-	default:
-		fmt.Fprintln(p.w, line)
+	case math.IsNaN(v):
+		return "-"
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+func gauge(v float64, label string) string {
+	if v < 0 {
+		return "?" + label
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + label
+}
+
+func kv(v float64) string {
+	if v < 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+}
+
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }

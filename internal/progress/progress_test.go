@@ -1,62 +1,159 @@
 package progress
 
 import (
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
-// fakeClock returns start on the first call and start+step on every later one.
-func fakeClock(start time.Time, step time.Duration) func() time.Time {
-	var mu sync.Mutex
-	calls := 0
-	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		if calls == 1 {
-			return start
-		}
-		return start.Add(step)
-	}
+// clock is a settable fake clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
 }
 
-func TestFinalLine(t *testing.T) {
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func ok(ttft time.Duration, gaps ...time.Duration) Request {
+	return Request{TTFT: ttft, Lag: 200 * time.Microsecond, OutputTokens: len(gaps) + 1,
+		ITL: func(add func(time.Duration, int)) {
+			for _, g := range gaps {
+				add(g, 1)
+			}
+		}}
+}
+
+func TestPlainLineFigures(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
 	var b strings.Builder
-	snap := Snapshot{Sent: 10, Done: 10, Failed: 1, OutputTokens: 4000}
-	d := Start(&b, false, 10, func() Snapshot { return snap }, fakeClock(time.Unix(0, 0), 2*time.Second))
+	snap := Snapshot{Sent: 12, InFlight: 2, Done: 10, Failed: 2, OutputTokens: 400}
+	d := Start(Options{W: &b, Total: 20, Expected: 30 * time.Second, Snap: func() Snapshot { return snap },
+		Every: time.Hour, Now: c.now})
+	c.advance(4 * time.Second)
+	for i := 0; i < 8; i++ {
+		d.Observe(ok(20*time.Millisecond, 7*time.Millisecond, 7*time.Millisecond, 30*time.Millisecond))
+	}
+	d.Observe(Request{Failure: "http_5xx", TTFT: -1, Lag: time.Millisecond})
+	d.Observe(Request{Failure: "timeout_idle", TTFT: -1, Lag: time.Millisecond})
 	d.Stop()
 	d.Stop() // a second Stop draws nothing more
-	want := "[========================] 10/10 done · 0 in flight · 1 failed · 2000 tok/s · 2.0s\n"
-	if got := b.String(); got != want {
-		t.Fatalf("final line\n got %q\nwant %q", got, want)
+	got := b.String()
+	if strings.Count(got, "\n") != 1 || strings.Contains(got, "\033") {
+		t.Fatalf("want one plain line, got %q", got)
 	}
-}
-
-func TestLine(t *testing.T) {
-	p := &Display{total: 8}
-	for _, c := range []struct {
-		total int
-		s     Snapshot
-		want  string
-	}{
-		{8, Snapshot{Done: 2, InFlight: 3}, "[======>                 ] 2/8 done · 3 in flight · 0 failed · 12 tok/s · 1.5s"},
-		{8, Snapshot{Done: 9}, "[========================] 9/8 done · 0 in flight · 0 failed · 12 tok/s · 1.5s"},
-		{0, Snapshot{Done: 5, Failed: 2}, "5 done · 0 in flight · 2 failed · 12 tok/s · 1.5s"},
-	} {
-		p.total = c.total
-		if got := p.line(c.s, 1500*time.Millisecond, 12); got != c.want {
-			t.Errorf("line(%+v)\n got %q\nwant %q", c.s, got, c.want)
+	for _, want := range []string{"4.0 s / 30.0 s", "10/20 done", "sent 12 · in flight 2 · completed 8 · failed 2 (http_5xx 1, timeout_idle 1)",
+		"8 output tok/s", "client healthy: schedule lag p99 ", "(limit 5.00 ms)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("line lacks %q:\n%s", want, got)
+		}
+	}
+	// The rolling percentiles, within the window histogram's 4% bins.
+	m := regexp.MustCompile(`TTFT p50 (\S+) p99 (\S+) ms · ITL p50 (\S+) p99 (\S+) ms`).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("no latency figures in %q", got)
+	}
+	for i, want := range []float64{20, 20, 7, 30} {
+		v, err := strconv.ParseFloat(m[i+1], 64)
+		if err != nil || math.Abs(v-want)/want > 0.04 {
+			t.Errorf("figure %d = %s, want about %v", i+1, m[i+1], want)
 		}
 	}
 }
 
-func TestTerminalRedrawsInPlace(t *testing.T) {
+func TestWindowForgetsOldSeconds(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	d := Start(Options{W: &strings.Builder{}, Snap: func() Snapshot { return Snapshot{} }, Every: time.Hour, Now: c.now})
+	defer d.Stop()
+	d.Observe(ok(900 * time.Millisecond))
+	c.advance(5 * time.Second)
+	d.Observe(ok(10 * time.Millisecond))
+	f := d.win.figures(5)
+	if f.requests != 2 || math.Abs(f.ttftP99-900)/900 > 0.1 {
+		t.Fatalf("at 5 s: %+v", f)
+	}
+	f = d.win.figures(10) // the first second has left the window
+	if f.requests != 1 || math.Abs(f.ttftP99-10)/10 > 0.1 {
+		t.Fatalf("at 10 s: %+v", f)
+	}
+	if f := d.win.figures(30); f.requests != 0 || !math.IsNaN(f.ttftP50) {
+		t.Fatalf("at 30 s: %+v", f)
+	}
+	if fmtMs(math.NaN()) != "-" {
+		t.Error("no samples should read -")
+	}
+}
+
+func TestPanelRedrawsInPlace(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
 	var b strings.Builder
-	d := Start(&b, true, 0, func() Snapshot { return Snapshot{Done: 1} }, fakeClock(time.Unix(0, 0), time.Second))
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return b.Write(p) })
+	d := Start(Options{W: w, Terminal: true, Total: 5, Snap: func() Snapshot { return Snapshot{Done: 1, Sent: 2, InFlight: 1} },
+		Server: func() (Server, bool) { return Server{Running: 7, Waiting: 3, KVUsage: 0.25}, true },
+		Width:  60, Every: time.Millisecond, Now: c.now})
+	if d.o.Every != MinFrame {
+		t.Errorf("terminal refresh every %v, want at most four frames a second (%v)", d.o.Every, MinFrame)
+	}
+	lines := d.frame()
+	if len(lines) != 5 || !strings.HasPrefix(lines[4], "server: 7 running · 3 waiting · KV cache 25.0%") {
+		t.Fatalf("panel %q", lines)
+	}
+	d.draw(false)
 	d.Stop()
-	if got := b.String(); !strings.HasPrefix(got, "\r\033[K") || !strings.HasSuffix(got, "\n") {
-		t.Fatalf("terminal output %q: want a line cleared in place and ended", got)
+	mu.Lock()
+	got := b.String()
+	mu.Unlock()
+	frames := strings.Split(got, "\033[5A")
+	if len(frames) < 2 {
+		t.Fatalf("the second frame does not move back over the first: %q", got)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		l = strings.TrimPrefix(strings.TrimPrefix(l, "\033[J"), "\033[5A")
+		l = strings.TrimPrefix(l, "\r\033[K")
+		if n := utf8.RuneCountInString(l); n > 60 {
+			t.Errorf("line of %d columns (> 60): %q", n, l)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestLogHistQuantiles(t *testing.T) {
+	var h logHist
+	for i := 1; i <= 1000; i++ {
+		h.add(int64(i)*1000, 1) // 1..1000 ms
+	}
+	for q, want := range map[float64]float64{0.5: 500, 0.99: 990} {
+		if got := quantileMs(&h, q); math.Abs(got-want)/want > 0.04 {
+			t.Errorf("q%v = %v ms, want about %v", q, got, want)
+		}
+	}
+}
+
+// BenchmarkObserve is the display's cost per finished request of 200 chunks.
+func BenchmarkObserve(b *testing.B) {
+	c := &clock{t: time.Unix(0, 0)}
+	d := Start(Options{W: &strings.Builder{}, Snap: func() Snapshot { return Snapshot{} }, Every: time.Hour, Now: c.now})
+	defer d.Stop()
+	gaps := make([]time.Duration, 200)
+	for i := range gaps {
+		gaps[i] = time.Duration(5+i%20) * time.Millisecond
+	}
+	r := ok(30*time.Millisecond, gaps...)
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Observe(r)
 	}
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFlagAudit: a flag that would do nothing in a mode is refused there, with a message that
+// names it, before anything is started. One row per such case, over every command this file
+// covers (ab, compare and sweep audit their own flags).
+func TestFlagAudit(t *testing.T) {
+	const ep = "http://127.0.0.1:1" // never contacted: each row fails while checking flags
+	tr := chatSmall
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		// run
+		{"run engine flag with an endpoint", []string{"run", "--trace", tr, "--endpoint", ep, "--gpu", "h200"}, "--gpu"},
+		{"run engine seed with an endpoint", []string{"run", "--trace", tr, "--endpoint", ep, "--engine-seed", "3"}, "--engine-seed"},
+		{"run time scale with an endpoint", []string{"run", "--trace", tr, "--endpoint", ep, "--time-scale", "4"}, "--time-scale"},
+		{"run closed loop and a cap", []string{"run", "--trace", tr, "--concurrency", "2", "--max-concurrency", "4"}, "--max-concurrency"},
+		{"run token prices and GPU-hour cost", []string{"run", "--trace", tr, "--price-output", "2", "--gpu-hour-cost", "3"}, "--gpu-hour-cost"},
+		{"run gpus without GPU-hour cost", []string{"run", "--trace", tr, "--gpus", "8"}, "--gpus"},
+		{"run currency without a price", []string{"run", "--trace", tr, "--currency", "EUR"}, "--currency"},
+		{"run spec alpha without k", []string{"run", "--trace", tr, "--spec-alpha", "0.7"}, "--spec-alpha"},
+		{"run draft model without k", []string{"run", "--trace", tr, "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
+		{"run transfer bandwidth without disaggregation", []string{"run", "--trace", tr, "--kv-transfer-gbps", "50"}, "--kv-transfer-gbps"},
+		{"run engine seed zero", []string{"run", "--trace", tr, "--engine-seed", "0"}, "--engine-seed"},
+		// simulate
+		{"simulate wire", []string{"simulate", "--trace", tr, "--wire", "tgi"}, "--wire"},
+		{"simulate reasoning", []string{"simulate", "--trace", tr, "--reasoning", "0.5"}, "--reasoning"},
+		{"simulate HTTP faults", []string{"simulate", "--trace", tr, "--faults", "status-503=0.1,early-eos=0.2"}, "status-503"},
+		{"simulate no progress", []string{"simulate", "--trace", tr, "--no-progress"}, "--no-progress"},
+		{"simulate gpus without GPU-hour cost", []string{"simulate", "--trace", tr, "--gpus", "2"}, "--gpus"},
+		{"simulate draft model without k", []string{"simulate", "--trace", tr, "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
+		// serve
+		{"serve spec alpha without k", []string{"serve", "--spec-alpha", "0.5"}, "--spec-alpha"},
+		{"serve draft model without k", []string{"serve", "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
+		// report
+		{"report echarts with terminal output", []string{"report", t.TempDir(), "--format", "terminal", "--echarts-js", "e.js"}, "--echarts-js"},
+		{"report prices twice", []string{"report", t.TempDir(), "--price-input", "1", "--gpu-hour-cost", "2"}, "--gpu-hour-cost"},
+		// gen
+		{"gen rate-end without a ramp", []string{"gen", "--rate-end", "4"}, "--rate-end"},
+		{"gen print-spec with out", []string{"gen", "--print-spec", "--out", "x.jsonl"}, "--out"},
+		// import
+		{"import rate for azure", []string{"import", "--format", "azure", "--rate", "3", "in.csv"}, "--rate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			app := newTestApp(nil)
+			if code := app.cli(c.args...); code == 0 {
+				t.Fatalf("%v: exit 0, want an error naming %s", c.args, c.want)
+			}
+			if msg := app.err.String(); !strings.Contains(msg, c.want) {
+				t.Errorf("%v: error %q does not name %s", c.args, msg, c.want)
+			}
+		})
+	}
+}
