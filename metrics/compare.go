@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -155,32 +156,56 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		bd = bd.restrict(pairs, 0)
 		cd = cd.restrict(pairs, 1)
 	}
-	conf := fmt.Sprintf("%g%%", opts.Confidence*100)
-	if paired {
-		cmp.Method = fmt.Sprintf("paired bootstrap over %d request ids matched by id (all runs of an id drawn together on both sides), %d resamples, %s percentile intervals, seed %d", len(pairs), opts.Resamples, conf, opts.Seed)
-	} else {
-		cmp.Method = fmt.Sprintf("unpaired bootstrap (each side's request ids resampled independently), %d resamples, %s percentile intervals, seed %d", opts.Resamples, conf, opts.Seed)
+	bp := planBlocks(bd)
+	cp := bp
+	if !paired {
+		cp = planBlocks(cd)
 	}
+	cmp.Method = varianceMethod(bd.runs, cd.runs, &bp, &cp, paired, len(pairs), opts)
+	cmp.Multiplicity = MultiplicityHolm
+	cmp.BlockLength = bp.length
 
 	baseVals := bd.eval(specs, nil, bd.window)
 	candVals := cd.eval(specs, nil, cd.window)
-	deltas := bootstrap(bd, cd, specs, paired, opts)
+	deltas := bootstrap(bd, cd, &bp, &cp, specs, paired, opts)
+	factor := runFactor(bd.runs, cd.runs)
+	df := bootDF(bd.runs, cd.runs, min(bp.blocks, cp.blocks))
 
 	for i, sp := range specs {
 		md := MetricDelta{Name: sp.info.Name, Unit: sp.info.Unit, Better: sp.info.Better, Base: baseVals[i], Cand: candVals[i]}
-		finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples)
-		applyThresholds(&md, sp.info, opts.Thresholds)
+		bs, cs := bd.spread(sp), cd.spread(sp)
+		switch {
+		case perRunScalar(sp.info.Name):
+			finishPerRun(&md, bs.Values, cs.Values, opts.Confidence)
+		case isProportion(sp.info.Name) && !math.IsNaN(md.Base) && !math.IsNaN(md.Cand):
+			pb, okB := proportionSide(bd, &bp, sp.info.Name)
+			pc, okC := proportionSide(cd, &cp, sp.info.Name)
+			if okB && okC {
+				finishProportion(&md, pb, pc, opts.Confidence)
+			} else {
+				md.Verdict = VerdictNA
+			}
+		default:
+			finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples, factor, df)
+		}
 		if len(base) > 1 {
-			md.BaseSpread = bd.spread(sp)
+			md.BaseSpread = bs
 		}
 		if len(cand) > 1 {
-			md.CandSpread = cd.spread(sp)
+			md.CandSpread = cs
 		}
+		cmp.Metrics = append(cmp.Metrics, md)
+	}
+	runs := max(bd.runs, cd.runs)
+	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, multiTokenChunks(bd) || multiTokenChunks(cd), runs)...)
+	if bd.runs < 2 && cd.runs < 2 {
+		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --repeats, or several result sets per side) for decisions that hold up on a rerun")
+	}
+	for _, md := range cmp.Metrics {
 		if md.Verdict == VerdictRegressed {
 			cmp.Regressed = true
 			cmp.Regressions = append(cmp.Regressions, md.Name)
 		}
-		cmp.Metrics = append(cmp.Metrics, md)
 	}
 	if cmp.Regressions == nil {
 		cmp.Regressions = []string{}

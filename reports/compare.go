@@ -20,7 +20,8 @@ func ComparisonHeadline(c *metrics.Comparison) string {
 		counts[m.Verdict]++
 	}
 	var tail []string
-	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictUnchanged, metrics.VerdictNA} {
+	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictUnchanged,
+		metrics.VerdictNotAssessable, metrics.VerdictDescriptive, metrics.VerdictNA} {
 		if counts[v] > 0 {
 			tail = append(tail, fmt.Sprintf("%d %s", counts[v], v))
 		}

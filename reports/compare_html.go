@@ -28,11 +28,13 @@ func chartID(prefix, name string) string {
 var verdictColor = map[string]string{
 	metrics.VerdictRegressed: colRed, metrics.VerdictWorse: colOrange, metrics.VerdictBetter: colGreen,
 	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8",
+	metrics.VerdictNotAssessable: "#c0c4c8", metrics.VerdictDescriptive: "#c0c4c8",
 }
 
 var verdictClass = map[string]string{
 	metrics.VerdictRegressed: "bad", metrics.VerdictWorse: "bad", metrics.VerdictBetter: "good",
 	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted",
+	metrics.VerdictNotAssessable: "muted", metrics.VerdictDescriptive: "muted",
 }
 
 // WriteComparisonHTML writes the self-contained HTML report of a comparison: the regression
