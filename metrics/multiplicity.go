@@ -39,8 +39,13 @@ func finishPerRun(md *MetricDelta, base, cand []float64, conf float64) {
 	setInterval(md, se, sePct, df, conf)
 }
 
-// finishProportion sets a proportion's interval (Newcombe on effective sample sizes).
+// finishProportion sets a proportion's interval (Newcombe on effective sample sizes). The
+// design effect is a property of the design (the same trace on the same kind of system), so
+// the larger of the two sides' applies to both: a side at 0% shows no clustering of its own.
 func finishProportion(md *MetricDelta, b, c propSide, conf float64) {
+	deff := max(b.deff, c.deff)
+	b.deff, c.deff = deff, deff
+	b.nEff, c.nEff = max(1, b.n/deff), max(1, c.n/deff)
 	md.Delta = md.Cand - md.Base
 	if md.Base != 0 {
 		md.DeltaPct = md.Delta / math.Abs(md.Base) * 100
