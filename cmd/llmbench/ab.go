@@ -22,7 +22,9 @@ type abOptions struct {
 	aEndpoint, bEndpnt string
 	aEngine, bEngine   []string
 	aName, bName       string
-	repeats            int
+	repeats            string
+	maxRepeats         int
+	selfCheck          int
 	warmupRequests     int
 	failOn             string
 	format             string
@@ -73,7 +75,9 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
 	fs.StringArrayVar(&o.bEngine, "b-engine", nil, "arm B reference-engine flag overrides, e.g. spec-k=4,spec-alpha=0.8")
 	fs.StringVar(&o.aName, "a-name", "A", "label of arm A")
 	fs.StringVar(&o.bName, "b-name", "B", "label of arm B")
-	fs.IntVar(&o.repeats, "repeats", 2, "measured runs per arm, interleaved A B B A …")
+	fs.StringVar(&o.repeats, "repeats", "2", "measured runs per arm, interleaved A B B A …, or auto: add repeats until each --fail-on metric's interval is narrower than its limit (up to --max-repeats)")
+	fs.IntVar(&o.maxRepeats, "max-repeats", 10, "with --repeats auto: the most runs per arm")
+	fs.IntVar(&o.selfCheck, "self-check", 0, "run N A/A experiments of the embedded engine (arm A's configuration on both arms, --repeats 3 unless given) and report how many showed no labels and passed the gate; exit 1 when fewer than 9 in 10 did")
 	fs.IntVar(&o.warmupRequests, "warmup-requests", 8, "requests sent to each arm before measuring (discarded; 0 = none)")
 	fs.StringVar(&o.failOn, "fail-on", "", "regression rules for B vs A, as in compare")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown, json")
@@ -103,6 +107,25 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	}
 	if o.aName == o.bName {
 		return 2, fmt.Errorf("--a-name and --b-name must differ")
+	}
+	repeats, auto, err := parseRepeats(o.repeats, o.maxRepeats)
+	if err != nil {
+		return 2, err
+	}
+	if auto && o.failOn == "" {
+		return 2, fmt.Errorf("--repeats auto needs --fail-on: it adds repeats until each rule's metric is measured more precisely than the rule's limit")
+	}
+	if o.selfCheck < 0 {
+		return 2, fmt.Errorf("--self-check %d: want a number of A/A experiments, e.g. 10", o.selfCheck)
+	}
+	if o.selfCheck > 0 {
+		if o.aEndpoint != "" || len(o.bEngine) > 0 {
+			return 2, fmt.Errorf("--self-check compares the embedded engine with itself: drop --a-endpoint/--b-endpoint and --b-engine")
+		}
+		o.bEngine = o.aEngine
+		if !o.fs.Changed("repeats") {
+			repeats = 3
+		}
 	}
 	reqs, err := o.traceFlags.read()
 	if err != nil {
@@ -139,16 +162,28 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	defer cancel()
 	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
 	defer stop()
-	res, err := runner.AB(ctx, runner.ABOptions{
-		Requests: reqs, Repeats: o.repeats, WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
+	abOpts := runner.ABOptions{
+		Requests: reqs, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
+		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
 		OutDir: out, Metrics: mopts, HTML: o.output.html(app),
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
 		OnRun: func(arm string, rep, of int) {
-			fmt.Fprintf(app.Stderr, "ab: arm %s, run %d of %d\n", arm, rep, of)
+			upTo := ""
+			if auto {
+				upTo = "up to "
+			}
+			fmt.Fprintf(app.Stderr, "ab: arm %s, run %d of %s%d\n", arm, rep, upTo, of)
 		},
-	}, arms[0], arms[1])
+	}
+	if o.selfCheck > 0 {
+		return selfCheck(ctx, app, abOpts, arms, o.selfCheck)
+	}
+	res, err := runner.AB(ctx, abOpts, arms[0], arms[1])
 	if err != nil {
 		return 2, err
+	}
+	if res.StopReason != "" {
+		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
 	}
 	if len(res.ConfigDiff) > 0 {
 		fmt.Fprintln(app.Stdout, "Configuration differences between the arms:")
