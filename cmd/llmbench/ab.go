@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,7 @@ type abOptions struct {
 	metrics            *metricFlags
 	output             *outputFlags
 	engine             *engineFlags
+	fail               *failureFlags
 	fs                 *pflag.FlagSet
 }
 
@@ -56,9 +58,12 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
   llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --repeats 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.fail.check(); err != nil {
+				return err
+			}
 			code, err := runAB(cmd.Context(), app, o)
 			if err != nil {
-				return &exitError{2, err}
+				return &exitError{code, err}
 			}
 			if code != 0 {
 				return &exitError{code, nil}
@@ -88,6 +93,7 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
+	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -180,7 +186,10 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	}
 	res, err := runner.AB(ctx, abOpts, arms[0], arms[1])
 	if err != nil {
-		return 2, err
+		if app.interrupted.Load() {
+			return exitInterrupted, err
+		}
+		return exitBadInput, err
 	}
 	if res.StopReason != "" {
 		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
@@ -197,10 +206,19 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		return 2, err
 	}
 	fmt.Fprintf(app.Stdout, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)
-	if res.Comparison.Regressed {
-		return 1, nil
+	var sums []*metrics.Summary
+	for _, name := range []string{o.aName, o.bName} {
+		sums = append(sums, res.Summaries[name]...)
 	}
-	return 0, nil
+	if err := measuredExit(app, nil, o.fail, sums...); err != nil {
+		var ee *exitError
+		errors.As(err, &ee)
+		return ee.code, ee.err
+	}
+	if res.Comparison.Regressed {
+		return exitRegression, nil
+	}
+	return exitOK, nil
 }
 
 // greedy returns reqs with temperature 0 where the trace gave none, so that outputs can be

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ type App struct {
 	// Args are the command-line arguments as given (recorded, with secrets redacted, in
 	// summary.json).
 	Args []string
+
+	// interrupted is set by the first interrupt (the command then ends with exit 130).
+	interrupted atomic.Bool
 }
 
 func (app *App) exit(code int) {
@@ -75,7 +79,7 @@ P95/P99, goodput under SLOs and cost.`,
 	return root
 }
 
-// exitError carries a specific exit code (compare uses 1 for a regression, 2 for bad input).
+// exitError carries a specific exit code (see exitcodes.go); an error without one exits 2.
 type exitError struct {
 	code int
 	err  error
@@ -100,7 +104,7 @@ func execute(ctx context.Context, app *App, args []string) int {
 		return ee.code
 	}
 	fmt.Fprintln(app.Stderr, "llmbench:", err)
-	return 1
+	return exitBadInput
 }
 
 func main() {

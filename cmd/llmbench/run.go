@@ -23,6 +23,7 @@ type runOptions struct {
 	metrics *metricFlags
 	output  *outputFlags
 	engine  *engineFlags
+	fail    *failureFlags
 	args    []string
 }
 
@@ -51,11 +52,15 @@ results directory and prints a summary table.`,
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
+	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
+	if err := o.fail.check(); err != nil {
+		return err
+	}
 	trace, err := o.traceFlags.open(app.Stderr)
 	if err != nil {
 		return err
@@ -93,6 +98,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		return measuredExit(app, err, o.fail, res.Summary)
 	}
 	return err
 }

@@ -23,6 +23,7 @@ func (app *App) watchInterrupts(cancel func(), flush func(), grace time.Duration
 			case <-app.Interrupts:
 				n++
 				if n == 1 {
+					app.interrupted.Store(true)
 					fmt.Fprintf(app.Stderr, "\ninterrupt: stopped sending; waiting up to %s for in-flight requests, then writing results (Ctrl-C again to exit now)\n", grace)
 					cancel()
 					continue
