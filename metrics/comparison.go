@@ -72,6 +72,9 @@ type Comparison struct {
 	// CDFs holds both sides' CDFs per distribution ("ttft", "tpot", "itl", "itl_chunk", "e2e",
 	// "max_gap", "tokens_per_chunk", "fluidity") for overlaid charts.
 	CDFs map[string]CDFPair `json:"cdfs"`
+	// ConfigDiff lists every configuration difference between the sides that the run facts
+	// show (filled by the caller that knows the results directories; see RunConfig).
+	ConfigDiff []ConfigDifference `json:"config_diff"`
 	// Warnings are plain-language caveats (unpaired fallback, unmatched ids, client-limited
 	// runs, token mismatches on a side).
 	Warnings []string `json:"warnings"`

@@ -164,6 +164,18 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 		e.printf("\n")
 		e.field("outputs", equivalenceText(eq))
 	}
+	if len(c.ConfigDiff) > 0 {
+		e.printf("\nConfiguration differences (base → candidate)\n")
+		for _, d := range c.ConfigDiff {
+			for i, line := range wrap(termSafe(metrics.ConfigDiffText(d)), termWidth-4) {
+				if i == 0 {
+					e.printf("  %s\n", line)
+				} else {
+					e.printf("    %s\n", line)
+				}
+			}
+		}
+	}
 	if len(c.Warnings) > 0 {
 		e.printf("\nWarnings\n")
 		for _, wn := range c.Warnings {
@@ -214,6 +226,12 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 		}
 		e.mdRow(mdEscape(metricLabel(m)), fmtUnit(m.Base, m.Unit), fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit),
 			deltaPctText(m), ciPct(m), v)
+	}
+	if len(c.ConfigDiff) > 0 {
+		e.printf("\n**Configuration differences** (base → candidate)\n\n")
+		for _, d := range c.ConfigDiff {
+			e.printf("- %s\n", mdEscape(metrics.ConfigDiffText(d)))
+		}
 	}
 	if len(c.Warnings) > 0 {
 		e.printf("\n**Warnings**\n\n")

@@ -82,6 +82,15 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 		p.Sections = append(p.Sections, equivalenceSection(c.Equivalence))
 	}
 	p.Sections = append(p.Sections, sidesSection(c))
+	if len(c.ConfigDiff) > 0 {
+		t := &table{Head: []string{"setting", "base: " + c.Base.Label, "cand: " + c.Cand.Label}}
+		for _, d := range c.ConfigDiff {
+			t.add(txt(d.Key), cell{Text: d.Base, Class: "wrap"}, cell{Text: d.Cand, Class: "wrap"})
+		}
+		p.Sections = append(p.Sections, section{ID: "config", Title: "Configuration differences",
+			Intro:  "Every setting the run facts show that differs between the sides (the first run of each), so that a difference in setup is not mistaken for the change under test.",
+			Blocks: []block{{Table: t}}})
+	}
 	return p
 }
 

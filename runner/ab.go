@@ -173,9 +173,7 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			return res, err
 		}
 	}
-	for _, d := range res.ConfigDiff {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("configuration differs: %s = %q (%s) vs %q (%s)", d.Key, d.A, a.Name, d.B, b.Name))
-	}
+	AttachRunFacts(c, res.Dirs[a.Name], res.Dirs[b.Name])
 	res.Comparison = c
 	if err := WriteJSON(filepath.Join(opts.OutDir, abFile), res); err != nil {
 		return res, err

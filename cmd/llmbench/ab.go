@@ -194,13 +194,6 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	if res.StopReason != "" {
 		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
 	}
-	if len(res.ConfigDiff) > 0 {
-		fmt.Fprintln(app.Stdout, "Configuration differences between the arms:")
-		for _, d := range res.ConfigDiff {
-			fmt.Fprintf(app.Stdout, "  %-24s %s: %s   %s: %s\n", d.Key, o.aName, d.A, o.bName, d.B)
-		}
-		fmt.Fprintln(app.Stdout)
-	}
 	pairs := pairsOf(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
 	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
 		return 2, err
@@ -244,7 +237,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	}
 	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version,
 		Mode: o.load.mode(), Concurrency: o.load.concurrency, MaxConcurrency: o.load.maxConcurrency,
-		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name()}
+		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name(), Config: flagConfig(app.flags)}
 	timeScale := 1.0
 	var url string
 	closeArm := func() {}
@@ -266,6 +259,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		}
 		cfg.TimeScale = o.load.timeScale
 		timeScale = o.load.timeScale
+		info.TimeScale = timeScale
 		eng, err := startEmbeddedEngine(cfg)
 		if err != nil {
 			return runner.Arm{}, nil, err

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/loadgen"
 )
@@ -40,6 +41,8 @@ type App struct {
 
 	// interrupted is set by the first interrupt (the command then ends with exit 130).
 	interrupted atomic.Bool
+	// flags are the running command's flags (recorded as run.config by the measuring commands).
+	flags *pflag.FlagSet
 }
 
 func (app *App) exit(code int) {
@@ -92,6 +95,12 @@ func (e *exitError) Unwrap() error { return e.err }
 func execute(ctx context.Context, app *App, args []string) int {
 	app.Args = args
 	root := newRootCmd(app)
+	if pre := root.PersistentPreRunE; pre != nil {
+		root.PersistentPreRunE = func(c *cobra.Command, a []string) error {
+			app.flags = c.Flags()
+			return pre(c, a)
+		}
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -795,8 +795,9 @@ func TestReliabilitySIGINT(t *testing.T) {
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		if ee := wait(t, exited, output); ee != nil {
-			t.Fatalf("child exited %d after one SIGINT:\n%s", ee.ExitCode(), output.String())
+		// Complete results, then exit 130 (issue 20: interrupted after writing results).
+		if ee := wait(t, exited, output); ee == nil || ee.ExitCode() != exitInterrupted {
+			t.Fatalf("child after one SIGINT: %v, want exit status 130:\n%s", ee, output.String())
 		}
 		_, s := checkRunInvariants(t, out, ids)
 		if !s.Run.Interrupted {

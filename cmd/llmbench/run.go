@@ -87,6 +87,8 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	info.Seed = o.load.seed
 	info.Version = version
 	info.Tokenizer = tok.Name()
+	info.Config = flagConfig(app.flags)
+	info.TimeScale = o.load.effectiveTimeScale(o.target.endpoint)
 	res, err := executeHTTP(ctx, app, runSpec{
 		trace: trace, load: lo, timeScale: o.load.effectiveTimeScale(o.target.endpoint), metrics: mopts,
 		info: info, out: o.output, scrape: o.target.scrapeMetric,

@@ -83,6 +83,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	info := metrics.RunInfo{
 		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",
+		Config: flagConfig(app.flags),
 	}
 	res, err := runner.Execute(ctx, runner.Options{
 		Requests: reqs, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
