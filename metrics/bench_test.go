@@ -1,9 +1,12 @@
 package metrics
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // BenchmarkSummarize reports the cost per record of a whole Summarize (two passes, classes,
@@ -84,6 +87,56 @@ func BenchmarkCompare(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Compare([]Source{base}, []Source{cand}, CompareOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchRecord is a successful streamed request of 200 chunks with every field set.
+func benchRecord() Record {
+	r := Record{ID: "req-000123", Class: "chat", Session: "s-17", Turn: 3, Repeat: 1, Arm: "B",
+		Intended: 1_234_567_890, Dispatched: 1_234_600_000, Sent: 1_234_700_000, Headers: 1_240_000_000,
+		FirstToken: 1_300_000_000, InputTokens: 812, OutputTokens: 260, TokenSource: TokensFromUsage,
+		RequestedTokens: 260, ServerInputTokens: 812, ServerOutputTokens: 260, Status: 200,
+		OutputHash: "9f86d081884c7d65", ResponseID: "chatcmpl-8a7b6c5d"}
+	t := r.FirstToken
+	for i := 0; i < 200; i++ {
+		r.Chunks = append(r.Chunks, Chunk{T: t, Tokens: int32(1 + i%3/2)})
+		t += 18_000_000 + int64(i%7)*1_000_000
+	}
+	r.End = t
+	return r
+}
+
+// BenchmarkRecordEncode is the cost of writing one 200-chunk record frame (as RecordWriter
+// does, into a reused buffer).
+func BenchmarkRecordEncode(b *testing.B) {
+	r := benchRecord()
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := enc.Encode(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(buf.Len()))
+}
+
+// BenchmarkRecordDecode is the cost of reading one 200-chunk record frame (as every pass over
+// requests.msgpack does).
+func BenchmarkRecordDecode(b *testing.B) {
+	r := benchRecord()
+	frame, err := msgpack.Marshal(&r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got Record
+	b.ReportAllocs()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		if err := unmarshalRecord(frame, &got); err != nil {
 			b.Fatal(err)
 		}
 	}

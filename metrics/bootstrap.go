@@ -126,7 +126,10 @@ func verdictByInterval(md *MetricDelta) {
 }
 
 func worseOrBetter(better string, increased bool) string {
-	if (better == "lower") == increased {
+	if better == BetterNone {
+		return VerdictChanged
+	}
+	if (better == BetterLower) == increased {
 		return VerdictWorse
 	}
 	return VerdictBetter

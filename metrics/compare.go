@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,20 +18,6 @@ const (
 	minPairedFraction = 0.5
 	maxMismatchIDs    = 20
 )
-
-// DefaultCompareMetrics is the metric set Compare reports when CompareOptions.Metrics is empty.
-var DefaultCompareMetrics = []string{
-	"ttft.p50", "ttft.p95", "ttft.p99",
-	"tpot.p50", "tpot.p95", "tpot.p99",
-	"itl.p50", "itl.p95", "itl.p99",
-	"itl_chunk.p50", "itl_chunk.p99",
-	"e2e.p50", "e2e.p95", "e2e.p99",
-	"max_gap.p99",
-	"throughput.requests_per_s", "throughput.output_tokens_per_s",
-	"goodput.fraction", "goodput.requests_per_s",
-	"stalls.requests_fraction", "fluidity.mean", "fluidity.fraction_ge_0_9",
-	"tokens_per_chunk.mean", "failures.fraction",
-}
 
 // CompareOptions configures Compare.
 type CompareOptions struct {
@@ -57,16 +44,20 @@ type CompareOptions struct {
 // Compare compares a candidate against a base. Each side may pool several runs (Sources);
 // only steady-state records are used.
 //
-// Statistics: every metric is computed from per-request values. When request ids match
-// across the sides (same trace), the bootstrap is paired: each resample draws request ids
-// with replacement and takes every record of a drawn id from both sides (all runs), so the
-// per-request difficulty shared by both sides cancels. Otherwise each side's ids are
-// resampled independently. The interval is the percentile interval of the resampled deltas
-// (Resamples draws, fixed Seed). Percentiles use the nearest-rank rule HdrHistogram uses;
-// ITL and tokens-per-chunk percentiles are taken from log-linear bins of under 0.8% width,
-// while their means are exact. Throughput and goodput per second divide by the side's steady
-// window (the sum of its runs' windows), held fixed while resampling. In paired mode the
-// metrics cover the matched ids only; the side summaries cover every record.
+// Statistics (the two-level variance model, variance.go): every metric is computed from
+// per-request values. A resample draws each side's runs with replacement (when it has two or
+// more), then contiguous time blocks of request ids; when ids match across the sides (same
+// trace) the same blocks are drawn on both sides, so the per-request difficulty shared by both
+// sides cancels. The interval of a change is delta ± t·SE from the resampled changes (finishDelta).
+// Per-run scalars (throughput, goodput per second) get Welch t intervals over the runs' values
+// and are not assessable with one run per side; proportions get Newcombe score intervals on
+// effective sample sizes (proportion.go). A zero-width interval gives no verdict. The metrics
+// named in Thresholds are judged by their own intervals; the labels of the others are
+// Holm-adjusted (multiplicity.go). Descriptive metrics get VerdictChanged, never better or
+// worse. Percentiles use the package's quantile rule (registry.go); ITL and tokens-per-chunk
+// percentiles are taken from log-linear bins of under 0.8% width, while their means are exact.
+// Throughput and goodput per second divide by the resampled runs' steady windows. In paired
+// mode the metrics cover the matched ids only; the side summaries cover every record.
 func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	if len(base) == 0 || len(cand) == 0 {
 		return nil, errors.New("compare: each side needs at least one result set")
@@ -197,7 +188,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		cmp.Metrics = append(cmp.Metrics, md)
 	}
 	runs := max(bd.runs, cd.runs)
-	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, multiTokenChunks(bd) || multiTokenChunks(cd), runs)...)
+	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {
 		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --repeats, or several result sets per side) for decisions that hold up on a rerun")
 	}
@@ -213,13 +204,16 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 
 	cmp.Base = side(opts.BaseLabel, len(base), bd, baseSum)
 	cmp.Cand = side(opts.CandLabel, len(cand), cd, candSum)
-	for _, name := range []string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "max_gap", "tokens_per_chunk", "fluidity"} {
-		b, errB := histDist(baseSum, name)
-		c, errC := histDist(candSum, name)
+	for _, f := range families {
+		if !f.Overlay {
+			continue
+		}
+		b, errB := histDist(baseSum, f.Name)
+		c, errC := histDist(candSum, f.Name)
 		if errB != nil || errC != nil {
 			return nil, errors.Join(errB, errC)
 		}
-		cmp.CDFs[name] = CDFPair{Unit: distFamilies[name], Base: b.CDF, Cand: c.CDF}
+		cmp.CDFs[f.Name] = CDFPair{Unit: f.Unit, Base: b.CDF, Cand: c.CDF}
 	}
 	return cmp, nil
 }
@@ -254,20 +248,19 @@ func histDist(sum *Summary, name string) (Dist, error) {
 	if err != nil {
 		return Dist{}, fmt.Errorf("histogram %s: %w", name, err)
 	}
-	base := name[strings.LastIndexByte(name, '/')+1:]
-	for i, n := range histNames {
-		if n == base {
-			return h.dist(histScale(i)), nil
-		}
+	f, ok := LookupFamily(name[strings.LastIndexByte(name, '/')+1:])
+	if !ok {
+		return Dist{}, fmt.Errorf("unknown histogram %q", name)
 	}
-	return Dist{}, fmt.Errorf("unknown histogram %q", name)
+	return h.dist(f.Scale), nil
 }
 
 // metricSpec is a compiled metric.
 type metricSpec struct {
 	info   MetricInfo
-	family string // distribution family, or "" for a scalar
-	stat   string
+	family string  // distribution family, or "" for a scalar
+	stat   string  // the family's statistic
+	scalar *Scalar // the registry entry of a scalar metric
 }
 
 func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
@@ -285,13 +278,7 @@ func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
 			return nil
 		}
 		seen[info.Name] = true
-		sp := metricSpec{info: info}
-		if fam, stat, ok := strings.Cut(info.Name, "."); ok {
-			if _, isDist := distFamilies[fam]; isDist {
-				sp.family, sp.stat = fam, stat
-			}
-		}
-		specs = append(specs, sp)
+		specs = append(specs, metricSpec{info: info, family: info.Family, stat: info.Stat, scalar: lookupScalar(info.Name)})
 		return nil
 	}
 	for _, n := range names {
@@ -302,6 +289,10 @@ func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
 	for _, t := range th {
 		if err := addName(t.Metric); err != nil {
 			return nil, fmt.Errorf("--fail-on: %w", err)
+		}
+		info, _ := LookupMetric(t.Metric)
+		if err := checkRuleDirection(info, t.Op, t.Metric, strconv.FormatFloat(t.Value, 'g', -1, 64)); err != nil {
+			return nil, fmt.Errorf("--fail-on %s: %w", t.String(), err)
 		}
 	}
 	return specs, nil

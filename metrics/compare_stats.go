@@ -14,14 +14,15 @@ func (d *sideData) eval(specs []metricSpec, w []int32, window float64) []float64
 	var dense []int64
 	var needQ [nBinFam]bool
 	for _, sp := range specs {
-		if f, ok := binFamIdx[sp.family]; ok && sp.stat != "mean" {
-			needQ[f] = true
+		if sp.info.Storage == StorageBins && sp.stat != "mean" {
+			needQ[binFamIdx[sp.family]] = true
 		}
 	}
 	for k, sp := range specs {
 		if sp.family != "" {
 			var st *famStat
-			if f, ok := scalarFamIdx[sp.family]; ok {
+			if sp.info.Storage == StorageHistogram {
+				f := scalarFamIdx[sp.family]
 				if famStats[f] == nil {
 					famStats[f] = d.scalarStat(f, w)
 				}
@@ -32,7 +33,7 @@ func (d *sideData) eval(specs []metricSpec, w []int32, window float64) []float64
 					if dense == nil {
 						dense = make([]int64, maxBin+1)
 					}
-					binStats[f] = d.binStat(f, w, dense, sp.family != "tokens_per_chunk", needQ[f])
+					binStats[f] = d.binStat(f, w, dense, sp.info.Unit == "ms", needQ[f])
 				}
 				st = binStats[f]
 			}
@@ -42,7 +43,7 @@ func (d *sideData) eval(specs []metricSpec, w []int32, window float64) []float64
 		if acc == nil {
 			acc = d.scalars(w)
 		}
-		out[k] = acc.metric(sp.info.Name, window)
+		out[k] = acc.metric(sp.scalar, window)
 	}
 	return out
 }
@@ -94,35 +95,10 @@ func (d *sideData) scalars(w []int32) *scalarAcc {
 	return a
 }
 
-// metric evaluates a scalar metric (NaN when its denominator is 0).
-func (a *scalarAcc) metric(name string, window float64) float64 {
-	var num, den float64
-	switch name {
-	case "throughput.requests_per_s":
-		num, den = a.ok, window
-	case "throughput.input_tokens_per_s":
-		num, den = a.okIn, window
-	case "throughput.output_tokens_per_s":
-		num, den = a.okOut, window
-	case "goodput.fraction":
-		num, den = a.met, a.all
-	case "goodput.requests_per_s":
-		num, den = a.met, window
-	case "stalls.requests_fraction":
-		num, den = a.stallReqs, a.ok
-	case "stalls.per_request":
-		num, den = a.stalls, a.ok
-	case "stalls.time_fraction":
-		num, den = a.stalledNs, a.decNs
-	case "fluidity.fraction_ge_0_9":
-		num, den = a.fluGE, a.fluN
-	case "failures.fraction":
-		num, den = a.failed, a.all
-	}
-	if den <= 0 {
-		return math.NaN()
-	}
-	return num / den
+// metric evaluates a scalar metric of the registry (NaN when its denominator is 0).
+func (a *scalarAcc) metric(s *Scalar, window float64) float64 {
+	num, den := s.ratio(a, window)
+	return ratioOrNaN(num, den)
 }
 
 // famStat holds the statistics of one family under one weighting.
@@ -135,40 +111,15 @@ func (f *famStat) get(stat string) float64 {
 	if f.empty {
 		return math.NaN()
 	}
-	switch stat {
-	case "mean":
-		return f.mean
-	case "p50":
-		return f.p50
-	case "p90":
-		return f.p90
-	case "p95":
-		return f.p95
-	case "p99":
-		return f.p99
-	case "p999":
-		return f.p999
-	}
-	return f.max
+	return distStat(Dist{Mean: f.mean, P50: f.p50, P90: f.p90, P95: f.p95, P99: f.p99, P999: f.p999, Max: f.max}, stat)
 }
 
 var statQuantiles = [...]float64{0.5, 0.9, 0.95, 0.99, 0.999}
 
-// rankOf is HdrHistogram's nearest-rank rule: round(q * total), at least 1.
-func rankOf(q, total float64) float64 {
-	r := math.Floor(q*total + 0.5)
-	if r < 1 {
-		r = 1
-	}
-	if r > total {
-		r = total
-	}
-	return r
-}
-
+// ranksFor are the ranks of statQuantiles by the package's quantile rule (quantileRank).
 func ranksFor(total float64) (r [len(statQuantiles)]float64) {
 	for i, q := range statQuantiles {
-		r[i] = rankOf(q, total)
+		r[i] = quantileRank(q, total)
 	}
 	return r
 }

@@ -12,6 +12,9 @@ const (
 	VerdictWorse = "worse"
 	// VerdictBetter: the interval excludes zero on the good side.
 	VerdictBetter = "better"
+	// VerdictChanged: the interval excludes zero on a descriptive metric (BetterNone), whose
+	// change is neither better nor worse (tokens per chunk, per-token ITL percentiles).
+	VerdictChanged = "changed"
 	// VerdictUnchanged: the interval contains zero; the data cannot tell the sides apart.
 	VerdictUnchanged = "unchanged"
 	// VerdictNA: the metric is undefined on a side (for example no request had two tokens).
@@ -19,9 +22,6 @@ const (
 	// VerdictNotAssessable: the data cannot say how noisy the metric is: a per-run scalar
 	// (throughput) with one run per side, or an interval of zero width. Never a verdict.
 	VerdictNotAssessable = "not assessable"
-	// VerdictDescriptive: a metric that describes delivery shape (tokens per chunk, per-token
-	// ITL percentiles under multi-token chunks) rather than quality: never better or worse.
-	VerdictDescriptive = "descriptive"
 )
 
 // How a MetricDelta's interval was computed (MetricDelta.Method).
@@ -100,7 +100,7 @@ type ComparisonSide struct {
 type MetricDelta struct {
 	Name   string `json:"name"`   // e.g. "ttft.p95"
 	Unit   string `json:"unit"`   // "ms", "req/s", "tok/s", "fraction", "tokens", "index"
-	Better string `json:"better"` // "lower" or "higher"
+	Better string `json:"better"` // "lower", "higher" or "descriptive" (BetterNone)
 
 	Base      float64 `json:"base"`
 	Cand      float64 `json:"cand"`
@@ -181,6 +181,9 @@ type Threshold struct {
 	// unit (durations are converted to ms).
 	Value    float64 `json:"value"`
 	Relative bool    `json:"relative"`
+	// Unit is what Value is in: "%" when Relative, else the metric's unit ("ms", "fraction",
+	// "req/s", ...); "" in a Threshold built by hand (read as the metric's unit).
+	Unit string `json:"unit,omitempty"`
 	// Text is the rule as written.
 	Text string `json:"text"`
 }

@@ -30,36 +30,12 @@ const (
 // window percentiles, which histograms of whole runs cannot give; re-summarize the records
 // for those. Run and Workload are copied from the first summary for the caller to adjust.
 func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
-	if len(sums) == 0 {
-		return nil, errors.New("merge: no summaries")
+	if err := checkMergeable(sums); err != nil {
+		return nil, err
 	}
-	for i, s := range sums {
-		if s == nil {
-			return nil, fmt.Errorf("merge: summary %d is nil", i+1)
-		}
-		if s.Schema != SummarySchema {
-			return nil, fmt.Errorf("merge: summary %d has schema %q, want %q", i+1, s.Schema, SummarySchema)
-		}
-	}
-	hists := map[string]*hist{}
-	// fluidN[i][prefix] is part i's fluidity count, needed to recover its ">= 0.9" count.
-	fluidN := make([]map[string]int64, len(sums))
-	for i, s := range sums {
-		fluidN[i] = map[string]int64{}
-		for k, enc := range s.Histograms {
-			h, err := decodeHist(enc)
-			if err != nil {
-				return nil, fmt.Errorf("merge: summary %d histogram %q: %w", i+1, k, err)
-			}
-			if strings.HasSuffix(k, histNames[hFluid]) {
-				fluidN[i][strings.TrimSuffix(k, histNames[hFluid])] = h.count()
-			}
-			if cur, ok := hists[k]; ok {
-				cur.merge(h)
-			} else {
-				hists[k] = h
-			}
-		}
+	hists, fluidN, err := mergeHists(sums)
+	if err != nil {
+		return nil, err
 	}
 	first := sums[0]
 	out := &Summary{
@@ -77,25 +53,81 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 		}
 		out.Histograms[k] = enc
 	}
-
-	// Window.
 	out.Throughput = mergeWindow(mode, sums)
-	win := out.Throughput.WindowS
+	mergeHeadline(out, sums, hists, fluidN)
+	mergeClasses(out, sums, hists, fluidN)
+	mergeExcluded(out, sums, hists)
+	out.Client = mergeClient(sums, hists)
+	out.Cost = mergeCost(sums, out)
+	if mode == MergeShards {
+		ts, err := mergeTimeSeries(sums)
+		if err != nil {
+			out.Warnings = append(out.Warnings, err.Error())
+		}
+		out.TimeSeries = ts
+	}
+	mergeWarnings(out, sums)
+	return out, nil
+}
 
-	// Headline.
+func checkMergeable(sums []*Summary) error {
+	if len(sums) == 0 {
+		return errors.New("merge: no summaries")
+	}
+	for i, s := range sums {
+		if s == nil {
+			return fmt.Errorf("merge: summary %d is nil", i+1)
+		}
+		if s.Schema != SummarySchema {
+			return fmt.Errorf("merge: summary %d has schema %q, want %q", i+1, s.Schema, SummarySchema)
+		}
+	}
+	return nil
+}
+
+// mergeHists decodes and adds every part's histograms by key. fluidN[i][prefix] is part i's
+// fluidity count under prefix ("", "class/C/"), needed to recover its ">= 0.9" count.
+func mergeHists(sums []*Summary) (map[string]*hist, []map[string]int64, error) {
+	hists := map[string]*hist{}
+	fluidN := make([]map[string]int64, len(sums))
+	for i, s := range sums {
+		fluidN[i] = map[string]int64{}
+		for k, enc := range s.Histograms {
+			h, err := decodeHist(enc)
+			if err != nil {
+				return nil, nil, fmt.Errorf("merge: summary %d histogram %q: %w", i+1, k, err)
+			}
+			if strings.HasSuffix(k, histNames[hFluid]) {
+				fluidN[i][strings.TrimSuffix(k, histNames[hFluid])] = h.count()
+			}
+			if cur, ok := hists[k]; ok {
+				cur.merge(h)
+			} else {
+				hists[k] = h
+			}
+		}
+	}
+	return hists, fluidN, nil
+}
+
+// mergeHeadline fills the headline blocks of out (whose window is set) from the parts.
+func mergeHeadline(out *Summary, sums []*Summary, hists map[string]*hist, fluidN []map[string]int64) {
 	heads := make([]*partBlocks, len(sums))
 	for i, s := range sums {
 		heads[i] = &partBlocks{req: s.Requests, tp: s.Throughput, st: s.Stalls, fl: s.Fluidity, gp: s.Goodput, fluidN: fluidN[i][""]}
 	}
-	hb := mergeBlocks(heads, hists, "", win)
+	hb := mergeBlocks(heads, hists, "", out.Throughput.WindowS)
 	out.Requests, out.Latency, out.Stalls, out.Fluidity, out.Goodput = hb.req, hb.lat, hb.st, hb.fl, hb.gp
 	out.Throughput.RequestsPerS, out.Throughput.InputTokensPerS, out.Throughput.OutputTokensPerS = hb.tp.RequestsPerS, hb.tp.InputTokensPerS, hb.tp.OutputTokensPerS
-	out.Goodput.ClassSLO = first.Goodput.ClassSLO
+	out.Goodput.ClassSLO = sums[0].Goodput.ClassSLO
 	if h, ok := hists[histNames[hTPC]]; ok {
 		out.TokensPerChunk = h.dist(scaleCount)
 	}
+}
 
-	// Classes.
+// mergeClasses fills out.ByClass with every class any part has, over the merged window.
+func mergeClasses(out *Summary, sums []*Summary, hists map[string]*hist, fluidN []map[string]int64) {
+	win := out.Throughput.WindowS
 	classNames := map[string]bool{}
 	for _, s := range sums {
 		for c := range s.ByClass {
@@ -114,8 +146,10 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 			Throughput: Throughput{WindowS: win, WindowStartS: out.Throughput.WindowStartS, WindowEndS: out.Throughput.WindowEndS,
 				RequestsPerS: b.tp.RequestsPerS, InputTokensPerS: b.tp.InputTokensPerS, OutputTokensPerS: b.tp.OutputTokensPerS}}
 	}
+}
 
-	// Excluded phases.
+// mergeExcluded fills out.Excluded with every phase any part excluded.
+func mergeExcluded(out *Summary, sums []*Summary, hists map[string]*hist) {
 	for _, s := range sums {
 		for p := range s.Excluded {
 			if out.Excluded == nil {
@@ -134,39 +168,36 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 		b := mergeBlocks(parts, hists, p+"/", 0)
 		out.Excluded[p] = &PhaseSummary{Requests: b.req, Latency: b.lat}
 	}
+}
 
-	// Client health.
-	out.Client = Client{}
+// mergeClient is the client's health over all parts: the merged schedule lag, the highest CPU
+// fraction, and limited when any part was.
+func mergeClient(sums []*Summary, hists map[string]*hist) Client {
+	var c Client
 	if h, ok := hists[histNames[hLag]]; ok {
-		out.Client.LagMs = h.dist(scaleMicrosToMs)
+		c.LagMs = h.dist(scaleMicrosToMs)
 	}
 	var reasons []string
 	for _, s := range sums {
-		out.Client.CPUFraction = math.Max(out.Client.CPUFraction, s.Client.CPUFraction)
+		c.CPUFraction = math.Max(c.CPUFraction, s.Client.CPUFraction)
 		if s.Client.Limited {
-			out.Client.Limited = true
+			c.Limited = true
 			reasons = appendUnique(reasons, s.Client.Reason)
 		}
 	}
-	out.Client.Reason = strings.Join(reasons, "; ")
+	c.Reason = strings.Join(reasons, "; ")
+	return c
+}
 
-	// Cost.
-	out.Cost = mergeCost(sums, out)
-	// Time series.
-	if mode == MergeShards {
-		ts, err := mergeTimeSeries(sums)
-		if err != nil {
-			out.Warnings = append(out.Warnings, err.Error())
-		}
-		out.TimeSeries = ts
-	}
-
-	// Warnings: recomputed for the whole, others carried over with their part's number.
+// mergeWarnings adds the warnings of the whole (client limits, failures, token counts) and
+// carries the parts' other warnings over with their part's number.
+func mergeWarnings(out *Summary, sums []*Summary) {
 	if out.Client.Limited {
 		out.Warnings = append(out.Warnings, out.Client.Reason)
 	}
 	out.Warnings = append(out.Warnings, failureWarning(out.Requests)...)
 	out.Warnings = append(out.Warnings, mismatchWarning(out.Requests)...)
+	first := sums[0]
 	for i, s := range sums {
 		for _, w := range s.Warnings {
 			if strings.HasPrefix(w, "failures:") || strings.HasPrefix(w, "token counts:") || strings.HasPrefix(w, "client-limited") {
@@ -178,7 +209,6 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 			out.Warnings = appendUnique(out.Warnings, fmt.Sprintf("stalls: the parts used different stall thresholds (%.3g ms and %.3g ms); merged stall counts mix them — use an absolute --stall-threshold to merge exactly", first.Stalls.ThresholdMs, s.Stalls.ThresholdMs))
 		}
 	}
-	return out, nil
 }
 
 func appendUnique(list []string, s string) []string {

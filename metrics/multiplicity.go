@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -68,33 +67,12 @@ func finishProportion(md *MetricDelta, b, c propSide, conf float64) {
 	verdictByInterval(md)
 }
 
-// descriptive reports whether a metric describes delivery shape and is never labelled: the
-// registry's "descriptive" direction, tokens per chunk, and per-token ITL percentiles when a
-// side delivers several tokens per chunk (the zero gaps inside a chunk then set them).
-func descriptive(md *MetricDelta, multiToken bool) bool {
-	if md.Better == "descriptive" || strings.HasPrefix(md.Name, "tokens_per_chunk.") {
-		return true
-	}
-	return multiToken && strings.HasPrefix(md.Name, "itl.") && md.Name != "itl.mean"
-}
-
-// multiTokenChunks reports whether any chunk of d carried more than one token.
-func multiTokenChunks(d *sideData) bool {
-	for i := range d.recs {
-		r := &d.recs[i]
-		if r.cnt[bfTPC] > 0 && r.sums[bfTPC] > float64(r.cnt[bfTPC]) {
-			return true
-		}
-	}
-	return false
-}
-
 // judge settles the verdicts once every metric has its interval: the metrics named in
-// --fail-on are judged by their own interval and rules (the gate); descriptive metrics lose
-// their label; the labels of the others are Holm-adjusted at 1 − conf, so that the chance of
-// any false better/worse among them stays at the nominal level. It returns warnings for
-// rules below the design's minimum detectable effect.
-func judge(ms []MetricDelta, specs []metricSpec, th []Threshold, conf float64, multiToken bool, runsPerSide int) []string {
+// --fail-on are judged by their own interval and rules (the gate); the labels of the others
+// (better, worse, and "changed" for descriptive metrics, which are never better or worse) are
+// Holm-adjusted at 1 − conf, so that the chance of any false label among them stays at the
+// nominal level. It returns warnings for rules below the design's minimum detectable effect.
+func judge(ms []MetricDelta, specs []metricSpec, th []Threshold, conf float64, runsPerSide int) []string {
 	gated := map[string]bool{}
 	for _, t := range th {
 		gated[t.Metric] = true
@@ -106,14 +84,8 @@ func judge(ms []MetricDelta, specs []metricSpec, th []Threshold, conf float64, m
 			applyThresholds(md, specs[i].info, th)
 			continue
 		}
-		if descriptive(md, multiToken) {
-			if md.Verdict != VerdictNA {
-				md.Verdict = VerdictDescriptive
-				md.Note = "describes delivery shape, not better or worse"
-			}
-			continue
-		}
-		if md.Verdict == VerdictBetter || md.Verdict == VerdictWorse || md.Verdict == VerdictUnchanged {
+		switch md.Verdict {
+		case VerdictBetter, VerdictWorse, VerdictChanged, VerdictUnchanged:
 			family = append(family, i)
 		}
 	}

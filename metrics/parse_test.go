@@ -49,17 +49,19 @@ func TestParseSLO(t *testing.T) {
 }
 
 func TestParseFailOn(t *testing.T) {
-	got, err := ParseFailOn("ttft.p95>+5%, goodput<-2% ,itl.p99>=+10ms,e2e.p50>0.5s,failures<-0.01,throughput<-3%")
+	got, err := ParseFailOn("ttft.p95>+5%, goodput<-2% ,itl_chunk.p99>=+10ms,e2e.p50>0.5s,failures>0.01,throughput<-3%,goodput<-2pp,e2e.p99>250")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Threshold{
-		{Metric: "ttft.p95", Op: ">", Value: 5, Relative: true, Text: "ttft.p95>+5%"},
-		{Metric: "goodput.fraction", Op: "<", Value: -2, Relative: true, Text: "goodput<-2%"},
-		{Metric: "itl.p99", Op: ">", Value: 10, Text: "itl.p99>=+10ms"},
-		{Metric: "e2e.p50", Op: ">", Value: 500, Text: "e2e.p50>0.5s"},
-		{Metric: "failures.fraction", Op: "<", Value: -0.01, Text: "failures<-0.01"},
-		{Metric: "throughput.output_tokens_per_s", Op: "<", Value: -3, Relative: true, Text: "throughput<-3%"},
+		{Metric: "ttft.p95", Op: ">", Value: 5, Relative: true, Text: "ttft.p95>+5%", Unit: "%"},
+		{Metric: "goodput.fraction", Op: "<", Value: -2, Relative: true, Text: "goodput<-2%", Unit: "%"},
+		{Metric: "itl_chunk.p99", Op: ">", Value: 10, Text: "itl_chunk.p99>=+10ms", Unit: "ms"},
+		{Metric: "e2e.p50", Op: ">", Value: 500, Text: "e2e.p50>0.5s", Unit: "ms"},
+		{Metric: "failures.fraction", Op: ">", Value: 0.01, Text: "failures>0.01", Unit: "fraction"},
+		{Metric: "throughput.output_tokens_per_s", Op: "<", Value: -3, Relative: true, Text: "throughput<-3%", Unit: "%"},
+		{Metric: "goodput.fraction", Op: "<", Value: -0.02, Text: "goodput<-2pp", Unit: "fraction"},
+		{Metric: "e2e.p99", Op: ">", Value: 250, Text: "e2e.p99>250", Unit: "ms"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d rules", len(got))
@@ -71,6 +73,20 @@ func TestParseFailOn(t *testing.T) {
 	}
 	if got[0].String() != "ttft.p95>+5%" || got[3].String() != "e2e.p50>+500" {
 		t.Errorf("String: %s %s", got[0], got[3])
+	}
+	describe := map[int]string{
+		0: "fails when ttft.p95 rises by more than 5% of the base, with confidence",
+		4: "fails when failures.fraction rises by more than 1 percentage points (a fraction, 0.01), with confidence",
+		6: "fails when goodput.fraction falls by more than 2 percentage points (a fraction, 0.02), with confidence",
+		7: "fails when e2e.p99 rises by more than 250 ms, with confidence",
+	}
+	for i, want := range describe {
+		if d := got[i].Describe(); d != want {
+			t.Errorf("Describe(%s) = %q, want %q", got[i].Text, d, want)
+		}
+	}
+	if d := (Threshold{Metric: "ttft.p95", Op: ">", Value: -5, Relative: true}).Describe(); !strings.Contains(d, "does not fall by at least 5%") {
+		t.Errorf("Describe of an improvement gate: %q", d)
 	}
 	if d, err := ParseFailOn(DefaultFailOn); err != nil || len(d) != 6 {
 		t.Errorf("DefaultFailOn: %v %v", d, err)
@@ -90,6 +106,26 @@ func TestParseFailOn(t *testing.T) {
 		{"goodput<-2ms", "is a duration"},
 		{"ttft.p95>5%,", "empty"},
 		{"ttft.p95>Inf", "finite"},
+		// A direction that cannot regress names the rule to write.
+		{"ttft.p95<+5%", "write ttft.p95>+5%"},
+		{"ttft.p95<=-5%", "better when lower"},
+		{"goodput>-2%", "write goodput<-2%"},
+		{"throughput.requests_per_s>5", "better when higher"},
+		{"failures<-0.01", "write failures>+0.01"},
+		{"goodput>+2pp", "write goodput<-2pp"},
+		// Descriptive metrics are never gated.
+		{"itl.p99>+10%", "itl.p99 is descriptive"},
+		{"itl.p50>+10ms", "descriptive"},
+		{"tokens_per_chunk.mean<-5%", "tokens_per_chunk.mean is descriptive"},
+		// Percentage points are for fractions, and bounded.
+		{"ttft.p95>+5pp", "percentage points, which apply to fractions, but ttft.p95 is measured in ms"},
+		{"goodput<-2.5.1pp", "bad percentage points"},
+		{"goodput<-200pp", "at most 100 percentage points"},
+		// A bare number says which unit it was read in.
+		{"goodput<-2", "read as a fraction"},
+		{"stalls>3", "write 3% for a relative change or 3pp"},
+		{"throughput<-5x", "a bare number in tok/s"},
+		{"lag.p99>+5%", "not compared"},
 	}
 	for _, b := range bad {
 		_, err := ParseFailOn(b.in)

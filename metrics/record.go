@@ -53,49 +53,51 @@ type Chunk struct {
 }
 
 // Record is everything measured about one request. Times are nanoseconds from the run's
-// monotonic epoch; 0 means "did not happen" for every time except Intended.
+// monotonic epoch; 0 means "did not happen" for every time except Intended. Its msgpack
+// encoding (requests.msgpack) is the table recordFields in recordcodec.go: a new field needs
+// an entry there, and TestRecordCodecCoversEveryField fails until it has one.
 type Record struct {
-	ID      string `msgpack:"id"`
-	Class   string `msgpack:"class,omitempty"`
-	Session string `msgpack:"session,omitempty"`
-	Turn    int    `msgpack:"turn,omitempty"`
-	Repeat  int    `msgpack:"repeat,omitempty"` // repeat index (0-based) when a trace is replayed N times
-	Phase   string `msgpack:"phase,omitempty"`  // PhaseSteady, PhaseWarmup or PhaseCooldown
-	Arm     string `msgpack:"arm,omitempty"`    // A/B arm label, empty outside ab
+	ID      string
+	Class   string
+	Session string
+	Turn    int
+	Repeat  int    // repeat index (0-based) when a trace is replayed N times
+	Phase   string // PhaseSteady, PhaseWarmup or PhaseCooldown
+	Arm     string // A/B arm label, empty outside ab
 
 	// Intended is when the schedule said to send the request; latency is measured from it.
-	Intended int64 `msgpack:"intended"`
+	Intended int64
 	// Dispatched is when the scheduler actually fired (Dispatched-Intended = schedule lag).
-	Dispatched int64 `msgpack:"dispatched"`
+	Dispatched int64
 	// Sent is when the HTTP request was written (Sent-Dispatched = queue time waiting for a
 	// concurrency slot).
-	Sent int64 `msgpack:"sent"`
+	Sent int64
 	// Headers is when the response headers arrived.
-	Headers int64 `msgpack:"headers"`
+	Headers int64
 	// FirstToken is when the first chunk carrying generated text arrived (role-only prelude
 	// chunks do not count).
-	FirstToken int64 `msgpack:"first_token"`
+	FirstToken int64
 	// Chunks are the content chunks in arrival order (Chunks[0].T == FirstToken).
-	Chunks []Chunk `msgpack:"chunks"`
+	Chunks []Chunk
 	// End is when the response completed (or failed).
-	End int64 `msgpack:"end"`
+	End int64
 
 	// InputTokens is the client's prompt length (tokenizer or trace); OutputTokens the
 	// generated tokens counted per TokenSource.
-	InputTokens  int    `msgpack:"in"`
-	OutputTokens int    `msgpack:"out"`
-	TokenSource  string `msgpack:"token_source"`
+	InputTokens  int
+	OutputTokens int
+	TokenSource  string
 	// RequestedTokens is max_tokens as sent.
-	RequestedTokens int `msgpack:"requested"`
+	RequestedTokens int
 	// ServerInputTokens / ServerOutputTokens are the server's final usage (-1: not reported).
-	ServerInputTokens  int `msgpack:"server_in"`
-	ServerOutputTokens int `msgpack:"server_out"`
+	ServerInputTokens  int
+	ServerOutputTokens int
 
-	Status     int         `msgpack:"status"`
-	Failure    FailureKind `msgpack:"failure,omitempty"`
-	Error      string      `msgpack:"error,omitempty"` // server or client message, truncated
-	OutputHash string      `msgpack:"output_hash,omitempty"`
-	ResponseID string      `msgpack:"response_id,omitempty"`
+	Status     int
+	Failure    FailureKind
+	Error      string // server or client message, truncated
+	OutputHash string
+	ResponseID string
 }
 
 // OK reports whether the request succeeded.

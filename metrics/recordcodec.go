@@ -18,68 +18,110 @@ var (
 	_ msgpack.CustomDecoder = (*Record)(nil)
 )
 
+// recordField is one entry of recordFields: a msgpack key and where its value lives in a
+// Record. Exactly one of str, i64 and num is set.
+type recordField struct {
+	key string
+	// omitEmpty leaves the key out of a frame when the value is "" or 0.
+	omitEmpty bool
+	str       func(r *Record) *string
+	i64       func(r *Record) *int64
+	num       func(r *Record) *int
+}
+
+// recordFields is Record's encoding, written once: the encoder writes these keys in this order
+// (then "chunks"), and the decoder reads them by the same table. TestRecordCodecCoversEveryField
+// fills every field of Record by reflection, so a field missing here fails it.
+var recordFields = [...]recordField{
+	{key: "id", str: func(r *Record) *string { return &r.ID }},
+	{key: "class", omitEmpty: true, str: func(r *Record) *string { return &r.Class }},
+	{key: "session", omitEmpty: true, str: func(r *Record) *string { return &r.Session }},
+	{key: "turn", omitEmpty: true, num: func(r *Record) *int { return &r.Turn }},
+	{key: "repeat", omitEmpty: true, num: func(r *Record) *int { return &r.Repeat }},
+	{key: "phase", omitEmpty: true, str: func(r *Record) *string { return &r.Phase }},
+	{key: "arm", omitEmpty: true, str: func(r *Record) *string { return &r.Arm }},
+	{key: "intended", i64: func(r *Record) *int64 { return &r.Intended }},
+	{key: "dispatched", i64: func(r *Record) *int64 { return &r.Dispatched }},
+	{key: "sent", i64: func(r *Record) *int64 { return &r.Sent }},
+	{key: "headers", i64: func(r *Record) *int64 { return &r.Headers }},
+	{key: "first_token", i64: func(r *Record) *int64 { return &r.FirstToken }},
+	{key: "end", i64: func(r *Record) *int64 { return &r.End }},
+	{key: "in", num: func(r *Record) *int { return &r.InputTokens }},
+	{key: "out", num: func(r *Record) *int { return &r.OutputTokens }},
+	{key: "token_source", str: func(r *Record) *string { return &r.TokenSource }},
+	{key: "requested", num: func(r *Record) *int { return &r.RequestedTokens }},
+	{key: "server_in", num: func(r *Record) *int { return &r.ServerInputTokens }},
+	{key: "server_out", num: func(r *Record) *int { return &r.ServerOutputTokens }},
+	{key: "status", num: func(r *Record) *int { return &r.Status }},
+	{key: "failure", omitEmpty: true, str: func(r *Record) *string { return (*string)(&r.Failure) }},
+	{key: "error", omitEmpty: true, str: func(r *Record) *string { return &r.Error }},
+	{key: "output_hash", omitEmpty: true, str: func(r *Record) *string { return &r.OutputHash }},
+	{key: "response_id", omitEmpty: true, str: func(r *Record) *string { return &r.ResponseID }},
+}
+
+// chunksKey is the key of the chunk array, written after recordFields.
+const chunksKey = "chunks"
+
+// recordFieldIndex finds a recordFields entry by key, for frames whose keys are not in the
+// table's order.
+var recordFieldIndex = func() map[string]int {
+	m := make(map[string]int, len(recordFields))
+	for i, f := range recordFields {
+		m[f.key] = i
+	}
+	return m
+}()
+
+// value is f's value in r as the encoder writes it: a string, or an integer in num.
+func (f *recordField) value(r *Record) (str string, num int64, isStr bool) {
+	switch {
+	case f.str != nil:
+		return *f.str(r), 0, true
+	case f.i64 != nil:
+		return "", *f.i64(r), false
+	}
+	return "", int64(*f.num(r)), false
+}
+
+func isZero(s string, v int64, isStr bool) bool {
+	if isStr {
+		return s == ""
+	}
+	return v == 0
+}
+
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (r *Record) EncodeMsgpack(enc *msgpack.Encoder) error {
-	type kv struct {
-		key  string
-		str  string
-		num  int64
-		kind byte // 's' string, 'i' int
-		omit bool
-	}
-	fields := [...]kv{
-		{key: "id", str: r.ID, kind: 's'},
-		{key: "class", str: r.Class, kind: 's', omit: r.Class == ""},
-		{key: "session", str: r.Session, kind: 's', omit: r.Session == ""},
-		{key: "turn", num: int64(r.Turn), kind: 'i', omit: r.Turn == 0},
-		{key: "repeat", num: int64(r.Repeat), kind: 'i', omit: r.Repeat == 0},
-		{key: "phase", str: r.Phase, kind: 's', omit: r.Phase == ""},
-		{key: "arm", str: r.Arm, kind: 's', omit: r.Arm == ""},
-		{key: "intended", num: r.Intended, kind: 'i'},
-		{key: "dispatched", num: r.Dispatched, kind: 'i'},
-		{key: "sent", num: r.Sent, kind: 'i'},
-		{key: "headers", num: r.Headers, kind: 'i'},
-		{key: "first_token", num: r.FirstToken, kind: 'i'},
-		{key: "end", num: r.End, kind: 'i'},
-		{key: "in", num: int64(r.InputTokens), kind: 'i'},
-		{key: "out", num: int64(r.OutputTokens), kind: 'i'},
-		{key: "token_source", str: r.TokenSource, kind: 's'},
-		{key: "requested", num: int64(r.RequestedTokens), kind: 'i'},
-		{key: "server_in", num: int64(r.ServerInputTokens), kind: 'i'},
-		{key: "server_out", num: int64(r.ServerOutputTokens), kind: 'i'},
-		{key: "status", num: int64(r.Status), kind: 'i'},
-		{key: "failure", str: string(r.Failure), kind: 's', omit: r.Failure == ""},
-		{key: "error", str: r.Error, kind: 's', omit: r.Error == ""},
-		{key: "output_hash", str: r.OutputHash, kind: 's', omit: r.OutputHash == ""},
-		{key: "response_id", str: r.ResponseID, kind: 's', omit: r.ResponseID == ""},
-	}
 	n := 1 // chunks
-	for _, f := range fields {
-		if !f.omit {
+	for i := range recordFields {
+		f := &recordFields[i]
+		if s, v, isStr := f.value(r); !f.omitEmpty || !isZero(s, v, isStr) {
 			n++
 		}
 	}
 	if err := enc.EncodeMapLen(n); err != nil {
 		return err
 	}
-	for _, f := range fields {
-		if f.omit {
+	for i := range recordFields {
+		f := &recordFields[i]
+		s, v, isStr := f.value(r)
+		if f.omitEmpty && isZero(s, v, isStr) {
 			continue
 		}
 		if err := enc.EncodeString(f.key); err != nil {
 			return err
 		}
 		var err error
-		if f.kind == 's' {
-			err = enc.EncodeString(f.str)
+		if isStr {
+			err = enc.EncodeString(s)
 		} else {
-			err = enc.EncodeInt(f.num)
+			err = enc.EncodeInt(v)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	if err := enc.EncodeString("chunks"); err != nil {
+	if err := enc.EncodeString(chunksKey); err != nil {
 		return err
 	}
 	if err := enc.EncodeArrayLen(2 * len(r.Chunks)); err != nil {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -39,6 +40,79 @@ func TestRecordCodecRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, r) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, r)
 		}
+	}
+}
+
+// TestRecordCodecCoversEveryField fills every field of Record by reflection, each with its own
+// non-zero value, and requires the codec to carry it: a field missing from recordFields (or
+// two keys pointing at one field) fails here, without this test naming any field. Each field
+// is also sent alone, so an omitted-when-empty key is checked against its neighbours' zeros.
+func TestRecordCodecCoversEveryField(t *testing.T) {
+	typ := reflect.TypeOf(Record{})
+	if got, want := len(recordFields)+1, typ.NumField(); got != want { // +1: chunks
+		t.Errorf("the codec has %d keys for Record's %d fields", got, want)
+	}
+	fill := func(v reflect.Value, i int) {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(fmt.Sprintf("%s-%d", typ.Field(i).Name, i))
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(1000*i + 7))
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]Chunk{{T: int64(i), Tokens: 1}, {T: int64(i) + 5, Tokens: 3}}))
+		default:
+			t.Fatalf("field %s has kind %s, which this test does not know how to fill; extend it", typ.Field(i).Name, f.Kind())
+		}
+	}
+	roundTrip := func(r Record) Record {
+		t.Helper()
+		b, err := msgpack.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Record
+		if err := unmarshalRecord(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var all Record
+	for i := 0; i < typ.NumField(); i++ {
+		fill(reflect.ValueOf(&all).Elem(), i)
+		var one Record
+		fill(reflect.ValueOf(&one).Elem(), i)
+		got := roundTrip(one)
+		if len(one.Chunks) == 0 {
+			got.Chunks = nil
+		}
+		if !reflect.DeepEqual(got, one) {
+			t.Errorf("field %s alone did not survive the codec:\n got %+v\nwant %+v", typ.Field(i).Name, got, one)
+		}
+	}
+	if got := roundTrip(all); !reflect.DeepEqual(got, all) {
+		for i := 0; i < typ.NumField(); i++ {
+			if g, w := reflect.ValueOf(got).Field(i), reflect.ValueOf(all).Field(i); !reflect.DeepEqual(g.Interface(), w.Interface()) {
+				t.Errorf("field %s: decoded %v, encoded %v", typ.Field(i).Name, g, w)
+			}
+		}
+	}
+}
+
+// TestRecordCodecKeysInAnyOrder: a frame written by another msgpack writer, keys in any order,
+// decodes like the codec's own.
+func TestRecordCodecKeysInAnyOrder(t *testing.T) {
+	b, err := msgpack.Marshal(map[string]any{"status": 200, "chunks": []int{5, 1, 3, 2}, "zz_future": "x", "id": "r9", "end": 8, "class": "rag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Record
+	if err := unmarshalRecord(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := Record{ID: "r9", Class: "rag", Status: 200, End: 8, Chunks: []Chunk{{T: 5, Tokens: 1}, {T: 8, Tokens: 2}}}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("got %+v\nwant %+v", r, want)
 	}
 }
 

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"math"
 	"math/bits"
 	"slices"
 )
@@ -58,7 +57,8 @@ func (h sparseHist) add(v, n int64) sparseHist {
 	return slices.Insert(h, lo, binCount{b, n})
 }
 
-// quantiles returns two nearest-rank quantiles in ms (0 when empty).
+// quantiles returns two quantiles in ms (0 when empty) by the package's quantile rule
+// (quantileRank), each the midpoint of its bin.
 func (h sparseHist) quantiles(q1, q2 float64) (float64, float64) {
 	var total int64
 	for _, e := range h {
@@ -68,10 +68,7 @@ func (h sparseHist) quantiles(q1, q2 float64) (float64, float64) {
 		return 0, 0
 	}
 	at := func(q float64) float64 {
-		rank := int64(math.Ceil(q * float64(total)))
-		if rank < 1 {
-			rank = 1
-		}
+		rank := int64(quantileRank(q, float64(total)))
 		var c int64
 		for _, e := range h {
 			c += e.count

@@ -28,17 +28,15 @@ const (
 	nHist
 )
 
-var histNames = [nHist]string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "queue", "max_gap", "normalized", "tokens_per_chunk", "fluidity", "lag"}
-
-func histScale(i int) float64 {
-	switch i {
-	case hTPC:
-		return scaleCount
-	case hFluid:
-		return scaleFluidity
+// histNames are the registry's family names by histogram index (registry.go).
+var histNames = func() (n [nHist]string) {
+	for i, f := range families {
+		n[i] = f.Name
 	}
-	return scaleMicrosToMs
-}
+	return n
+}()
+
+func histScale(i int) float64 { return families[i].Scale }
 
 // noClass is the by_class key of records without a class when other records have one.
 const noClass = "(none)"

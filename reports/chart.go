@@ -1,12 +1,8 @@
 package reports
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
-
-	"github.com/go-echarts/go-echarts/v2/charts"
-	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
 // defaultMaxPoints bounds each plotted series; longer ones are downsampled with LTTB.
@@ -71,127 +67,143 @@ type chartJSON struct {
 	Option map[string]any `json:"option"`
 }
 
-// option renders the spec with go-echarts into an ECharts option object. The chart id is
-// fixed (go-echarts would otherwise pick a random one) so output is byte-identical.
+// option builds the spec's ECharts option object as plain maps and slices, which the page
+// script receives as JSON (json.Marshal sorts map keys, so identical specs give identical
+// bytes). The charts use a small, fixed part of ECharts' option schema, written out here
+// rather than through a chart library's option types: those could not align the y-axis names
+// (set towards the plot so long names are not cut off at the chart's edge) without a JSON
+// round trip to patch them.
 func (c *chartSpec) option() map[string]any {
-	l := charts.NewLine()
-	l.SetGlobalOptions(
-		charts.WithInitializationOpts(opts.Initialization{ChartID: c.ID}),
-		charts.WithAnimation(false),
-		charts.WithColorsOpts(colorList),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: c.trigger()}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(len(c.Series) > 1), Top: "0"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: strconv.Itoa(c.gridTop()), Bottom: "28", ContainLabel: opts.Bool(true)}),
-	)
-	valueX := opts.XAxis{Type: "value", Name: c.XName, NameLocation: "middle", NameGap: 24, Scale: opts.Bool(true), Max: c.XMax}
-	if c.XLog {
-		valueX.Type = "log"
+	o := map[string]any{
+		"animation": false,
+		"color":     colorList,
+		"grid":      []any{map[string]any{"left": "8", "right": "16", "top": strconv.Itoa(c.gridTop()), "bottom": "28", "containLabel": true}},
+		"legend":    map[string]any{"show": len(c.Series) > 1, "top": "0"},
+		"title":     map[string]any{},
+		"toolbox":   map[string]any{},
+		"tooltip":   map[string]any{"show": true, "trigger": c.trigger()},
 	}
-	catX := opts.XAxis{Type: "category", Name: c.XName, NameLocation: "middle", NameGap: 24}
+	o["xAxis"], o["yAxis"] = c.axes()
+	series := make([]any, len(c.Series))
+	for i, s := range c.Series {
+		series[i] = c.series(i, s)
+	}
+	o["series"] = series
+	return o
+}
+
+// axes are the option's x and y axes: a value (or log) x axis, a category x axis when XCats
+// is set, or categories on y for a horizontal chart; a second y axis when Y2Name is set.
+func (c *chartSpec) axes() (x, y []any) {
+	axisName := func(ax map[string]any, name string) map[string]any {
+		if name != "" {
+			ax["name"] = name
+		}
+		return ax
+	}
+	yAxis := func(typ, name string, maxV any, align string) map[string]any {
+		ax := axisName(map[string]any{"type": typ, "nameTextStyle": map[string]any{"align": align}}, name)
+		if maxV != nil {
+			ax["max"] = maxV
+		}
+		return ax
+	}
 	yType := "value"
 	if c.YLog {
 		yType = "log"
 	}
-	y := opts.YAxis{Type: yType, Name: c.YName, Max: c.YMax}
 	switch {
 	case c.Horizontal:
-		l.SetGlobalOptions(charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: c.YName, NameLocation: "middle", NameGap: 24}),
-			charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), Data: c.XCats}))
+		x = []any{axisName(map[string]any{"type": "value", "nameLocation": "middle", "nameGap": 24}, c.YName)}
+		ax := map[string]any{"type": "category", "inverse": true, "nameTextStyle": map[string]any{"align": "left"}}
+		if len(c.XCats) > 0 {
+			ax["data"] = c.XCats
+		}
+		y = []any{ax}
 	case len(c.XCats) > 0:
-		l.SetXAxis(c.XCats)
-		l.SetGlobalOptions(charts.WithXAxisOpts(catX), charts.WithYAxisOpts(y))
+		x = []any{axisName(map[string]any{"type": "category", "nameLocation": "middle", "nameGap": 24, "data": c.XCats}, c.XName)}
+		y = []any{yAxis(yType, c.YName, c.YMax, "left")}
 	default:
-		l.SetGlobalOptions(charts.WithXAxisOpts(valueX), charts.WithYAxisOpts(y))
+		xType := "value"
+		if c.XLog {
+			xType = "log"
+		}
+		ax := axisName(map[string]any{"type": xType, "nameLocation": "middle", "nameGap": 24, "scale": true}, c.XName)
+		if c.XMax != nil {
+			ax["max"] = c.XMax
+		}
+		x = []any{ax}
+		y = []any{yAxis(yType, c.YName, c.YMax, "left")}
 	}
 	if c.Y2Name != "" {
-		l.ExtendYAxis(opts.YAxis{Type: "value", Name: c.Y2Name, Max: c.Y2Max, SplitLine: &opts.SplitLine{Show: opts.Bool(false)}})
+		y2 := yAxis("value", c.Y2Name, c.Y2Max, "right")
+		y2["splitLine"] = map[string]any{"show": false}
+		y = append(y, y2)
 	}
-	for i, s := range c.Series {
-		s := s
-		first := i == 0
-		l.AddSeries(s.Name, nil, charts.WithSeriesOpts(func(ss *charts.SingleSeries) {
-			ss.Type = s.Kind
-			if ss.Type == "" {
-				ss.Type = "line"
-			}
-			ss.Data = s.Data
-			ss.YAxisIndex = s.YAxis
-			if s.Color != "" {
-				ss.ItemStyle = &opts.ItemStyle{Color: s.Color}
-			}
-			switch ss.Type {
-			case "line":
-				ss.ShowSymbol = opts.Bool(s.Symbol > 0)
-				if s.Symbol > 0 {
-					ss.SymbolSize = s.Symbol
-				}
-				if s.Step {
-					ss.Step = "end"
-				}
-				w := s.Width
-				if w == 0 {
-					w = 2
-				}
-				ls := &opts.LineStyle{Width: w, Color: s.Color}
-				if s.Dashed {
-					ls.Type = "dashed"
-				}
-				ss.LineStyle = ls
-				if s.Area {
-					ss.AreaStyle = &opts.AreaStyle{Opacity: opts.Float(0.12)}
-				}
-			case "bar":
-				ss.BarMaxWidth = "64"
-			case "scatter":
-				size := s.Symbol
-				if size == 0 {
-					size = 5
-				}
-				ss.SymbolSize = size
-			}
-			if first && len(c.Shades) > 0 {
-				var areas []any
-				for _, sh := range c.Shades {
-					areas = append(areas, []any{
-						map[string]any{"name": sh.Label, "xAxis": rnd(sh.From)},
-						map[string]any{"xAxis": rnd(sh.To)},
-					})
-				}
-				ss.MarkAreas = &opts.MarkAreas{Data: areas, MarkAreaStyle: opts.MarkAreaStyle{
-					ItemStyle: &opts.ItemStyle{Color: "rgba(128,134,139,0.16)"},
-					Label:     &opts.Label{Show: opts.Bool(false)},
-				}}
-			}
-		}))
-	}
-	l.Validate()
-	return tweak(l.JSON())
+	return x, y
 }
 
-// tweak adjusts what go-echarts cannot express: y-axis names are aligned towards the plot so
-// long names are not cut off at the chart's edge. It round-trips through JSON, which also
-// turns the option into plain maps and slices.
-func tweak(obj map[string]any) map[string]any {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return obj
+// series is the option object of series i; the first series carries the shaded ranges.
+func (c *chartSpec) series(i int, s seriesSpec) map[string]any {
+	kind := s.Kind
+	if kind == "" {
+		kind = "line"
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return obj
+	ss := map[string]any{"type": kind, "animation": false, "data": s.Data}
+	if s.Name != "" {
+		ss["name"] = s.Name
 	}
-	if ys, ok := m["yAxis"].([]any); ok {
-		for i, y := range ys {
-			if ym, ok := y.(map[string]any); ok {
-				align := "left"
-				if i > 0 {
-					align = "right"
-				}
-				ym["nameTextStyle"] = map[string]any{"align": align}
-			}
+	if s.YAxis != 0 {
+		ss["yAxisIndex"] = s.YAxis
+	}
+	if s.Color != "" {
+		ss["itemStyle"] = map[string]any{"color": s.Color}
+	}
+	switch kind {
+	case "line":
+		ss["showSymbol"] = s.Symbol > 0
+		if s.Symbol > 0 {
+			ss["symbolSize"] = s.Symbol
 		}
+		if s.Step {
+			ss["step"] = "end"
+		}
+		w := s.Width
+		if w == 0 {
+			w = 2
+		}
+		ls := map[string]any{"width": w}
+		if s.Color != "" {
+			ls["color"] = s.Color
+		}
+		if s.Dashed {
+			ls["type"] = "dashed"
+		}
+		ss["lineStyle"] = ls
+		if s.Area {
+			ss["areaStyle"] = map[string]any{"opacity": 0.12}
+		}
+	case "bar":
+		ss["barMaxWidth"] = "64"
+	case "scatter":
+		size := s.Symbol
+		if size == 0 {
+			size = 5
+		}
+		ss["symbolSize"] = size
 	}
-	return m
+	if i == 0 && len(c.Shades) > 0 {
+		var areas []any
+		for _, sh := range c.Shades {
+			areas = append(areas, []any{
+				map[string]any{"name": sh.Label, "xAxis": rnd(sh.From)},
+				map[string]any{"xAxis": rnd(sh.To)},
+			})
+		}
+		ss["markArea"] = map[string]any{"data": areas,
+			"itemStyle": map[string]any{"color": "rgba(128,134,139,0.16)"}, "label": map[string]any{"show": false}}
+	}
+	return ss
 }
 
 // gridTop leaves room for the legend, which wraps onto more lines when names are long.

@@ -20,8 +20,8 @@ func ComparisonHeadline(c *metrics.Comparison) string {
 		counts[m.Verdict]++
 	}
 	var tail []string
-	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictUnchanged,
-		metrics.VerdictNotAssessable, metrics.VerdictDescriptive, metrics.VerdictNA} {
+	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictChanged, metrics.VerdictUnchanged,
+		metrics.VerdictNotAssessable, metrics.VerdictNA} {
 		if counts[v] > 0 {
 			tail = append(tail, fmt.Sprintf("%d %s", counts[v], v))
 		}
@@ -55,18 +55,28 @@ func sideText(s metrics.ComparisonSide) string {
 	return fmt.Sprintf("%s (%s, %s requests, %s ok)", s.Label, runs, fmtInt(int64(s.Requests)), fmtInt(int64(s.Succeeded)))
 }
 
+// unitFormats formats a comparison value by its unit; every unit of the metric registry has an
+// entry (a test checks it).
+var unitFormats = map[string]func(float64) string{
+	"ms":       fmtMs,
+	"fraction": fmtPct,
+	"req/s":    fmtRate,
+	"tok/s":    fmtRate,
+	"index":    func(v float64) string { return fmtFixed(v, 3) },
+	"tokens":   fmtPlain,
+	"stalls":   fmtPlain,
+}
+
 // fmtUnit formats a value of a comparison metric in its unit.
 func fmtUnit(v float64, unit string) string {
-	switch unit {
-	case "ms":
-		return fmtMs(v)
-	case "fraction":
-		return fmtPct(v)
-	case "req/s", "tok/s":
-		return fmtRate(v)
-	case "index":
-		return fmtFixed(v, 3)
+	if f, ok := unitFormats[unit]; ok {
+		return f(v)
 	}
+	return fmtPlain(v)
+}
+
+// fmtPlain formats a count-like value: two decimals, none from 100 up.
+func fmtPlain(v float64) string {
 	if math.Abs(v) >= 100 {
 		return fmtFixed(v, 0)
 	}

@@ -10,12 +10,13 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 )
 
-// cdfOrder is the display order of a comparison's overlaid CDFs; others follow by name.
-var cdfOrder = []string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "max_gap", "tokens_per_chunk", "fluidity"}
-
-var cdfTitles = map[string]string{
-	"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL per token", "itl_chunk": "ITL per chunk", "e2e": "End-to-end latency",
-	"max_gap": "Largest gap per request", "tokens_per_chunk": "Tokens per chunk", "fluidity": "Fluidity index",
+// cdfTitle is the chart title of a comparison's overlaid CDF of family name (the registry's
+// title; "" for a family the registry does not know).
+func cdfTitle(name string) string {
+	if f, ok := metrics.LookupFamily(name); ok {
+		return f.Title
+	}
+	return ""
 }
 
 var unsafeID = regexp.MustCompile(`[^a-z0-9_-]+`)
@@ -27,14 +28,14 @@ func chartID(prefix, name string) string {
 
 var verdictColor = map[string]string{
 	metrics.VerdictRegressed: colRed, metrics.VerdictWorse: colOrange, metrics.VerdictBetter: colGreen,
-	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8",
-	metrics.VerdictNotAssessable: "#c0c4c8", metrics.VerdictDescriptive: "#c0c4c8",
+	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8", metrics.VerdictChanged: colBlue,
+	metrics.VerdictNotAssessable: "#c0c4c8",
 }
 
 var verdictClass = map[string]string{
 	metrics.VerdictRegressed: "bad", metrics.VerdictWorse: "bad", metrics.VerdictBetter: "good",
-	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted",
-	metrics.VerdictNotAssessable: "muted", metrics.VerdictDescriptive: "muted",
+	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted", metrics.VerdictChanged: "muted",
+	metrics.VerdictNotAssessable: "muted",
 }
 
 // WriteComparisonHTML writes the self-contained HTML report of a comparison: the regression
@@ -68,7 +69,7 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 	p.Facts = append(p.Facts, fact{"resamples", fmtInt(int64(c.Resamples))},
 		fact{"confidence", fmtShort(c.Confidence*100) + "%"}, fact{"bootstrap seed", fmt.Sprint(c.Seed)})
 	for _, th := range c.Thresholds {
-		p.Facts = append(p.Facts, fact{"fail on", th.Text})
+		p.Facts = append(p.Facts, fact{"fail on", th.Text + " (" + th.Describe() + ")"})
 	}
 	p.Tiles = comparisonTiles(c)
 	p.Sections = append(p.Sections, deltaSection(c))
@@ -145,7 +146,7 @@ func deltaSection(c *metrics.Comparison) section {
 	}
 	t := &table{Numeric: true, LeftCols: 3, Head: head}
 	ch := &chartSpec{ID: "cmp-deltas", Title: "Change per metric with its confidence interval",
-		Note:  "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged",
+		Note:  "bar: change in % of base; whiskers: the CI bounds. Colour: red regressed, orange worse, green better, grey unchanged, blue changed (descriptive)",
 		YName: "% change", Horizontal: true}
 	var bars []any
 	var lows, highs [][2]any
@@ -181,7 +182,9 @@ func deltaSection(c *metrics.Comparison) section {
 		ch.Table.add(txt(m.Name), txt(deltaPctText(m)), txt(pctOrNA(m.CILowPct, m.Base)), txt(pctOrNA(m.CIHighPct, m.Base)), txt(m.Verdict))
 	}
 	intro := "Delta = candidate − base. A metric regresses only when its whole confidence interval lies beyond a --fail-on rule; " +
-		"worse/better mean the interval excludes zero; unchanged means the data cannot tell the sides apart."
+		"worse/better mean the interval excludes zero; unchanged means the data cannot tell the sides apart. " +
+		"A descriptive metric (better: descriptive) describes the shape of delivery, such as tokens per chunk or per-token ITL percentiles, " +
+		"which are 0 inside a multi-token chunk: when it moves it is marked changed, never better or worse."
 	return section{ID: "deltas", Title: "Deltas", Intro: intro, Blocks: []block{{Table: t}, {Charts: []*chartSpec{ch}}}}
 }
 
@@ -205,10 +208,10 @@ func cdfCompareSection(c *metrics.Comparison) (section, bool) {
 	}
 	var keys []string
 	seen := map[string]bool{}
-	for _, k := range cdfOrder {
-		if _, ok := c.CDFs[k]; ok {
-			keys = append(keys, k)
-			seen[k] = true
+	for _, f := range metrics.Families() {
+		if _, ok := c.CDFs[f.Name]; ok {
+			keys = append(keys, f.Name)
+			seen[f.Name] = true
 		}
 	}
 	for _, k := range sortedKeys(c.CDFs) {
@@ -219,7 +222,7 @@ func cdfCompareSection(c *metrics.Comparison) (section, bool) {
 	var charts []*chartSpec
 	for _, k := range keys {
 		pair := c.CDFs[k]
-		title := cdfTitles[k]
+		title := cdfTitle(k)
 		if title == "" {
 			title = k
 		}

@@ -4,7 +4,7 @@
 //   - WriteTerminal / WriteComparisonTerminal: compact aligned tables that fit 100 columns.
 //   - WriteMarkdown / WriteComparisonMarkdown: GitHub-flavoured Markdown for CI comments.
 //   - WriteCSV: one row per request (from a records iteration such as metrics.Source.Each).
-//   - WriteHTML / WriteComparisonHTML: a self-contained page with go-echarts charts (CDFs,
+//   - WriteHTML / WriteComparisonHTML: a self-contained page with ECharts charts (CDFs,
 //     latency, throughput and load over time with warm-up shaded, token timelines of sampled
 //     requests, tokens per chunk, workload lengths, scraped server metrics; for comparisons
 //     overlaid CDFs, a delta chart with confidence intervals and a per-request A vs B scatter).

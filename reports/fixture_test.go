@@ -161,7 +161,7 @@ func fixtureComparison(label string) *metrics.Comparison {
 		Paired: true, MatchedIDs: 1437, Resamples: 2000, Confidence: 0.95, Seed: 1,
 		Base:       metrics.ComparisonSide{Label: "main", Runs: 3, Requests: 4311, Succeeded: 4302, Summary: base},
 		Cand:       metrics.ComparisonSide{Label: label, Runs: 1, Requests: 1437, Succeeded: 1436, Summary: cand},
-		Thresholds: []metrics.Threshold{{Metric: "ttft.p95", Op: ">", Value: 5, Relative: true, Text: "ttft.p95>+5%"}},
+		Thresholds: []metrics.Threshold{{Metric: "ttft.p95", Op: ">", Value: 5, Relative: true, Text: "ttft.p95>+5%", Unit: "%"}},
 		Regressed:  true, Regressions: []string{"ttft.p95"},
 		Equivalence: &metrics.Equivalence{Compared: 1436, Mismatched: 2, MismatchIDs: []string{"req-00031", "req-<b>9</b>"}, Unchecked: 3},
 		CDFs: map[string]metrics.CDFPair{
@@ -185,12 +185,13 @@ func fixtureComparison(label string) *metrics.Comparison {
 		md("ttft.p95", "ms", "lower", 409.7, 466.8, 40, 75, metrics.VerdictRegressed, "ttft.p95>+5%"),
 		md("ttft.p99", "ms", "lower", 576, 601, -20, 70, metrics.VerdictUnchanged, ""),
 		md("tpot.p95", "ms", "lower", 30.57, 24.1, -7.2, -5.7, metrics.VerdictBetter, ""),
-		md("itl.p99", "ms", "lower", 72.69, 70.1, -6, 1.2, metrics.VerdictUnchanged, ""),
+		md("itl.p99", "ms", metrics.BetterNone, 72.69, 70.1, -6, 1.2, metrics.VerdictUnchanged, ""),
 		md("itl_chunk.p99", "ms", "lower", 107, 190, 70, 96, metrics.VerdictWorse, ""),
 		md("e2e.p95", "ms", "lower", 12878, 11020, -2100, -1600, metrics.VerdictBetter, ""),
 		md("throughput.requests_per_s", "req/s", "higher", 12, 12, -0.1, 0.1, metrics.VerdictUnchanged, ""),
 		md("goodput.fraction", "fraction", "higher", 0.94, 0.93, -0.02, 0.001, metrics.VerdictUnchanged, "goodput<-2%"),
 		md("stalls.fraction", "fraction", "lower", 0, 0, 0, 0, metrics.VerdictNA, ""),
+		md("tokens_per_chunk.mean", "tokens", metrics.BetterNone, 1.07, 2.9, 1.7, 1.95, metrics.VerdictChanged, ""),
 	}
 	c.Metrics[1].BaseSpread = &metrics.Spread{Runs: 3, Values: []float64{401, 409, 419}, Min: 401, Max: 419, Mean: 409.7, StdDev: 9, CVPct: 2.2}
 	return c

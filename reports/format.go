@@ -184,18 +184,16 @@ type distRow struct {
 	D     metrics.Dist
 }
 
-// latencyRows lists the latency distributions of l in report order.
+// latencyRows lists the latency distributions of l in report order: the registry's families
+// that Latency holds, labelled and described by the registry.
 func latencyRows(l metrics.Latency) []distRow {
-	return []distRow{
-		{"ttft", "TTFT", "time to first token, from the intended send time", l.TTFT},
-		{"tpot", "TPOT", "(e2e - ttft) / (output tokens - 1); averages away stalls", l.TPOT},
-		{"itl", "ITL per token", "a chunk of k tokens counts its gap once and k-1 zero gaps", l.ITL},
-		{"itl_chunk", "ITL per chunk", "gap between consecutive content chunks", l.ITLChunk},
-		{"e2e", "E2E", "end-to-end, from the intended send time", l.E2E},
-		{"queue", "Queue", "waiting for a concurrency slot", l.Queue},
-		{"max_gap", "Max gap", "largest chunk gap of each request", l.MaxGap},
-		{"normalized", "E2E / token", "normalized latency; hides stalls", l.Normalized},
+	var rows []distRow
+	for _, f := range metrics.Families() {
+		if d, ok := metrics.LatencyDist(l, f.Name); ok {
+			rows = append(rows, distRow{Key: f.Name, Label: f.Short, Note: f.What, D: d})
+		}
 	}
+	return rows
 }
 
 // distStat is one column of a percentile table.

@@ -89,13 +89,23 @@ func SampleRecords(each func(fn func(*metrics.Record) error) error) ([]metrics.R
 	if len(picks) == 0 {
 		return nil, nil, nil
 	}
+	out, err := fetchPicks(each, picks)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, why, nil
+}
+
+// fetchPicks copies the picked records out of a last pass over each, checking that each
+// pick's record is the one the first pass saw.
+func fetchPicks(each func(fn func(*metrics.Record) error) error, picks []samplePick) ([]metrics.Record, error) {
 	want := make(map[int]int, len(picks)) // record index -> position in picks
 	for pos, p := range picks {
 		want[p.idx] = pos
 	}
 	out := make([]metrics.Record, len(picks))
-	idx = 0
-	err = each(func(r *metrics.Record) error {
+	idx := 0
+	err := each(func(r *metrics.Record) error {
 		if pos, ok := want[idx]; ok {
 			if p := picks[pos]; p.id != "" && r.ID != p.id {
 				return fmt.Errorf("record %d changed between passes (id %q, then %q): the source must yield the same records each time",
@@ -108,9 +118,9 @@ func SampleRecords(each func(fn func(*metrics.Record) error) error) ([]metrics.R
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("sample records (last pass): %w", err)
+		return nil, fmt.Errorf("sample records (last pass): %w", err)
 	}
-	return out, why, nil
+	return out, nil
 }
 
 // sampleKey is what the first pass looks at in a successful record.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
 )
 
 // english1K is the first KB of testdata/english.txt, cut at a rune boundary.
@@ -93,4 +95,36 @@ func BenchmarkLoadHF(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSplitPattern1KB splits one KB of English prose with Llama 3's pre-tokenizer
+// pattern: the package's matcher against regexp2 (the library it replaces; test-only here).
+func BenchmarkSplitPattern1KB(b *testing.B) {
+	text := english1K(b)
+	pattern := knownPatterns["llama3"]
+	mine, err := compileRegex(pattern)
+	if err != nil {
+		b.Fatal(err)
+	}
+	net := regexp2.MustCompile(pattern)
+	b.Run("own", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		var buf [][2]int
+		for b.Loop() {
+			buf = mine.findAll(text, buf[:0])
+		}
+	})
+	b.Run("regexp2", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			m, err := net.FindStringMatch(text)
+			for ; m != nil && err == nil; m, err = net.FindNextMatch(m) {
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

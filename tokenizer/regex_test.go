@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
 )
 
 // Split patterns of well-known tokenizer.json files.
@@ -164,34 +166,81 @@ var fuzzSeeds = []string{
 	"HelloWorld's path/to\n", "漢字 かな 한국어 😀👍🏽", "tab\there  ", "'LL'll'S", "a\xffb \xfe", "1,234.56%",
 }
 
-func FuzzSplitPatternsVsStdlib(f *testing.F) {
-	type pair struct {
-		mine *regex
-		std  *regexp.Regexp
+// lookaheadPatterns use lookahead beyond the known patterns' final `\s+(?!\S)|\s+`; only
+// regexp2 can check them.
+var lookaheadPatterns = []string{
+	`\s+(?!\S)|\s+`, `a(?=b)|.`, `(?!ab)..|.`, `[^\S\n]{2,}?(?=x)|\S+|\s`, `\p{L}+(?=\p{N})|\p{N}+(?![a-z])|.`,
+}
+
+// regexp2Split splits s with regexp2 (.NET semantics: leftmost-first backtracking with
+// lookahead, like Oniguruma), giving the non-empty matches as pieces of s.
+func regexp2Split(re *regexp2.Regexp, s string) ([]string, error) {
+	var out []string
+	m, err := re.FindStringMatch(s)
+	for ; m != nil && err == nil; m, err = re.FindNextMatch(m) {
+		if i, n := m.ByteRange(); n > 0 {
+			out = append(out, s[i:i+n])
+		}
 	}
-	var pairs []pair
+	return out, err
+}
+
+// regexp2Comparable reports whether s avoids the runes where .NET's case-insensitive matching
+// differs from Unicode simple case folding (which the package's matcher, Go's regexp and
+// Oniguruma use): the long s and the Kelvin and Ångström signs, which fold to s, k and å.
+func regexp2Comparable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsAny(s, "\u017f\u212a\u212b")
+}
+
+// FuzzSplitPatternsVsOracles splits text with the known tokenizer patterns and the lookahead
+// patterns, and checks the pieces against two oracles: regexp2 (github.com/dlclark/regexp2,
+// test-only), which runs the patterns as written, lookahead included; and Go's regexp, which
+// cannot express lookahead, so the final `\s+(?!\S)|\s+` is emulated (oracleSplit) and only
+// texts whose spaces Go's \s knows are compared.
+func FuzzSplitPatternsVsOracles(f *testing.F) {
+	type triple struct {
+		mine *regex
+		std  *regexp.Regexp // nil: no stdlib emulation for this pattern
+		net  *regexp2.Regexp
+	}
+	var all []triple
 	for name, p := range knownPatterns {
 		mine, err := compileRegex(p)
 		if err != nil {
 			f.Fatalf("%s: %v", name, err)
 		}
 		std := regexp.MustCompile(strings.TrimSuffix(p, `\s+(?!\S)|\s+`) + `(\s+)`)
-		pairs = append(pairs, pair{mine, std})
+		all = append(all, triple{mine, std, regexp2.MustCompile(p)})
+	}
+	for _, p := range lookaheadPatterns {
+		mine, err := compileRegex(p)
+		if err != nil {
+			f.Fatalf("%s: %v", p, err)
+		}
+		all = append(all, triple{mine, nil, regexp2.MustCompile(p)})
 	}
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if !onlyGoSpaces(s) {
-			return
-		}
-		for _, p := range pairs {
-			got, want := pieces(p.mine, s), oracleSplit(p.std, s)
-			if !slices.Equal(got, want) {
-				t.Fatalf("%s on %q:\n got %q\nwant %q", p.mine.src, s, got, want)
+		for _, p := range all {
+			got := pieces(p.mine, s)
+			if regexp2Comparable(s) {
+				want, err := regexp2Split(p.net, s)
+				if err != nil {
+					t.Fatalf("regexp2 %s on %q: %v", p.mine.src, s, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s on %q:\n got %q\nwant %q (regexp2)", p.mine.src, s, got, want)
+				}
 			}
-			if strings.Join(got, "") != s {
-				t.Fatalf("%s on %q: pieces do not cover the text: %q", p.mine.src, s, got)
+			if p.std != nil && onlyGoSpaces(s) {
+				if want := oracleSplit(p.std, s); !slices.Equal(got, want) {
+					t.Fatalf("%s on %q:\n got %q\nwant %q (Go regexp)", p.mine.src, s, got, want)
+				}
+				if strings.Join(got, "") != s {
+					t.Fatalf("%s on %q: pieces do not cover the text: %q", p.mine.src, s, got)
+				}
 			}
 		}
 	})

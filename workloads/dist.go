@@ -99,32 +99,8 @@ func ParseDist(s string) (Dist, error) {
 		}
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
-		var err error
-		switch key {
-		case "value":
-			d.Value, err = strconv.Atoi(val)
-		case "mean":
-			d.Mean, err = strconv.ParseFloat(val, 64)
-		case "sd":
-			d.SD, err = strconv.ParseFloat(val, 64)
-		case "s":
-			d.S, err = strconv.ParseFloat(val, 64)
-		case "min":
-			d.Min, err = strconv.Atoi(val)
-		case "max":
-			d.Max, err = strconv.Atoi(val)
-		case "values":
-			for _, v := range strings.Split(val, ";") {
-				n, e := strconv.Atoi(strings.TrimSpace(v))
-				if e != nil {
-					err = e
-					break
-				}
-				d.Values = append(d.Values, n)
-			}
-		case "from":
-			d.From = val
-		default:
+		known, err := d.setParam(key, val)
+		if !known {
 			return bad("unknown parameter %q", key)
 		}
 		if err != nil {
@@ -135,6 +111,37 @@ func ParseDist(s string) (Dist, error) {
 		return Dist{}, err
 	}
 	return d, nil
+}
+
+// setParam sets one key=value parameter of the text form; known is false for an unknown key.
+func (d *Dist) setParam(key, val string) (known bool, err error) {
+	switch key {
+	case "value":
+		d.Value, err = strconv.Atoi(val)
+	case "mean":
+		d.Mean, err = strconv.ParseFloat(val, 64)
+	case "sd":
+		d.SD, err = strconv.ParseFloat(val, 64)
+	case "s":
+		d.S, err = strconv.ParseFloat(val, 64)
+	case "min":
+		d.Min, err = strconv.Atoi(val)
+	case "max":
+		d.Max, err = strconv.Atoi(val)
+	case "values":
+		for _, v := range strings.Split(val, ";") {
+			n, e := strconv.Atoi(strings.TrimSpace(v))
+			if e != nil {
+				return true, e
+			}
+			d.Values = append(d.Values, n)
+		}
+	case "from":
+		d.From = val
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // String returns the text form, which ParseDist reads back.

@@ -30,145 +30,186 @@ func Generate(spec Spec) ([]traces.Request, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	B := spec.BlockTokens
-	if B == 0 {
-		B = traces.DefaultBlockTokens
-	}
-	D := spec.Duration()
-	times, err := Arrivals(spec.Arrival, D, spec.Seed)
+	g, err := compileSpec(&spec)
 	if err != nil {
 		return nil, err
 	}
-	var nextID int64 = 1
-	classes := make([]compiledClass, len(spec.Classes))
-	classCDF := make([]float64, len(spec.Classes))
-	var wsum float64
-	for i := range spec.Classes {
-		c := &spec.Classes[i]
-		cc := compiledClass{spec: c}
-		var err error
-		if cc.input, err = c.Input.compile(); err != nil {
-			return nil, fmt.Errorf("class %q input: %w", c.Name, err)
-		}
-		if cc.output, err = c.Output.compile(); err != nil {
-			return nil, fmt.Errorf("class %q output: %w", c.Name, err)
-		}
-		if s := c.Session; s != nil {
-			if cc.turns, err = s.Turns.compile(); err != nil {
-				return nil, fmt.Errorf("class %q turns: %w", c.Name, err)
-			}
-			if cc.newInput, err = s.NewInput.compile(); err != nil {
-				return nil, fmt.Errorf("class %q new_input: %w", c.Name, err)
-			}
-			if cc.think, err = s.ThinkMS.compile(); err != nil {
-				return nil, fmt.Errorf("class %q think_ms: %w", c.Name, err)
-			}
-		}
-		if p := c.Prefix; p != nil {
-			blocks := (p.Tokens + B - 1) / B
-			cc.prefixTokens = blocks * B
-			cc.groups = make([][]int64, p.Groups)
-			cc.groupCDF = make([]float64, p.Groups)
-			var sum float64
-			for g := range cc.groups {
-				ids := make([]int64, blocks)
-				for k := range ids {
-					ids[k] = nextID
-					nextID++
-				}
-				cc.groups[g] = ids
-				sum += math.Pow(float64(g+1), -p.Zipf)
-				cc.groupCDF[g] = sum
-			}
-			for g := range cc.groupCDF {
-				cc.groupCDF[g] /= sum
-			}
-		}
-		classes[i] = cc
-		wsum += c.weight()
-		classCDF[i] = wsum
+	times, err := Arrivals(spec.Arrival, g.duration, spec.Seed)
+	if err != nil {
+		return nil, err
 	}
-	for i := range classCDF {
-		classCDF[i] /= wsum
-	}
-
-	var reqs []traces.Request
-	sessions := 0
-	idBudget := maxHashIDs
 	for i, at := range times {
-		r := newRNG(spec.Seed, 1<<40+uint64(i))
-		cc := &classes[pick(classCDF, r.float())]
-		c := cc.spec
-		z1, z2 := r.norm(), r.norm()
-		rho := c.Correlation
-		in := max(1, cc.input.at(z1))
-		out := max(1, cc.output.at(rho*z1+math.Sqrt(1-rho*rho)*z2))
-		var ids []int64
-		prefix := 0
-		usePrefix, group := r.float(), r.float()
-		if p := c.Prefix; p != nil && (p.Fraction == 0 || usePrefix < p.Fraction) {
-			ids = append(ids, cc.groups[pick(cc.groupCDF, group)]...)
-			prefix = cc.prefixTokens
+		if err := g.draw(newRNG(spec.Seed, 1<<40+uint64(i)), at); err != nil {
+			return nil, err
 		}
-		if prefix+in > MaxPromptTokens {
-			return nil, fmt.Errorf("class %q: a prompt of %d tokens exceeds the limit of %d; lower the input distribution's max", c.Name, prefix+in, MaxPromptTokens)
-		}
-		if c.Session == nil {
-			reqs = append(reqs, traces.Request{Arrival: at, InputTokens: prefix + in, OutputTokens: out,
-				Class: c.Name, HashIDs: ids, Temperature: c.Temperature})
-			continue
-		}
-		sessions++
-		s := c.Session
-		tpot := s.TPOTMS
-		if tpot == 0 {
-			tpot = 20
-		}
-		session := fmt.Sprintf("s%d", sessions)
-		turns := min(MaxTurns, max(1, cc.turns.at(r.norm())))
-		total := prefix + in
-		var think time.Duration
-		for k := 1; k <= turns; k++ {
-			if k > 1 {
-				think = time.Duration(cc.think.at(r.norm())) * time.Millisecond
-				gap := time.Duration(math.Round(float64(out)*tpot*1e3)) * time.Microsecond
-				at += gap + think
-				total += out + max(1, cc.newInput.at(r.norm()))
-				out = max(1, cc.output.at(r.norm()))
-			}
-			if at >= D || (s.MaxInput > 0 && total > s.MaxInput) || total > MaxPromptTokens {
-				break
-			}
-			for len(ids)*B < total {
-				ids = append(ids, nextID)
-				nextID++
-			}
-			idBudget -= len(ids)
-			if idBudget < 0 {
-				return nil, fmt.Errorf("the spec's sessions need more than %d hash ids in all; lower the turns, the context or raise block_tokens", maxHashIDs)
-			}
-			req := traces.Request{Arrival: at, InputTokens: total, OutputTokens: out, Class: c.Name,
-				Session: session, Turn: k, HashIDs: append([]int64(nil), ids...), Temperature: c.Temperature}
-			if k > 1 {
-				req.Think = think
-			}
-			reqs = append(reqs, req)
-		}
-		if len(reqs) > maxArrivals {
+		if len(g.reqs) > maxArrivals {
 			return nil, fmt.Errorf("the spec produces more than %d requests; lower the rate, the duration or the turns per session", maxArrivals)
 		}
 	}
+	reqs := g.reqs
 	traces.SortByArrival(reqs)
 	if spec.MaxRequests > 0 && len(reqs) > spec.MaxRequests {
 		reqs = reqs[:spec.MaxRequests]
 	}
 	if len(reqs) == 0 {
-		return nil, fmt.Errorf("the spec produced no requests in %v (raise the rate or the duration)", D)
+		return nil, fmt.Errorf("the spec produced no requests in %v (raise the rate or the duration)", g.duration)
 	}
 	for i := range reqs {
 		reqs[i].ID = fmt.Sprintf("r%d", i+1)
 	}
 	return reqs, nil
+}
+
+// generator is a compiled spec and the state of drawing from it.
+type generator struct {
+	classes     []compiledClass
+	classCDF    []float64 // cumulative class weights, normalized
+	blockTokens int       // tokens per hash block
+	duration    time.Duration
+
+	nextID   int64 // the next unused hash block id
+	idBudget int   // hash ids session turns may still use
+	sessions int   // sessions started
+	reqs     []traces.Request
+}
+
+// compileSpec compiles every class of a validated spec: its samplers and its prefix groups,
+// whose hash block ids are numbered from 1 in class order.
+func compileSpec(spec *Spec) (*generator, error) {
+	g := &generator{blockTokens: spec.BlockTokens, duration: spec.Duration(), nextID: 1, idBudget: maxHashIDs}
+	if g.blockTokens == 0 {
+		g.blockTokens = traces.DefaultBlockTokens
+	}
+	g.classes = make([]compiledClass, len(spec.Classes))
+	g.classCDF = make([]float64, len(spec.Classes))
+	var wsum float64
+	for i := range spec.Classes {
+		c := &spec.Classes[i]
+		if err := g.compileClass(&g.classes[i], c); err != nil {
+			return nil, err
+		}
+		wsum += c.weight()
+		g.classCDF[i] = wsum
+	}
+	for i := range g.classCDF {
+		g.classCDF[i] /= wsum
+	}
+	return g, nil
+}
+
+func (g *generator) compileClass(cc *compiledClass, c *ClassSpec) error {
+	cc.spec = c
+	var err error
+	if cc.input, err = c.Input.compile(); err != nil {
+		return fmt.Errorf("class %q input: %w", c.Name, err)
+	}
+	if cc.output, err = c.Output.compile(); err != nil {
+		return fmt.Errorf("class %q output: %w", c.Name, err)
+	}
+	if s := c.Session; s != nil {
+		if cc.turns, err = s.Turns.compile(); err != nil {
+			return fmt.Errorf("class %q turns: %w", c.Name, err)
+		}
+		if cc.newInput, err = s.NewInput.compile(); err != nil {
+			return fmt.Errorf("class %q new_input: %w", c.Name, err)
+		}
+		if cc.think, err = s.ThinkMS.compile(); err != nil {
+			return fmt.Errorf("class %q think_ms: %w", c.Name, err)
+		}
+	}
+	if p := c.Prefix; p != nil {
+		blocks := (p.Tokens + g.blockTokens - 1) / g.blockTokens
+		cc.prefixTokens = blocks * g.blockTokens
+		cc.groups = make([][]int64, p.Groups)
+		cc.groupCDF = make([]float64, p.Groups)
+		var sum float64
+		for k := range cc.groups {
+			ids := make([]int64, blocks)
+			for j := range ids {
+				ids[j] = g.nextID
+				g.nextID++
+			}
+			cc.groups[k] = ids
+			sum += math.Pow(float64(k+1), -p.Zipf)
+			cc.groupCDF[k] = sum
+		}
+		for k := range cc.groupCDF {
+			cc.groupCDF[k] /= sum
+		}
+	}
+	return nil
+}
+
+// draw adds the request (or the session's turns) of the arrival at at, drawing from r in a
+// fixed order: class, two normals for the correlated lengths, prefix use, prefix group, then
+// the session's draws.
+func (g *generator) draw(r *rng, at time.Duration) error {
+	cc := &g.classes[pick(g.classCDF, r.float())]
+	c := cc.spec
+	z1, z2 := r.norm(), r.norm()
+	rho := c.Correlation
+	in := max(1, cc.input.at(z1))
+	out := max(1, cc.output.at(rho*z1+math.Sqrt(1-rho*rho)*z2))
+	var ids []int64
+	prefix := 0
+	usePrefix, group := r.float(), r.float()
+	if p := c.Prefix; p != nil && (p.Fraction == 0 || usePrefix < p.Fraction) {
+		ids = append(ids, cc.groups[pick(cc.groupCDF, group)]...)
+		prefix = cc.prefixTokens
+	}
+	if prefix+in > MaxPromptTokens {
+		return fmt.Errorf("class %q: a prompt of %d tokens exceeds the limit of %d; lower the input distribution's max", c.Name, prefix+in, MaxPromptTokens)
+	}
+	if c.Session == nil {
+		g.reqs = append(g.reqs, traces.Request{Arrival: at, InputTokens: prefix + in, OutputTokens: out,
+			Class: c.Name, HashIDs: ids, Temperature: c.Temperature})
+		return nil
+	}
+	return g.drawSession(r, cc, at, prefix+in, out, ids)
+}
+
+// drawSession adds the turns of one session whose first turn arrives at at with a prompt of
+// total tokens (hash ids ids so far) and out output tokens. Each later turn arrives after the
+// previous answer (out tokens at the session's TPOT) and a think time, with the previous
+// answer and new input appended to its prompt; the session ends at the trace's duration, the
+// class's max_input or MaxPromptTokens.
+func (g *generator) drawSession(r *rng, cc *compiledClass, at time.Duration, total, out int, ids []int64) error {
+	c, s := cc.spec, cc.spec.Session
+	tpot := s.TPOTMS
+	if tpot == 0 {
+		tpot = 20
+	}
+	g.sessions++
+	session := fmt.Sprintf("s%d", g.sessions)
+	turns := min(MaxTurns, max(1, cc.turns.at(r.norm())))
+	var think time.Duration
+	for k := 1; k <= turns; k++ {
+		if k > 1 {
+			think = time.Duration(cc.think.at(r.norm())) * time.Millisecond
+			gap := time.Duration(math.Round(float64(out)*tpot*1e3)) * time.Microsecond
+			at += gap + think
+			total += out + max(1, cc.newInput.at(r.norm()))
+			out = max(1, cc.output.at(r.norm()))
+		}
+		if at >= g.duration || (s.MaxInput > 0 && total > s.MaxInput) || total > MaxPromptTokens {
+			break
+		}
+		for len(ids)*g.blockTokens < total {
+			ids = append(ids, g.nextID)
+			g.nextID++
+		}
+		g.idBudget -= len(ids)
+		if g.idBudget < 0 {
+			return fmt.Errorf("the spec's sessions need more than %d hash ids in all; lower the turns, the context or raise block_tokens", maxHashIDs)
+		}
+		req := traces.Request{Arrival: at, InputTokens: total, OutputTokens: out, Class: c.Name,
+			Session: session, Turn: k, HashIDs: append([]int64(nil), ids...), Temperature: c.Temperature}
+		if k > 1 {
+			req.Think = think
+		}
+		g.reqs = append(g.reqs, req)
+	}
+	return nil
 }
 
 // Limits that keep a spec from asking for unbounded memory.

@@ -45,7 +45,7 @@ func selfCheck(ctx context.Context, app *App, opts runner.ABOptions, arms [2]run
 		var labels []string
 		for _, m := range res.Comparison.Metrics {
 			switch m.Verdict {
-			case metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictRegressed:
+			case metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictChanged, metrics.VerdictRegressed:
 				labels = append(labels, fmt.Sprintf("%s %s %+.1f%%", m.Name, m.Verdict, m.DeltaPct))
 			}
 		}

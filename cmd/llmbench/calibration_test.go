@@ -81,11 +81,11 @@ func TestCalibrationAA(t *testing.T) {
 			t.Logf("A/A %d: gate failed on %v", k, c.Regressions)
 		}
 		for _, m := range c.Metrics {
-			if m.Verdict == metrics.VerdictDescriptive || m.Verdict == metrics.VerdictNA || m.Verdict == metrics.VerdictNotAssessable {
+			if m.Better == metrics.BetterNone || m.Verdict == metrics.VerdictNA || m.Verdict == metrics.VerdictNotAssessable {
 				continue
 			}
 			labelled++
-			if m.Verdict == metrics.VerdictBetter || m.Verdict == metrics.VerdictWorse || m.Verdict == metrics.VerdictRegressed {
+			if m.Verdict == metrics.VerdictBetter || m.Verdict == metrics.VerdictWorse || m.Verdict == metrics.VerdictChanged || m.Verdict == metrics.VerdictRegressed {
 				labels++
 				t.Logf("A/A %d: %s %s %+.1f%% [%+.1f%%, %+.1f%%]", k, m.Name, m.Verdict, m.DeltaPct, m.CILowPct, m.CIHighPct)
 			}
@@ -125,7 +125,7 @@ func TestCalibrationPower(t *testing.T) {
 		verdct string
 	}{
 		{"10% less bandwidth", []string{"--profiles", prof, "--gpu", "h100-slowmem"}, "tpot.p50>+0%", metrics.VerdictRegressed},
-		{"speculative decoding", []string{"--spec-k", "4", "--spec-alpha", "0.8"}, "tpot.p50<-0%", metrics.VerdictRegressed},
+		{"speculative decoding", []string{"--spec-k", "4", "--spec-alpha", "0.8"}, "tpot.p50>+0%", metrics.VerdictBetter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			found := 0
