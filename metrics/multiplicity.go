@@ -137,8 +137,8 @@ func holm(ms []MetricDelta, family []int) []float64 {
 // mdeWarning says when rule t is tighter than the smallest change the design can detect,
 // and about how many runs per side would reach it (the standard error shrinks as √runs).
 func mdeWarning(md *MetricDelta, t Threshold, conf float64, runs int) string {
-	if md.Verdict == VerdictNA {
-		return ""
+	if md.Verdict == VerdictNA || md.Verdict == VerdictRegressed {
+		return "" // nothing to judge, or the rule caught a change anyway
 	}
 	if md.Verdict == VerdictNotAssessable {
 		return fmt.Sprintf("--fail-on %s cannot be judged: %s is %s (%s)", t.Text, md.Name, VerdictNotAssessable, md.Note)

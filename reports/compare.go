@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -163,8 +164,12 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			}
 			rules = append(rules, m.Threshold+" "+state)
 		}
+		ci := ciPct(m)
+		if utf8.RuneCountInString(ci) >= 20 {
+			ci += " " // a wide interval never runs into the verdict
+		}
 		e.printf("%-31s%8s%8s%10s%9s  %-20s%s\n", clip(termSafe(metricLabel(m)), 30), fmtUnit(m.Base, m.Unit),
-			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ciPct(m), v)
+			fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit), deltaPctText(m), ci, v)
 	}
 	if len(rules) > 0 {
 		e.printf("\n")
