@@ -3,7 +3,6 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 )
 
 // bootResult holds the bootstrap deltas per metric (absolute and percent of base).
@@ -47,19 +46,6 @@ func bootstrap(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired b
 		}
 	}
 	return res
-}
-
-// percentileInterval is the (1-conf)/2 and 1-(1-conf)/2 order statistics of xs (sorted here).
-func percentileInterval(xs []float64, conf float64) (float64, float64) {
-	slices.Sort(xs)
-	n := len(xs)
-	a := (1 - conf) / 2
-	lo := int(a * float64(n))
-	hi := int((1 - a) * float64(n))
-	if hi >= n {
-		hi = n - 1
-	}
-	return xs[lo], xs[hi]
 }
 
 // finishDelta sets md's change and its interval from the two-level bootstrap: delta ±

@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -241,18 +240,6 @@ func perRunScalar(name string) bool {
 		return true
 	}
 	return false
-}
-
-// finiteSorted returns the finite values of xs, sorted (for quantiles of resampled changes).
-func finiteSorted(xs []float64) []float64 {
-	out := make([]float64, 0, len(xs))
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			out = append(out, x)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // varianceMethod describes the variance model of a comparison in words (Comparison.Method).

@@ -115,9 +115,20 @@ func verdictText(m metrics.MetricDelta) string {
 		v = "REGRESSED"
 	}
 	if m.Threshold != "" {
-		v += " (" + m.Threshold + ")"
+		v += " (" + m.Threshold + mdeText(m) + ")"
 	}
 	return v
+}
+
+// mdeText states a gated metric's minimum detectable effect: " (MDE 4.2%)", "" when unknown.
+func mdeText(m metrics.MetricDelta) string {
+	switch {
+	case m.MDEPct > 0 && m.Base != 0:
+		return " (MDE " + fmtFixed(m.MDEPct, 1) + "%)"
+	case m.MDE > 0:
+		return " (MDE " + fmtUnit(m.MDE, m.Unit) + ")"
+	}
+	return ""
 }
 
 func deltaPctText(m metrics.MetricDelta) string {
@@ -162,7 +173,7 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			if m.Verdict == metrics.VerdictRegressed {
 				state = "BROKEN"
 			}
-			rules = append(rules, m.Threshold+" "+state)
+			rules = append(rules, m.Threshold+" "+state+mdeText(m))
 		}
 		ci := ciPct(m)
 		if utf8.RuneCountInString(ci) >= 20 {

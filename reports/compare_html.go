@@ -156,7 +156,7 @@ func deltaSection(c *metrics.Comparison) section {
 			txt(fmtSignedUnit(m.Delta, m.Unit)), keyed(k+"delta_pct", deltaPctText(m)),
 			txt("[" + fmtSignedUnit(m.CILow, m.Unit) + ", " + fmtSignedUnit(m.CIHigh, m.Unit) + "]"),
 			txt("[" + pctOrNA(m.CILowPct, m.Base) + ", " + pctOrNA(m.CIHighPct, m.Base) + "]"),
-			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold)}
+			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, txt(m.Threshold + mdeText(m))}
 		if spreads {
 			row = append(row, txt(spreadText(m.BaseSpread, m.Unit)), txt(spreadText(m.CandSpread, m.Unit)))
 		}

@@ -53,7 +53,12 @@ greedy outputs are identical, and lists every configuration difference it can se
 
 Arms are two endpoints, or two configurations of the embedded reference engine given as
 overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alpha=0.8).
-Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad input.`,
+Intervals follow the two-level variance model (README, "Decisions under noise"): give
+--repeats 3 or more, or --repeats auto with --fail-on, for decisions that hold up on a rerun.
+
+Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
+than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
+or more than --max-failure-rate failed); 130 when interrupted after writing results.`,
 		Example: `  llmbench ab --trace traces/examples/chat-small.jsonl --b-engine spec-k=4,spec-alpha=0.8 --time-scale 4
   llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --repeats 3`,
 		Args: cobra.NoArgs,

@@ -35,7 +35,10 @@ func newRunCmd(app *App) *cobra.Command {
 		Long: `Replay a trace open-loop (each request at its trace time, latency measured from that
 intended time) against an OpenAI-compatible endpoint, or against the bundled reference engine
 when no --endpoint is given. Writes summary.json, requests.msgpack and report.html to the
-results directory and prints a summary table.`,
+results directory and prints a summary table (run.json, the run facts, is written at start).
+
+Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or more than
+--max-failure-rate failed; results are written); 130 when interrupted after writing results.`,
 		Example: `  llmbench run --trace traces/examples/chat-small.jsonl
   llmbench run --trace prod.jsonl --endpoint http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --slo ttft=500ms,tpot=50ms
   llmbench run --trace prod.jsonl --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8`,

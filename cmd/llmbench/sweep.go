@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -168,6 +169,9 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	if res != nil {
 		printSweep(app, res)
 		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
+		if app.interrupted.Load() {
+			return &exitError{exitInterrupted, errors.New("interrupted: the points measured so far are written")}
+		}
 	}
 	return err
 }
