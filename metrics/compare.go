@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -231,14 +230,10 @@ func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
 	return cs
 }
 
-// HistogramDist rebuilds a distribution (with its CDF) from a summary's histogram encodings:
-// name is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values
-// come out in the Summary's units (ms; tokens; the fluidity index in [0, 1]). A missing key
-// gives an empty Dist.
-func HistogramDist(sum *Summary, name string) (Dist, error) {
-	return histDist(sum, name)
-}
-
+// histDist rebuilds a distribution (with its CDF) from a summary's histogram encodings: name
+// is a key of Summary.Histograms such as "ttft", "fluidity" or "class/chat/itl". Values come
+// out in the family's unit (ms; tokens; the fluidity index in [0, 1]). A missing key gives an
+// empty Dist.
 func histDist(sum *Summary, name string) (Dist, error) {
 	enc, ok := sum.Histograms[name]
 	if !ok {
@@ -291,7 +286,7 @@ func compileMetrics(names []string, th []Threshold) ([]metricSpec, error) {
 			return nil, fmt.Errorf("--fail-on: %w", err)
 		}
 		info, _ := LookupMetric(t.Metric)
-		if err := checkRuleDirection(info, t.Op, t.Metric, strconv.FormatFloat(t.Value, 'g', -1, 64)); err != nil {
+		if err := checkRuleDirection(info, t.Op, t.Metric, strings.TrimPrefix(t.String(), t.Metric+t.Op)); err != nil {
 			return nil, fmt.Errorf("--fail-on %s: %w", t.String(), err)
 		}
 	}

@@ -5,7 +5,15 @@
 // Record is the one type every producer (loadgen from the wire, the simulate adapter from the
 // reference engine's ground truth) emits and every consumer reads. This package owns it and
 // its on-disk encoding (requests.msgpack). It never does network I/O and never renders a
-// report.
+// report. Every metric is declared once, in the registry (registry.go); README.md in this
+// directory documents every definition, default and statistical method.
+//
+// This package is a supported Go API for programs that read, summarize or compare llmbench
+// results: Record and its file (CreateRecordFile, ReadRecords, EachRecord, FileSource),
+// Summarize and Summary (the summary.json contract), Compare and Comparison, ParseFailOn, the
+// metric registry (Metrics, Families, LookupMetric, MetricValue) and MergeSummaries. Within a
+// schema version (SummarySchema, ComparisonSchema) names and fields stay compatible; additions
+// may come in any release.
 package metrics
 
 // FailureKind classifies why a request failed. The empty kind means success.

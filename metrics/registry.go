@@ -225,9 +225,6 @@ type MetricInfo struct {
 	Family, Stat string
 }
 
-// Descriptive reports whether the metric is never judged better or worse.
-func (m MetricInfo) Descriptive() bool { return m.Better == BetterNone }
-
 // Families returns the distribution families in report order.
 func Families() []Family { return slices.Clone(families[:]) }
 

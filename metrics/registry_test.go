@@ -61,6 +61,9 @@ func TestRegistryConsumers(t *testing.T) {
 		if f.Scale <= 0 || f.Unit == "" || f.Short == "" || f.Title == "" || f.What == "" {
 			t.Errorf("family %s: incomplete entry %+v", f.Name, f)
 		}
+		if v, err := MetricValue(sum, f.Name+".p50"); f.Storage != StorageSummaryOnly && (err != nil || math.IsNaN(v)) {
+			t.Errorf("family %s: MetricValue of its p50 from the summary: %v, %v", f.Name, v, err)
+		}
 		switch f.Storage {
 		case StorageHistogram:
 			if _, ok := scalarFamIdx[f.Name]; !ok {
@@ -170,6 +173,9 @@ func TestCompareNeverJudgesDescriptiveMetrics(t *testing.T) {
 	}
 	if _, err := Compare([]Source{base}, []Source{cand}, CompareOptions{Thresholds: []Threshold{{Metric: "itl.p50", Op: ">", Value: 5, Relative: true}}}); err == nil || !strings.Contains(err.Error(), "descriptive") {
 		t.Errorf("a threshold on a descriptive metric built by hand: %v", err)
+	}
+	if _, err := Compare([]Source{base}, []Source{cand}, CompareOptions{Thresholds: []Threshold{{Metric: "ttft.p95", Op: "<", Value: 5, Relative: true}}}); err == nil || !strings.Contains(err.Error(), "write ttft.p95>+5%") {
+		t.Errorf("a threshold built by hand in the direction that cannot regress: %v", err)
 	}
 }
 

@@ -50,23 +50,3 @@ func (m multiSource) Each(fn func(*Record) error) error {
 	}
 	return errors.Join(truncated...)
 }
-
-// FilterSource yields only the records for which keep returns true (for example one A/B arm:
-// FilterSource(src, func(r *Record) bool { return r.Arm == "A" })).
-func FilterSource(src Source, keep func(*Record) bool) Source {
-	return filterSource{src: src, keep: keep}
-}
-
-type filterSource struct {
-	src  Source
-	keep func(*Record) bool
-}
-
-func (f filterSource) Each(fn func(*Record) error) error {
-	return f.src.Each(func(r *Record) error {
-		if !f.keep(r) {
-			return nil
-		}
-		return fn(r)
-	})
-}

@@ -314,7 +314,7 @@ func browserRunPage(t *testing.T, js string) browserPage {
 	t.Helper()
 	s := fixtureSummary(`llama <script>window.__pwned=1</script>`, `planted <img src=x onerror="window.__pwned=1"> warning`)
 	recs := fixtureRecords(400)
-	samples, why, err := SampleRecords(EachOf(recs))
+	samples, why, err := SampleRecords(eachOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,6 +188,20 @@ func deltaSection(c *metrics.Comparison) section {
 	return section{ID: "deltas", Title: "Deltas", Intro: intro, Blocks: []block{{Table: t}, {Charts: []*chartSpec{ch}}}}
 }
 
+// metricCell is a registry metric read from a summary and formatted in its unit (n/a when the
+// summary has no value for it).
+func metricCell(s *metrics.Summary, name string) string {
+	info, err := metrics.LookupMetric(name)
+	if err != nil {
+		return na
+	}
+	v, err := metrics.MetricValue(s, name)
+	if err != nil {
+		return na
+	}
+	return fmtUnit(v, info.Unit)
+}
+
 func pctOrNA(pct, base float64) string {
 	if base == 0 {
 		return na
@@ -305,41 +319,27 @@ func sidesSection(c *metrics.Comparison) section {
 		label string
 		get   func(s *metrics.Summary) string
 	}
-	ms := func(d func(s *metrics.Summary) metrics.Dist, stat func(metrics.Dist) float64) func(s *metrics.Summary) string {
-		return func(s *metrics.Summary) string { dd := d(s); return fmtDistMs(dd, stat(dd)) }
+	metric := func(label, name string) row {
+		return row{label, func(s *metrics.Summary) string { return metricCell(s, name) }}
 	}
-	p50 := func(d metrics.Dist) float64 { return d.P50 }
-	p99 := func(d metrics.Dist) float64 { return d.P99 }
+	// Latency families show p50 / p99 under the registry's label.
+	pcts := func(fam string) row {
+		f, _ := metrics.LookupFamily(fam)
+		return row{f.Short + " p50 / p99 " + f.Unit, func(s *metrics.Summary) string {
+			return metricCell(s, fam+".p50") + " / " + metricCell(s, fam+".p99")
+		}}
+	}
 	rows := []row{
 		{"headline", func(s *metrics.Summary) string { return Headline(s) }},
 		{"requests", func(s *metrics.Summary) string { return fmtInt(int64(s.Requests.Total)) }},
 		{"failed", func(s *metrics.Summary) string { return fmtInt(int64(s.Requests.Failed)) }},
-		{"requests / s", func(s *metrics.Summary) string { return fmtRate(s.Throughput.RequestsPerS) }},
-		{"output tokens / s", func(s *metrics.Summary) string { return fmtRate(s.Throughput.OutputTokensPerS) }},
+		metric("requests / s", "throughput.requests_per_s"),
+		metric("output tokens / s", "throughput.output_tokens_per_s"),
 		{"within SLO", func(s *metrics.Summary) string { return goodputCell(s.Goodput) }},
-		{"TTFT p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TTFT }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TTFT }, p99)(s)
-		}},
-		{"TPOT p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TPOT }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.TPOT }, p99)(s)
-		}},
-		{"ITL per token p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITL }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITL }, p99)(s)
-		}},
-		{"ITL per chunk p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITLChunk }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.ITLChunk }, p99)(s)
-		}},
-		{"E2E p50 / p99 ms", func(s *metrics.Summary) string {
-			return ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.E2E }, p50)(s) + " / " +
-				ms(func(s *metrics.Summary) metrics.Dist { return s.Latency.E2E }, p99)(s)
-		}},
-		{"requests with a stall", func(s *metrics.Summary) string { return fmtPct(s.Stalls.RequestFraction) }},
-		{"fluidity index ≥ 0.9", func(s *metrics.Summary) string { return fmtPct(s.Fluidity.FractionAbove90) }},
-		{"tokens per chunk mean", func(s *metrics.Summary) string { return fmtFixed(s.TokensPerChunk.Mean, 2) }},
+		pcts("ttft"), pcts("tpot"), pcts("itl"), pcts("itl_chunk"), pcts("e2e"),
+		metric("requests with a stall", "stalls.requests_fraction"),
+		metric("fluidity index ≥ 0.9", "fluidity.fraction_ge_0_9"),
+		metric("tokens per chunk mean", "tokens_per_chunk.mean"),
 		{"model", func(s *metrics.Summary) string { return s.Run.Model }},
 		{"endpoint", func(s *metrics.Summary) string { return s.Run.Endpoint }},
 		{"mode", func(s *metrics.Summary) string { return modeLabel(s.Run) }},

@@ -133,15 +133,3 @@ func csvText(s string) string {
 	}
 	return s
 }
-
-// EachOf adapts a slice of Records to the iteration WriteCSV and SampleRecords take.
-func EachOf(recs []metrics.Record) func(fn func(*metrics.Record) error) error {
-	return func(fn func(*metrics.Record) error) error {
-		for i := range recs {
-			if err := fn(&recs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}

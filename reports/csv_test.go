@@ -19,7 +19,7 @@ func TestWriteCSV(t *testing.T) {
 		{ID: "=HYPERLINK(\"x\")", Phase: metrics.PhaseWarmup, Intended: 5 * ms, Failure: metrics.FailDropped},
 	}
 	var buf bytes.Buffer
-	if err := WriteCSV(&buf, EachOf(recs)); err != nil {
+	if err := WriteCSV(&buf, eachOf(recs)); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&buf).ReadAll()

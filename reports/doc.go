@@ -22,4 +22,8 @@
 // through HTMLOptions, and escapes all outside text: html/template for HTML, JSON escaping for
 // chart options, entity and backslash escaping for Markdown, control-character removal for the
 // terminal, and formula neutralization for CSV.
+//
+// reports is not a supported Go API: its exported functions serve the llmbench command and may
+// change in any release. What is stable is what it writes (the CSV columns, the Markdown and
+// terminal layouts, the HTML report), byte-identical for identical inputs.
 package reports

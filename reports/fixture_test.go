@@ -206,7 +206,7 @@ func fixturePairs(n int) *RequestPairs {
 		cand[i].FirstToken += d
 		cand[i].End += 2 * d
 	}
-	p, err := PairRecords(EachOf(base), EachOf(cand), 300)
+	p, err := PairRecords(eachOf(base), eachOf(cand), 300)
 	if err != nil {
 		panic(err)
 	}

@@ -22,7 +22,7 @@ func goldenOutputs(t *testing.T) map[string][]byte {
 	t.Helper()
 	s := fixtureSummary("llama-3.1-8b <script>alert('model')</script>", "tokenizer mismatch on 0.2% of requests <b>bold</b>")
 	recs := fixtureRecords(300)
-	samples, why, err := SampleRecords(EachOf(recs))
+	samples, why, err := SampleRecords(eachOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func goldenOutputs(t *testing.T) map[string][]byte {
 	render("run.md", func(b *bytes.Buffer) error { return WriteMarkdown(b, s) })
 	render("comparison.txt", func(b *bytes.Buffer) error { return WriteComparisonTerminal(b, c) })
 	render("comparison.md", func(b *bytes.Buffer) error { return WriteComparisonMarkdown(b, c) })
-	render("records.csv", func(b *bytes.Buffer) error { return WriteCSV(b, EachOf(recs[:40])) })
+	render("records.csv", func(b *bytes.Buffer) error { return WriteCSV(b, eachOf(recs[:40])) })
 	return out
 }
 
@@ -99,7 +99,7 @@ func TestHTMLEscapesOutsideText(t *testing.T) {
 	s.Run.Endpoint = `http://x/"onmouseover="alert(1)`
 	recs := fixtureRecords(200)
 	recs[13].Error = "upstream said " + evil
-	samples, why, err := SampleRecords(EachOf(recs))
+	samples, why, err := SampleRecords(eachOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 func TestSampleRecordsPicksDeterministically(t *testing.T) {
 	recs := fixtureRecords(400)
-	got, why, err := SampleRecords(EachOf(recs))
+	got, why, err := SampleRecords(eachOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSampleRecordsPicksDeterministically(t *testing.T) {
 	if _, ok := reasons[SampleFailed]; !ok {
 		t.Errorf("no failed-mid-stream pick; reasons %v", reasons)
 	}
-	again, _, err := SampleRecords(EachOf(recs))
+	again, _, err := SampleRecords(eachOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSampleRecordsPicksDeterministically(t *testing.T) {
 }
 
 func TestSampleRecordsEmpty(t *testing.T) {
-	got, why, err := SampleRecords(EachOf(nil))
+	got, why, err := SampleRecords(eachOf(nil))
 	if err != nil || got != nil || why != nil {
 		t.Fatalf("got %v %v %v", got, why, err)
 	}
@@ -164,7 +164,7 @@ func TestSampleRecordsMatchesBruteForce(t *testing.T) {
 				r.Phase = metrics.PhaseWarmup // no steady phase at all
 			}
 		}
-		got, why, err := SampleRecords(EachOf(recs))
+		got, why, err := SampleRecords(eachOf(recs))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func bigRun(t testing.TB, seconds int) (*metrics.Summary, HTMLOptions, *metrics.
 		recs[i] = metrics.Record{ID: fmt.Sprintf("r%06d", i), Intended: int64(i) * 20 * ms,
 			FirstToken: int64(i)*20*ms + int64(100+i%97)*ms, End: int64(i)*20*ms + int64(2000+i%1999)*ms}
 	}
-	pairs, err := PairRecords(EachOf(recs), EachOf(recs), 0)
+	pairs, err := PairRecords(eachOf(recs), eachOf(recs), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

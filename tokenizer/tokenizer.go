@@ -23,9 +23,17 @@
 // non-space, which is why the engine's generated words (Word, Text) all begin with a space;
 // in general they need not ("a"+"b" is one token). Token ids are a 64-bit FNV-1a hash of the
 // piece modulo VocabSize; they are stable but not reversible.
+//
+// # Go API
+//
+// This package is a supported Go API: the Tokenizer interface, Reference, Approx, HF (LoadHF,
+// ParseHF, a pure-Go reader of Hugging Face tokenizer.json files) and Load. Token counts of a
+// given tokenizer and text do not change between releases except to fix a difference from
+// the Hugging Face library.
 package tokenizer
 
 import (
+	"hash/fnv"
 	"unicode/utf8"
 )
 
@@ -80,13 +88,11 @@ func (Reference) Pieces(text string) []string {
 	return out
 }
 
+// pieceID is the token id of a piece: its 64-bit FNV-1a hash modulo VocabSize.
 func pieceID(p string) int {
-	var h uint64 = 14695981039346656037
-	for i := 0; i < len(p); i++ {
-		h ^= uint64(p[i])
-		h *= 1099511628211
-	}
-	return int(h % VocabSize)
+	h := fnv.New64a()
+	h.Write([]byte(p)) // a hash.Hash never returns an error; the conversion does not allocate
+	return int(h.Sum64() % VocabSize)
 }
 
 func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }

@@ -11,10 +11,14 @@
 // the right time is the load generator's job. Trace-level tools (scale, slice, sample, filter)
 // live in package traces.
 //
-// PromptText (and Prompter, which caches shared blocks) turns a request that has only token
+// Prompter (NewPrompter(...).Text, which caches shared blocks) turns a request that has only token
 // counts into text with exactly InputTokens tokens under a tokenizer, deterministic from a seed,
 // with byte-identical leading text for requests that share leading hash_ids.
 //
 // The package must never talk to the network, read the clock, or measure anything; it reads no
 // files either (the CLI loads spec files and empirical source traces and passes them in).
+//
+// This package is a supported Go API: Spec (whose JSON form is the spec file of `llmbench
+// gen`), Generate, Arrivals, ParseDist, the presets and Prompter. A spec and seed give the
+// same trace in every release unless a release note says otherwise.
 package workloads

@@ -10,13 +10,6 @@ import (
 	"github.com/llmbench/llmbench/traces"
 )
 
-// PromptText returns prompt text for req with exactly req.InputTokens tokens under tok
-// (tokenizer.Reference when nil), deterministic from seed. It returns req.Prompt unchanged
-// when the request carries one. See Prompter for how the text is built.
-func PromptText(req *traces.Request, tok tokenizer.Tokenizer, seed int64, blockTokens int) string {
-	return NewPrompter(tok, seed, blockTokens).Text(req)
-}
-
 // Prompter synthesizes prompt text. It caches the text of shared blocks, so reuse one
 // Prompter for a whole trace. It is safe for concurrent use.
 //
@@ -120,9 +113,9 @@ func (p *Prompter) Text(req *traces.Request) string {
 	return p.fitted(segs, req.InputTokens)
 }
 
-// Messages returns req's chat messages: its own when it has them, otherwise one user message
+// messages returns req's chat messages: its own when it has them, otherwise one user message
 // holding Text(req), whose content has exactly InputTokens tokens.
-func (p *Prompter) Messages(req *traces.Request) []traces.Message {
+func (p *Prompter) messages(req *traces.Request) []traces.Message {
 	if len(req.Messages) > 0 {
 		return req.Messages
 	}

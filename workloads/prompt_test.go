@@ -34,11 +34,11 @@ func TestPromptTextExactUnderReference(t *testing.T) {
 		if got := ref.Count(text); got != r.InputTokens {
 			t.Fatalf("request %s: %d tokens, want %d", r.ID, got, r.InputTokens)
 		}
-		if PromptText(r, nil, 7, 512) != text {
+		if promptText(r, nil, 7, 512) != text {
 			t.Fatalf("request %s: PromptText differs from Prompter.Text", r.ID)
 		}
 		// Chat rule: the sum of Count(content) over messages.
-		msgs := p.Messages(r)
+		msgs := p.messages(r)
 		if len(msgs) != 1 || msgs[0].Role != "user" || ref.Count(msgs[0].Content) != r.InputTokens {
 			t.Fatalf("request %s: messages %+v", r.ID, msgs)
 		}
@@ -51,7 +51,7 @@ func TestPromptSharedPrefixes(t *testing.T) {
 	b := &traces.Request{ID: "b", InputTokens: 1100, HashIDs: []int64{10, 11, 99}}
 	c := &traces.Request{ID: "c", InputTokens: 300, HashIDs: []int64{10}}
 	d := &traces.Request{ID: "d", InputTokens: 1300}
-	ta, tb, tc, td := PromptText(a, ref, 1, 512), PromptText(b, ref, 1, 512), PromptText(c, ref, 1, 512), PromptText(d, ref, 1, 512)
+	ta, tb, tc, td := promptText(a, ref, 1, 512), promptText(b, ref, 1, 512), promptText(c, ref, 1, 512), promptText(d, ref, 1, 512)
 	pa := ref.Pieces(ta)
 	pb := ref.Pieces(tb)
 	shared := strings.Join(pa[:1024], "")
@@ -68,12 +68,12 @@ func TestPromptSharedPrefixes(t *testing.T) {
 		t.Fatal("a request without hash ids shares text with a prefixed one")
 	}
 	// Another seed gives other text; the same seed the same text.
-	if PromptText(a, ref, 2, 512) == ta || PromptText(a, ref, 1, 512) != ta {
+	if promptText(a, ref, 2, 512) == ta || promptText(a, ref, 1, 512) != ta {
 		t.Fatal("prompt text is not a deterministic function of the seed")
 	}
 	// Different requests without hash ids do not share text.
 	e := &traces.Request{ID: "e", InputTokens: 1300}
-	if PromptText(e, ref, 1, 512)[:40] == td[:40] {
+	if promptText(e, ref, 1, 512)[:40] == td[:40] {
 		t.Fatal("two unrelated requests start with the same text")
 	}
 	// Never a single repeated token.
@@ -85,7 +85,7 @@ func TestPromptSharedPrefixes(t *testing.T) {
 		t.Fatalf("only %d distinct tokens in 1300", len(ids))
 	}
 	// A request's own prompt wins.
-	if PromptText(&traces.Request{Prompt: "given", InputTokens: 9}, ref, 1, 512) != "given" {
+	if promptText(&traces.Request{Prompt: "given", InputTokens: 9}, ref, 1, 512) != "given" {
 		t.Fatal("Prompt was not returned")
 	}
 }
