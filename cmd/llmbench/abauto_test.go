@@ -23,16 +23,17 @@ func readAB(t *testing.T, out string) runner.ABResult {
 	return res
 }
 
-// TestABRepeatsAuto: with a loose rule two repeats suffice; with a rule no interval can meet,
-// the experiment stops at --max-repeats and says so.
+// TestABRepeatsAuto: with a loose rule the experiment stops as soon as the interval is
+// narrower than the limit (a few repeats, fewer on a quiet machine); with a rule no interval
+// can meet, it stops at --max-repeats and says so.
 func TestABRepeatsAuto(t *testing.T) {
 	for _, tc := range []struct {
-		rule, max string
-		want      int
-		reason    string
+		rule, max   string
+		least, most int
+		reason      string
 	}{
-		{"tpot.p50>+50%", "4", 2, "narrower than its limit"},
-		{"tpot.p50>+0.0001%", "3", 3, "stopped at --max-repeats 3"},
+		{"tpot.p50>+50%", "6", 2, 5, "narrower than its limit"},
+		{"tpot.p50>+0.0001%", "3", 3, 3, "stopped at --max-repeats 3"},
 	} {
 		out := t.TempDir()
 		app := newTestApp(nil)
@@ -42,8 +43,11 @@ func TestABRepeatsAuto(t *testing.T) {
 			t.Fatalf("%s: exit %d\n%s", tc.rule, code, app.err.String())
 		}
 		res := readAB(t, out)
-		if res.Repeats != tc.want || len(res.Dirs["A"]) != tc.want || !strings.Contains(res.StopReason, tc.reason) {
-			t.Errorf("%s: %d repeats (%d dirs), reason %q; want %d and %q", tc.rule, res.Repeats, len(res.Dirs["A"]), res.StopReason, tc.want, tc.reason)
+		if res.Repeats < tc.least || res.Repeats > tc.most || len(res.Dirs["A"]) != res.Repeats || !strings.Contains(res.StopReason, tc.reason) {
+			t.Errorf("%s: %d repeats (%d dirs), reason %q; want %d to %d and %q", tc.rule, res.Repeats, len(res.Dirs["A"]), res.StopReason, tc.least, tc.most, tc.reason)
+		}
+		if ok, why := runner.NarrowEnough(res.Comparison); ok != (tc.least < tc.most) {
+			t.Errorf("%s: the final comparison is narrow enough = %v (%s)", tc.rule, ok, why)
 		}
 		if !strings.Contains(app.out.String(), "Repeats: ") {
 			t.Errorf("%s: the output does not say why it stopped:\n%s", tc.rule, app.out.String())
@@ -59,12 +63,16 @@ func TestABRepeatsAuto(t *testing.T) {
 }
 
 // TestABH100ToA100Regresses: moving arm B to an A100 (60% of the H100's memory bandwidth)
-// slows decoding far past a 5% rule, and ab exits 1.
+// slows decoding far past a 5% rule, and ab exits 1. On a machine too busy to keep the
+// schedule (the summary says client-limited) the numbers are not valid and the test skips.
 func TestABH100ToA100Regresses(t *testing.T) {
 	out := t.TempDir()
 	app := newTestApp(nil)
-	code := app.cli("ab", "--trace", chatSmall, "--b-engine", "gpu=a100", "--time-scale", "20", "--repeats", "2",
-		"--fail-on", "tpot.p50>+5%", "--warmup-requests", "2", "--max-requests", "30", "--out", out, "--no-progress")
+	code := app.cli("ab", "--trace", chatSmall, "--b-engine", "gpu=a100", "--time-scale", "5", "--repeats", "2",
+		"--fail-on", "tpot.p50>+5%", "--warmup-requests", "2", "--max-requests", "24", "--out", out, "--no-progress")
+	if code == 0 && strings.Contains(app.out.String(), "client-limited") {
+		t.Skipf("the client could not keep the schedule (busy machine), so ab rightly judged nothing:\n%s", app.out.String())
+	}
 	if code != 1 {
 		t.Fatalf("H100 -> A100: exit %d, want 1\n%s\n%s", code, app.out.String(), app.err.String())
 	}
