@@ -34,11 +34,14 @@ func newCompareCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare BASE CAND | compare --base DIR... --cand DIR...",
 		Short: "Compare two result sets with paired bootstrap confidence intervals; exit 1 on a regression",
-		Long: `Compare base and candidate results directories. Requests are matched by id (same trace)
-and resampled jointly for paired bootstrap confidence intervals; when ids do not match an
-unpaired bootstrap is used. A metric regresses only when its whole confidence interval lies
-beyond a --fail-on limit. Several directories per side are pooled and their run-to-run spread
-reported. Results of different traces (by the trace fingerprint in summary.json) are refused
+		Long: `Compare base and candidate results directories. Intervals follow the two-level variance
+model (README, "Decisions under noise"): the runs of each side are resampled, then time blocks
+of requests matched by id (same trace), so every interval includes run-to-run and within-run
+variation; per-run numbers (throughput) need several runs per side, proportions get score
+intervals. A metric regresses only when its whole confidence interval lies beyond a --fail-on
+limit; labels on the other metrics are Holm-adjusted, and each gated metric states its minimum
+detectable effect. Give several directories per side (--base a1,a2,a3 --cand b1,b2,b3) for
+decisions that hold up on a rerun. Results of different traces (by the trace fingerprint in summary.json) are refused
 unless --allow-different-trace; every configuration difference the run facts show is listed.
 
 Exit status: 0 no regression, 1 regression, 2 usage or data error (including different traces).`,
