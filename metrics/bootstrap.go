@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // bootResult holds the bootstrap deltas per metric (absolute and percent of base).
@@ -71,6 +72,46 @@ func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples in
 	sePct := stdDev(rel) * factor
 	md.Method = MethodBootstrap
 	setInterval(md, se, sePct, df, conf)
+	if md.Verdict == VerdictNotAssessable || md.SE == 0 {
+		return
+	}
+	// The t interval assumes the resampled changes are roughly normal; a tail percentile of a
+	// small sample is not (whether one slow request is drawn decides it). The interval is
+	// therefore the hull of the t interval and the bootstrap's own percentile interval, and
+	// the p-value the larger of the two.
+	lo, hi := quantiles(abs, conf)
+	md.CILow, md.CIHigh = min(md.CILow, lo), max(md.CIHigh, hi)
+	if len(rel) > 0 {
+		lo, hi = quantiles(rel, conf)
+		md.CILowPct, md.CIHighPct = min(md.CILowPct, lo), max(md.CIHighPct, hi)
+	}
+	md.PValue = max(md.PValue, bootP(abs))
+	verdictByInterval(md)
+}
+
+// quantiles is the (1−conf)/2 and 1−(1−conf)/2 order statistics of xs (sorted here).
+func quantiles(xs []float64, conf float64) (float64, float64) {
+	slices.Sort(xs)
+	n := len(xs)
+	a := (1 - conf) / 2
+	lo := int(a * float64(n))
+	hi := min(int((1-a)*float64(n)), n-1)
+	return xs[lo], xs[hi]
+}
+
+// bootP is the two-sided bootstrap p-value of "no change": twice the smaller share of
+// resampled changes on either side of 0 (at most 1).
+func bootP(xs []float64) float64 {
+	var le, ge int
+	for _, x := range xs {
+		if x <= 0 {
+			le++
+		}
+		if x >= 0 {
+			ge++
+		}
+	}
+	return min(1, 2*float64(min(le, ge))/float64(len(xs)))
 }
 
 // setInterval sets the t interval, p-value and minimum detectable effect of md from the

@@ -88,7 +88,10 @@ func TestCompareMeanIntervalMatchesNormalTheory(t *testing.T) {
 	half := 1.96 * sd / math.Sqrt(n)
 	gotHalf := (m.CIHigh - m.CILow) / 2
 	t.Logf("half %.4f theory %.4f centre %.4f mean %.4f", gotHalf, half, (m.CIHigh+m.CILow)/2, mean)
-	if !near(gotHalf, half, 0.1*half) {
+	// One run per side: 40 time blocks of 10 requests (issue 20), whose variance estimate has
+	// a relative error of about 1/√(2·40) ≈ 11% (it was 10% tolerance with requests resampled
+	// one by one).
+	if !near(gotHalf, half, 0.2*half) {
 		t.Errorf("CI half-width %.4f, normal theory %.4f", gotHalf, half)
 	}
 	if !near((m.CIHigh+m.CILow)/2, mean, 0.15*half) {

@@ -64,11 +64,16 @@ func planBlocks(d *sideData) blockPlan {
 // per-request latency (E2E, else TTFT, of each unit's first record) in arrival order is
 // followed to the first lag inside the white-noise band ±2/√n. Without correlation at lag 1
 // requests are resampled one by one; otherwise the block is twice the correlated lags, but
-// at least ∛n units, and short enough for minBlocks blocks.
+// at least ∛n units, and short enough for minBlocks blocks. With one run per side the blocks
+// must stand in for the variation between runs, so they are as long as minBlocks allows:
+// slow changes within the run (load on the machine, drift) then show in the interval.
 func chooseBlockLength(d *sideData, order []int32) int {
 	n := len(order)
 	if n < 2*minBlocks {
 		return 1
+	}
+	if d.runs == 1 {
+		return n / minBlocks
 	}
 	xs := make([]float64, 0, n)
 	for _, u := range order {
