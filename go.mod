@@ -12,6 +12,7 @@ require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0
+	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	modernc.org/sqlite v1.62.0

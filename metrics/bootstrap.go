@@ -11,38 +11,31 @@ type bootResult struct {
 	abs, rel [][]float64
 }
 
-func bootstrap(bd, cd *sideData, specs []metricSpec, paired bool, opts CompareOptions) bootResult {
+// bootstrap resamples both sides at two levels (see variance.go): runs, then time blocks of
+// request ids (the same blocks on both sides when paired), and returns the changes per
+// metric. Per-run scalars are resampled too, but their intervals come from the runs' spread.
+func bootstrap(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired bool, opts CompareOptions) bootResult {
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	res := bootResult{abs: make([][]float64, len(specs)), rel: make([][]float64, len(specs))}
 	bw := make([]int32, len(bd.recs))
 	cw := make([]int32, len(cd.recs))
-	bu := make([]int32, len(bd.units))
-	cu := make([]int32, len(cd.units))
-	draw := func(units []int32) {
-		clear(units)
-		n := len(units)
-		for k := 0; k < n; k++ {
-			units[rng.IntN(n)]++
-		}
-	}
-	spread := func(d *sideData, units, w []int32) {
-		for u, recs := range d.unitRecs {
-			for _, ri := range recs {
-				w[ri] = units[u]
-			}
-		}
-	}
+	brun := make([]int32, max(1, bd.runs))
+	crun := make([]int32, max(1, cd.runs))
+	bblk := make([]int32, max(1, bp.blocks))
+	cblk := make([]int32, max(1, cp.blocks))
 	for b := 0; b < opts.Resamples; b++ {
-		draw(bu)
+		drawCounts(brun, rng.IntN)
+		drawCounts(crun, rng.IntN)
+		drawCounts(bblk, rng.IntN)
 		if paired {
-			copy(cu, bu)
+			copy(cblk, bblk)
 		} else {
-			draw(cu)
+			drawCounts(cblk, rng.IntN)
 		}
-		spread(bd, bu, bw)
-		spread(cd, cu, cw)
-		bv := bd.eval(specs, bw, bd.window)
-		cv := cd.eval(specs, cw, cd.window)
+		bwin := resampleWeights(bd, bp, brun, bblk, bw)
+		cwin := resampleWeights(cd, cp, crun, cblk, cw)
+		bv := bd.eval(specs, bw, bwin)
+		cv := cd.eval(specs, cw, cwin)
 		for i := range specs {
 			if math.IsNaN(bv[i]) || math.IsNaN(cv[i]) {
 				continue
@@ -56,20 +49,11 @@ func bootstrap(bd, cd *sideData, specs []metricSpec, paired bool, opts CompareOp
 	return res
 }
 
-// percentileInterval is the (1-conf)/2 and 1-(1-conf)/2 order statistics of xs (sorted here).
-func percentileInterval(xs []float64, conf float64) (float64, float64) {
-	slices.Sort(xs)
-	n := len(xs)
-	a := (1 - conf) / 2
-	lo := int(a * float64(n))
-	hi := int((1 - a) * float64(n))
-	if hi >= n {
-		hi = n - 1
-	}
-	return xs[lo], xs[hi]
-}
-
-func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples int) {
+// finishDelta sets md's change and its interval from the two-level bootstrap: delta ±
+// t(df) · SE, where SE is the standard deviation of the resampled changes times factor (see
+// variance.go). A change whose resamples never vary has a zero-width interval, which is no
+// evidence: its verdict is "not assessable" (or "unchanged" when the change is exactly 0).
+func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples int, factor, df float64) {
 	if math.IsNaN(md.Base) || math.IsNaN(md.Cand) {
 		md.Base, md.Cand = zeroNaN(md.Base), zeroNaN(md.Cand)
 		md.Verdict = VerdictNA
@@ -84,10 +68,80 @@ func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples in
 		md.Verdict = VerdictNA
 		return
 	}
-	md.CILow, md.CIHigh = percentileInterval(abs, conf)
-	if len(rel) > 0 {
-		md.CILowPct, md.CIHighPct = percentileInterval(rel, conf)
+	se := stdDev(abs) * factor
+	sePct := stdDev(rel) * factor
+	md.Method = MethodBootstrap
+	setInterval(md, se, sePct, df, conf)
+	if md.Verdict == VerdictNotAssessable || md.SE == 0 {
+		return
 	}
+	// The t interval assumes the resampled changes are roughly normal; a tail percentile of a
+	// small sample is not (whether one slow request is drawn decides it). The interval is
+	// therefore the hull of the t interval and the bootstrap's own percentile interval, and
+	// the p-value the larger of the two.
+	lo, hi := quantiles(abs, conf)
+	md.CILow, md.CIHigh = min(md.CILow, lo), max(md.CIHigh, hi)
+	if len(rel) > 0 {
+		lo, hi = quantiles(rel, conf)
+		md.CILowPct, md.CIHighPct = min(md.CILowPct, lo), max(md.CIHighPct, hi)
+	}
+	md.PValue = max(md.PValue, bootP(abs))
+	verdictByInterval(md)
+}
+
+// quantiles is the (1−conf)/2 and 1−(1−conf)/2 order statistics of xs (sorted here).
+func quantiles(xs []float64, conf float64) (float64, float64) {
+	slices.Sort(xs)
+	n := len(xs)
+	a := (1 - conf) / 2
+	lo := int(a * float64(n))
+	hi := min(int((1-a)*float64(n)), n-1)
+	return xs[lo], xs[hi]
+}
+
+// bootP is the two-sided bootstrap p-value of "no change": twice the smaller share of
+// resampled changes on either side of 0 (at most 1).
+func bootP(xs []float64) float64 {
+	var le, ge int
+	for _, x := range xs {
+		if x <= 0 {
+			le++
+		}
+		if x >= 0 {
+			ge++
+		}
+	}
+	return min(1, 2*float64(min(le, ge))/float64(len(xs)))
+}
+
+// setInterval sets the t interval, p-value and minimum detectable effect of md from the
+// standard errors of its change (absolute and percent of base) and verdicts by the interval.
+func setInterval(md *MetricDelta, se, sePct, df, conf float64) {
+	md.SE, md.DF = se, df
+	// Rounding leaves a constant change a standard error of ~1e-16 of the values: zero.
+	if scale := max(math.Abs(md.Base), math.Abs(md.Cand)); se <= 1e-9*scale || math.IsNaN(se) {
+		md.SE = 0
+		md.CILow, md.CIHigh = md.Delta, md.Delta
+		md.CILowPct, md.CIHighPct = md.DeltaPct, md.DeltaPct
+		if md.Delta == 0 {
+			md.Verdict = VerdictUnchanged
+			md.PValue = 1
+			return
+		}
+		md.Verdict = VerdictNotAssessable
+		md.Note = "zero-width interval: the change never varied between resamples, so its noise is unknown"
+		return
+	}
+	q := tQuantile(1-(1-conf)/2, df)
+	md.CILow, md.CIHigh = md.Delta-q*se, md.Delta+q*se
+	md.CILowPct, md.CIHighPct = md.DeltaPct-q*sePct, md.DeltaPct+q*sePct
+	md.PValue = tTwoSidedP(md.Delta/se, df)
+	mde := q + tQuantile(MDEPower, df)
+	md.MDE, md.MDEPct = mde*se, mde*sePct
+	verdictByInterval(md)
+}
+
+func verdictByInterval(md *MetricDelta) {
 	switch {
 	case md.CILow > 0:
 		md.Verdict = worseOrBetter(md.Better, true)
@@ -126,8 +180,8 @@ func applyThresholds(md *MetricDelta, info MetricInfo, th []Threshold) {
 		} else {
 			md.Threshold += "," + t.Text
 		}
-		if md.Verdict == VerdictNA {
-			continue
+		if md.Verdict == VerdictNA || md.Verdict == VerdictNotAssessable || md.CILow == md.CIHigh {
+			continue // no interval, no evidence of a regression
 		}
 		lo, hi := md.CILow, md.CIHigh
 		if t.Relative {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -41,16 +42,20 @@ type CompareOptions struct {
 // Compare compares a candidate against a base. Each side may pool several runs (Sources);
 // only steady-state records are used.
 //
-// Statistics: every metric is computed from per-request values. When request ids match
-// across the sides (same trace), the bootstrap is paired: each resample draws request ids
-// with replacement and takes every record of a drawn id from both sides (all runs), so the
-// per-request difficulty shared by both sides cancels. Otherwise each side's ids are
-// resampled independently. The interval is the percentile interval of the resampled deltas
-// (Resamples draws, fixed Seed). Percentiles use the package's quantile rule (registry.go);
-// ITL and tokens-per-chunk percentiles are taken from log-linear bins of under 0.8% width,
-// while their means are exact. Descriptive metrics get VerdictChanged, never better or worse. Throughput and goodput per second divide by the side's steady
-// window (the sum of its runs' windows), held fixed while resampling. In paired mode the
-// metrics cover the matched ids only; the side summaries cover every record.
+// Statistics (the two-level variance model, variance.go): every metric is computed from
+// per-request values. A resample draws each side's runs with replacement (when it has two or
+// more), then contiguous time blocks of request ids; when ids match across the sides (same
+// trace) the same blocks are drawn on both sides, so the per-request difficulty shared by both
+// sides cancels. The interval of a change is delta ± t·SE from the resampled changes (finishDelta).
+// Per-run scalars (throughput, goodput per second) get Welch t intervals over the runs' values
+// and are not assessable with one run per side; proportions get Newcombe score intervals on
+// effective sample sizes (proportion.go). A zero-width interval gives no verdict. The metrics
+// named in Thresholds are judged by their own intervals; the labels of the others are
+// Holm-adjusted (multiplicity.go). Descriptive metrics get VerdictChanged, never better or
+// worse. Percentiles use the package's quantile rule (registry.go); ITL and tokens-per-chunk
+// percentiles are taken from log-linear bins of under 0.8% width, while their means are exact.
+// Throughput and goodput per second divide by the resampled runs' steady windows. In paired
+// mode the metrics cover the matched ids only; the side summaries cover every record.
 func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	if len(base) == 0 || len(cand) == 0 {
 		return nil, errors.New("compare: each side needs at least one result set")
@@ -138,32 +143,56 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		bd = bd.restrict(pairs, 0)
 		cd = cd.restrict(pairs, 1)
 	}
-	conf := fmt.Sprintf("%g%%", opts.Confidence*100)
-	if paired {
-		cmp.Method = fmt.Sprintf("paired bootstrap over %d request ids matched by id (all runs of an id drawn together on both sides), %d resamples, %s percentile intervals, seed %d", len(pairs), opts.Resamples, conf, opts.Seed)
-	} else {
-		cmp.Method = fmt.Sprintf("unpaired bootstrap (each side's request ids resampled independently), %d resamples, %s percentile intervals, seed %d", opts.Resamples, conf, opts.Seed)
+	bp := planBlocks(bd)
+	cp := bp
+	if !paired {
+		cp = planBlocks(cd)
 	}
+	cmp.Method = varianceMethod(bd.runs, cd.runs, &bp, &cp, paired, len(pairs), opts)
+	cmp.Multiplicity = MultiplicityHolm
+	cmp.BlockLength = bp.length
 
 	baseVals := bd.eval(specs, nil, bd.window)
 	candVals := cd.eval(specs, nil, cd.window)
-	deltas := bootstrap(bd, cd, specs, paired, opts)
+	deltas := bootstrap(bd, cd, &bp, &cp, specs, paired, opts)
+	factor := runFactor(bd.runs, cd.runs)
+	df := bootDF(bd.runs, cd.runs, min(bp.blocks, cp.blocks))
 
 	for i, sp := range specs {
 		md := MetricDelta{Name: sp.info.Name, Unit: sp.info.Unit, Better: sp.info.Better, Base: baseVals[i], Cand: candVals[i]}
-		finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples)
-		applyThresholds(&md, sp.info, opts.Thresholds)
+		bs, cs := bd.spread(sp), cd.spread(sp)
+		switch {
+		case perRunScalar(sp.info.Name):
+			finishPerRun(&md, bs.Values, cs.Values, opts.Confidence)
+		case isProportion(sp.info.Name) && !math.IsNaN(md.Base) && !math.IsNaN(md.Cand):
+			pb, okB := proportionSide(bd, &bp, sp.info.Name)
+			pc, okC := proportionSide(cd, &cp, sp.info.Name)
+			if okB && okC {
+				finishProportion(&md, pb, pc, opts.Confidence)
+			} else {
+				md.Verdict = VerdictNA
+			}
+		default:
+			finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples, factor, df)
+		}
 		if len(base) > 1 {
-			md.BaseSpread = bd.spread(sp)
+			md.BaseSpread = bs
 		}
 		if len(cand) > 1 {
-			md.CandSpread = cd.spread(sp)
+			md.CandSpread = cs
 		}
+		cmp.Metrics = append(cmp.Metrics, md)
+	}
+	runs := max(bd.runs, cd.runs)
+	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
+	if bd.runs < 2 && cd.runs < 2 {
+		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --repeats, or several result sets per side) for decisions that hold up on a rerun")
+	}
+	for _, md := range cmp.Metrics {
 		if md.Verdict == VerdictRegressed {
 			cmp.Regressed = true
 			cmp.Regressions = append(cmp.Regressions, md.Name)
 		}
-		cmp.Metrics = append(cmp.Metrics, md)
 	}
 	if cmp.Regressions == nil {
 		cmp.Regressions = []string{}

@@ -12,6 +12,7 @@ import (
 type reqVals struct {
 	unit int // index into sideData.units
 	run  int
+	at   int64 // intended send time (ns from the run's epoch): orders the time blocks
 	ok   bool
 	met  bool
 
@@ -119,7 +120,7 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 			}
 			d.unitRecs[u] = append(d.unitRecs[u], int32(len(d.recs)))
 			var v reqVals
-			v.unit, v.run = u, run
+			v.unit, v.run, v.at = u, run, r.Intended
 			scratch = fillReqVals(&v, r, dl, o, sm, scratch)
 			d.recs = append(d.recs, v)
 			if r.OK() && r.OutputHash != "" {

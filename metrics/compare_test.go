@@ -49,8 +49,10 @@ func TestCompareConstantShiftGivesDegenerateInterval(t *testing.T) {
 		if !near(m.Delta, 25, 1e-6) || !near(m.CILow, 25, 1e-6) || !near(m.CIHigh, 25, 1e-6) {
 			t.Errorf("%s: delta %v CI [%v, %v], want exactly 25", name, m.Delta, m.CILow, m.CIHigh)
 		}
-		if m.Verdict != VerdictWorse {
-			t.Errorf("%s verdict %s", name, m.Verdict)
+		// A change that never varies between resamples has a zero-width interval: no evidence
+		// of how noisy it is, so no verdict (issue 20; this test expected "worse" before).
+		if m.Verdict != VerdictNotAssessable || m.Note == "" {
+			t.Errorf("%s verdict %s (%s)", name, m.Verdict, m.Note)
 		}
 	}
 	m := metricByName(t, c, "itl.p50")
@@ -86,7 +88,10 @@ func TestCompareMeanIntervalMatchesNormalTheory(t *testing.T) {
 	half := 1.96 * sd / math.Sqrt(n)
 	gotHalf := (m.CIHigh - m.CILow) / 2
 	t.Logf("half %.4f theory %.4f centre %.4f mean %.4f", gotHalf, half, (m.CIHigh+m.CILow)/2, mean)
-	if !near(gotHalf, half, 0.1*half) {
+	// One run per side: 40 time blocks of 10 requests (issue 20), whose variance estimate has
+	// a relative error of about 1/√(2·40) ≈ 11% (it was 10% tolerance with requests resampled
+	// one by one).
+	if !near(gotHalf, half, 0.2*half) {
 		t.Errorf("CI half-width %.4f, normal theory %.4f", gotHalf, half)
 	}
 	if !near((m.CIHigh+m.CILow)/2, mean, 0.15*half) {
@@ -222,8 +227,16 @@ func TestCompareShowsChunkVersusTokenITL(t *testing.T) {
 	if v := metricByName(t, c, "tpot.p50").Verdict; v != VerdictUnchanged {
 		t.Errorf("tpot verdict %s", v)
 	}
-	if v := metricByName(t, c, "itl_chunk.p50").Verdict; v != VerdictWorse {
+	// Every request has the same gaps: a zero-width interval, no verdict (it was "worse"
+	// before issue 20). Per-token ITL percentiles and tokens per chunk describe delivery
+	// shape once chunks carry several tokens.
+	if v := metricByName(t, c, "itl_chunk.p50").Verdict; v != VerdictNotAssessable {
 		t.Errorf("chunk ITL verdict %s", v)
+	}
+	for _, name := range []string{"itl.p50", "itl.p95", "tokens_per_chunk.mean"} {
+		if v := metricByName(t, c, name).Verdict; v == VerdictBetter || v == VerdictWorse {
+			t.Errorf("%s verdict %s: a descriptive metric is never better or worse", name, v)
+		}
 	}
 	if cdf := c.CDFs["tokens_per_chunk"]; cdf.Unit != "tokens" || cdf.Cand[len(cdf.Cand)-1].Value != 4 {
 		t.Errorf("tokens per chunk CDF %+v", cdf)

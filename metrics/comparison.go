@@ -19,7 +19,24 @@ const (
 	VerdictUnchanged = "unchanged"
 	// VerdictNA: the metric is undefined on a side (for example no request had two tokens).
 	VerdictNA = "n/a"
+	// VerdictNotAssessable: the data cannot say how noisy the metric is: a per-run scalar
+	// (throughput) with one run per side, or an interval of zero width. Never a verdict.
+	VerdictNotAssessable = "not assessable"
 )
+
+// How a MetricDelta's interval was computed (MetricDelta.Method).
+const (
+	// MethodBootstrap: two-level bootstrap (runs, then time blocks of request ids), t interval
+	// on its standard error.
+	MethodBootstrap = "two-level bootstrap"
+	// MethodRuns: Welch t interval over the per-run values (per-run scalars).
+	MethodRuns = "Welch t over runs"
+	// MethodNewcombe: Newcombe hybrid score interval on effective sample sizes (proportions).
+	MethodNewcombe = "Newcombe score"
+)
+
+// MDEPower is the power at which MetricDelta.MDE is stated.
+const MDEPower = 0.8
 
 // Comparison is the result of Compare: per-metric deltas between a base and a candidate
 // result set with bootstrap confidence intervals, the regression verdict, the output
@@ -28,6 +45,11 @@ type Comparison struct {
 	Schema string `json:"schema"`
 	// Method says in words how the intervals were computed (paired or not, resamples, level).
 	Method string `json:"method"`
+	// Multiplicity names the correction applied to the better/worse labels of the metrics
+	// not named in --fail-on ("holm": Holm's step-down, family-wise error at 1 − Confidence).
+	Multiplicity string `json:"multiplicity"`
+	// BlockLength is the number of consecutive requests (in arrival order) per bootstrap block.
+	BlockLength int `json:"block_length"`
 	// Paired is true when requests were matched by id and resampled jointly.
 	Paired bool `json:"paired"`
 	// MatchedIDs is the number of request ids present on both sides (the paired units).
@@ -50,6 +72,9 @@ type Comparison struct {
 	// CDFs holds both sides' CDFs per distribution ("ttft", "tpot", "itl", "itl_chunk", "e2e",
 	// "max_gap", "tokens_per_chunk", "fluidity") for overlaid charts.
 	CDFs map[string]CDFPair `json:"cdfs"`
+	// ConfigDiff lists every configuration difference between the sides that the run facts
+	// show (filled by the caller that knows the results directories; see RunConfig).
+	ConfigDiff []ConfigDifference `json:"config_diff"`
 	// Warnings are plain-language caveats (unpaired fallback, unmatched ids, client-limited
 	// runs, token mismatches on a side).
 	Warnings []string `json:"warnings"`
@@ -89,6 +114,23 @@ type MetricDelta struct {
 	Verdict string `json:"verdict"` // one of the Verdict* constants
 	// Threshold is the --fail-on rule applied to this metric, as written ("" when none).
 	Threshold string `json:"threshold,omitempty"`
+
+	// Method is how the interval was computed (one of the Method* constants); SE is the
+	// standard error of Delta and DF the degrees of freedom of its t quantile (0 for
+	// Newcombe). PValue is the two-sided p-value of "no change"; PAdjusted is it after the
+	// multiplicity correction for metrics not named in --fail-on (Comparison.Multiplicity),
+	// which decides their better/worse label. Note says why a metric has no verdict.
+	Method    string  `json:"method,omitempty"`
+	SE        float64 `json:"se,omitempty"`
+	DF        float64 `json:"df,omitempty"`
+	PValue    float64 `json:"p_value"`
+	PAdjusted float64 `json:"p_adjusted,omitempty"`
+	Note      string  `json:"note,omitempty"`
+	// MDE is the minimum detectable effect: the smallest change this design detects with
+	// MDEPower at the comparison's confidence, from the observed noise (MDEPct in percent of
+	// base). 0 when the metric is not assessable.
+	MDE    float64 `json:"mde"`
+	MDEPct float64 `json:"mde_pct"`
 
 	// BaseSpread and CandSpread are the run-to-run spread of this metric when a side pooled
 	// two or more runs.

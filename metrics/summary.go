@@ -67,6 +67,16 @@ type RunInfo struct {
 	// EngineSeed seeds the reference engine's unseeded sampling and fault draws (run on the
 	// embedded engine, simulate); 0 when no reference engine served the run.
 	EngineSeed uint64 `json:"engine_seed,omitempty"`
+	// TraceFingerprint identifies the trace that was replayed, so that compare can refuse to
+	// pair runs of different traces.
+	TraceFingerprint *TraceFingerprint `json:"trace_fingerprint,omitempty"`
+	// TimeScale is how many times faster than real time the reference engine ran (0: not
+	// recorded, or an endpoint, which runs in real time).
+	TimeScale float64 `json:"time_scale,omitempty"`
+	// Config is every setting of the command that made the run: its flags with their values
+	// (defaults included), less those that may carry secrets (keys, headers, endpoints, which
+	// appear redacted in Endpoint).
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // Host are the client machine's facts.

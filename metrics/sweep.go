@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strings"
 )
 
 // SweepPoint is one load point of a sweep: the offered load and what the run achieved.
@@ -22,8 +24,13 @@ type SweepPoint struct {
 	FailedFraction   float64 `json:"failed_fraction"`
 	// Saturated is true when the endpoint could not keep up with the offered load (see
 	// Saturated); Reason says why.
-	Saturated bool   `json:"saturated"`
-	Reason    string `json:"reason,omitempty"`
+	Saturated bool `json:"saturated"`
+	// Limited, when set, says why this point measured the harness rather than the server: the
+	// client was the bottleneck (schedule lag or CPU), or the sending window was too short for
+	// completions to show saturation (a short trace at a high rate or time scale). A limited
+	// point is never the capacity, nor the failing bound of the search.
+	Limited string `json:"limited,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 	// Dir is the point's results directory (filled by the caller).
 	Dir string `json:"dir,omitempty"`
 }
@@ -55,11 +62,21 @@ func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
 	}
 	grew, from, to := ttftGrowth(s.TimeSeries)
 	done, sent := completedWhileSending(s.TimeSeries)
+	window := sendingWindow(s.TimeSeries)
+	// A request's service time without its queueing (which saturation inflates).
+	service := math.Max(s.Latency.E2E.P50-s.Latency.TTFT.P50, 0) / 1000
+	shortWindow := openLoop && !grew && window > 0 && service > 0 && window < minWindowE2Es*service
+	switch {
+	case s.Client.Limited:
+		p.Limited = "client-limited: " + strings.TrimPrefix(s.Client.Reason, "client-limited: ")
+	case shortWindow:
+		p.Limited = fmt.Sprintf("window-limited: requests were sent over %.1f s, under %g× their median decode time of %.1f s, too short for completions to show whether the server keeps up (use a longer trace or --min-duration)", window, minWindowE2Es, service)
+	}
 	switch {
 	case openLoop && grew:
 		p.Saturated = true
 		p.Reason = fmt.Sprintf("TTFT p50 grew from %.0f ms to %.0f ms while sending: requests queue faster than they are served", from, to)
-	case openLoop && sent > 0 && float64(done) < SaturationRatio*float64(sent):
+	case openLoop && !shortWindow && sent > 0 && float64(done) < SaturationRatio*float64(sent):
 		p.Saturated = true
 		p.Reason = fmt.Sprintf("completed %d requests while %d were sent (below %.0f%%)", done, sent, SaturationRatio*100)
 	case p.FailedFraction > 0.5:
@@ -110,6 +127,19 @@ func ttftGrowth(ts *TimeSeries) (grew bool, from, to float64) {
 }
 
 // completedWhileSending counts requests completed and sent during the sending span.
+// minWindowE2Es is how many median decode times (E2E − TTFT) the sending window must span for
+// the completion count to tell saturation.
+const minWindowE2Es = 4.0
+
+// sendingWindow is the span of the buckets in which requests were sent, in seconds.
+func sendingWindow(ts *TimeSeries) float64 {
+	first, last, ok := sendingSpan(ts)
+	if !ok {
+		return 0
+	}
+	return float64(last-first+1) * ts.BucketS
+}
+
 func completedWhileSending(ts *TimeSeries) (done, sent int) {
 	first, last, ok := sendingSpan(ts)
 	if !ok {

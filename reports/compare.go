@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -20,7 +21,8 @@ func ComparisonHeadline(c *metrics.Comparison) string {
 		counts[m.Verdict]++
 	}
 	var tail []string
-	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictChanged, metrics.VerdictUnchanged, metrics.VerdictNA} {
+	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictChanged, metrics.VerdictUnchanged,
+		metrics.VerdictNotAssessable, metrics.VerdictNA} {
 		if counts[v] > 0 {
 			tail = append(tail, fmt.Sprintf("%d %s", counts[v], v))
 		}
@@ -113,9 +115,20 @@ func verdictText(m metrics.MetricDelta) string {
 		v = "REGRESSED"
 	}
 	if m.Threshold != "" {
-		v += " (" + m.Threshold + ")"
+		v += " (" + m.Threshold + mdeText(m) + ")"
 	}
 	return v
+}
+
+// mdeText states a gated metric's minimum detectable effect: " (MDE 4.2%)", "" when unknown.
+func mdeText(m metrics.MetricDelta) string {
+	switch {
+	case m.MDEPct > 0 && m.Base != 0:
+		return " (MDE " + fmtFixed(m.MDEPct, 1) + "%)"
+	case m.MDE > 0:
+		return " (MDE " + fmtUnit(m.MDE, m.Unit) + ")"
+	}
+	return ""
 }
 
 func deltaPctText(m metrics.MetricDelta) string {
@@ -160,10 +173,14 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			if m.Verdict == metrics.VerdictRegressed {
 				state = "BROKEN"
 			}
-			rules = append(rules, m.Threshold+" "+state)
+			rules = append(rules, m.Threshold+" "+state+mdeText(m))
+		}
+		ci := ciPct(m)
+		if utf8.RuneCountInString(ci) >= 20 {
+			ci += " " // a wide interval never runs into the verdict
 		}
 		e.printf("%-31s%s%s%s%s  %-20s%s\n", clip(termSafe(metricLabel(m)), 30), col(8, fmtUnit(m.Base, m.Unit)),
-			col(8, fmtUnit(m.Cand, m.Unit)), col(10, fmtSignedUnit(m.Delta, m.Unit)), col(9, deltaPctText(m)), ciPct(m), v)
+			col(8, fmtUnit(m.Cand, m.Unit)), col(10, fmtSignedUnit(m.Delta, m.Unit)), col(9, deltaPctText(m)), ci, v)
 	}
 	if len(rules) > 0 {
 		e.printf("\n")
@@ -172,6 +189,18 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	if eq := c.Equivalence; eq != nil {
 		e.printf("\n")
 		e.field("outputs", equivalenceText(eq))
+	}
+	if len(c.ConfigDiff) > 0 {
+		e.printf("\nConfiguration differences (base → candidate)\n")
+		for _, d := range c.ConfigDiff {
+			for i, line := range wrap(termSafe(metrics.ConfigDiffText(d)), termWidth-4) {
+				if i == 0 {
+					e.printf("  %s\n", line)
+				} else {
+					e.printf("    %s\n", line)
+				}
+			}
+		}
 	}
 	if len(c.Warnings) > 0 {
 		e.printf("\nWarnings\n")
@@ -223,6 +252,12 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 		}
 		e.mdRow(mdEscape(metricLabel(m)), fmtUnit(m.Base, m.Unit), fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit),
 			deltaPctText(m), ciPct(m), v)
+	}
+	if len(c.ConfigDiff) > 0 {
+		e.printf("\n**Configuration differences** (base → candidate)\n\n")
+		for _, d := range c.ConfigDiff {
+			e.printf("- %s\n", mdEscape(metrics.ConfigDiffText(d)))
+		}
 	}
 	if len(c.Warnings) > 0 {
 		e.printf("\n**Warnings**\n\n")

@@ -29,11 +29,13 @@ func chartID(prefix, name string) string {
 var verdictColor = map[string]string{
 	metrics.VerdictRegressed: colRed, metrics.VerdictWorse: colOrange, metrics.VerdictBetter: colGreen,
 	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8", metrics.VerdictChanged: colBlue,
+	metrics.VerdictNotAssessable: "#c0c4c8",
 }
 
 var verdictClass = map[string]string{
 	metrics.VerdictRegressed: "bad", metrics.VerdictWorse: "bad", metrics.VerdictBetter: "good",
 	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted", metrics.VerdictChanged: "muted",
+	metrics.VerdictNotAssessable: "muted",
 }
 
 // WriteComparisonHTML writes the self-contained HTML report of a comparison: the regression
@@ -81,6 +83,15 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 		p.Sections = append(p.Sections, equivalenceSection(c.Equivalence))
 	}
 	p.Sections = append(p.Sections, sidesSection(c))
+	if len(c.ConfigDiff) > 0 {
+		t := &table{Head: []string{"setting", "base: " + c.Base.Label, "cand: " + c.Cand.Label}}
+		for _, d := range c.ConfigDiff {
+			t.add(txt(d.Key), cell{Text: d.Base, Class: "wrap"}, cell{Text: d.Cand, Class: "wrap"})
+		}
+		p.Sections = append(p.Sections, section{ID: "config", Title: "Configuration differences",
+			Intro:  "Every setting the run facts show that differs between the sides (the first run of each), so that a difference in setup is not mistaken for the change under test.",
+			Blocks: []block{{Table: t}}})
+	}
 	return p
 }
 
@@ -145,7 +156,7 @@ func deltaSection(c *metrics.Comparison) section {
 			txt(fmtSignedUnit(m.Delta, m.Unit)), keyed(k+"delta_pct", deltaPctText(m)),
 			classed("wr", "["+fmtSignedUnit(m.CILow, m.Unit)+", "+fmtSignedUnit(m.CIHigh, m.Unit)+"]"),
 			classed("wr", "["+pctOrNA(m.CILowPct, m.Base)+", "+pctOrNA(m.CIHighPct, m.Base)+"]"),
-			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, classed("wr", m.Threshold)}
+			cell{Text: m.Verdict, Key: k + "verdict", Class: verdictClass[m.Verdict]}, classed("wr", m.Threshold+mdeText(m))}
 		if spreads {
 			// The spread columns wrap so that the whole table fits its card (every column in view).
 			row = append(row, classed("wr", spreadText(m.BaseSpread, m.Unit)), classed("wr", spreadText(m.CandSpread, m.Unit)))

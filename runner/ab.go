@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
@@ -28,6 +29,11 @@ type Arm struct {
 type ABOptions struct {
 	Requests []traces.Request
 	Repeats  int // measured runs per arm (default 2)
+	// AutoRepeats keeps adding interleaved repeats, from 2 up to MaxRepeats (default 10),
+	// until every --fail-on metric's confidence interval is narrower than its rule's limit
+	// (NarrowEnough); Repeats is then ignored. It needs Compare.Thresholds.
+	AutoRepeats bool
+	MaxRepeats  int
 	// WarmupRequests are sent to each arm before the measured runs and discarded (default 8;
 	// 0 after defaults means none).
 	WarmupRequests int
@@ -54,6 +60,10 @@ type ABResult struct {
 	ConfigDiff []ConfigDiff                  `json:"config_diff"`
 	Comparison *metrics.Comparison           `json:"comparison"`
 	Summaries  map[string][]*metrics.Summary `json:"-"`
+	// Repeats is the number of measured runs per arm; with AutoRepeats, StopReason says why
+	// no more were added.
+	Repeats    int    `json:"repeats"`
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // Order returns the interleaved arm order for n repeats: A B, B A, A B, ...
@@ -90,29 +100,20 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			}
 		}
 	}
-	count := map[string]int{}
-	for _, idx := range Order(opts.Repeats) {
-		if err := ctx.Err(); err != nil {
-			break
+	if opts.AutoRepeats {
+		if len(opts.Compare.Thresholds) == 0 {
+			return nil, errors.New("automatic repeats need --fail-on rules: they stop when each rule's metric is measured more precisely than its limit")
 		}
-		arm := arms[idx]
-		count[arm.Name]++
-		if opts.OnRun != nil {
-			opts.OnRun(arm.Name, count[arm.Name], opts.Repeats)
+		if opts.MaxRepeats <= 0 {
+			opts.MaxRepeats = 10
 		}
-		dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, count[arm.Name]))
-		info := arm.Info
-		info.Repeat = count[arm.Name]
-		r, err := Execute(ctx, Options{Requests: opts.Requests, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, arm.Produce)
-		if err != nil {
-			return res, fmt.Errorf("arm %s run %d: %w", arm.Name, count[arm.Name], err)
+		if opts.MaxRepeats < 2 {
+			return nil, fmt.Errorf("max repeats %d: automatic repeats need at least 2", opts.MaxRepeats)
 		}
-		res.Order = append(res.Order, arm.Name)
-		res.Dirs[arm.Name] = append(res.Dirs[arm.Name], dir)
-		res.Summaries[arm.Name] = append(res.Summaries[arm.Name], r.Summary)
 	}
-	if len(res.Dirs[a.Name]) == 0 || len(res.Dirs[b.Name]) == 0 {
-		return res, errors.New("interrupted before both arms completed a run")
+	of := opts.Repeats
+	if opts.AutoRepeats {
+		of = opts.MaxRepeats
 	}
 	copts := opts.Compare
 	copts.Summary = opts.Metrics
@@ -122,18 +123,98 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 	if copts.CandLabel == "" {
 		copts.CandLabel = b.Name
 	}
-	c, err := metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts)
-	if err != nil {
-		return res, err
+	count := map[string]int{}
+	var c *metrics.Comparison
+	for rep := 0; rep < of; rep++ {
+		for _, idx := range Order(rep + 1)[2*rep:] {
+			if err := ctx.Err(); err != nil {
+				break
+			}
+			arm := arms[idx]
+			count[arm.Name]++
+			if opts.OnRun != nil {
+				opts.OnRun(arm.Name, count[arm.Name], of)
+			}
+			dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, count[arm.Name]))
+			info := arm.Info
+			info.Repeat = count[arm.Name]
+			r, err := Execute(ctx, Options{Requests: opts.Requests, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, arm.Produce)
+			if err != nil {
+				return res, fmt.Errorf("arm %s run %d: %w", arm.Name, count[arm.Name], err)
+			}
+			res.Order = append(res.Order, arm.Name)
+			res.Dirs[arm.Name] = append(res.Dirs[arm.Name], dir)
+			res.Summaries[arm.Name] = append(res.Summaries[arm.Name], r.Summary)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if !opts.AutoRepeats || rep < 1 {
+			continue
+		}
+		var err error
+		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
+			return res, err
+		}
+		if ok, why := NarrowEnough(c); ok {
+			res.StopReason = fmt.Sprintf("after %d repeats: %s", rep+1, why)
+			break
+		} else if rep+1 == of {
+			res.StopReason = fmt.Sprintf("stopped at --max-repeats %d: %s", of, why)
+		}
 	}
-	for _, d := range res.ConfigDiff {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("configuration differs: %s = %q (%s) vs %q (%s)", d.Key, d.A, a.Name, d.B, b.Name))
+	res.Repeats = min(len(res.Dirs[a.Name]), len(res.Dirs[b.Name]))
+	if len(res.Dirs[a.Name]) == 0 || len(res.Dirs[b.Name]) == 0 {
+		return res, errors.New("interrupted before both arms completed a run")
 	}
+	if c == nil || c.Base.Runs != len(res.Dirs[a.Name]) || c.Cand.Runs != len(res.Dirs[b.Name]) {
+		var err error
+		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
+			return res, err
+		}
+	}
+	AttachRunFacts(c, res.Dirs[a.Name], res.Dirs[b.Name])
 	res.Comparison = c
 	if err := WriteJSON(filepath.Join(opts.OutDir, abFile), res); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// NarrowEnough reports whether every metric named by a --fail-on rule of c has a confidence
+// interval narrower than the rule's limit (in the rule's unit: percent of base, or the
+// metric's own), and says which are not. A metric with no interval (n/a) cannot be narrowed
+// by more runs and does not hold the experiment back.
+func NarrowEnough(c *metrics.Comparison) (bool, string) {
+	var wide, fine []string
+	for _, t := range c.Thresholds {
+		for _, m := range c.Metrics {
+			if m.Name != t.Metric || m.Verdict == metrics.VerdictNA {
+				continue
+			}
+			width := m.CIHigh - m.CILow
+			if t.Relative {
+				width = m.CIHighPct - m.CILowPct
+			}
+			limit := t.Value
+			if limit < 0 {
+				limit = -limit
+			}
+			desc := fmt.Sprintf("%s interval %.3g wide vs limit %g", m.Name, width, limit)
+			if t.Relative {
+				desc = fmt.Sprintf("%s interval %.3g%% wide vs limit %g%%", m.Name, width, limit)
+			}
+			if m.Verdict == metrics.VerdictNotAssessable || width >= limit {
+				wide = append(wide, desc)
+			} else {
+				fine = append(fine, desc)
+			}
+		}
+	}
+	if len(wide) > 0 {
+		return false, "still too wide: " + strings.Join(wide, "; ")
+	}
+	return true, "every gated interval is narrower than its limit: " + strings.Join(fine, "; ")
 }
 
 func sources(dirs []string) []metrics.Source {

@@ -16,6 +16,9 @@ type Interrupts struct {
 	Log io.Writer
 	// Exit ends the process at once (os.Exit in main); nil does nothing.
 	Exit func(code int)
+	// OnFirst, when set, is called at the first interrupt, before the graceful stop begins
+	// (the CLI notes that the command must end with status 130).
+	OnFirst func()
 }
 
 // Watch turns the first interrupt into a graceful stop (cancel: stop sending, wait for
@@ -36,6 +39,9 @@ func (in Interrupts) Watch(cancel func(), flush func(), grace time.Duration) fun
 			case <-in.C:
 				n++
 				if n == 1 {
+					if in.OnFirst != nil {
+						in.OnFirst()
+					}
 					fmt.Fprintf(in.Log, "\ninterrupt: stopped sending; waiting up to %s for in-flight requests, then writing results (Ctrl-C again to exit now)\n", grace)
 					cancel()
 					continue

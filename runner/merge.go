@@ -331,7 +331,7 @@ func openMergeTrace(o MergeOptions, f *ShardFacts) (traces.Source, error) {
 	if err != nil {
 		return nil, refuse("a shard is missing or did not finish, and the trace its requests are counted from cannot be read (give --trace FILE): %v", err)
 	}
-	fp, err := TraceFingerprint(src)
+	fp, err := traceDigest(src)
 	if err != nil {
 		return nil, err
 	}
@@ -476,4 +476,13 @@ func sameFluidityDeadlines(sums []*metrics.Summary) bool {
 func isFluidityHist(diff string) bool {
 	key, _, _ := strings.Cut(diff, ":")
 	return key == "fluidity" || strings.HasSuffix(key, "/fluidity")
+}
+
+// traceDigest is the trace's fingerprint digest, as shard.json records it.
+func traceDigest(src traces.Source) (string, error) {
+	f, err := FingerprintTrace(src)
+	if err != nil {
+		return "", err
+	}
+	return f.Digest, nil
 }

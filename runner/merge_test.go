@@ -213,7 +213,7 @@ func TestMergeAccountsForMissingAndPartialShards(t *testing.T) {
 		t.Fatalf("merge facts %+v, want missing [2], partial [1], %d dropped", m, wantDropped)
 	}
 	rq := res.Summary.Requests
-	if rq.Total != 300 || rq.Failures[string(metrics.FailDropped)] != wantDropped || rq.Succeeded != len(all) {
+	if rq.Total != 300 || rq.Dropped != wantDropped || rq.Succeeded != len(all) {
 		t.Fatalf("requests %+v (want 300, %d dropped, %d succeeded)", rq, wantDropped, len(all))
 	}
 	text := strings.Join(res.Summary.Warnings, "\n")

@@ -91,6 +91,22 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
 	recPath := filepath.Join(opts.OutDir, RecordsFile)
+	startFacts := opts.Info
+	if startFacts.Host.OS == "" {
+		startFacts.Host = HostFacts()
+	}
+	if startFacts.TraceFingerprint == nil {
+		fp, ferr := FingerprintTrace(opts.Trace)
+		if ferr != nil {
+			return nil, fmt.Errorf("fingerprint the trace: %w", ferr)
+		}
+		startFacts.TraceFingerprint = fp
+	}
+	startFacts.Start = now().UTC().Format(time.RFC3339)
+	opts.Info = startFacts
+	if err := writeRunFacts(opts.OutDir, RunFacts{Run: startFacts, Metrics: opts.Metrics, Workload: opts.Trace.Stats()}); err != nil {
+		return nil, err
+	}
 	rw, err := metrics.CreateRecordFile(recPath)
 	if err != nil {
 		return nil, err
@@ -126,6 +142,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 			// Nothing was measured (the run could not start): leave no empty results behind.
 			os.Remove(recPath)
 			os.Remove(filepath.Join(opts.OutDir, ScrapeFile))
+			os.Remove(filepath.Join(opts.OutDir, RunFactsFile))
 			if created {
 				os.Remove(opts.OutDir) // only if empty
 			}

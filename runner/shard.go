@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -75,7 +72,7 @@ func mix64(z uint64) uint64 {
 
 // TracePlan is what one pass over a whole trace tells its shards.
 type TracePlan struct {
-	// Fingerprint identifies the trace (TraceFingerprint).
+	// Fingerprint identifies the trace: FingerprintTrace's Digest.
 	Fingerprint string
 	// Whole is the whole trace's shape, which fixes every shard's schedule.
 	Whole loadgen.TraceShape
@@ -86,7 +83,7 @@ type TracePlan struct {
 // PlanShards reads src once: its fingerprint, its shape and each of n shards' size.
 func PlanShards(src traces.Source, n int) (TracePlan, error) {
 	p := TracePlan{PerShard: make([]int, n)}
-	fp := newFingerprint()
+	var fp fingerprinter
 	visit := func(q *traces.Request) {
 		fp.add(q)
 		p.PerShard[ShardOf(q, n)]++
@@ -97,44 +94,8 @@ func PlanShards(src traces.Source, n int) (TracePlan, error) {
 	src.Sessions(func(_ int, q *traces.Request) { visit(q) })
 	first, last := src.Span()
 	p.Whole = loadgen.TraceShape{First: first, Last: last, Len: src.Len()}
-	p.Fingerprint = fp.sum()
+	p.Fingerprint = fp.result().Digest
 	return p, nil
-}
-
-// TraceFingerprint identifies a trace by what a replay depends on: SHA-256 over every
-// request's id, arrival (ns), input and output tokens, session and turn, requests outside
-// sessions in arrival order, then the sessions' turns in trace order. Two shards replayed the
-// same trace when their fingerprints are equal. (Prompt texts are not hashed.)
-func TraceFingerprint(src traces.Source) (string, error) {
-	p, err := PlanShards(src, 1)
-	return p.Fingerprint, err
-}
-
-type fingerprint struct {
-	h   hash.Hash
-	buf []byte
-}
-
-func newFingerprint() *fingerprint { return &fingerprint{h: sha256.New()} }
-
-func (f *fingerprint) sum() string { return "sha256:" + hex.EncodeToString(f.h.Sum(nil)) }
-
-func (f *fingerprint) add(q *traces.Request) {
-	b := f.buf[:0]
-	b = append(b, q.ID...)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(q.Arrival), 10)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(q.InputTokens), 10)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(q.OutputTokens), 10)
-	b = append(b, 0)
-	b = append(b, q.Session...)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(q.Turn), 10)
-	b = append(b, '\n')
-	f.h.Write(b)
-	f.buf = b
 }
 
 // ShardSource is the part of src that is shard sh's: every request ShardOf assigns to it, in

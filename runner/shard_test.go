@@ -144,7 +144,7 @@ func TestShardSourcePartitions(t *testing.T) {
 
 func TestTraceFingerprint(t *testing.T) {
 	fp := func(reqs []traces.Request) string {
-		s, err := TraceFingerprint(traces.FromSlice(reqs))
+		s, err := traceDigest(traces.FromSlice(reqs))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -55,6 +56,60 @@ type SweepResult struct {
 	Capacity Capacity             `json:"capacity"`
 	// CapacityDir is the results directory of the capacity point.
 	CapacityDir string `json:"capacity_dir,omitempty"`
+	// CapacityLowerBound is true when the load above the capacity was limited by the harness
+	// (client lag or CPU, a short sending window): the server may hold more than this.
+	CapacityLowerBound bool `json:"capacity_lower_bound"`
+}
+
+// usablePoints are the points as the capacity search sees them: a limited point (the harness,
+// not the server, set its numbers; metrics.SweepPoint Limited) never passes, so it is never
+// the capacity, and the search looks below it.
+func usablePoints(ps []metrics.SweepPoint) []metrics.SweepPoint {
+	out := append([]metrics.SweepPoint(nil), ps...)
+	for i := range out {
+		if out[i].Limited != "" {
+			out[i].Saturated = true
+		}
+	}
+	return out
+}
+
+// capacityReason says in words why the capacity is what it is: the point that failed above it
+// (or that none did), and the points left out as limited.
+func capacityReason(res *SweepResult, target float64) string {
+	why := res.Capacity.Reason
+	var limited []string
+	var failing *metrics.SweepPoint
+	for i := range res.Points {
+		p := &res.Points[i]
+		if p.Limited != "" {
+			limited = append(limited, fmt.Sprintf("%.3g (%s)", p.Rate, p.Limited))
+		}
+		if p.Rate == res.Capacity.Failing {
+			failing = p
+		}
+	}
+	var parts []string
+	switch {
+	case res.Capacity.Rate > 0 && failing != nil:
+		fail := fmt.Sprintf("goodput %.0f%% < %.0f%%", failing.GoodputFraction*100, target*100)
+		switch {
+		case failing.Limited != "":
+			fail = "limited by the harness"
+		case failing.Saturated:
+			fail = "saturated: " + failing.Reason
+		}
+		parts = append(parts, fmt.Sprintf("the highest load that met the target unsaturated; the next, %.3g, did not (%s)", failing.Rate, fail))
+	case res.Capacity.Rate > 0:
+		parts = append(parts, "the highest load measured that the harness did not limit; every such load met the target")
+	}
+	if why != "" {
+		parts = append(parts, why)
+	}
+	if len(limited) > 0 {
+		parts = append(parts, "never taken as capacity, limited by the harness rather than the server: "+strings.Join(limited, "; "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Sweep runs the points. produce returns the Producer (and run facts) for a load.
@@ -105,7 +160,7 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 				break
 			}
 		}
-		_, res.Capacity = search.Next(opts.Points[0], res.Points)
+		_, res.Capacity = search.Next(opts.Points[0], usablePoints(res.Points))
 	} else {
 		if opts.Start <= 0 {
 			return nil, errors.New("sweep needs a start load > 0 (or explicit points)")
@@ -114,7 +169,7 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 			if err = ctx.Err(); err != nil {
 				break
 			}
-			next, c := search.Next(opts.Start, res.Points)
+			next, c := search.Next(opts.Start, usablePoints(res.Points))
 			res.Capacity = c
 			if c.Done {
 				break
@@ -132,6 +187,12 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 		}
 	}
 	sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Rate < res.Points[j].Rate })
+	res.Capacity.Reason = capacityReason(res, opts.Target)
+	for _, p := range res.Points {
+		if p.Rate == res.Capacity.Failing && p.Limited != "" {
+			res.CapacityLowerBound = true
+		}
+	}
 	for _, p := range res.Points {
 		if p.Rate == res.Capacity.Rate && res.Capacity.Rate > 0 {
 			res.CapacityDir = p.Dir

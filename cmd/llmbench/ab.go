@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,9 @@ type abOptions struct {
 	aEndpoint, bEndpnt string
 	aEngine, bEngine   []string
 	aName, bName       string
-	repeats            int
+	repeats            string
+	maxRepeats         int
+	selfCheck          int
 	warmupRequests     int
 	failOn             string
 	format             string
@@ -33,6 +36,7 @@ type abOptions struct {
 	metrics            *metricFlags
 	output             *outputFlags
 	engine             *engineFlags
+	fail               *failureFlags
 	fs                 *pflag.FlagSet
 }
 
@@ -49,14 +53,22 @@ greedy outputs are identical, and lists every configuration difference it can se
 
 Arms are two endpoints, or two configurations of the embedded reference engine given as
 overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alpha=0.8).
-Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad input.`,
+Intervals follow the two-level variance model (README, "Decisions under noise"): give
+--repeats 3 or more, or --repeats auto with --fail-on, for decisions that hold up on a rerun.
+
+Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
+than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
+or more than --max-failure-rate failed); 130 when interrupted after writing results.`,
 		Example: `  llmbench ab --trace traces/examples/chat-small.jsonl --b-engine spec-k=4,spec-alpha=0.8 --time-scale 4
   llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --repeats 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.fail.check(); err != nil {
+				return err
+			}
 			code, err := runAB(cmd.Context(), app, o)
 			if err != nil {
-				return &exitError{2, err}
+				return &exitError{code, err}
 			}
 			if code != 0 {
 				return &exitError{code, nil}
@@ -73,7 +85,9 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
 	fs.StringArrayVar(&o.bEngine, "b-engine", nil, "arm B reference-engine flag overrides, e.g. spec-k=4,spec-alpha=0.8")
 	fs.StringVar(&o.aName, "a-name", "A", "label of arm A")
 	fs.StringVar(&o.bName, "b-name", "B", "label of arm B")
-	fs.IntVar(&o.repeats, "repeats", 2, "measured runs per arm, interleaved A B B A …")
+	fs.StringVar(&o.repeats, "repeats", "2", "measured runs per arm, interleaved A B B A …, or auto: add repeats until each --fail-on metric's interval is narrower than its limit (up to --max-repeats)")
+	fs.IntVar(&o.maxRepeats, "max-repeats", 10, "with --repeats auto: the most runs per arm")
+	fs.IntVar(&o.selfCheck, "self-check", 0, "run N A/A experiments of the embedded engine (arm A's configuration on both arms, --repeats 3 unless given) and report how many showed no labels and passed the gate; exit 1 when fewer than 9 in 10 did")
 	fs.IntVar(&o.warmupRequests, "warmup-requests", 8, "requests sent to each arm before measuring (discarded; 0 = none)")
 	fs.StringVar(&o.failOn, "fail-on", "", "regression rules for B vs A, as in compare")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown, json")
@@ -84,6 +98,7 @@ Exit status: 0, or 1 when --fail-on finds a regression of B against A, 2 on bad 
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
+	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -103,6 +118,25 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	}
 	if o.aName == o.bName {
 		return 2, fmt.Errorf("--a-name and --b-name must differ")
+	}
+	repeats, auto, err := parseRepeats(o.repeats, o.maxRepeats)
+	if err != nil {
+		return 2, err
+	}
+	if auto && o.failOn == "" {
+		return 2, fmt.Errorf("--repeats auto needs --fail-on: it adds repeats until each rule's metric is measured more precisely than the rule's limit")
+	}
+	if o.selfCheck < 0 {
+		return 2, fmt.Errorf("--self-check %d: want a number of A/A experiments, e.g. 10", o.selfCheck)
+	}
+	if o.selfCheck > 0 {
+		if o.aEndpoint != "" || len(o.bEngine) > 0 {
+			return 2, fmt.Errorf("--self-check compares the embedded engine with itself: drop --a-endpoint/--b-endpoint and --b-engine")
+		}
+		o.bEngine = o.aEngine
+		if !o.fs.Changed("repeats") {
+			repeats = 3
+		}
 	}
 	reqs, err := o.traceFlags.read()
 	if err != nil {
@@ -139,33 +173,50 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	defer cancel()
 	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
 	defer stop()
-	res, err := runner.AB(ctx, runner.ABOptions{
-		Requests: reqs, Repeats: o.repeats, WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
+	abOpts := runner.ABOptions{
+		Requests: reqs, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
+		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
 		OutDir: out, Metrics: mopts, HTML: o.output.html(app),
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
 		OnRun: func(arm string, rep, of int) {
-			fmt.Fprintf(app.Stderr, "ab: arm %s, run %d of %d\n", arm, rep, of)
+			upTo := ""
+			if auto {
+				upTo = "up to "
+			}
+			fmt.Fprintf(app.Stderr, "ab: arm %s, run %d of %s%d\n", arm, rep, upTo, of)
 		},
-	}, arms[0], arms[1])
-	if err != nil {
-		return 2, err
 	}
-	if len(res.ConfigDiff) > 0 {
-		fmt.Fprintln(app.Stdout, "Configuration differences between the arms:")
-		for _, d := range res.ConfigDiff {
-			fmt.Fprintf(app.Stdout, "  %-24s %s: %s   %s: %s\n", d.Key, o.aName, d.A, o.bName, d.B)
+	if o.selfCheck > 0 {
+		return selfCheck(ctx, app, abOpts, arms, o.selfCheck)
+	}
+	res, err := runner.AB(ctx, abOpts, arms[0], arms[1])
+	if err != nil {
+		if app.interrupted.Load() {
+			return exitInterrupted, err
 		}
-		fmt.Fprintln(app.Stdout)
+		return exitBadInput, err
+	}
+	if res.StopReason != "" {
+		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
 	}
 	pairs := runner.PairRecords(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
 	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
 		return 2, err
 	}
 	fmt.Fprintf(app.Stdout, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)
-	if res.Comparison.Regressed {
-		return 1, nil
+	var sums []*metrics.Summary
+	for _, name := range []string{o.aName, o.bName} {
+		sums = append(sums, res.Summaries[name]...)
 	}
-	return 0, nil
+	if err := measuredExit(app, nil, o.fail, sums...); err != nil {
+		var ee *exitError
+		errors.As(err, &ee)
+		return ee.code, ee.err
+	}
+	if res.Comparison.Regressed {
+		return exitRegression, nil
+	}
+	return exitOK, nil
 }
 
 // arm builds one arm: an endpoint, or an embedded reference engine with the command's engine
@@ -177,7 +228,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	}
 	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version,
 		Mode: o.load.mode(), Concurrency: o.load.concurrency, MaxConcurrency: o.load.maxConcurrency,
-		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name()}
+		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name(), Config: flagConfig(app.flags)}
 	timeScale := 1.0
 	var url string
 	closeArm := func() {}
@@ -199,6 +250,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		}
 		cfg.TimeScale = o.load.timeScale
 		timeScale = o.load.timeScale
+		info.TimeScale = timeScale
 		eng, err := engineadapter.StartEmbedded(cfg)
 		if err != nil {
 			return runner.Arm{}, nil, err

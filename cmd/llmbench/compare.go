@@ -25,6 +25,7 @@ type compareOptions struct {
 	confidence float64
 	metrics    *metricFlags
 	echartsJS  string
+	allowTrace bool
 }
 
 func newCompareCmd(app *App) *cobra.Command {
@@ -32,13 +33,17 @@ func newCompareCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare BASE CAND | compare --base DIR... --cand DIR...",
 		Short: "Compare two result sets with paired bootstrap confidence intervals; exit 1 on a regression",
-		Long: `Compare base and candidate results directories. Requests are matched by id (same trace)
-and resampled jointly for paired bootstrap confidence intervals; when ids do not match an
-unpaired bootstrap is used. A metric regresses only when its whole confidence interval lies
-beyond a --fail-on limit. Several directories per side are pooled and their run-to-run spread
-reported.
+		Long: `Compare base and candidate results directories. Intervals follow the two-level variance
+model (README, "Decisions under noise"): the runs of each side are resampled, then time blocks
+of requests matched by id (same trace), so every interval includes run-to-run and within-run
+variation; per-run numbers (throughput) need several runs per side, proportions get score
+intervals. A metric regresses only when its whole confidence interval lies beyond a --fail-on
+limit; labels on the other metrics are Holm-adjusted, and each gated metric states its minimum
+detectable effect. Give several directories per side (--base a1,a2,a3 --cand b1,b2,b3) for
+decisions that hold up on a rerun. Results of different traces (by the trace fingerprint in summary.json) are refused
+unless --allow-different-trace; every configuration difference the run facts show is listed.
 
-Exit status: 0 no regression, 1 regression, 2 usage or data error.`,
+Exit status: 0 no regression, 1 regression, 2 usage or data error (including different traces).`,
 		Example: `  llmbench compare results/nightly-base results/nightly-cand --fail-on 'ttft.p95>+5%,goodput<-2%'
   llmbench compare --base a1/ a2/ a3/ --cand b1/ b2/ b3/ --format markdown > comment.md`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +74,7 @@ Exit status: 0 no regression, 1 regression, 2 usage or data error.`,
 	fs.Uint64Var(&o.seed, "bootstrap-seed", 1, "bootstrap seed (fixed so the gate is reproducible)")
 	fs.Float64Var(&o.confidence, "confidence", 0.95, "confidence level of the intervals")
 	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into the HTML report")
+	fs.BoolVar(&o.allowTrace, "allow-different-trace", false, "compare results of different traces (refused by default: exit 2)")
 	o.metrics = addMetricFlags(fs)
 	listMetrics := fs.Bool("list-metrics", false, "list the metric names --fail-on accepts and exit")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -100,18 +106,29 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 	if err != nil {
 		return 2, err
 	}
+	traceWarnings, err := runner.CheckSameTrace(o.base, o.cand)
+	differentTraces := err != nil
+	if differentTraces {
+		if !o.allowTrace {
+			return 2, err
+		}
+		traceWarnings = append(traceWarnings, "--allow-different-trace: compared unpaired, because "+err.Error())
+	}
 	c, err := metrics.Compare(base, cand, metrics.CompareOptions{
 		Summary:    mopts,
 		Thresholds: thresholds,
 		Resamples:  o.resamples,
 		Seed:       o.seed,
 		Confidence: o.confidence,
+		Unpaired:   differentTraces,
 		BaseLabel:  label(o.base),
 		CandLabel:  label(o.cand),
 	})
 	if err != nil {
 		return 2, err
 	}
+	runner.AttachRunFacts(c, o.base, o.cand)
+	c.Warnings = append(c.Warnings, traceWarnings...)
 	if err := writeComparison(app, c, o.format, o.html, o.echartsJS, runner.PairRecords(o.base[0], o.cand[0])); err != nil {
 		return 2, err
 	}

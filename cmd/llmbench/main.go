@@ -13,9 +13,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/loadgen"
 )
@@ -43,6 +45,11 @@ type App struct {
 	// Args are the command-line arguments as given (recorded, with secrets redacted, in
 	// summary.json).
 	Args []string
+
+	// interrupted is set by the first interrupt (the command then ends with exit 130).
+	interrupted atomic.Bool
+	// flags are the running command's flags (recorded as run.config by the measuring commands).
+	flags *pflag.FlagSet
 }
 
 // commandFactories holds every subcommand's constructor; each command file registers its own in
@@ -76,7 +83,7 @@ P95/P99, goodput under SLOs and cost.`,
 	return root
 }
 
-// exitError carries a specific exit code (compare uses 1 for a regression, 2 for bad input).
+// exitError carries a specific exit code (see exitcodes.go); an error without one exits 2.
 type exitError struct {
 	code int
 	err  error
@@ -89,6 +96,12 @@ func (e *exitError) Unwrap() error { return e.err }
 func execute(ctx context.Context, app *App, args []string) int {
 	app.Args = args
 	root := newRootCmd(app)
+	if pre := root.PersistentPreRunE; pre != nil {
+		root.PersistentPreRunE = func(c *cobra.Command, a []string) error {
+			app.flags = c.Flags()
+			return pre(c, a)
+		}
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -101,7 +114,7 @@ func execute(ctx context.Context, app *App, args []string) int {
 		return ee.code
 	}
 	fmt.Fprintln(app.Stderr, "llmbench:", err)
-	return 1
+	return exitBadInput
 }
 
 func main() {

@@ -260,7 +260,11 @@ func TestReliabilityFaults(t *testing.T) {
 			app := newTestApp(nil)
 			args := append([]string{"run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress",
 				"--faults", tc.faults + ",seed=3"}, tc.flags...)
-			mustRun(t, app, args...)
+			want := exitOK
+			if tc.name == "status-500-all" {
+				want = exitRunFailed // no request succeeded (issue 20)
+			}
+			runExpect(t, app, want, args...)
 			recs, s := checkRunInvariants(t, out, ids)
 			if s.Requests.Failed == 0 {
 				t.Fatalf("no request failed with --faults %s", tc.faults)
@@ -498,7 +502,7 @@ func TestReliabilityInterrupt(t *testing.T) {
 		sig := make(chan os.Signal, 1)
 		sig <- os.Interrupt
 		app.Interrupts = sig
-		mustRun(t, app, "run", "--trace", trace, "--out", out, "--endpoint", srv.URL, "--model", "llama-3.1-8b",
+		runExpect(t, app, exitInterrupted, "run", "--trace", trace, "--out", out, "--endpoint", srv.URL, "--model", "llama-3.1-8b",
 			"--rate-scale", "20", "--no-progress", "--grace", "2s")
 		check(t, out, ids)
 	})
@@ -513,7 +517,7 @@ func TestReliabilityInterrupt(t *testing.T) {
 		sig := make(chan os.Signal, 1)
 		sig <- os.Interrupt
 		app.Interrupts = sig
-		if code := app.cli("run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress", "--grace", "2s"); code != 0 {
+		if code := app.cli("run", "--trace", trace, "--out", out, "--time-scale", "20", "--no-progress", "--grace", "2s"); code != exitInterrupted {
 			t.Fatalf("an interrupt during model discovery aborted the run (exit %d): %s", code, strings.TrimSpace(app.err.String()))
 		}
 		check(t, out, ids)
@@ -543,7 +547,7 @@ func TestReliabilityInterrupt(t *testing.T) {
 		sig <- os.Interrupt
 		select {
 		case code := <-done:
-			if code != 0 {
+			if code != exitInterrupted {
 				t.Fatalf("interrupted run: exit %d\n%s", code, app.err.String())
 			}
 		case <-time.After(30 * time.Second):
@@ -573,7 +577,7 @@ func TestReliabilityInterrupt(t *testing.T) {
 			return recordsSoFar(filepath.Join(out, "requests.msgpack")) >= 1
 		})
 		sig <- os.Interrupt
-		if code := <-done; code != 0 {
+		if code := <-done; code != exitInterrupted {
 			t.Fatalf("interrupted run: exit %d\n%s", code, app.err.String())
 		}
 		check(t, out, ids)
@@ -794,8 +798,9 @@ func TestReliabilitySIGINT(t *testing.T) {
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		if ee := wait(t, exited, output); ee != nil {
-			t.Fatalf("child exited %d after one SIGINT:\n%s", ee.ExitCode(), output.String())
+		// Complete results, then exit 130 (issue 20: interrupted after writing results).
+		if ee := wait(t, exited, output); ee == nil || ee.ExitCode() != exitInterrupted {
+			t.Fatalf("child after one SIGINT: %v, want exit status 130:\n%s", ee, output.String())
 		}
 		_, s := checkRunInvariants(t, out, ids)
 		if !s.Run.Interrupted {

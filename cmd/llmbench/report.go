@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,8 @@ func newReportCmd(app *App) *cobra.Command {
 		Long: `Re-render DIR/report.html from DIR/summary.json and DIR/requests.msgpack, or print the
 summary as a terminal table, Markdown, or a per-request CSV. With --recompute (or any metric
 flag: SLO, stall, fluidity, lag limit or price) the summary is recomputed from the records first and summary.json is
-rewritten.`,
+rewritten. A run that was killed before it wrote summary.json (interrupted twice, SIGKILL) is
+rebuilt from the run facts it wrote at start (DIR/run.json) and DIR/requests.msgpack.`,
 		Example: `  llmbench report results/20261129-120000
   llmbench report results/run1 --slo ttft=300ms,tpot=40ms
   llmbench report results/run1 --format csv > requests.csv`,
@@ -58,6 +60,13 @@ func runReport(app *App, o *reportOptions) error {
 		return err
 	}
 	sum, err := runner.ReadSummary(o.dir)
+	if err != nil && !fileExists(filepath.Join(o.dir, runner.SummaryFile)) && fileExists(filepath.Join(o.dir, runner.RunFactsFile)) {
+		if sum, err = runner.Rebuild(o.dir, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv}); err != nil {
+			return err
+		}
+		fmt.Fprintf(app.Stderr, "rebuilt %s and %s from %s and %s\n", filepath.Join(o.dir, runner.SummaryFile),
+			filepath.Join(o.dir, runner.ReportFile), runner.RunFactsFile, runner.RecordsFile)
+	}
 	if err != nil {
 		return err
 	}
@@ -86,4 +95,9 @@ func runReport(app *App, o *reportOptions) error {
 	default:
 		return fmt.Errorf("--format %q: want html, terminal, markdown, csv or json", o.format)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

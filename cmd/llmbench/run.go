@@ -24,6 +24,7 @@ type runOptions struct {
 	output  *outputFlags
 	engine  *engineFlags
 	shard   *shardFlags
+	fail    *failureFlags
 	args    []string
 }
 
@@ -35,7 +36,10 @@ func newRunCmd(app *App) *cobra.Command {
 		Long: `Replay a trace open-loop (each request at its trace time, latency measured from that
 intended time) against an OpenAI-compatible endpoint, or against the bundled reference engine
 when no --endpoint is given. Writes summary.json, requests.msgpack and report.html to the
-results directory and prints a summary table.`,
+results directory and prints a summary table (run.json, the run facts, is written at start).
+
+Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or more than
+--max-failure-rate failed; results are written); 130 when interrupted after writing results.`,
 		Example: `  llmbench run --trace traces/examples/chat-small.jsonl
   llmbench run --trace prod.jsonl --endpoint http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --slo ttft=500ms,tpot=50ms
   llmbench run --trace prod.jsonl --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8
@@ -54,11 +58,15 @@ results directory and prints a summary table.`,
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
 	o.shard = addShardFlags(fs)
+	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
+	if err := o.fail.check(); err != nil {
+		return err
+	}
 	trace, err := o.traceFlags.open(app.Stderr)
 	if err != nil {
 		return err
@@ -92,6 +100,8 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if o.target.endpoint == "" {
 		info.EngineSeed = o.engine.resolvedSeed
 	}
+	info.Config = flagConfig(app.flags)
+	info.TimeScale = o.load.effectiveTimeScale(o.target.endpoint)
 	res, err := runner.RunHTTP(ctx, runner.HTTPRun{
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
@@ -104,6 +114,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		return measuredExit(app, err, o.fail, res.Summary)
 	}
 	return err
 }

@@ -125,7 +125,7 @@ func TestSecuritySecretsNeverWritten(t *testing.T) {
 	t.Run("wrong-key", func(t *testing.T) {
 		out := filepath.Join(dir, "wrong")
 		app := newTestApp(map[string]string{keyEnv: wrongKey})
-		mustRun(t, app, runArgs(out, "--api-key-env", keyEnv, "--header="+secretHeader+":"+plantedHdr, "--model", "llama-3.1-8b")...)
+		runExpect(t, app, exitRunFailed, runArgs(out, "--api-key-env", keyEnv, "--header="+secretHeader+":"+plantedHdr, "--model", "llama-3.1-8b")...)
 		recs, s := checkRunInvariants(t, out, ids)
 		if s.Requests.Failures[string(metrics.FailHTTP4xx)] != len(ids) {
 			t.Fatalf("failures %v, want every request http_4xx (401)", s.Requests.Failures)
@@ -223,7 +223,7 @@ func TestSecurityEchoedSecretsScrubbed(t *testing.T) {
 			app := newTestApp(map[string]string{keyEnv: plantedKey})
 			args := append([]string{"run", "--trace", trace, "--out", out, "--endpoint", tc.endpoint, "--no-progress",
 				"--api-key-env", keyEnv, "--header", secretHeader + ":" + plantedHdr}, tc.extra...)
-			mustRun(t, app, args...)
+			runExpect(t, app, exitRunFailed, args...) // every request fails (issue 20: exit 3)
 			recs, s := checkRunInvariants(t, out, ids)
 			if s.Requests.Failed != len(ids) {
 				t.Errorf("failures %v, want all %d (401s and error events)", s.Requests.Failures, len(ids))

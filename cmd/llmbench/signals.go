@@ -8,7 +8,7 @@ import (
 
 // interrupts is the process's interrupt wiring as the runner takes it.
 func (app *App) interrupts() runner.Interrupts {
-	return runner.Interrupts{C: app.Interrupts, Log: app.Stderr, Exit: app.Exit}
+	return runner.Interrupts{C: app.Interrupts, Log: app.Stderr, Exit: app.Exit, OnFirst: func() { app.interrupted.Store(true) }}
 }
 
 // watchInterrupts turns the first interrupt into a graceful stop and the second into an exit

@@ -25,6 +25,7 @@ type simulateOptions struct {
 	engine      *engineFlags
 	metrics     *metricFlags
 	output      *outputFlags
+	fail        *failureFlags
 }
 
 func newSimulateCmd(app *App) *cobra.Command {
@@ -50,11 +51,15 @@ engine's ground truth: there is no client or network in the numbers.`,
 	o.engine = addEngineFlags(fs)
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
+	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
 func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
+	if err := o.fail.check(); err != nil {
+		return err
+	}
 	reqs, err := o.traceFlags.read()
 	if err != nil {
 		return err
@@ -81,6 +86,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",
 		EngineSeed: cfg.Seed,
+		Config:     flagConfig(app.flags),
 	}
 	res, err := runner.Execute(ctx, runner.Options{
 		Requests: reqs, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
@@ -92,6 +98,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		return measuredExit(app, err, o.fail, res.Summary)
 	}
 	return err
 }

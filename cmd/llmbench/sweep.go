@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -162,13 +163,24 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
 		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start,
 		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
-		OnPoint: func(load float64) { fmt.Fprintf(app.Stderr, "sweep: measuring load %g\n", load) },
+		OnPoint: func(load float64) { fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency)) },
 	}, produce)
 	if res != nil {
 		printSweep(app, res)
 		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
+		if app.interrupted.Load() {
+			return &exitError{exitInterrupted, errors.New("interrupted: the points measured so far are written")}
+		}
 	}
 	return err
+}
+
+// loadText is a load as a progress line shows it: "20 req/s", "4.82 req/s", "concurrency 8".
+func loadText(load float64, concurrency bool) string {
+	if concurrency {
+		return fmt.Sprintf("concurrency %.0f", load)
+	}
+	return strconv.FormatFloat(load, 'g', 3, 64) + " req/s"
 }
 
 func printSweep(app *App, r *runner.SweepResult) {
@@ -186,16 +198,22 @@ func printSweep(app *App, r *runner.SweepResult) {
 		if p.Saturated {
 			mark += " saturated"
 		}
+		if p.Limited != "" {
+			mark = " limited"
+		}
 		fmt.Fprintf(tw, "%.4g\t%.2f\t%.0f\t%.2f\t%.1f%s\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t\n", p.Rate, p.RequestsPerS, p.OutputTokensPerS, p.GoodputPerS,
 			100*p.GoodputFraction, mark, p.TTFTP50, p.TTFTP99, p.TPOTP50, p.TPOTP99, 100*p.FailedFraction)
 	}
 	tw.Flush()
 	if r.Capacity.Rate > 0 {
-		why := ""
-		if r.Capacity.Reason != "" {
-			why = " (" + r.Capacity.Reason + ")"
+		atLeast := ""
+		if r.CapacityLowerBound {
+			atLeast = "at least " // the load above was limited by the harness, not the server
 		}
-		fmt.Fprintf(app.Stdout, "\ncapacity: %.4g %s with goodput >= %.0f%% of requests within %s%s; latencies in ms\n", r.Capacity.Rate, unit, 100*r.Target, r.SLO, why)
+		fmt.Fprintf(app.Stdout, "\ncapacity: %s%.4g %s with goodput >= %.0f%% of requests within %s; latencies in ms\n", atLeast, r.Capacity.Rate, unit, 100*r.Target, r.SLO)
+		if r.Capacity.Reason != "" {
+			fmt.Fprintf(app.Stdout, "why: %s\n", r.Capacity.Reason)
+		}
 	} else {
 		reason := r.Capacity.Reason
 		if reason == "" {

@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/llmbench/llmbench/metrics"
+)
+
+// DefaultMaxFailureRate is the failure fraction above which a run counts as failed by
+// default: 1, so only a run in which no request succeeded fails.
+const DefaultMaxFailureRate = 1.0
+
+// RunFailure says why a finished run counts as failed ("" when it does not): no request
+// succeeded, or more than maxFailureRate of them failed (maxFailureRate >= 1: only the first).
+// The reason names the commonest failure kinds.
+func RunFailure(s *metrics.Summary, maxFailureRate float64) string {
+	if s == nil || s.Requests.Total == 0 {
+		return ""
+	}
+	r := s.Requests
+	frac := float64(r.Failed) / float64(r.Total)
+	switch {
+	case r.Succeeded == 0:
+		return fmt.Sprintf("no request succeeded (%d of %d failed%s)", r.Failed, r.Total, kinds(r.Failures))
+	case maxFailureRate < 1 && frac > maxFailureRate:
+		return fmt.Sprintf("%.1f%% of requests failed (%d of %d%s), more than --max-failure-rate %g", frac*100, r.Failed, r.Total, kinds(r.Failures), maxFailureRate)
+	}
+	return ""
+}
+
+func kinds(m map[string]int) string {
+	type kc struct {
+		k string
+		n int
+	}
+	var list []kc
+	for k, n := range m {
+		if n > 0 {
+			list = append(list, kc{k, n})
+		}
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].n > list[j].n || (list[i].n == list[j].n && list[i].k < list[j].k) })
+	var parts []string
+	for i, e := range list {
+		if i == 3 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", e.k, e.n))
+	}
+	return ": " + strings.Join(parts, ", ")
+}
