@@ -108,7 +108,13 @@ func (c Config) WithDefaults() Config {
 		c.FP8FLOPEff = DefaultFP8FLOPEff
 	}
 	if c.KVBWEff == 0 {
+		c.KVBWEff = c.GPU.KVBWEff
+	}
+	if c.KVBWEff == 0 {
 		c.KVBWEff = DefaultKVBWEff
+	}
+	if c.StepOverhead == 0 {
+		c.StepOverhead = c.GPU.StepOverhead
 	}
 	if c.StepOverhead == 0 {
 		c.StepOverhead = DefaultStepOverhead

@@ -1,0 +1,549 @@
+// Package calibrate fits the reference engine's performance constants to measured runs of a
+// real server, so that refengine.Simulate reproduces that deployment: the effective memory
+// bandwidth and compute efficiencies of a known GPU and the per-step overhead.
+//
+// It reads llmbench results directories (their requests.msgpack), replays each run's requests
+// through refengine.Simulate at the times they were intended and with the token counts the
+// server reported, and searches the constants that minimize the squared log error of every
+// request's TTFT, TPOT and E2E (Nelder-Mead over their logarithms). It then reports, per run,
+// the measured and simulated P50/P90/P99 of TTFT, TPOT and E2E and their relative error, for
+// the runs it fitted and for held-out runs.
+//
+// What a client cannot observe limits the fit: time a request waited in the server before
+// admission is inside TTFT and indistinguishable from a slow prefill; network and HTTP time
+// between server and client count as engine time; prefix-cache hits of the real server are not
+// seen (the replay treats every prompt as unique unless prefix caching is on in Engine and the
+// prompts' text is not known either); the KV-cache bandwidth efficiency is fitted as one scale
+// with the weights' (their ratio stays the engine's default); scheduling limits (max-num-seqs,
+// token budget) are taken from Engine as given, not fitted. The fit is only as good as the
+// spread of its run: a run at one batch size cannot separate bandwidth from step overhead.
+//
+// calibrate does no network I/O and no rendering; the CLI prints what Run returns. It is not a
+// supported Go API (the CLI is its client).
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// RecordsFile is the records file of a results directory (runner.RecordsFile).
+const RecordsFile = "requests.msgpack"
+
+// Options says what to fit and against what.
+type Options struct {
+	// Engine is the deployment as known: model, GPU, TP, dtypes, profiles, scheduling limits,
+	// prefix caching. Its BWEff, FLOPEff and StepOverhead are the starting point of the search
+	// (zero: the GPU profile's, else perf's defaults); the fit replaces them.
+	Engine refengine.Config
+	// Fit and Validate are results directories (or requests.msgpack files): the runs fitted
+	// and the runs only checked. Fit must not be empty.
+	Fit, Validate []string
+	// MaxEvals bounds the simulations of the search (0: 600).
+	MaxEvals int
+}
+
+// Constants are the fitted values.
+type Constants struct {
+	BWEff        float64       `json:"bw_eff"`    // fraction of peak HBM bandwidth for weights
+	KVBWEff      float64       `json:"kv_bw_eff"` // for the KV cache: BWEff × the default ratio
+	FLOPEff      float64       `json:"flop_eff"`  // fraction of peak tensor FLOP/s
+	StepOverhead time.Duration `json:"step_overhead_ns"`
+}
+
+// Stat is one percentile of one metric: measured, simulated and the relative error
+// (simulated − measured) / measured.
+type Stat struct {
+	Metric    string  `json:"metric"` // "ttft", "tpot", "e2e"
+	Quantile  float64 `json:"quantile"`
+	Measured  float64 `json:"measured_ms"`
+	Simulated float64 `json:"simulated_ms"`
+	RelErr    float64 `json:"rel_err"`
+}
+
+// RunFit is the fit error on one run.
+type RunFit struct {
+	Path     string `json:"path"`
+	Requests int    `json:"requests"`
+	Held     bool   `json:"held_out"`
+	Stats    []Stat `json:"stats"`
+}
+
+// Result is what Run found.
+type Result struct {
+	Constants Constants `json:"constants"`
+	// GPU is the Engine's GPU profile with the fitted constants in it: write it with
+	// perf.FormatProfiles and load it with --profiles.
+	GPU   perf.GPU `json:"-"`
+	Evals int      `json:"evals"`
+	Loss  float64  `json:"loss"` // mean squared log error per measurement at the optimum
+	Runs  []RunFit `json:"runs"`
+}
+
+// run is one loaded results directory.
+type run struct {
+	path string
+	reqs []refengine.SimRequest
+	meas []measured
+	gaps []gapObs // decode-only steps seen between chunks (see decodeGaps)
+}
+
+// gapObs is one gap between two chunks of a request while no request was waiting for its
+// first token: one decode step of the batch running then, whose work is known from the
+// records (which requests were between their first token and their end, and how many tokens
+// each had).
+type gapObs struct {
+	work perf.Work
+	dt   float64 // seconds
+}
+
+// timing is what decodeGaps needs of one request.
+type timing struct {
+	intended, first, end int64
+	prompt               int
+	chunks               []metrics.Chunk
+}
+
+// measured is one request's timing in seconds: tpot is 0 with fewer than 2 output tokens and
+// gaps are the intervals between its chunks.
+type measured struct {
+	ttft, tpot, e2e float64
+	gaps            []float64
+}
+
+// Metrics and quantiles reported for each run.
+var (
+	reportMetrics   = []string{"ttft", "tpot", "e2e"}
+	reportQuantiles = []float64{0.5, 0.9, 0.99}
+)
+
+// Run loads the runs, fits the constants on opts.Fit and reports the error on every run.
+func Run(opts Options) (*Result, error) {
+	if len(opts.Fit) == 0 {
+		return nil, errors.New("calibrate: no runs to fit: give at least one results directory")
+	}
+	reg := opts.Engine.Profiles
+	if reg == nil {
+		reg = perf.NewRegistry()
+	}
+	gpuName := opts.Engine.GPU
+	if gpuName == "" {
+		gpuName = "h100"
+	}
+	gpu, err := reg.GPU(gpuName)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	start := perf.Config{GPU: gpu, BWEff: opts.Engine.BWEff, FLOPEff: opts.Engine.FLOPEff,
+		StepOverhead: opts.Engine.StepOverhead}.WithDefaults()
+	// The KV cache's bandwidth efficiency moves with the weights': their ratio is the GPU
+	// profile's when it gives both, else perf's defaults'.
+	kvRatio := perf.DefaultKVBWEff / perf.DefaultBWEff
+	if gpu.BWEff > 0 && gpu.KVBWEff > 0 {
+		kvRatio = gpu.KVBWEff / gpu.BWEff
+	}
+
+	var fit, held []run
+	for _, p := range opts.Fit {
+		r, err := load(p)
+		if err != nil {
+			return nil, err
+		}
+		fit = append(fit, r)
+	}
+	for _, p := range opts.Validate {
+		r, err := load(p)
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, r)
+	}
+
+	engineFor := func(c Constants) refengine.Config {
+		e := opts.Engine
+		g := gpu
+		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+		e.GPU = g.Name
+		e.BWEff, e.FLOPEff, e.StepOverhead = 0, 0, 0
+		r := perf.NewRegistry()
+		if opts.Engine.Profiles != nil {
+			r = opts.Engine.Profiles.Clone()
+		}
+		// The registry was built by the caller and only read here; a fitted copy carries g.
+		_ = r.Add(nil, []perf.GPU{g})
+		e.Profiles = r
+		return e
+	}
+	toConst := func(x []float64) Constants {
+		bw := math.Min(math.Exp(x[0]), 1)
+		return Constants{BWEff: bw, KVBWEff: math.Min(bw*kvRatio, 1), FLOPEff: math.Min(math.Exp(x[1]), 1),
+			StepOverhead: time.Duration(math.Exp(x[2]) * 1e3)}
+	}
+	evals := 0
+	loss := func(x []float64) float64 {
+		evals++
+		var sum float64
+		var n int
+		penalty := 0.0
+		for _, v := range x[:2] {
+			if v > 0 { // efficiency above 1
+				penalty += v * v * 100
+			}
+		}
+		cfg := engineFor(toConst(x))
+		for _, r := range fit {
+			sim, err := simulate(r, cfg)
+			if err != nil {
+				return math.Inf(1)
+			}
+			s, k := mismatch(r.meas, sim)
+			sum += s
+			n += k
+		}
+		if n == 0 {
+			return math.Inf(1)
+		}
+		return sum/float64(n) + penalty
+	}
+	maxEvals := opts.MaxEvals
+	if maxEvals <= 0 {
+		maxEvals = 600
+	}
+	x0 := []float64{math.Log(start.BWEff), math.Log(start.FLOPEff), math.Log(float64(start.StepOverhead) / 1e3)}
+	var gaps []gapObs
+	for _, r := range fit {
+		gaps = append(gaps, r.gaps...)
+	}
+	gapLoss, err := stepLoss(opts.Engine, reg, gpu, gaps)
+	if err != nil {
+		return nil, err
+	}
+	// search minimizes f over the coordinates idx of x (the others fixed), restarting the
+	// simplex from the best point with a smaller one until its share of evaluations runs out:
+	// the simulated times are piecewise in the constants (a batch changes when a step ends
+	// earlier), so a simplex can stall on a plateau.
+	search := func(f func([]float64) float64, x []float64, idx []int, budget int) []float64 {
+		sub := func(y []float64) float64 {
+			z := append([]float64(nil), x...)
+			for i, k := range idx {
+				z[k] = y[i]
+			}
+			return f(z)
+		}
+		y := make([]float64, len(idx))
+		for i, k := range idx {
+			y[i] = x[k]
+		}
+		best, bestV := y, math.Inf(1)
+		limit := evals + budget
+		for step := 0.4; evals < limit && step > 1e-4; step /= 2 {
+			got, v := nelderMead(sub, best, step, limit-evals)
+			if v < bestV {
+				best, bestV = got, v
+			}
+		}
+		out := append([]float64(nil), x...)
+		for i, k := range idx {
+			out[k] = best[i]
+		}
+		return out
+	}
+	best := x0
+	if len(gaps) >= 20 {
+		// Decode steps seen between chunks separate bandwidth (the slope of step time in the
+		// batch's KV cache) from the step overhead (what is left at no KV); the whole replay
+		// then fixes compute from TTFT, and the decode fit is redone with it.
+		g := func(x []float64) float64 { evals++; return gapLoss(toConst(x)) }
+		best = search(g, best, []int{0, 2}, maxEvals/6)
+		best = search(loss, best, []int{1}, maxEvals/3)
+		best = search(g, best, []int{0, 2}, maxEvals/6)
+		best = search(loss, best, []int{1}, maxEvals/6)
+	} else {
+		best = search(loss, best, []int{0, 1, 2}, maxEvals)
+	}
+	bestLoss := loss(best)
+	c := toConst(best)
+	res := &Result{Constants: c, Evals: evals, Loss: bestLoss}
+	res.GPU = gpu
+	res.GPU.BWEff, res.GPU.KVBWEff, res.GPU.FLOPEff, res.GPU.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+	cfg := engineFor(c)
+	for _, group := range []struct {
+		runs []run
+		held bool
+	}{{fit, false}, {held, true}} {
+		for _, r := range group.runs {
+			sim, err := simulate(r, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("calibrate: %s: %w", r.path, err)
+			}
+			res.Runs = append(res.Runs, RunFit{Path: r.path, Requests: len(r.reqs), Held: group.held, Stats: stats(r.meas, sim)})
+		}
+	}
+	return res, nil
+}
+
+// lossQuantiles are the quantiles of TTFT and E2E the fit matches. Matching distributions
+// rather than each request's TTFT and E2E keeps the loss smooth: a slightly different step
+// time moves every step boundary, and with it which step each arrival waits for, which
+// changes single requests' TTFT by up to a step but their distribution hardly at all.
+var lossQuantiles = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
+
+// mismatch is the sum of squared log ratios between sim and meas, and their count: each
+// request's TPOT (an average over its decode steps, robust to step alignment) and the
+// lossQuantiles of TTFT, of E2E and of the gaps between chunks (the distribution of step
+// times, whose spread with the batch's KV cache separates bandwidth from step overhead),
+// each quantile weighted as len(meas)/len(lossQuantiles) requests.
+func mismatch(meas, sim []measured) (float64, int) {
+	var sum float64
+	var n int
+	var mt, st, me, se, mg, sg []float64
+	for i, m := range meas {
+		s := sim[i]
+		mg, sg = append(mg, m.gaps...), append(sg, s.gaps...)
+		if m.tpot > 0 && s.tpot > 0 {
+			d := math.Log(s.tpot / m.tpot)
+			sum += d * d
+			n++
+		}
+		mt, st = append(mt, m.ttft), append(st, s.ttft)
+		me, se = append(me, m.e2e), append(se, s.e2e)
+	}
+	w := float64(len(meas)) / float64(len(lossQuantiles))
+	for _, pair := range [][2][]float64{{mt, st}, {me, se}, {mg, sg}} {
+		if len(pair[0]) == 0 || len(pair[1]) == 0 {
+			continue
+		}
+		sort.Float64s(pair[0])
+		sort.Float64s(pair[1])
+		for _, q := range lossQuantiles {
+			a, b := quantile(pair[0], q), quantile(pair[1], q)
+			if a > 0 && b > 0 {
+				d := math.Log(b / a)
+				sum += w * d * d
+				n += int(math.Round(w))
+			}
+		}
+	}
+	return sum, n
+}
+
+// stepLoss returns the mean squared log error of the modelled decode step times against the
+// observed gaps, for given constants.
+func stepLoss(e refengine.Config, reg *perf.Registry, gpu perf.GPU, gaps []gapObs) (func(Constants) float64, error) {
+	name := e.Model
+	if name == "" {
+		name = "llama-3.1-8b"
+	}
+	m, err := reg.Model(name)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	return func(c Constants) float64 {
+		g := gpu
+		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+		r, err := perf.New(perf.Config{Model: m, GPU: g, TP: e.TP, WeightDtype: e.WeightDtype, KVDtype: e.KVDtype,
+			Combine: e.Combine, GPUMemUtil: e.GPUMemUtil, ReserveBytes: e.ReserveBytes, BlockSize: e.BlockSize})
+		if err != nil || len(gaps) == 0 {
+			return math.Inf(1)
+		}
+		var sum float64
+		for _, o := range gaps {
+			d := math.Log(r.StepTime(o.work).Seconds() / o.dt)
+			sum += d * d
+		}
+		return sum / float64(len(gaps))
+	}, nil
+}
+
+// load reads the successful requests of one results directory (or records file).
+func load(path string) (run, error) {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file = filepath.Join(path, RecordsFile)
+	}
+	var recs []metrics.Record
+	err := metrics.EachRecord(file, func(r *metrics.Record) error {
+		if r.OK() {
+			c := *r
+			c.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
+			recs = append(recs, c)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, io.EOF) {
+		return run{}, fmt.Errorf("calibrate: %s: %w", path, err)
+	}
+	if len(recs) == 0 {
+		return run{}, fmt.Errorf("calibrate: %s: no successful requests to fit", path)
+	}
+	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Intended < recs[b].Intended })
+	t0 := recs[0].Intended
+	r := run{path: path}
+	var tims []timing
+	for i := range recs {
+		rec := &recs[i]
+		in := rec.InputTokens
+		if rec.ServerInputTokens > 0 {
+			in = rec.ServerInputTokens
+		}
+		out := rec.OutputTokens
+		if rec.ServerOutputTokens > 0 {
+			out = rec.ServerOutputTokens
+		}
+		if in < 1 || out < 1 || rec.FirstToken < rec.Intended || rec.End < rec.FirstToken {
+			continue
+		}
+		r.reqs = append(r.reqs, refengine.SimRequest{ID: fmt.Sprintf("%d:%s", rec.Repeat, rec.ID),
+			Arrival: time.Duration(rec.Intended - t0), PromptTokens: in, MaxTokens: out, IgnoreEOS: true})
+		m := measured{ttft: float64(rec.FirstToken-rec.Intended) / 1e9, e2e: float64(rec.End-rec.Intended) / 1e9}
+		if out > 1 {
+			m.tpot = float64(rec.End-rec.FirstToken) / 1e9 / float64(out-1)
+		}
+		for j := 1; j < len(rec.Chunks); j++ {
+			m.gaps = append(m.gaps, float64(rec.Chunks[j].T-rec.Chunks[j-1].T)/1e9)
+		}
+		r.meas = append(r.meas, m)
+		tims = append(tims, timing{intended: rec.Intended, first: rec.FirstToken, end: rec.End, prompt: in, chunks: rec.Chunks})
+	}
+	r.gaps = decodeGaps(tims)
+	if len(r.reqs) == 0 {
+		return run{}, fmt.Errorf("calibrate: %s: no request with token counts and times to fit", path)
+	}
+	return r, nil
+}
+
+// decodeGaps returns every gap between consecutive chunks of a request during which no
+// request had arrived and not yet received its first token (so no prefill can have run), with
+// the decode batch at the gap's midpoint: each request between its first token and its end,
+// at its prompt plus the tokens it had received. A chunk carrying several tokens (speculative
+// decoding, server-side coalescing) makes the gap's work uncertain, so such gaps are skipped.
+func decodeGaps(ts []timing) []gapObs {
+	var out []gapObs
+	for _, t := range ts {
+		for j := 1; j < len(t.chunks); j++ {
+			a, b := t.chunks[j-1].T, t.chunks[j].T
+			if t.chunks[j].Tokens != 1 || b <= a {
+				continue
+			}
+			mid := a + (b-a)/2
+			var w perf.Work
+			clean := true
+			for _, o := range ts {
+				if o.intended <= b && o.first > a {
+					clean = false // in prefill, or arrived, during the gap
+					break
+				}
+				if o.first <= mid && mid < o.end {
+					tokens := sort.Search(len(o.chunks), func(k int) bool { return o.chunks[k].T > mid })
+					ctx := o.prompt
+					for _, c := range o.chunks[:tokens] {
+						ctx += int(c.Tokens)
+					}
+					w.Add(1, ctx)
+				}
+			}
+			if clean && w.Seqs > 0 {
+				out = append(out, gapObs{work: w, dt: float64(b-a) / 1e9})
+			}
+		}
+	}
+	return out
+}
+
+func simulate(r run, cfg refengine.Config) ([]measured, error) {
+	res, err := refengine.Simulate(r.reqs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]measured, len(res.Timelines))
+	for i := range res.Timelines {
+		tl := &res.Timelines[i]
+		m := measured{ttft: tl.TTFT().Seconds(), e2e: tl.E2E().Seconds()}
+		if tl.OutputTokens > 1 {
+			m.tpot = (tl.E2E() - tl.TTFT()).Seconds() / float64(tl.OutputTokens-1)
+		}
+		for j := 1; j < len(tl.Emissions); j++ {
+			m.gaps = append(m.gaps, (tl.Emissions[j].At - tl.Emissions[j-1].At).Seconds())
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// stats compares the measured and simulated percentiles of each metric.
+func stats(meas, sim []measured) []Stat {
+	var out []Stat
+	for _, name := range reportMetrics {
+		pick := func(m measured) float64 {
+			switch name {
+			case "ttft":
+				return m.ttft
+			case "tpot":
+				return m.tpot
+			}
+			return m.e2e
+		}
+		var a, b []float64
+		for i := range meas {
+			if x, y := pick(meas[i]), pick(sim[i]); x > 0 && y > 0 {
+				a, b = append(a, x), append(b, y)
+			}
+		}
+		if len(a) == 0 {
+			continue
+		}
+		sort.Float64s(a)
+		sort.Float64s(b)
+		for _, q := range reportQuantiles {
+			m, s := quantile(a, q)*1e3, quantile(b, q)*1e3
+			out = append(out, Stat{Metric: name, Quantile: q, Measured: m, Simulated: s, RelErr: (s - m) / m})
+		}
+	}
+	return out
+}
+
+// quantile is the nearest-rank quantile of sorted xs: the smallest value with at least q of
+// the values at or below it.
+func quantile(xs []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// Table renders the per-run errors as aligned text, one line per run and metric.
+func (r *Result) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fitted: bw_eff %.4f (kv %.4f) · flop_eff %.4f · step overhead %s · %d simulations · loss %.3g\n",
+		r.Constants.BWEff, r.Constants.KVBWEff, r.Constants.FLOPEff, r.Constants.StepOverhead.Round(time.Microsecond), r.Evals, r.Loss)
+	fmt.Fprintf(&b, "%-8s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "run", "metric", "P50 ms", "err", "P90 ms", "err", "P99 ms", "err", "path")
+	for _, rf := range r.Runs {
+		kind := "fit"
+		if rf.Held {
+			kind = "held-out"
+		}
+		for _, name := range reportMetrics {
+			line := fmt.Sprintf("%-8s %-5s", kind, name)
+			found := false
+			for _, s := range rf.Stats {
+				if s.Metric == name {
+					line += fmt.Sprintf(" %9.2f %+8.1f%%", s.Measured, s.RelErr*100)
+					found = true
+				}
+			}
+			if found {
+				fmt.Fprintf(&b, "%s  %s\n", line, rf.Path)
+			}
+		}
+	}
+	return b.String()
+}

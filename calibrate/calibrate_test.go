@@ -1,0 +1,99 @@
+package calibrate
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// hidden is a deployment whose constants differ from the defaults.
+var hidden = Constants{BWEff: 0.60, KVBWEff: 0.60 * perf.DefaultKVBWEff / perf.DefaultBWEff, FLOPEff: 0.50,
+	StepOverhead: 3 * time.Millisecond}
+
+// workload draws n requests arriving as a Poisson process at rate per second, with prompt and
+// output lengths spread enough to separate bandwidth, compute and overhead.
+func workload(n int, rate float64, seed uint64) []refengine.SimRequest {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var t float64
+	reqs := make([]refengine.SimRequest, n)
+	for i := range reqs {
+		t += rng.ExpFloat64() / rate
+		reqs[i] = refengine.SimRequest{ID: string(rune('a'+i%26)) + time.Duration(i).String(), Arrival: time.Duration(t * 1e9),
+			PromptTokens: 64 + rng.IntN(6000), MaxTokens: 16 + rng.IntN(600), IgnoreEOS: true}
+	}
+	return reqs
+}
+
+// writeRun simulates reqs on the hidden deployment and writes the results as a records file,
+// as a client measuring the engine would see them.
+func writeRun(t *testing.T, dir string, reqs []refengine.SimRequest) string {
+	t.Helper()
+	g, _ := perf.LookupGPU("h100")
+	g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = hidden.BWEff, hidden.KVBWEff, hidden.FLOPEff, hidden.StepOverhead
+	reg := perf.NewRegistry()
+	if err := reg.Add(nil, []perf.GPU{g}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := refengine.Simulate(reqs, refengine.Config{GPU: "h100", Profiles: reg, DisablePrefixCaching: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, RecordsFile)
+	w, err := metrics.CreateRecordFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range res.Timelines {
+		tl := &res.Timelines[i]
+		rec := &metrics.Record{ID: tl.ID, Intended: int64(tl.Arrival), Dispatched: int64(tl.Arrival), Sent: int64(tl.Arrival),
+			Headers: int64(tl.Arrival), FirstToken: int64(tl.Emissions[0].At), End: int64(tl.Finish),
+			InputTokens: tl.PromptTokens, OutputTokens: tl.OutputTokens, ServerInputTokens: tl.PromptTokens,
+			ServerOutputTokens: tl.OutputTokens, TokenSource: metrics.TokensFromUsage, Status: 200}
+		for _, e := range tl.Emissions {
+			rec.Chunks = append(rec.Chunks, metrics.Chunk{T: int64(e.At), Tokens: int32(e.Tokens)})
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestRecoversHiddenConstants: on exact measurements of a deployment with known constants,
+// the fit finds them and predicts a run at another load.
+func TestRecoversHiddenConstants(t *testing.T) {
+	fitDir := writeRun(t, t.TempDir(), workload(150, 6, 1))
+	heldDir := writeRun(t, t.TempDir(), workload(150, 3, 2))
+	res, err := Run(Options{Engine: refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1},
+		Fit: []string{fitDir}, Validate: []string{heldDir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + res.Table())
+	c := res.Constants
+	for _, p := range []struct {
+		name      string
+		got, want float64
+	}{{"bw_eff", c.BWEff, hidden.BWEff}, {"flop_eff", c.FLOPEff, hidden.FLOPEff},
+		{"step overhead", c.StepOverhead.Seconds(), hidden.StepOverhead.Seconds()}} {
+		if math.Abs(p.got-p.want)/p.want > 0.02 {
+			t.Errorf("%s: fitted %g, hidden %g", p.name, p.got, p.want)
+		}
+	}
+	for _, rf := range res.Runs {
+		for _, s := range rf.Stats {
+			if s.Quantile < 0.99 && math.Abs(s.RelErr) > 0.02 {
+				t.Errorf("%s (held out %v): %s P%.0f error %+.1f%%", rf.Path, rf.Held, s.Metric, s.Quantile*100, s.RelErr*100)
+			}
+		}
+	}
+}
