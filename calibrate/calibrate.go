@@ -99,14 +99,18 @@ type run struct {
 	gaps []gapObs // decode-only steps seen between chunks (see decodeGaps)
 }
 
-// gapObs is one gap between two chunks of a request while no request was waiting for its
-// first token: one decode step of the batch running then, whose work is known from the
+// gapObs is a stretch of consecutive chunk gaps of one request while no request was waiting
+// for its first token: decode steps only, one per gap, whose batches are known from the
 // records (which requests were between their first token and their end, and how many tokens
-// each had).
+// each had). Timing a stretch rather than each gap keeps chunks that arrive together (two
+// events in one read) or late from weighing in: only the stretch's two ends are measured.
 type gapObs struct {
-	work perf.Work
-	dt   float64 // seconds
+	works []perf.Work // one per step
+	dt    float64     // seconds from the stretch's first chunk to its last
 }
+
+// minStretch is the fewest steps a stretch needs to be used.
+const minStretch = 8
 
 // timing is what decodeGaps needs of one request.
 type timing struct {
@@ -115,12 +119,7 @@ type timing struct {
 	chunks               []metrics.Chunk
 }
 
-// measured is one request's timing in seconds: tpot is 0 with fewer than 2 output tokens and
-// gaps are the intervals between its chunks.
-type measured struct {
-	ttft, tpot, e2e float64
-	gaps            []float64
-}
+type measured struct{ ttft, tpot, e2e float64 } // seconds; tpot 0 when < 2 output tokens
 
 // Metrics and quantiles reported for each run.
 var (
@@ -191,7 +190,7 @@ func Run(opts Options) (*Result, error) {
 			StepOverhead: time.Duration(math.Exp(x[2]) * 1e3)}
 	}
 	evals := 0
-	loss := func(x []float64) float64 {
+	replayLoss := func(x []float64, tpotOnly bool) float64 {
 		evals++
 		var sum float64
 		var n int
@@ -207,7 +206,7 @@ func Run(opts Options) (*Result, error) {
 			if err != nil {
 				return math.Inf(1)
 			}
-			s, k := mismatch(r.meas, sim)
+			s, k := mismatch(r.meas, sim, tpotOnly)
 			sum += s
 			n += k
 		}
@@ -216,6 +215,11 @@ func Run(opts Options) (*Result, error) {
 		}
 		return sum/float64(n) + penalty
 	}
+	loss := func(x []float64) float64 { return replayLoss(x, false) }
+	// tpotLoss leaves out TTFT and E2E, which count from the intended send time and so
+	// include the client's and the network's time before the server saw the request; TPOT is
+	// measured between chunks and carries the prefills interleaved with each decode.
+	tpotLoss := func(x []float64) float64 { return replayLoss(x, true) }
 	maxEvals := opts.MaxEvals
 	if maxEvals <= 0 {
 		maxEvals = 600
@@ -260,15 +264,15 @@ func Run(opts Options) (*Result, error) {
 		return out
 	}
 	best := x0
-	if len(gaps) >= 20 {
+	if len(gaps) >= 10 {
 		// Decode steps seen between chunks separate bandwidth (the slope of step time in the
 		// batch's KV cache) from the step overhead (what is left at no KV); the whole replay
 		// then fixes compute from TTFT, and the decode fit is redone with it.
 		g := func(x []float64) float64 { evals++; return gapLoss(toConst(x)) }
 		best = search(g, best, []int{0, 2}, maxEvals/6)
-		best = search(loss, best, []int{1}, maxEvals/3)
+		best = search(tpotLoss, best, []int{1}, maxEvals/3)
 		best = search(g, best, []int{0, 2}, maxEvals/6)
-		best = search(loss, best, []int{1}, maxEvals/6)
+		best = search(tpotLoss, best, []int{1}, maxEvals/6)
 	} else {
 		best = search(loss, best, []int{0, 1, 2}, maxEvals)
 	}
@@ -300,17 +304,16 @@ func Run(opts Options) (*Result, error) {
 var lossQuantiles = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
 
 // mismatch is the sum of squared log ratios between sim and meas, and their count: each
-// request's TPOT (an average over its decode steps, robust to step alignment) and the
-// lossQuantiles of TTFT, of E2E and of the gaps between chunks (the distribution of step
-// times, whose spread with the batch's KV cache separates bandwidth from step overhead),
-// each quantile weighted as len(meas)/len(lossQuantiles) requests.
-func mismatch(meas, sim []measured) (float64, int) {
+// request's TPOT (alone when tpotOnly) (an average over its decode steps, robust to step alignment) and the
+// lossQuantiles of TTFT and of E2E, each quantile weighted as len(meas)/len(lossQuantiles)
+// requests. (Chunk gaps are not compared one by one: over HTTP two chunks can arrive in one
+// read; decodeGaps times whole stretches instead.)
+func mismatch(meas, sim []measured, tpotOnly bool) (float64, int) {
 	var sum float64
 	var n int
-	var mt, st, me, se, mg, sg []float64
+	var mt, st, me, se []float64
 	for i, m := range meas {
 		s := sim[i]
-		mg, sg = append(mg, m.gaps...), append(sg, s.gaps...)
 		if m.tpot > 0 && s.tpot > 0 {
 			d := math.Log(s.tpot / m.tpot)
 			sum += d * d
@@ -319,8 +322,11 @@ func mismatch(meas, sim []measured) (float64, int) {
 		mt, st = append(mt, m.ttft), append(st, s.ttft)
 		me, se = append(me, m.e2e), append(se, s.e2e)
 	}
+	if tpotOnly {
+		return sum, n
+	}
 	w := float64(len(meas)) / float64(len(lossQuantiles))
-	for _, pair := range [][2][]float64{{mt, st}, {me, se}, {mg, sg}} {
+	for _, pair := range [][2][]float64{{mt, st}, {me, se}} {
 		if len(pair[0]) == 0 || len(pair[1]) == 0 {
 			continue
 		}
@@ -338,8 +344,13 @@ func mismatch(meas, sim []measured) (float64, int) {
 	return sum, n
 }
 
-// stepLoss returns the mean squared log error of the modelled decode step times against the
-// observed gaps, for given constants.
+// stretchScale is the log error at which a stretch's weight in stepLoss starts to fall off.
+const stretchScale = 0.05
+
+// stepLoss returns the Cauchy loss of the modelled decode stretches' times against the
+// observed ones, ln(1 + (log error / stretchScale)²), weighted by each stretch's steps: a long
+// stretch is timed more precisely, and a stretch that a stall on the client's machine made
+// longer (a delivery hiccup, not a slow step) counts little instead of pulling the fit.
 func stepLoss(e refengine.Config, reg *perf.Registry, gpu perf.GPU, gaps []gapObs) (func(Constants) float64, error) {
 	name := e.Model
 	if name == "" {
@@ -357,12 +368,18 @@ func stepLoss(e refengine.Config, reg *perf.Registry, gpu perf.GPU, gaps []gapOb
 		if err != nil || len(gaps) == 0 {
 			return math.Inf(1)
 		}
-		var sum float64
+		var sum, weight float64
 		for _, o := range gaps {
-			d := math.Log(r.StepTime(o.work).Seconds() / o.dt)
-			sum += d * d
+			var model float64
+			for _, w := range o.works {
+				model += r.StepTime(w).Seconds()
+			}
+			d := math.Log(model/o.dt) / stretchScale
+			n := float64(len(o.works))
+			sum += n * math.Log1p(d*d)
+			weight += n
 		}
-		return sum / float64(len(gaps))
+		return sum / weight
 	}, nil
 }
 
@@ -410,9 +427,6 @@ func load(path string) (run, error) {
 		if out > 1 {
 			m.tpot = float64(rec.End-rec.FirstToken) / 1e9 / float64(out-1)
 		}
-		for j := 1; j < len(rec.Chunks); j++ {
-			m.gaps = append(m.gaps, float64(rec.Chunks[j].T-rec.Chunks[j-1].T)/1e9)
-		}
 		r.meas = append(r.meas, m)
 		tims = append(tims, timing{intended: rec.Intended, first: rec.FirstToken, end: rec.End, prompt: in, chunks: rec.Chunks})
 	}
@@ -431,34 +445,53 @@ func load(path string) (run, error) {
 func decodeGaps(ts []timing) []gapObs {
 	var out []gapObs
 	for _, t := range ts {
+		var cur gapObs
+		var from int64
+		flush := func(to int64) {
+			if len(cur.works) >= minStretch {
+				cur.dt = float64(to-from) / 1e9
+				out = append(out, cur)
+			}
+			cur = gapObs{}
+		}
 		for j := 1; j < len(t.chunks); j++ {
 			a, b := t.chunks[j-1].T, t.chunks[j].T
-			if t.chunks[j].Tokens != 1 || b <= a {
+			w, ok := decodeStep(ts, a, b)
+			if !ok || t.chunks[j].Tokens != 1 {
+				flush(a)
 				continue
 			}
-			mid := a + (b-a)/2
-			var w perf.Work
-			clean := true
-			for _, o := range ts {
-				if o.intended <= b && o.first > a {
-					clean = false // in prefill, or arrived, during the gap
-					break
-				}
-				if o.first <= mid && mid < o.end {
-					tokens := sort.Search(len(o.chunks), func(k int) bool { return o.chunks[k].T > mid })
-					ctx := o.prompt
-					for _, c := range o.chunks[:tokens] {
-						ctx += int(c.Tokens)
-					}
-					w.Add(1, ctx)
-				}
+			if len(cur.works) == 0 {
+				from = a
 			}
-			if clean && w.Seqs > 0 {
-				out = append(out, gapObs{work: w, dt: float64(b-a) / 1e9})
-			}
+			cur.works = append(cur.works, w)
+		}
+		if n := len(t.chunks); n > 0 {
+			flush(t.chunks[n-1].T)
 		}
 	}
 	return out
+}
+
+// decodeStep returns the decode batch running between a and b (at the midpoint), and false
+// when some request arrived and had no first token during (a, b], so a prefill may have run.
+func decodeStep(ts []timing, a, b int64) (perf.Work, bool) {
+	mid := a + (b-a)/2
+	var w perf.Work
+	for _, o := range ts {
+		if o.intended <= b && o.first > a {
+			return w, false
+		}
+		if o.first <= mid && mid < o.end {
+			tokens := sort.Search(len(o.chunks), func(k int) bool { return o.chunks[k].T > mid })
+			ctx := o.prompt
+			for _, c := range o.chunks[:tokens] {
+				ctx += int(c.Tokens)
+			}
+			w.Add(1, ctx)
+		}
+	}
+	return w, w.Seqs > 0
 }
 
 func simulate(r run, cfg refengine.Config) ([]measured, error) {
@@ -472,9 +505,6 @@ func simulate(r run, cfg refengine.Config) ([]measured, error) {
 		m := measured{ttft: tl.TTFT().Seconds(), e2e: tl.E2E().Seconds()}
 		if tl.OutputTokens > 1 {
 			m.tpot = (tl.E2E() - tl.TTFT()).Seconds() / float64(tl.OutputTokens-1)
-		}
-		for j := 1; j < len(tl.Emissions); j++ {
-			m.gaps = append(m.gaps, (tl.Emissions[j].At - tl.Emissions[j-1].At).Seconds())
 		}
 		out[i] = m
 	}

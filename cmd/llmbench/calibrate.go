@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/calibrate"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+func init() { register("calibrate", newCalibrateCmd) }
+
+type calibrateOptions struct {
+	out      string
+	validate []string
+	maxEvals int
+	engine   *engineFlags
+}
+
+func newCalibrateCmd(app *App) *cobra.Command {
+	o := &calibrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "calibrate RESULTS... -o profile.json [--validate RESULTS...] [engine flags]",
+		Short: "Fit the reference engine's efficiencies and step overhead to measured runs of a server",
+		Long: `Fit the reference engine to runs of a real server: from llmbench results directories
+(their requests.msgpack), find the memory-bandwidth efficiency (weights and KV cache, as one
+scale), the compute efficiency and the per-step overhead of the GPU named by --gpu that make
+"simulate" reproduce them, and write them as a profile file for --profiles.
+
+Describe the deployment with the engine flags (--model, --gpu, --tp, --weight-dtype,
+--kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles):
+they are taken as given, not fitted. The fit uses the decode steps seen between streamed
+chunks while no request waited for its first token (their time against the batch's KV cache
+separates bandwidth from overhead) and a replay of every run through the simulator (compute
+from TTFT). It prints, for each run fitted and each run given with --validate (held out), the
+measured P50/P90/P99 of TTFT, TPOT and E2E and the simulation's error.
+
+A client cannot see time a request queued in the server before admission (it counts as
+prefill), network time (it counts as engine time), or the server's prefix-cache hits; runs
+with one chunk per token (no speculative decoding) at a few loads fit best.`,
+		Example: `  llmbench calibrate results/low -o my-h100.json --validate results/high --gpu h100 --enable-prefix-caching=false
+  llmbench simulate --trace prod.jsonl --gpu h100 --profiles my-h100.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runCalibrate(app, o, args) },
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.out, "output", "o", "", "write the fitted GPU profile to FILE (JSON, for --profiles)")
+	fs.StringSliceVar(&o.validate, "validate", nil, "held-out results directories: report the fit's error on them too")
+	fs.IntVar(&o.maxEvals, "max-evals", 0, "most simulations the search may run (0: 600)")
+	o.engine = addEngineFlags(fs)
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
+	cfg, err := o.engine.config()
+	if err != nil {
+		return err
+	}
+	res, err := calibrate.Run(calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals})
+	if err != nil {
+		return err
+	}
+	data, err := perf.FormatProfiles([]perf.GPU{res.GPU})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.out, data, 0o644); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	fmt.Fprint(app.Stdout, res.Table())
+	fmt.Fprintf(app.Stdout, "profile: %s (use --gpu %s --profiles %s)\n", o.out, res.GPU.Name, o.out)
+	return nil
+}
