@@ -47,8 +47,9 @@ type Options struct {
 	// prefix caching. Its BWEff, FLOPEff and StepOverhead are the starting point of the search
 	// (zero: the GPU profile's, else perf's defaults); the fit replaces them.
 	Engine refengine.Config
-	// Fit and Validate are results directories (or requests.msgpack files): the runs fitted
-	// and the runs only checked. Fit must not be empty.
+	// Fit and Validate are results directories, requests.msgpack files or vLLM `bench serve
+	// --save-detailed` result files: the runs fitted and the runs only checked. Fit must not
+	// be empty.
 	Fit, Validate []string
 	// MaxEvals bounds the simulations of the search (0: 600).
 	MaxEvals int
@@ -383,23 +384,36 @@ func stepLoss(e refengine.Config, reg *perf.Registry, gpu perf.GPU, gaps []gapOb
 	}, nil
 }
 
-// load reads the successful requests of one results directory (or records file).
+// load reads the successful requests of one results directory, records file or vLLM
+// `bench serve --save-detailed` result file (ParseVLLMBench).
 func load(path string) (run, error) {
 	file := path
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		file = filepath.Join(path, RecordsFile)
 	}
 	var recs []metrics.Record
-	err := metrics.EachRecord(file, func(r *metrics.Record) error {
-		if r.OK() {
-			c := *r
-			c.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
-			recs = append(recs, c)
+	if data, err := os.ReadFile(file); err == nil && isJSON(data) {
+		all, err := ParseVLLMBench(data, path)
+		if err != nil {
+			return run{}, fmt.Errorf("calibrate: %w", err)
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, io.EOF) {
-		return run{}, fmt.Errorf("calibrate: %s: %w", path, err)
+		for _, r := range all {
+			if r.OK() {
+				recs = append(recs, r)
+			}
+		}
+	} else {
+		err := metrics.EachRecord(file, func(r *metrics.Record) error {
+			if r.OK() {
+				c := *r
+				c.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
+				recs = append(recs, c)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, io.EOF) {
+			return run{}, fmt.Errorf("calibrate: %s: %w", path, err)
+		}
 	}
 	if len(recs) == 0 {
 		return run{}, fmt.Errorf("calibrate: %s: no successful requests to fit", path)

@@ -25,7 +25,8 @@ func newCalibrateCmd(app *App) *cobra.Command {
 		Use:   "calibrate RESULTS... -o profile.json [--validate RESULTS...] [engine flags]",
 		Short: "Fit the reference engine's efficiencies and step overhead to measured runs of a server",
 		Long: `Fit the reference engine to runs of a real server: from llmbench results directories
-(their requests.msgpack), find the memory-bandwidth efficiency (weights and KV cache, as one
+(their requests.msgpack) or vLLM "vllm bench serve --save-result --save-detailed" result files
+(per-request start_times, ttfts, itls, latencies, input_lens, output_lens), find the memory-bandwidth efficiency (weights and KV cache, as one
 scale), the compute efficiency and the per-step overhead of the GPU named by --gpu that make
 "simulate" reproduce them, and write them as a profile file for --profiles.
 
@@ -41,6 +42,7 @@ A client cannot see time a request queued in the server before admission (it cou
 prefill), network time (it counts as engine time), or the server's prefix-cache hits; runs
 with one chunk per token (no speculative decoding) at a few loads fit best.`,
 		Example: `  llmbench calibrate results/low -o my-h100.json --validate results/high --gpu h100 --enable-prefix-caching=false
+  llmbench calibrate vllm-4qps.json -o my-h100.json --validate vllm-8qps.json --gpu h100
   llmbench simulate --trace prod.jsonl --gpu h100 --profiles my-h100.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runCalibrate(app, o, args) },
