@@ -13,10 +13,11 @@ import (
 func init() { register("calibrate", newCalibrateCmd) }
 
 type calibrateOptions struct {
-	out      string
-	validate []string
-	maxEvals int
-	engine   *engineFlags
+	out         string
+	modelConfig string
+	validate    []string
+	maxEvals    int
+	engine      *engineFlags
 }
 
 func newCalibrateCmd(app *App) *cobra.Command {
@@ -31,8 +32,9 @@ scale), the compute efficiency and the per-step overhead of the GPU named by --g
 "simulate" reproduce them, and write them as a profile file for --profiles.
 
 Describe the deployment with the engine flags (--model, --gpu, --tp, --weight-dtype,
---kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles):
-they are taken as given, not fitted. The fit uses the decode steps seen between streamed
+--kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles)
+and, for a model without a profile, --model-config with its Hugging Face config.json: they
+are taken as given, not fitted. The fit uses the decode steps seen between streamed
 chunks while no request waited for its first token (their time against the batch's KV cache
 separates bandwidth from overhead) and a replay of every run through the simulator (compute
 from TTFT). It prints, for each run fitted and each run given with --validate (held out), the
@@ -51,6 +53,7 @@ with one chunk per token (no speculative decoding) at a few loads fit best.`,
 	fs.StringVarP(&o.out, "output", "o", "", "write the fitted GPU profile to FILE (JSON, for --profiles)")
 	fs.StringSliceVar(&o.validate, "validate", nil, "held-out results directories: report the fit's error on them too")
 	fs.IntVar(&o.maxEvals, "max-evals", 0, "most simulations the search may run (0: 600)")
+	fs.StringVar(&o.modelConfig, "model-config", "", "the model's Hugging Face config.json: its architecture (parameter counts computed from the shapes) replaces the --model profile of that name")
 	o.engine = addEngineFlags(fs)
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
@@ -61,11 +64,31 @@ func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
 	if err != nil {
 		return err
 	}
+	var models []perf.Model // written with the GPU so that --profiles alone reproduces the fit
+	if o.modelConfig != "" {
+		data, err := os.ReadFile(o.modelConfig)
+		if err != nil {
+			return fmt.Errorf("--model-config: %w", err)
+		}
+		m, err := perf.ParseHFConfig(data, o.modelConfig, cfg.Model)
+		if err != nil {
+			return fmt.Errorf("--model-config: %w", err)
+		}
+		reg := perf.NewRegistry()
+		if cfg.Profiles != nil {
+			reg = cfg.Profiles.Clone()
+		}
+		if err := reg.Add([]perf.Model{m}, nil); err != nil {
+			return fmt.Errorf("--model-config: %w", err)
+		}
+		cfg.Profiles = reg
+		models = append(models, m)
+	}
 	res, err := calibrate.Run(calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals})
 	if err != nil {
 		return err
 	}
-	data, err := perf.FormatProfiles([]perf.GPU{res.GPU})
+	data, err := perf.FormatProfiles(models, []perf.GPU{res.GPU})
 	if err != nil {
 		return err
 	}
@@ -73,6 +96,10 @@ func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
 		return fmt.Errorf("-o: %w", err)
 	}
 	fmt.Fprint(app.Stdout, res.Table())
-	fmt.Fprintf(app.Stdout, "profile: %s (use --gpu %s --profiles %s)\n", o.out, res.GPU.Name, o.out)
+	if len(models) > 0 {
+		fmt.Fprintf(app.Stdout, "profile: %s (use --model %s --gpu %s --profiles %s)\n", o.out, models[0].Name, res.GPU.Name, o.out)
+	} else {
+		fmt.Fprintf(app.Stdout, "profile: %s (use --gpu %s --profiles %s)\n", o.out, res.GPU.Name, o.out)
+	}
 	return nil
 }

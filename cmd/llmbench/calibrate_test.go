@@ -30,7 +30,7 @@ func TestCalibrateRecoversHiddenProfile(t *testing.T) {
 	g, _ := perf.LookupGPU("h100")
 	g.BWEff, g.FLOPEff, g.StepOverhead = 0.60, 0.50, 3*time.Millisecond
 	g.KVBWEff = g.BWEff * perf.DefaultKVBWEff / perf.DefaultBWEff
-	prof, err := perf.FormatProfiles([]perf.GPU{g})
+	prof, err := perf.FormatProfiles(nil, []perf.GPU{g})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +120,46 @@ func mustEngineConfig(t *testing.T, args ...string) refengine.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// TestCalibrateModelConfig: with --model-config the architecture comes from a Hugging Face
+// config.json, goes into the written profile with the GPU, and --profiles alone then serves
+// that model.
+func TestCalibrateModelConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, []byte(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+  "max_position_embeddings": 131072, "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+  "num_key_value_heads": 8, "rope_theta": 500000.0, "tie_word_embeddings": false, "vocab_size": 128256}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, "run")
+	app := newTestApp(nil)
+	if code := app.cli("simulate", "--trace", chatSmall, "--out", runDir); code != 0 {
+		t.Fatalf("simulate: exit %d\n%s", code, app.err)
+	}
+	prof := filepath.Join(dir, "p.json")
+	app = newTestApp(nil)
+	if code := app.cli("calibrate", runDir, "-o", prof, "--model", "my-8b", "--model-config", cfgPath, "--max-evals", "40"); code != 0 {
+		t.Fatalf("calibrate: exit %d\n%s", code, app.err)
+	}
+	if !strings.Contains(app.out.String(), "--model my-8b --gpu h100-sxm --profiles") {
+		t.Errorf("calibrate output does not say how to use the profile:\n%s", app.out)
+	}
+	data, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, gpus, err := perf.ParseProfiles(data, prof)
+	if err != nil || len(models) != 1 || models[0].Name != "my-8b" || len(gpus) != 1 || gpus[0].StepOverhead <= 0 {
+		t.Fatalf("profile %s: models %+v gpus %+v err %v", prof, models, gpus, err)
+	}
+	app = newTestApp(nil)
+	if code := app.cli("simulate", "--trace", chatSmall, "--out", filepath.Join(dir, "again"), "--model", "my-8b", "--profiles", prof); code != 0 {
+		t.Fatalf("simulate with the calibrated profile: exit %d\n%s", code, app.err)
+	}
+	app = newTestApp(nil)
+	if code := app.cli("calibrate", runDir, "-o", prof, "--model-config", filepath.Join(dir, "missing.json")); code == 0 || !strings.Contains(app.err.String(), "--model-config") {
+		t.Errorf("a missing config.json: exit %d, stderr %s", code, app.err)
+	}
 }

@@ -172,9 +172,10 @@
 // is largest for Llama 3.1 70B in bf16 on two H100s, which fits with only about 2,400 tokens of
 // KV cache here but tens of thousands on real hardware.
 //
-// Other profiles come from a JSON file (ParseProfiles documents the format) loaded into a
-// Registry (NewRegistry, Registry.LoadJSON); a profile named like a built-in one or one of its
-// aliases replaces it.
+// Other profiles come from a JSON file (ParseProfiles documents the format; FormatProfiles
+// writes one) loaded into a Registry (NewRegistry, Registry.LoadJSON); a profile named like a
+// built-in one or one of its aliases replaces it. ParseHFConfig builds a model from a Hugging
+// Face config.json, computing the parameter counts from the shapes.
 //
 // # Constants and their sources
 //

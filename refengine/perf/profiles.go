@@ -539,10 +539,19 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-// FormatProfiles encodes GPU profiles in the file format ParseProfiles reads (data-sheet
-// units; the efficiencies and step overhead when set), one indented JSON object.
-func FormatProfiles(gpus []GPU) ([]byte, error) {
+// FormatProfiles encodes model and GPU profiles in the file format ParseProfiles reads
+// (data-sheet units; a GPU's efficiencies and step overhead when set), one indented JSON
+// object.
+func FormatProfiles(models []Model, gpus []GPU) ([]byte, error) {
 	var f profileFile
+	for _, m := range models {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		f.Models = append(f.Models, modelJSON{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
+			KVHeads: m.KVHeads, HeadDim: m.HeadDim, FFN: m.FFN, Vocab: m.Vocab, Params: m.Params,
+			ActiveParams: m.ActiveParams, Experts: m.Experts, ActiveExperts: m.ActiveExperts, MaxContext: m.MaxContext})
+	}
 	for _, g := range gpus {
 		if err := g.Validate(); err != nil {
 			return nil, err
