@@ -147,6 +147,9 @@ func Run(opts Options) (*Result, error) {
 	}
 	start := perf.Config{GPU: gpu, BWEff: opts.Engine.BWEff, FLOPEff: opts.Engine.FLOPEff,
 		StepOverhead: opts.Engine.StepOverhead}.WithDefaults()
+	if start.StepOverhead <= 0 { // "none" is no place to start a search in logarithms
+		start.StepOverhead = perf.DefaultStepOverhead
+	}
 	// The KV cache's bandwidth efficiency moves with the weights': their ratio is the GPU
 	// profile's when it gives both, else perf's defaults'.
 	kvRatio := perf.DefaultKVBWEff / perf.DefaultBWEff
@@ -170,20 +173,20 @@ func Run(opts Options) (*Result, error) {
 		held = append(held, r)
 	}
 
-	engineFor := func(c Constants) refengine.Config {
+	// engineFor is the deployment with constants c in its GPU profile (a copy of the caller's
+	// registry carries it; the caller's is never changed).
+	engineFor := func(c Constants) (refengine.Config, error) {
 		e := opts.Engine
 		g := gpu
 		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
 		e.GPU = g.Name
 		e.BWEff, e.FLOPEff, e.StepOverhead = 0, 0, 0
-		r := perf.NewRegistry()
-		if opts.Engine.Profiles != nil {
-			r = opts.Engine.Profiles.Clone()
+		r := reg.Clone()
+		if err := r.Add(nil, []perf.GPU{g}); err != nil {
+			return e, fmt.Errorf("calibrate: %w", err)
 		}
-		// The registry was built by the caller and only read here; a fitted copy carries g.
-		_ = r.Add(nil, []perf.GPU{g})
 		e.Profiles = r
-		return e
+		return e, nil
 	}
 	toConst := func(x []float64) Constants {
 		bw := math.Min(math.Exp(x[0]), 1)
@@ -201,7 +204,10 @@ func Run(opts Options) (*Result, error) {
 				penalty += v * v * 100
 			}
 		}
-		cfg := engineFor(toConst(x))
+		cfg, err := engineFor(toConst(x))
+		if err != nil {
+			return math.Inf(1)
+		}
 		for _, r := range fit {
 			sim, err := simulate(r, cfg)
 			if err != nil {
@@ -282,7 +288,10 @@ func Run(opts Options) (*Result, error) {
 	res := &Result{Constants: c, Evals: evals, Loss: bestLoss}
 	res.GPU = gpu
 	res.GPU.BWEff, res.GPU.KVBWEff, res.GPU.FLOPEff, res.GPU.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
-	cfg := engineFor(c)
+	cfg, err := engineFor(c)
+	if err != nil {
+		return nil, err
+	}
 	for _, group := range []struct {
 		runs []run
 		held bool

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,29 @@ func TestRecoversHiddenConstants(t *testing.T) {
 				t.Errorf("%s (held out %v): %s P%.0f error %+.1f%%", rf.Path, rf.Held, s.Metric, s.Quantile*100, s.RelErr*100)
 			}
 		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	if _, err := Run(Options{}); err == nil || !strings.Contains(err.Error(), "no runs to fit") {
+		t.Errorf("no runs: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	if _, err := Run(Options{Fit: []string{missing}}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing directory: %v", err)
+	}
+	empty := t.TempDir()
+	w, err := metrics.CreateRecordFile(filepath.Join(empty, RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Fit: []string{empty}}); err == nil || !strings.Contains(err.Error(), "no successful requests") {
+		t.Errorf("empty run: %v", err)
+	}
+	if _, err := Run(Options{Engine: refengine.Config{GPU: "tpu"}, Fit: []string{empty}}); err == nil || !strings.Contains(err.Error(), "tpu") {
+		t.Errorf("unknown GPU: %v", err)
 	}
 }
