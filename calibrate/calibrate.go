@@ -53,6 +53,9 @@ type Options struct {
 	Fit, Validate []string
 	// MaxEvals bounds the simulations of the search (0: 600).
 	MaxEvals int
+	// FitMaxNumSeqs also fits the cap on running sequences (Engine.MaxNumSeqs is then only
+	// the fallback): set it when the server's max-num-seqs is not known.
+	FitMaxNumSeqs bool
 }
 
 // Constants are the fitted values.
@@ -90,11 +93,18 @@ type Result struct {
 	Evals int      `json:"evals"`
 	Loss  float64  `json:"loss"` // mean squared log error per measurement at the optimum
 	Runs  []RunFit `json:"runs"`
+	// MaxNumSeqs is the fitted cap on running sequences when Options.FitMaxNumSeqs asked for
+	// it and the runs show one; 0 when not fitted or when no cap within reach explains them
+	// better than Engine's.
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
 }
 
 // run is one loaded results directory.
 type run struct {
 	path string
+	// peak is the most requests streaming at once (between first token and end): a lower
+	// bound of the server's cap on running sequences, reached when the cap binds.
+	peak int
 	reqs []refengine.SimRequest
 	meas []measured
 	gaps []gapObs // decode-only steps seen between chunks (see decodeGaps)
@@ -175,8 +185,12 @@ func Run(opts Options) (*Result, error) {
 
 	// engineFor is the deployment with constants c in its GPU profile (a copy of the caller's
 	// registry carries it; the caller's is never changed).
+	seqCap := 0 // the fitted MaxNumSeqs, 0 while Engine's applies
 	engineFor := func(c Constants) (refengine.Config, error) {
 		e := opts.Engine
+		if seqCap > 0 {
+			e.MaxNumSeqs = seqCap
+		}
 		g := gpu
 		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
 		e.GPU = g.Name
@@ -277,15 +291,21 @@ func Run(opts Options) (*Result, error) {
 		// then fixes compute from TTFT, and the decode fit is redone with it.
 		g := func(x []float64) float64 { evals++; return gapLoss(toConst(x)) }
 		best = search(g, best, []int{0, 2}, maxEvals/6)
+		if opts.FitMaxNumSeqs {
+			seqCap = fitSeqCap(fit, func() float64 { return loss(best) }, &seqCap)
+		}
 		best = search(tpotLoss, best, []int{1}, maxEvals/3)
 		best = search(g, best, []int{0, 2}, maxEvals/6)
 		best = search(tpotLoss, best, []int{1}, maxEvals/6)
 	} else {
 		best = search(loss, best, []int{0, 1, 2}, maxEvals)
+		if opts.FitMaxNumSeqs {
+			seqCap = fitSeqCap(fit, func() float64 { return loss(best) }, &seqCap)
+		}
 	}
 	bestLoss := loss(best)
 	c := toConst(best)
-	res := &Result{Constants: c, Evals: evals, Loss: bestLoss}
+	res := &Result{Constants: c, Evals: evals, Loss: bestLoss, MaxNumSeqs: seqCap}
 	res.GPU = gpu
 	res.GPU.BWEff, res.GPU.KVBWEff, res.GPU.FLOPEff, res.GPU.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
 	cfg, err := engineFor(c)
@@ -352,6 +372,31 @@ func mismatch(meas, sim []measured, tpotOnly bool) (float64, int) {
 		}
 	}
 	return sum, n
+}
+
+// fitSeqCap tries caps on running sequences from the runs' peak streaming count up to 8
+// more (requests in prefill also run, so a binding cap is at or a little above the peak),
+// setting *slot for each and scoring it with loss; it returns the best cap when its loss is
+// under 0.9 of the loss with no fitted cap (Engine's), else 0.
+func fitSeqCap(fit []run, loss func() float64, slot *int) int {
+	peak := 0
+	for _, r := range fit {
+		peak = max(peak, r.peak)
+	}
+	*slot = 0
+	base := loss()
+	best, bestLoss := 0, base
+	for c := max(peak, 1); c <= peak+8; c++ {
+		*slot = c
+		if v := loss(); v < bestLoss {
+			best, bestLoss = c, v
+		}
+	}
+	*slot = 0
+	if best > 0 && bestLoss < 0.9*base {
+		return best
+	}
+	return 0
 }
 
 // stretchScale is the log error at which a stretch's weight in stepLoss starts to fall off.
@@ -454,10 +499,30 @@ func load(path string) (run, error) {
 		tims = append(tims, timing{intended: rec.Intended, first: rec.FirstToken, end: rec.End, prompt: in, chunks: rec.Chunks})
 	}
 	r.gaps = decodeGaps(tims)
+	r.peak = peakStreaming(tims)
 	if len(r.reqs) == 0 {
 		return run{}, fmt.Errorf("calibrate: %s: no request with token counts and times to fit", path)
 	}
 	return r, nil
+}
+
+// peakStreaming is the most requests between their first token and their end at once.
+func peakStreaming(ts []timing) int {
+	type ev struct {
+		t int64
+		d int
+	}
+	evs := make([]ev, 0, 2*len(ts))
+	for _, t := range ts {
+		evs = append(evs, ev{t.first, 1}, ev{t.end, -1})
+	}
+	sort.Slice(evs, func(a, b int) bool { return evs[a].t < evs[b].t || (evs[a].t == evs[b].t && evs[a].d < evs[b].d) })
+	n, peak := 0, 0
+	for _, e := range evs {
+		n += e.d
+		peak = max(peak, n)
+	}
+	return peak
 }
 
 // decodeGaps returns every gap between consecutive chunks of a request during which no
@@ -578,6 +643,9 @@ func (r *Result) Table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fitted: bw_eff %.4f (kv %.4f) · flop_eff %.4f · step overhead %s · %d simulations · loss %.3g\n",
 		r.Constants.BWEff, r.Constants.KVBWEff, r.Constants.FLOPEff, r.Constants.StepOverhead.Round(time.Microsecond), r.Evals, r.Loss)
+	if r.MaxNumSeqs > 0 {
+		fmt.Fprintf(&b, "fitted: max-num-seqs %d (the runs show this cap on running sequences; pass --max-num-seqs %d with the profile)\n", r.MaxNumSeqs, r.MaxNumSeqs)
+	}
 	fmt.Fprintf(&b, "%-8s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "run", "metric", "P50 ms", "err", "P90 ms", "err", "P99 ms", "err", "path")
 	for _, rf := range r.Runs {
 		kind := "fit"

@@ -35,13 +35,19 @@ func workload(n int, rate float64, seed uint64) []refengine.SimRequest {
 // as a client measuring the engine would see them.
 func writeRun(t *testing.T, dir string, reqs []refengine.SimRequest) string {
 	t.Helper()
+	return writeRunCapped(t, dir, reqs, 0)
+}
+
+// writeRunCapped is writeRun on a server that runs at most maxSeqs sequences (0: the default).
+func writeRunCapped(t *testing.T, dir string, reqs []refengine.SimRequest, maxSeqs int) string {
+	t.Helper()
 	g, _ := perf.LookupGPU("h100")
 	g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = hidden.BWEff, hidden.KVBWEff, hidden.FLOPEff, hidden.StepOverhead
 	reg := perf.NewRegistry()
 	if err := reg.Add(nil, []perf.GPU{g}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := refengine.Simulate(reqs, refengine.Config{GPU: "h100", Profiles: reg, DisablePrefixCaching: true, Seed: 1})
+	res, err := refengine.Simulate(reqs, refengine.Config{GPU: "h100", Profiles: reg, DisablePrefixCaching: true, Seed: 1, MaxNumSeqs: maxSeqs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +126,30 @@ func TestRunErrors(t *testing.T) {
 	}
 	if _, err := Run(Options{Engine: refengine.Config{GPU: "tpu"}, Fit: []string{empty}}); err == nil || !strings.Contains(err.Error(), "tpu") {
 		t.Errorf("unknown GPU: %v", err)
+	}
+}
+
+// TestFitsMaxNumSeqs: a server capped at 12 running sequences under a load that needs more
+// queues requests; asked to, the fit finds the cap, and it finds none when the cap never binds.
+func TestFitsMaxNumSeqs(t *testing.T) {
+	capped := writeRunCapped(t, t.TempDir(), workload(120, 6, 4), 12)
+	res, err := Run(Options{Engine: refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1}, Fit: []string{capped}, FitMaxNumSeqs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + res.Table())
+	if res.MaxNumSeqs != 12 {
+		t.Errorf("fitted max-num-seqs %d, the server's is 12\n%s", res.MaxNumSeqs, res.Table())
+	}
+	if !strings.Contains(res.Table(), "--max-num-seqs 12") {
+		t.Errorf("the table does not say the fitted cap:\n%s", res.Table())
+	}
+	free := writeRun(t, t.TempDir(), workload(120, 2, 5))
+	res, err = Run(Options{Engine: refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1}, Fit: []string{free}, FitMaxNumSeqs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.MaxNumSeqs != 0 {
+		t.Errorf("fitted max-num-seqs %d on a run the cap never limited", res.MaxNumSeqs)
 	}
 }

@@ -34,7 +34,10 @@ scale), the compute efficiency and the per-step overhead of the GPU named by --g
 Describe the deployment with the engine flags (--model, --gpu, --tp, --weight-dtype,
 --kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles)
 and, for a model without a profile, --model-config with its Hugging Face config.json: they
-are taken as given, not fitted. The fit uses the decode steps seen between streamed
+are taken as given, not fitted, except the cap on running sequences when --max-num-seqs is
+not given: then caps from the runs' peak of concurrent streams up to 8 more are tried, and one
+is reported (pass it with --max-num-seqs) when it explains the runs clearly better than the
+default 256. The token budget is not fitted. The fit uses the decode steps seen between streamed
 chunks while no request waited for its first token (their time against the batch's KV cache
 separates bandwidth from overhead) and a replay of every run through the simulator (compute
 from TTFT). It prints, for each run fitted and each run given with --validate (held out), the
@@ -84,7 +87,9 @@ func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
 		cfg.Profiles = reg
 		models = append(models, m)
 	}
-	res, err := calibrate.Run(calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals})
+	seqsGiven := o.engine.fs.Lookup("max-num-seqs").Changed
+	res, err := calibrate.Run(calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals,
+		FitMaxNumSeqs: !seqsGiven})
 	if err != nil {
 		return err
 	}
