@@ -23,6 +23,7 @@
 package calibrate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +39,12 @@ import (
 	"github.com/llmbench/llmbench/refengine/perf"
 )
 
-// RecordsFile is the records file of a results directory (runner.RecordsFile).
-const RecordsFile = "requests.msgpack"
+// RecordsFile and ScrapeFile are the records file of a results directory and the server
+// metrics `run --scrape-metrics` saves (runner.RecordsFile, runner.ScrapeFile).
+const (
+	RecordsFile = "requests.msgpack"
+	ScrapeFile  = "server-metrics.json"
+)
 
 // Options says what to fit and against what.
 type Options struct {
@@ -105,9 +110,11 @@ type run struct {
 	// peak is the most requests streaming at once (between first token and end): a lower
 	// bound of the server's cap on running sequences, reached when the cap binds.
 	peak int
-	reqs []refengine.SimRequest
-	meas []measured
-	gaps []gapObs // decode-only steps seen between chunks (see decodeGaps)
+	// serverPeak is the most running requests the server reported (ScrapeFile), 0 without.
+	serverPeak int
+	reqs       []refengine.SimRequest
+	meas       []measured
+	gaps       []gapObs // decode-only steps seen between chunks (see decodeGaps)
 }
 
 // gapObs is a stretch of consecutive chunk gaps of one request while no request was waiting
@@ -376,17 +383,26 @@ func mismatch(meas, sim []measured, tpotOnly bool) (float64, int) {
 
 // fitSeqCap tries caps on running sequences from the runs' peak streaming count up to 8
 // more (requests in prefill also run, so a binding cap is at or a little above the peak),
+// and the server's own peak of running requests when it scraped one beyond those,
 // setting *slot for each and scoring it with loss; it returns the best cap when its loss is
 // under 0.9 of the loss with no fitted cap (Engine's), else 0.
 func fitSeqCap(fit []run, loss func() float64, slot *int) int {
-	peak := 0
+	peak, server := 0, 0
 	for _, r := range fit {
 		peak = max(peak, r.peak)
+		server = max(server, r.serverPeak)
+	}
+	try := []int{}
+	for c := max(peak, 1); c <= peak+8; c++ {
+		try = append(try, c)
+	}
+	if server > peak+8 {
+		try = append(try, server)
 	}
 	*slot = 0
 	base := loss()
 	best, bestLoss := 0, base
-	for c := max(peak, 1); c <= peak+8; c++ {
+	for _, c := range try {
 		*slot = c
 		if v := loss(); v < bestLoss {
 			best, bestLoss = c, v
@@ -445,6 +461,14 @@ func load(path string) (run, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		file = filepath.Join(path, RecordsFile)
 	}
+	var serverPeak int
+	if file != path { // a results directory: its server metrics, when scraped
+		p, err := scrapedPeak(filepath.Join(path, ScrapeFile))
+		if err != nil {
+			return run{}, err
+		}
+		serverPeak = p
+	}
 	var recs []metrics.Record
 	if data, err := os.ReadFile(file); err == nil && isJSON(data) {
 		all, err := ParseVLLMBench(data, path)
@@ -500,10 +524,39 @@ func load(path string) (run, error) {
 	}
 	r.gaps = decodeGaps(tims)
 	r.peak = peakStreaming(tims)
+	r.serverPeak = serverPeak
 	if len(r.reqs) == 0 {
 		return run{}, fmt.Errorf("calibrate: %s: no request with token counts and times to fit", path)
 	}
 	return r, nil
+}
+
+// scrapedPeak is the largest running-requests count in a server-metrics.json (vLLM's
+// vllm:num_requests_running, SGLang's and TGI's equivalents, as run --scrape-metrics saves
+// them), 0 when the file does not exist.
+func scrapedPeak(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("calibrate: %w", err)
+	}
+	var f struct {
+		Samples []struct {
+			Running float64 `json:"running"`
+		} `json:"samples"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return 0, fmt.Errorf("calibrate: %s: not a server-metrics file: %w", path, err)
+	}
+	peak := 0.0
+	for _, s := range f.Samples {
+		if s.Running > peak && s.Running < 1e7 {
+			peak = s.Running
+		}
+	}
+	return int(peak), nil
 }
 
 // peakStreaming is the most requests between their first token and their end at once.

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +152,28 @@ func TestFitsMaxNumSeqs(t *testing.T) {
 	}
 	if res.MaxNumSeqs != 0 {
 		t.Errorf("fitted max-num-seqs %d on a run the cap never limited", res.MaxNumSeqs)
+	}
+}
+
+func TestScrapedPeak(t *testing.T) {
+	dir := t.TempDir()
+	if p, err := scrapedPeak(filepath.Join(dir, ScrapeFile)); p != 0 || err != nil {
+		t.Errorf("no file: %d %v", p, err)
+	}
+	path := filepath.Join(dir, ScrapeFile)
+	if err := os.WriteFile(path, []byte(`{"endpoint": "http://127.0.0.1:8000/metrics", "samples": [
+  {"t": 0.5, "running": 3, "waiting": 0, "kv_cache_usage": 0.1, "preemptions_total": 0},
+  {"t": 1.0, "running": 17, "waiting": 4, "kv_cache_usage": 0.4, "preemptions_total": 0},
+  {"t": 1.5, "running": 9, "waiting": 0, "kv_cache_usage": 0.3, "preemptions_total": 0}], "errors": 0}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := scrapedPeak(path); p != 17 || err != nil {
+		t.Errorf("peak %d %v, want 17", p, err)
+	}
+	if err := os.WriteFile(path, []byte(`{"samples": "none"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scrapedPeak(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("bad file: %v", err)
 	}
 }

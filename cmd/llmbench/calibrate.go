@@ -35,7 +35,9 @@ Describe the deployment with the engine flags (--model, --gpu, --tp, --weight-dt
 --kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles)
 and, for a model without a profile, --model-config with its Hugging Face config.json: they
 are taken as given, not fitted, except the cap on running sequences when --max-num-seqs is
-not given: then caps from the runs' peak of concurrent streams up to 8 more are tried, and one
+not given: then caps from the runs' peak of concurrent streams up to 8 more (and the server's
+peak of running requests, from server-metrics.json of runs made with --scrape-metrics) are
+tried, and one
 is reported (pass it with --max-num-seqs) when it explains the runs clearly better than the
 default 256. The token budget is not fitted. The fit uses the decode steps seen between streamed
 chunks while no request waited for its first token (their time against the batch's KV cache
