@@ -10,8 +10,9 @@
 // the runs it fitted and for held-out runs.
 //
 // What a client cannot observe limits the fit: time a request waited in the server before
-// admission is inside TTFT and indistinguishable from a slow prefill; network and HTTP time
-// between server and client count as engine time; prefix-cache hits of the real server are not
+// admission is inside TTFT and indistinguishable from a slow prefill; the time before the
+// server saw a request (client, network, parsing) is fitted as one front-end delay, reported
+// but not part of the profile; prefix-cache hits of the real server are not
 // seen (the replay treats every prompt as unique unless prefix caching is on in Engine and the
 // prompts' text is not known either); the KV-cache bandwidth efficiency is fitted as one scale
 // with the weights' (their ratio stays the engine's default); scheduling limits (max-num-seqs,
@@ -102,6 +103,11 @@ type Result struct {
 	// it and the runs show one; 0 when not fitted or when no cap within reach explains them
 	// better than Engine's.
 	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// FrontEnd is the fitted time between the client's send and the engine seeing a request
+	// (client, network, the server's parsing and tokenizing), added to every replayed
+	// request's TTFT and E2E in Runs. It is not part of the profile: simulate's times are
+	// the engine's.
+	FrontEnd time.Duration `json:"front_end_ns"`
 }
 
 // run is one loaded results directory.
@@ -230,7 +236,7 @@ func Run(opts Options) (*Result, error) {
 			return math.Inf(1)
 		}
 		for _, r := range fit {
-			sim, err := simulate(r, cfg)
+			sim, err := simulate(r, cfg, 0)
 			if err != nil {
 				return math.Inf(1)
 			}
@@ -319,12 +325,35 @@ func Run(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The time before the server saw a request (the client's, the network's, the server's
+	// own parsing and tokenizing) is in every measured TTFT and E2E but in no engine step: fit
+	// it as one delay, by golden-section search over [0, the smallest measured TTFT].
+	if lim := minTTFT(fit); lim > 0 {
+		f := func(d float64) float64 {
+			evals++
+			var sum float64
+			for _, r := range fit {
+				sim, err := simulate(r, cfg, time.Duration(d*1e9))
+				if err != nil {
+					return math.Inf(1)
+				}
+				sum += ttftLoss(r.meas, sim)
+			}
+			return sum
+		}
+		zero := f(0)
+		d := goldenMin(f, 0, lim, 24)
+		if f(d) < zero {
+			res.FrontEnd = time.Duration(d * 1e9).Round(time.Microsecond)
+		}
+	}
+	res.Evals = evals
 	for _, group := range []struct {
 		runs []run
 		held bool
 	}{{fit, false}, {held, true}} {
 		for _, r := range group.runs {
-			sim, err := simulate(r, cfg)
+			sim, err := simulate(r, cfg, res.FrontEnd)
 			if err != nil {
 				return nil, fmt.Errorf("calibrate: %s: %w", r.path, err)
 			}
@@ -559,6 +588,39 @@ func scrapedPeak(path string) (int, error) {
 	return int(peak), nil
 }
 
+// minTTFT is the smallest measured TTFT of the runs, in seconds.
+func minTTFT(runs []run) float64 {
+	lo := math.Inf(1)
+	for _, r := range runs {
+		for _, m := range r.meas {
+			lo = math.Min(lo, m.ttft)
+		}
+	}
+	if math.IsInf(lo, 1) {
+		return 0
+	}
+	return lo
+}
+
+// goldenMin minimizes f over [a, b] by golden-section search in n steps.
+func goldenMin(f func(float64) float64, a, b float64, n int) float64 {
+	const g = 0.6180339887498949
+	c, d := b-g*(b-a), a+g*(b-a)
+	fc, fd := f(c), f(d)
+	for range n {
+		if fc < fd {
+			b, d, fd = d, c, fc
+			c = b - g*(b-a)
+			fc = f(c)
+		} else {
+			a, c, fc = c, d, fd
+			d = a + g*(b-a)
+			fd = f(d)
+		}
+	}
+	return (a + b) / 2
+}
+
 // peakStreaming is the most requests between their first token and their end at once.
 func peakStreaming(ts []timing) int {
 	type ev struct {
@@ -635,21 +697,49 @@ func decodeStep(ts []timing, a, b int64) (perf.Work, bool) {
 	return w, w.Seqs > 0
 }
 
-func simulate(r run, cfg refengine.Config) ([]measured, error) {
-	res, err := refengine.Simulate(r.reqs, cfg)
+// simulate replays r on cfg. frontEnd delays every request's arrival at the engine and is
+// counted in its TTFT and E2E, which the records measure from the client's send.
+func simulate(r run, cfg refengine.Config, frontEnd time.Duration) ([]measured, error) {
+	reqs := r.reqs
+	if frontEnd > 0 {
+		reqs = make([]refengine.SimRequest, len(r.reqs))
+		for i, q := range r.reqs {
+			q.Arrival += frontEnd
+			reqs[i] = q
+		}
+	}
+	res, err := refengine.Simulate(reqs, cfg)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]measured, len(res.Timelines))
 	for i := range res.Timelines {
 		tl := &res.Timelines[i]
-		m := measured{ttft: tl.TTFT().Seconds(), e2e: tl.E2E().Seconds()}
+		m := measured{ttft: (tl.TTFT() + frontEnd).Seconds(), e2e: (tl.E2E() + frontEnd).Seconds()}
 		if tl.OutputTokens > 1 {
 			m.tpot = (tl.E2E() - tl.TTFT()).Seconds() / float64(tl.OutputTokens-1)
 		}
 		out[i] = m
 	}
 	return out, nil
+}
+
+// ttftLoss is the squared log error of the lossQuantiles of TTFT.
+func ttftLoss(meas, sim []measured) float64 {
+	a, b := make([]float64, len(meas)), make([]float64, len(sim))
+	for i := range meas {
+		a[i], b[i] = meas[i].ttft, sim[i].ttft
+	}
+	sort.Float64s(a)
+	sort.Float64s(b)
+	var sum float64
+	for _, q := range lossQuantiles {
+		if x, y := quantile(a, q), quantile(b, q); x > 0 && y > 0 {
+			d := math.Log(y / x)
+			sum += d * d
+		}
+	}
+	return sum
 }
 
 // stats compares the measured and simulated percentiles of each metric.
@@ -696,6 +786,9 @@ func (r *Result) Table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fitted: bw_eff %.4f (kv %.4f) · flop_eff %.4f · step overhead %s · %d simulations · loss %.3g\n",
 		r.Constants.BWEff, r.Constants.KVBWEff, r.Constants.FLOPEff, r.Constants.StepOverhead.Round(time.Microsecond), r.Evals, r.Loss)
+	if r.FrontEnd > 0 {
+		fmt.Fprintf(&b, "fitted: front end %s before the engine sees a request (client, network, parsing; in TTFT and E2E below, not in the profile)\n", r.FrontEnd)
+	}
 	if r.MaxNumSeqs > 0 {
 		fmt.Fprintf(&b, "fitted: max-num-seqs %d (the runs show this cap on running sequences; pass --max-num-seqs %d with the profile)\n", r.MaxNumSeqs, r.MaxNumSeqs)
 	}

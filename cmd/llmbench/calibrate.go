@@ -45,8 +45,10 @@ separates bandwidth from overhead) and a replay of every run through the simulat
 from TTFT). It prints, for each run fitted and each run given with --validate (held out), the
 measured P50/P90/P99 of TTFT, TPOT and E2E and the simulation's error.
 
-A client cannot see time a request queued in the server before admission (it counts as
-prefill), network time (it counts as engine time), or the server's prefix-cache hits; runs
+The time before the server saw a request (client, network, the server's parsing) is fitted as
+one front-end delay and shown; it is in the replayed TTFT and E2E but not in the profile. A
+client cannot see time a request queued in the server before admission (it counts as
+prefill) or the server's prefix-cache hits; runs
 with one chunk per token (no speculative decoding) at a few loads fit best.`,
 		Example: `  llmbench calibrate results/low -o my-h100.json --validate results/high --gpu h100 --enable-prefix-caching=false
   llmbench calibrate vllm-4qps.json -o my-h100.json --validate vllm-8qps.json --gpu h100

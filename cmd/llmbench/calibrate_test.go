@@ -28,7 +28,7 @@ func TestCalibrateRecoversHiddenProfile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	g, _ := perf.LookupGPU("h100")
-	g.BWEff, g.FLOPEff, g.StepOverhead = 0.60, 0.50, 3*time.Millisecond
+	g.BWEff, g.FLOPEff, g.StepOverhead = 0.60, 0.50, 4*time.Millisecond
 	g.KVBWEff = g.BWEff * perf.DefaultKVBWEff / perf.DefaultBWEff
 	prof, err := perf.FormatProfiles(nil, []perf.GPU{g})
 	if err != nil {
