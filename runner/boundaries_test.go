@@ -33,6 +33,7 @@ func TestPackageBoundaries(t *testing.T) {
 	// forbidden lists, per package, what it must not depend on, directly or through a
 	// dependency.
 	forbidden := map[string][]string{
+		"calibrate":            {mod + "loadgen", mod + "reports", mod + "runner"},
 		"cmd/llmbench":         {},
 		"history":              {"net/http", mod + "loadgen", mod + "refengine", mod + "runner"},
 		"internal/pgtest":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
@@ -53,10 +54,10 @@ func TestPackageBoundaries(t *testing.T) {
 		"workloads":            {"net/http", mod + "loadgen", mod + "metrics"},
 	}
 	// reachEngine are the only packages allowed to depend on refengine.
-	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "cmd/llmbench"}
+	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "cmd/llmbench"}
 	// noNetwork packages must not import net or net/http directly (cmd parses flags and prints;
 	// servers and clients live in packages).
-	noNetwork := []string{"cmd/llmbench", "k8sjob"}
+	noNetwork := []string{"cmd/llmbench", "k8sjob", "calibrate"}
 	// adapterUsers are the only packages allowed to import runner/engineadapter.
 	adapterUsers := []string{"cmd/llmbench"}
 

@@ -66,6 +66,7 @@ func TestABRepeatsAuto(t *testing.T) {
 // slows decoding far past a 5% rule, and ab exits 1. On a machine too busy to keep the
 // schedule (the summary says client-limited) the numbers are not valid and the test skips.
 func TestABH100ToA100Regresses(t *testing.T) {
+	quietMachine(t)
 	out := t.TempDir()
 	app := newTestApp(nil)
 	code := app.cli("ab", "--trace", chatSmall, "--b-engine", "gpu=a100", "--time-scale", "5", "--repeats", "2",

@@ -19,6 +19,7 @@ func TestSweepHTTPAgreesWithSimulate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sweeps in real time for about 3 minutes: skipped in -short mode")
 	}
+	quietMachine(t)
 	dir := t.TempDir()
 	args := []string{"sweep", "--trace", chatSmall, "--slo", "ttft=500ms,tpot=30ms", "--start", "40", "--min-duration", "15s", "--no-progress"}
 	capacity := func(name string, extra ...string) float64 {

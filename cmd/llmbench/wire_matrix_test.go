@@ -197,6 +197,7 @@ func TestABSpeculativeLlamacppNoSpuriousStalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an A/B over HTTP: skipped in -short mode")
 	}
+	quietMachine(t)
 	out := t.TempDir()
 	app := newTestApp(nil)
 	// Real time (--time-scale 1): a scaled clock would magnify the shared machine's scheduling

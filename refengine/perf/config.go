@@ -12,9 +12,11 @@ import (
 const (
 	DefaultBWEff            = 0.78
 	DefaultFLOPEff          = 0.75
-	DefaultCommEff          = 0.70
+	DefaultFP8FLOPEff       = 0.50
+	DefaultKVBWEff          = 0.70
+	DefaultCommEff          = 0.45
 	DefaultStepOverhead     = 800 * time.Microsecond
-	DefaultAllReduceLatency = 8 * time.Microsecond
+	DefaultAllReduceLatency = 20 * time.Microsecond
 	DefaultGPUMemUtil       = 0.90
 	DefaultReserveBytes     = 1e9
 	DefaultBlockSize        = 16
@@ -48,11 +50,20 @@ type Config struct {
 	// 0 takes the GPU profile's value, and failing that the defaults 0.78 and 0.75.
 	BWEff   float64
 	FLOPEff float64
-	CommEff float64 // achievable fraction of link bandwidth in all-reduce, default 0.70
+	CommEff float64 // achievable fraction of link bandwidth in all-reduce, default 0.45
+	// FP8FLOPEff is the achievable fraction of the fp8 (and int8) tensor-core peak for the
+	// linear layers of fp8 or int8 weights, default 0.50 (see the package documentation,
+	// "Constants and their sources"); the bf16 rate keeps FLOPEff.
+	FP8FLOPEff float64
+	// KVBWEff is the achievable fraction of peak HBM bandwidth for the attention kernels'
+	// reads of the KV cache (paged, scattered blocks), default 0.70; weights stream at BWEff.
+	KVBWEff float64
 
-	StepOverhead     time.Duration // per-step CPU/launch overhead, default 800µs; < 0 = none
-	AllReduceLatency time.Duration // fixed cost of one all-reduce when TP > 1, default 8µs; < 0 = none
-	Combine          string        // "smooth" (default) or "max"
+	StepOverhead time.Duration // per-step CPU/launch overhead, default 800µs; < 0 = none
+	// AllReduceLatency is the fixed cost of one stage of an all-reduce when TP > 1; one
+	// all-reduce over TP GPUs pays it log2(TP) times. Default 20µs; < 0 = none.
+	AllReduceLatency time.Duration
+	Combine          string // "smooth" (default) or "max"
 
 	GPUMemUtil   float64 // fraction of each GPU's HBM the engine may use, default 0.9
 	ReserveBytes float64 // activation/workspace reserve per GPU, bytes; default 1e9; < 0 = none
@@ -92,6 +103,18 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CommEff == 0 {
 		c.CommEff = DefaultCommEff
+	}
+	if c.FP8FLOPEff == 0 {
+		c.FP8FLOPEff = DefaultFP8FLOPEff
+	}
+	if c.KVBWEff == 0 {
+		c.KVBWEff = c.GPU.KVBWEff
+	}
+	if c.KVBWEff == 0 {
+		c.KVBWEff = DefaultKVBWEff
+	}
+	if c.StepOverhead == 0 {
+		c.StepOverhead = c.GPU.StepOverhead
 	}
 	if c.StepOverhead == 0 {
 		c.StepOverhead = DefaultStepOverhead

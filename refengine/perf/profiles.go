@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Model describes a transformer by the numbers that decide its serving cost. The fields mirror
@@ -47,8 +48,12 @@ type GPU struct {
 	LinkBW float64
 	// BWEff and FLOPEff, when > 0, are this GPU's achievable fractions of peak bandwidth and
 	// FLOP/s, used when Config leaves its own at 0 (the built-in profiles leave them 0, so the
-	// package defaults apply).
-	BWEff, FLOPEff float64
+	// package defaults apply). KVBWEff likewise stands in for Config.KVBWEff.
+	BWEff, FLOPEff, KVBWEff float64
+	// StepOverhead, when > 0, is the per-step CPU cost of a deployment on this GPU, used when
+	// Config leaves its own at 0. A calibrated profile (llmbench calibrate) sets it with the
+	// efficiencies; the built-in profiles leave it 0.
+	StepOverhead time.Duration
 }
 
 // IsMoE reports whether the model routes tokens to a subset of experts.
@@ -133,10 +138,13 @@ func (g GPU) Validate() error {
 	for _, c := range []struct {
 		f string
 		v float64
-	}{{"bw_eff", g.BWEff}, {"flop_eff", g.FLOPEff}} {
+	}{{"bw_eff", g.BWEff}, {"flop_eff", g.FLOPEff}, {"kv_bw_eff", g.KVBWEff}} {
 		if c.v < 0 || c.v > 1 || math.IsNaN(c.v) {
 			return fmt.Errorf("gpu %s: %s must be in (0, 1], or 0 for the default, got %g", name, c.f, c.v)
 		}
+	}
+	if g.StepOverhead < 0 {
+		return fmt.Errorf("gpu %s: step_overhead_us must be >= 0 (0 for the default), got %v", name, g.StepOverhead)
 	}
 	return nil
 }
@@ -241,6 +249,26 @@ func (r *Registry) init() {
 		r.modelAliases = map[string]string{}
 		r.gpuAliases = map[string]string{}
 	}
+}
+
+// Clone returns an independent copy of r, so that a caller can add profiles to it without
+// changing r.
+func (r *Registry) Clone() *Registry {
+	c := &Registry{}
+	c.init()
+	for k, v := range r.models {
+		c.models[k] = v
+	}
+	for k, v := range r.gpus {
+		c.gpus[k] = v
+	}
+	for k, v := range r.modelAliases {
+		c.modelAliases[k] = v
+	}
+	for k, v := range r.gpuAliases {
+		c.gpuAliases[k] = v
+	}
+	return c
 }
 
 // Add validates and adds profiles, replacing any existing profile of the same (normalized)
@@ -358,7 +386,7 @@ func GPUNames() []string { return builtin.GPUNames() }
 // profileFile is the JSON layout of a profile override file. GPU numbers use the units of
 // data sheets (GB, GB/s, TFLOP/s) so that a file can be checked against them by eye.
 type profileFile struct {
-	Models []modelJSON `json:"models"`
+	Models []modelJSON `json:"models,omitempty"`
 	GPUs   []gpuJSON   `json:"gpus"`
 }
 
@@ -386,8 +414,11 @@ type gpuJSON struct {
 	FP8TFLOPS  float64 `json:"fp8_tflops"`
 	INT8TOPS   float64 `json:"int8_tops"`
 	LinkGBs    float64 `json:"link_gbs"`
-	BWEff      float64 `json:"bw_eff"`
-	FLOPEff    float64 `json:"flop_eff"`
+	BWEff      float64 `json:"bw_eff,omitempty"`
+	FLOPEff    float64 `json:"flop_eff,omitempty"`
+	KVBWEff    float64 `json:"kv_bw_eff,omitempty"`
+	// StepOverheadUS is the per-step overhead in microseconds.
+	StepOverheadUS float64 `json:"step_overhead_us,omitempty"`
 }
 
 // ParseProfiles parses a profile override file; name (usually the file's path) prefixes every
@@ -404,8 +435,9 @@ type gpuJSON struct {
 // Model fields follow config.json; "active_params" defaults to "params" and "experts" /
 // "active_experts" are only for mixture-of-experts models. GPU fields are in data-sheet units:
 // GB (1e9 bytes), GB/s, dense TFLOP/s (TOP/s for int8), per-direction link GB/s; an omitted
-// fp8/int8 rate means unsupported. Optional "bw_eff" and "flop_eff" set the GPU's achievable
-// fractions of peak (see Config.BWEff). Unknown fields are errors, so a typo cannot silently fall
+// fp8/int8 rate means unsupported. Optional "bw_eff", "flop_eff" and "kv_bw_eff" set the GPU's
+// achievable fractions of peak (see Config.BWEff, Config.KVBWEff) and "step_overhead_us" its
+// per-step overhead (Config.StepOverhead); llmbench calibrate writes them. Unknown fields are errors, so a typo cannot silently fall
 // back to a default. Profiles are validated; names must be unique within the file.
 func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -452,7 +484,11 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 	for i, gj := range f.GPUs {
 		g := GPU{Name: gj.Name, MemBytes: gj.MemGB * 1e9, MemBW: gj.MemBWGBs * 1e9, BF16FLOPS: gj.BF16TFLOPS * 1e12,
 			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9,
-			BWEff: gj.BWEff, FLOPEff: gj.FLOPEff}
+			BWEff: gj.BWEff, FLOPEff: gj.FLOPEff, KVBWEff: gj.KVBWEff,
+			StepOverhead: time.Duration(math.Round(gj.StepOverheadUS * 1e3))}
+		if math.IsNaN(gj.StepOverheadUS) || gj.StepOverheadUS < 0 || gj.StepOverheadUS > 1e7 {
+			return nil, nil, fmt.Errorf("%s: gpus[%d]: step_overhead_us must be in [0, 1e7] microseconds, got %g", name, i, gj.StepOverheadUS)
+		}
 		k := normalizeName(g.Name)
 		if k == "" {
 			return nil, nil, fmt.Errorf("%s: gpus[%d]: name is required", name, i)
@@ -501,4 +537,33 @@ func lineCol(data []byte, off int64) (int, int) {
 	line := 1 + bytes.Count(prefix, []byte{'\n'})
 	col := int(off) - bytes.LastIndexByte(prefix, '\n')
 	return line, col
+}
+
+// FormatProfiles encodes model and GPU profiles in the file format ParseProfiles reads
+// (data-sheet units; a GPU's efficiencies and step overhead when set), one indented JSON
+// object.
+func FormatProfiles(models []Model, gpus []GPU) ([]byte, error) {
+	var f profileFile
+	for _, m := range models {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		f.Models = append(f.Models, modelJSON{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
+			KVHeads: m.KVHeads, HeadDim: m.HeadDim, FFN: m.FFN, Vocab: m.Vocab, Params: m.Params,
+			ActiveParams: m.ActiveParams, Experts: m.Experts, ActiveExperts: m.ActiveExperts, MaxContext: m.MaxContext})
+	}
+	for _, g := range gpus {
+		if err := g.Validate(); err != nil {
+			return nil, err
+		}
+		f.GPUs = append(f.GPUs, gpuJSON{Name: g.Name, MemGB: g.MemBytes / 1e9, MemBWGBs: g.MemBW / 1e9,
+			BF16TFLOPS: g.BF16FLOPS / 1e12, FP8TFLOPS: g.FP8FLOPS / 1e12, INT8TOPS: g.INT8OPS / 1e12,
+			LinkGBs: g.LinkBW / 1e9, BWEff: g.BWEff, FLOPEff: g.FLOPEff, KVBWEff: g.KVBWEff,
+			StepOverheadUS: float64(g.StepOverhead) / 1e3})
+	}
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
 }

@@ -30,7 +30,8 @@ type Roofline struct {
 	attnFLOPsPerPair  float64
 	linPeakName       string
 
-	secPerByte     float64 // per byte of the whole model's traffic (TP ranks in parallel)
+	secPerByte     float64 // per byte of weights read (TP ranks in parallel)
+	secPerKVByte   float64 // per byte of KV cache read by attention
 	secPerLinFLOP  float64
 	secPerAttnFLOP float64
 
@@ -158,7 +159,7 @@ func derive(cfg Config) (*Roofline, error) {
 		name string
 		v    float64
 	}{{"bandwidth efficiency (BWEff)", cfg.BWEff}, {"FLOP efficiency (FLOPEff)", cfg.FLOPEff},
-		{"link efficiency (CommEff)", cfg.CommEff}, {"GPU memory utilization (GPUMemUtil)", cfg.GPUMemUtil}} {
+		{"link efficiency (CommEff)", cfg.CommEff}, {"fp8 FLOP efficiency (FP8FLOPEff)", cfg.FP8FLOPEff}, {"KV-cache bandwidth efficiency (KVBWEff)", cfg.KVBWEff}, {"GPU memory utilization (GPUMemUtil)", cfg.GPUMemUtil}} {
 		if err := validFraction(f.name, f.v, false); err != nil {
 			return nil, fmt.Errorf("perf: %w", err)
 		}
@@ -194,13 +195,18 @@ func derive(cfg Config) (*Roofline, error) {
 	r.linFLOPsPerToken = 2 * m.ActiveParams
 	r.attnFLOPsPerPair = 4 * float64(m.Layers*m.Heads*m.HeadDim)
 	r.secPerByte = 1 / (g.MemBW * cfg.BWEff * tp)
-	r.secPerLinFLOP = 1 / (peak * cfg.FLOPEff * tp)
+	r.secPerKVByte = 1 / (g.MemBW * cfg.KVBWEff * tp)
+	linEff := cfg.FLOPEff
+	if name != "bf16" {
+		linEff = cfg.FP8FLOPEff
+	}
+	r.secPerLinFLOP = 1 / (peak * linEff * tp)
 	r.secPerAttnFLOP = 1 / (g.BF16FLOPS * cfg.FLOPEff * tp)
 	if cfg.TP > 1 {
 		r.allReduces = 2 * float64(m.Layers)
 		r.arBytesPerToken = 2 * float64(m.Hidden)
 		r.arSecPerByte = 2 * (tp - 1) / tp / (g.LinkBW * cfg.CommEff)
-		r.arLatencySeconds = math.Max(cfg.AllReduceLatency.Seconds(), 0)
+		r.arLatencySeconds = math.Max(cfg.AllReduceLatency.Seconds(), 0) * math.Log2(tp)
 	}
 	r.overheadSeconds = math.Max(cfg.StepOverhead.Seconds(), 0)
 	r.smooth = cfg.Combine == CombineSmooth
@@ -327,10 +333,11 @@ func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
 		touched := r.experts * (1 - math.Exp(t*r.logMiss))
 		wb = r.sharedWeightBytes + touched*r.expertBytes
 	}
-	bytes = wb + float64(w.KVTokensRead)*r.kvBytesPerToken
+	kvBytes := float64(w.KVTokensRead) * r.kvBytesPerToken
+	bytes = wb + kvBytes
 	linFLOPs := r.linFLOPsPerToken * t
 	attnFLOPs := r.attnFLOPsPerPair * w.AttnPairs
-	tMem = bytes * r.secPerByte
+	tMem = wb*r.secPerByte + kvBytes*r.secPerKVByte
 	tComp = linFLOPs*r.secPerLinFLOP + attnFLOPs*r.secPerAttnFLOP
 	if r.allReduces > 0 {
 		tComm = r.allReduces * (r.arLatencySeconds + t*r.arBytesPerToken*r.arSecPerByte)

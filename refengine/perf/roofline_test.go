@@ -574,8 +574,8 @@ func TestOverrides(t *testing.T) {
 		t.Errorf("Config efficiency should win: %g %g", c.BWEff, c.FLOPEff)
 	}
 	base := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1}).Step(decodeWork(1, 0))
-	half := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1, BWEff: 0.39}).Step(decodeWork(1, 0))
+	half := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1, BWEff: 0.39, KVBWEff: 0.35}).Step(decodeWork(1, 0))
 	if d := half.Memory - 2*base.Memory; d < -2 || d > 2 {
-		t.Errorf("halving BWEff should double the memory term: %v vs %v", half.Memory, base.Memory)
+		t.Errorf("halving BWEff and KVBWEff should double the memory term: %v vs %v", half.Memory, base.Memory)
 	}
 }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/calibrate"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+func init() { register("calibrate", newCalibrateCmd) }
+
+type calibrateOptions struct {
+	out         string
+	modelConfig string
+	validate    []string
+	maxEvals    int
+	engine      *engineFlags
+}
+
+func newCalibrateCmd(app *App) *cobra.Command {
+	o := &calibrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "calibrate RESULTS... -o profile.json [--validate RESULTS...] [engine flags]",
+		Short: "Fit the reference engine's efficiencies and step overhead to measured runs of a server",
+		Long: `Fit the reference engine to runs of a real server: from llmbench results directories
+(their requests.msgpack) or vLLM "vllm bench serve --save-result --save-detailed" result files
+(per-request start_times, ttfts, itls, latencies, input_lens, output_lens), find the memory-bandwidth efficiency (weights and KV cache, as one
+scale), the compute efficiency and the per-step overhead of the GPU named by --gpu that make
+"simulate" reproduce them, and write them as a profile file for --profiles.
+
+Describe the deployment with the engine flags (--model, --gpu, --tp, --weight-dtype,
+--kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles)
+and, for a model without a profile, --model-config with its Hugging Face config.json: they
+are taken as given, not fitted, except the cap on running sequences when --max-num-seqs is
+not given: then caps from the runs' peak of concurrent streams up to 8 more (and the server's
+peak of running requests, from server-metrics.json of runs made with --scrape-metrics) are
+tried, and one
+is reported (pass it with --max-num-seqs) when it explains the runs clearly better than the
+default 256. The token budget is not fitted. The fit uses the decode steps seen between streamed
+chunks while no request waited for its first token (their time against the batch's KV cache
+separates bandwidth from overhead) and a replay of every run through the simulator (compute
+from TTFT). It prints, for each run fitted and each run given with --validate (held out), the
+measured P50/P90/P99 of TTFT, TPOT and E2E and the simulation's error.
+
+The time before the server saw a request (client, network, the server's parsing) is fitted as
+one front-end delay and shown; it is in the replayed TTFT and E2E but not in the profile. A
+client cannot see time a request queued in the server before admission (it counts as
+prefill) or the server's prefix-cache hits; runs
+with one chunk per token (no speculative decoding) at a few loads fit best.`,
+		Example: `  llmbench calibrate results/low -o my-h100.json --validate results/high --gpu h100 --enable-prefix-caching=false
+  llmbench calibrate vllm-4qps.json -o my-h100.json --validate vllm-8qps.json --gpu h100
+  llmbench simulate --trace prod.jsonl --gpu h100 --profiles my-h100.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runCalibrate(app, o, args) },
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.out, "output", "o", "", "write the fitted GPU profile to FILE (JSON, for --profiles)")
+	fs.StringSliceVar(&o.validate, "validate", nil, "held-out results directories: report the fit's error on them too")
+	fs.IntVar(&o.maxEvals, "max-evals", 0, "most simulations the search may run (0: 600)")
+	fs.StringVar(&o.modelConfig, "model-config", "", "the model's Hugging Face config.json: its architecture (parameter counts computed from the shapes) replaces the --model profile of that name")
+	o.engine = addEngineFlags(fs)
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
+	cfg, err := o.engine.config()
+	if err != nil {
+		return err
+	}
+	var models []perf.Model // written with the GPU so that --profiles alone reproduces the fit
+	if o.modelConfig != "" {
+		data, err := os.ReadFile(o.modelConfig)
+		if err != nil {
+			return fmt.Errorf("--model-config: %w", err)
+		}
+		m, err := perf.ParseHFConfig(data, o.modelConfig, cfg.Model)
+		if err != nil {
+			return fmt.Errorf("--model-config: %w", err)
+		}
+		reg := perf.NewRegistry()
+		if cfg.Profiles != nil {
+			reg = cfg.Profiles.Clone()
+		}
+		if err := reg.Add([]perf.Model{m}, nil); err != nil {
+			return fmt.Errorf("--model-config: %w", err)
+		}
+		cfg.Profiles = reg
+		models = append(models, m)
+	}
+	seqsGiven := o.engine.fs.Lookup("max-num-seqs").Changed
+	res, err := calibrate.Run(calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals,
+		FitMaxNumSeqs: !seqsGiven})
+	if err != nil {
+		return err
+	}
+	data, err := perf.FormatProfiles(models, []perf.GPU{res.GPU})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.out, data, 0o644); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	fmt.Fprint(app.Stdout, res.Table())
+	if len(models) > 0 {
+		fmt.Fprintf(app.Stdout, "profile: %s (use --model %s --gpu %s --profiles %s)\n", o.out, models[0].Name, res.GPU.Name, o.out)
+	} else {
+		fmt.Fprintf(app.Stdout, "profile: %s (use --gpu %s --profiles %s)\n", o.out, res.GPU.Name, o.out)
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package perf_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// anchorFile is testdata/anchors.json: published measurements the engine is held to.
+type anchorFile struct {
+	About   string            `json:"about"`
+	Metrics map[string]string `json:"metrics"`
+	Anchors []anchor          `json:"anchors"`
+	// Excluded lists published figures looked at and not held, each with the reason.
+	Excluded []struct {
+		ID        string          `json:"id"`
+		Source    json.RawMessage `json:"source"`
+		Published string          `json:"published"`
+		Why       string          `json:"why"`
+	} `json:"excluded"`
+}
+
+type anchor struct {
+	ID         string   `json:"id"`
+	Categories []string `json:"categories"`
+	Source     struct {
+		Kind   string `json:"kind"`
+		Engine string `json:"engine"`
+		URL    string `json:"url"`
+		Table  string `json:"table"`
+		Row    string `json:"row"`
+	} `json:"source"`
+	Model       string `json:"model"`
+	GPU         string `json:"gpu"`
+	TP          int    `json:"tp"`
+	WeightDtype string `json:"weight_dtype"`
+	KVDtype     string `json:"kv_dtype"`
+	Workload    struct {
+		InputTokens  int     `json:"input_tokens"`
+		OutputTokens int     `json:"output_tokens"`
+		Requests     int     `json:"requests"`
+		Arrival      string  `json:"arrival"` // "offline": all at 0; "rate": evenly spaced at rate_per_s
+		RatePerS     float64 `json:"rate_per_s"`
+	} `json:"workload"`
+	Engine struct {
+		MaxNumSeqs          int     `json:"max_num_seqs"`
+		MaxNumBatchedTokens int     `json:"max_num_batched_tokens"`
+		GPUMemUtil          float64 `json:"gpu_memory_utilization"`
+		// Scheduler "guaranteed_no_evict" (TensorRT-LLM's policy) admits a request only when
+		// the KV blocks of its whole prompt and output are free, so nothing is preempted:
+		// the running batch is capped at the sequences of input + output tokens that fit.
+		Scheduler string `json:"scheduler"`
+	} `json:"engine"`
+	Metric    string  `json:"metric"`
+	Published float64 `json:"published"`
+	Tolerance float64 `json:"tolerance"` // relative: |simulated − published| / published
+	Note      string  `json:"note"`
+}
+
+func loadAnchors(t *testing.T) (anchorFile, *perf.Registry) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/anchors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f anchorFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		t.Fatalf("testdata/anchors.json: %v", err)
+	}
+	reg := perf.NewRegistry()
+	prof, err := os.ReadFile("testdata/anchor-profiles.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.LoadJSON(prof, "testdata/anchor-profiles.json"); err != nil {
+		t.Fatal(err)
+	}
+	return f, reg
+}
+
+// simulateAnchor runs the anchor's workload through refengine.Simulate on the virtual clock
+// and returns its metric.
+func simulateAnchor(a anchor, reg *perf.Registry) (float64, error) {
+	w := a.Workload
+	reqs := make([]refengine.SimRequest, w.Requests)
+	for i := range reqs {
+		var at time.Duration
+		if w.Arrival == "rate" {
+			at = time.Duration(float64(i) / w.RatePerS * float64(time.Second))
+		}
+		reqs[i] = refengine.SimRequest{ID: fmt.Sprintf("%s-%d", a.ID, i), Arrival: at,
+			PromptTokens: w.InputTokens, MaxTokens: w.OutputTokens, IgnoreEOS: true}
+	}
+	cfg := refengine.Config{Model: a.Model, GPU: a.GPU, TP: a.TP, WeightDtype: a.WeightDtype, KVDtype: a.KVDtype,
+		Profiles: reg, MaxNumSeqs: a.Engine.MaxNumSeqs, MaxNumBatchedTokens: a.Engine.MaxNumBatchedTokens,
+		GPUMemUtil: a.Engine.GPUMemUtil, DisablePrefixCaching: true, Seed: 1}
+	if a.Engine.Scheduler == "guaranteed_no_evict" {
+		fit, err := sequencesThatFit(a, reg, w.InputTokens+w.OutputTokens)
+		if err != nil {
+			return 0, err
+		}
+		cfg.MaxNumSeqs = min(cfg.MaxNumSeqs, fit)
+	} else if a.Engine.Scheduler != "" {
+		return 0, fmt.Errorf("unknown scheduler %q", a.Engine.Scheduler)
+	}
+	res, err := refengine.Simulate(reqs, cfg)
+	if err != nil {
+		return 0, err
+	}
+	var out int
+	var ttft, tpot float64
+	first, last := time.Duration(math.MaxInt64), time.Duration(0)
+	for i := range res.Timelines {
+		tl := &res.Timelines[i]
+		out += tl.OutputTokens
+		first = min(first, tl.Arrival)
+		last = max(last, tl.Finish)
+		ttft += tl.TTFT().Seconds()
+		if tl.OutputTokens > 1 {
+			tpot += (tl.E2E() - tl.TTFT()).Seconds() / float64(tl.OutputTokens-1)
+		}
+	}
+	n := float64(len(res.Timelines))
+	switch a.Metric {
+	case "output_tokens_per_s":
+		return float64(out) / (last - first).Seconds(), nil
+	case "request_output_tokens_per_s":
+		return float64(res.Timelines[0].OutputTokens) / res.Timelines[0].E2E().Seconds(), nil
+	case "ttft_ms":
+		return ttft / n * 1e3, nil
+	case "tpot_ms":
+		return tpot / n * 1e3, nil
+	}
+	return 0, fmt.Errorf("unknown metric %q", a.Metric)
+}
+
+// sequencesThatFit is how many sequences of tokens tokens the anchor's KV cache holds.
+func sequencesThatFit(a anchor, reg *perf.Registry, tokens int) (int, error) {
+	m, err := reg.Model(a.Model)
+	if err != nil {
+		return 0, err
+	}
+	g, err := reg.GPU(a.GPU)
+	if err != nil {
+		return 0, err
+	}
+	r, err := perf.New(perf.Config{Model: m, GPU: g, TP: a.TP, WeightDtype: a.WeightDtype, KVDtype: a.KVDtype,
+		GPUMemUtil: a.Engine.GPUMemUtil})
+	if err != nil {
+		return 0, err
+	}
+	return r.SequencesThatFit(tokens), nil
+}
+
+// TestAnchors simulates every published measurement in testdata/anchors.json and holds the
+// result within the anchor's stated tolerance. With -v it prints one Markdown table row per
+// anchor (the README's table is this output).
+func TestAnchors(t *testing.T) {
+	f, reg := loadAnchors(t)
+	if len(f.Anchors) < 12 {
+		t.Fatalf("%d anchors, want at least 12", len(f.Anchors))
+	}
+	seen := map[string]bool{}
+	t.Log("| anchor | source | published | simulated | error | tolerance |")
+	t.Log("|---|---|---:|---:|---:|---:|")
+	for _, a := range f.Anchors {
+		if seen[a.ID] {
+			t.Errorf("anchor %s: duplicate id", a.ID)
+		}
+		seen[a.ID] = true
+		if a.Source.URL == "" || a.Source.Table == "" || a.Source.Row == "" || !(a.Published > 0) ||
+			!(a.Tolerance > 0 && a.Tolerance <= 0.25) || a.Workload.Requests < 1 {
+			t.Errorf("anchor %s: needs a source url, table and row, a published value, a tolerance in (0, 0.25] and requests", a.ID)
+			continue
+		}
+		got, err := simulateAnchor(a, reg)
+		if err != nil {
+			t.Errorf("anchor %s: %v", a.ID, err)
+			continue
+		}
+		rel := (got - a.Published) / a.Published
+		t.Logf("| %s | %s, %s | %s | %s | %+.1f%% | ±%.0f%% |", a.ID, a.Source.Engine, a.Source.Table,
+			fmtMetric(a.Metric, a.Published), fmtMetric(a.Metric, got), rel*100, a.Tolerance*100)
+		if math.Abs(rel) > a.Tolerance {
+			t.Errorf("anchor %s: simulated %s, published %s (%s): error %+.1f%% exceeds ±%.0f%%",
+				a.ID, fmtMetric(a.Metric, got), fmtMetric(a.Metric, a.Published), a.Source.Row, rel*100, a.Tolerance*100)
+		}
+	}
+	for _, want := range []string{"batch-1 decode", "high-batch throughput", "prefill throughput", "ttft vs prompt length",
+		"fp8", "int4 weight-only", "tensor parallel", "moe", "h100", "h200", "a100"} {
+		found := false
+		for _, a := range f.Anchors {
+			for _, c := range a.Categories {
+				found = found || c == want
+			}
+		}
+		if !found {
+			t.Errorf("no anchor covers %q", want)
+		}
+	}
+	for _, tp := range []int{2, 4, 8} {
+		found := false
+		for _, a := range f.Anchors {
+			found = found || (a.TP == tp && strings.Contains(a.Model, "70b"))
+		}
+		if !found {
+			t.Errorf("no 70B anchor at TP=%d", tp)
+		}
+	}
+}
+
+func fmtMetric(metric string, v float64) string {
+	switch metric {
+	case "output_tokens_per_s", "request_output_tokens_per_s":
+		return fmt.Sprintf("%.1f tok/s", v)
+	}
+	return fmt.Sprintf("%.2f ms", v)
+}
