@@ -90,7 +90,7 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
 	fs.IntVar(&o.selfCheck, "self-check", 0, "run N A/A experiments of the embedded engine (arm A's configuration on both arms, --repeats 3 unless given) and report how many showed no labels and passed the gate; exit 1 when fewer than 9 in 10 did")
 	fs.IntVar(&o.warmupRequests, "warmup-requests", 8, "requests sent to each arm before measuring (discarded; 0 = none)")
 	fs.StringVar(&o.failOn, "fail-on", "", "regression rules for B vs A, as in compare")
-	fs.StringVar(&o.format, "format", "text", "output: text, markdown, json")
+	fs.StringVar(&o.format, "format", "text", comparisonFormatHelp)
 	fs.IntVar(&o.resamples, "resamples", 2000, "bootstrap resamples")
 	fs.BoolVar(&o.keepTemperature, "keep-temperature", false, "send requests without a temperature as they are instead of at temperature 0")
 	o.target = addTargetFlags(fs)
@@ -118,6 +118,12 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	}
 	if o.aName == o.bName {
 		return 2, fmt.Errorf("--a-name and --b-name must differ")
+	}
+	if err := checkComparisonFormat(o.format); err != nil {
+		return 2, err
+	}
+	if f := o.fs.Lookup("repeat"); f != nil && f.Changed {
+		return 2, fmt.Errorf("--repeat replays the trace N times inside one run; ab's unit is the run: use --repeats N for N interleaved runs per arm (what its intervals need)")
 	}
 	repeats, auto, err := parseRepeats(o.repeats, o.maxRepeats)
 	if err != nil {
@@ -251,6 +257,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		cfg.TimeScale = o.load.timeScale
 		timeScale = o.load.timeScale
 		info.TimeScale = timeScale
+		info.EngineSeed = cfg.Seed
 		eng, err := engineadapter.StartEmbedded(cfg)
 		if err != nil {
 			return runner.Arm{}, nil, err

@@ -68,7 +68,7 @@ Exit status: 0 no regression, 1 regression, 2 usage or data error (including dif
 	fs.StringSliceVar(&o.base, "base", nil, "base results directories (pooled)")
 	fs.StringSliceVar(&o.cand, "cand", nil, "candidate results directories (pooled)")
 	fs.StringVar(&o.failOn, "fail-on", "", `regression rules, e.g. 'ttft.p95>+5%,tpot.p50>+3%,goodput<-2%' (see "llmbench compare --list-metrics")`)
-	fs.StringVar(&o.format, "format", "text", "output: text, markdown, json")
+	fs.StringVar(&o.format, "format", "text", comparisonFormatHelp)
 	fs.StringVar(&o.html, "html", "", "also write the HTML comparison report to this file")
 	fs.IntVar(&o.resamples, "resamples", 2000, "bootstrap resamples")
 	fs.Uint64Var(&o.seed, "bootstrap-seed", 1, "bootstrap seed (fixed so the gate is reproducible)")
@@ -90,6 +90,12 @@ Exit status: 0 no regression, 1 regression, 2 usage or data error (including dif
 }
 
 func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
+	if err := checkComparisonFormat(o.format); err != nil {
+		return 2, err
+	}
+	if o.echartsJS != "" && o.html == "" {
+		return 2, fmt.Errorf("--echarts-js is inlined into the HTML report; it does nothing without --html FILE")
+	}
 	thresholds, err := metrics.ParseFailOn(o.failOn)
 	if err != nil {
 		return 2, fmt.Errorf("--fail-on: %w", err)
@@ -141,7 +147,7 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 // writeComparison prints c in the chosen format and optionally writes the HTML report.
 func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJS string, pairs *reports.RequestPairs) error {
 	switch format {
-	case "text", "":
+	case "text", "terminal", "":
 		if err := reports.WriteComparisonTerminal(app.Stdout, c); err != nil {
 			return err
 		}
@@ -156,7 +162,7 @@ func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJ
 			return err
 		}
 	default:
-		return fmt.Errorf("--format %q: want text, markdown or json", format)
+		return checkComparisonFormat(format)
 	}
 	if htmlPath != "" {
 		f, err := os.Create(htmlPath)
@@ -180,4 +186,17 @@ func label(dirs []string) string {
 		return dirs[0]
 	}
 	return fmt.Sprintf("%s (+%d more)", dirs[0], len(dirs)-1)
+}
+
+// comparisonFormatHelp is the --format help of compare and ab.
+const comparisonFormatHelp = "output: text (alias terminal), markdown (alias md), json"
+
+// checkComparisonFormat refuses a --format that writeComparison cannot print, before any
+// work is done (an A/B takes minutes).
+func checkComparisonFormat(format string) error {
+	switch format {
+	case "text", "terminal", "", "markdown", "md", "json":
+		return nil
+	}
+	return fmt.Errorf("--format %q: want text (alias terminal), markdown (alias md) or json", format)
 }

@@ -41,6 +41,22 @@ func TestFlagAudit(t *testing.T) {
 		// report
 		{"report echarts with terminal output", []string{"report", t.TempDir(), "--format", "terminal", "--echarts-js", "e.js"}, "--echarts-js"},
 		{"report prices twice", []string{"report", t.TempDir(), "--price-input", "1", "--gpu-hour-cost", "2"}, "--gpu-hour-cost"},
+		// compare
+		{"compare echarts without html", []string{"compare", t.TempDir(), t.TempDir(), "--echarts-js", "e.js"}, "--echarts-js"},
+		{"compare unknown format", []string{"compare", t.TempDir(), t.TempDir(), "--format", "yaml"}, "--format"},
+		// ab
+		{"ab repeat instead of repeats", []string{"ab", "--trace", tr, "--repeat", "3"}, "--repeats"},
+		{"ab unknown format", []string{"ab", "--trace", tr, "--format", "html"}, "--format"},
+		// sweep
+		{"sweep closed-loop concurrency", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--concurrency", "4"}, "--by-concurrency"},
+		{"sweep rate scale", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--rate-scale", "2"}, "--rate-scale"},
+		{"sweep points and start", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--points", "2,4", "--start", "3"}, "--start"},
+		{"sweep points and precision", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--points", "2,4", "--precision", "0.1"}, "--precision"},
+		{"sweep points and max points", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--points", "2,4", "--max-points", "3"}, "--max-points"},
+		{"sweep simulate time scale", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--time-scale", "4"}, "--time-scale"},
+		{"sweep simulate wire", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--wire", "tgi"}, "--wire"},
+		{"sweep simulate timeout", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--timeout-idle", "5s"}, "--timeout-idle"},
+		{"sweep simulate HTTP faults", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--faults", "status-503=0.1"}, "status-503"},
 		// gen
 		{"gen rate-end without a ramp", []string{"gen", "--rate-end", "4"}, "--rate-end"},
 		{"gen print-spec with out", []string{"gen", "--print-spec", "--out", "x.jsonl"}, "--out"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
@@ -35,6 +36,7 @@ type sweepOptions struct {
 	metrics     *metricFlags
 	output      *outputFlags
 	engine      *engineFlags
+	fs          *pflag.FlagSet
 }
 
 func newSweepCmd(app *App) *cobra.Command {
@@ -53,6 +55,7 @@ engine's virtual clock (seconds, no HTTP).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), app, o) },
 	}
 	fs := cmd.Flags()
+	o.fs = fs
 	o.traceFlags = addTraceFlags(fs)
 	fs.StringVar(&o.points, "points", "", "measure exactly these loads (comma-separated req/s or concurrencies) instead of searching")
 	fs.Float64Var(&o.start, "start", 0, "first load of the search (default: the trace's own rate, or concurrency 1)")
@@ -91,6 +94,9 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	}
 	if o.simulate && o.tgt.endpoint != "" {
 		return fmt.Errorf("--simulate runs the reference engine; it does not take --endpoint")
+	}
+	if err := o.refuseIdleFlags(); err != nil {
+		return err
 	}
 	var points []float64
 	if o.points != "" {
@@ -163,7 +169,11 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
 		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start,
 		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
-		OnPoint: func(load float64) { fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency)) },
+		OnPoint: func(load float64) {
+			if !o.output.noProgress { // a sweep's progress is a line per point
+				fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency))
+			}
+		},
 	}, produce)
 	if res != nil {
 		printSweep(app, res)
@@ -221,4 +231,56 @@ func printSweep(app *App, r *runner.SweepResult) {
 		}
 		fmt.Fprintf(app.Stdout, "\ncapacity: none found (%s); try a lower --start\n", reason)
 	}
+}
+
+// sweepSetsLoad are the load flags a sweep sets itself for each point.
+var sweepSetsLoad = map[string]string{
+	"concurrency": "sweep sets each point's load: --by-concurrency sweeps concurrency",
+	"rate-scale":  "sweep sets each point's rate: --start, --points or the search choose it",
+}
+
+// searchOnly are the flags of the capacity search, which --points replaces.
+var searchOnly = []string{"start", "precision", "max-points"}
+
+// httpOnlySweep are the flags that act on HTTP requests, the client or its display: a
+// --simulate sweep runs on the virtual clock, where they do nothing.
+var httpOnlySweep = []string{"api", "api-key-env", "backend", "ca-cert", "duration", "grace", "header",
+	"insecure", "max-concurrency", "max-line-bytes", "max-requests", "no-stream", "repeat",
+	"time-scale", "timeout-connect", "timeout-first-token", "timeout-idle", "timeout-total", "tokenizer",
+	"wire", "reasoning"}
+
+// refuseIdleFlags makes a flag that would do nothing in this sweep an error that says why.
+func (o *sweepOptions) refuseIdleFlags() error {
+	changed := func(n string) bool { f := o.fs.Lookup(n); return f != nil && f.Changed }
+	for _, n := range []string{"concurrency", "rate-scale"} {
+		if changed(n) {
+			return fmt.Errorf("--%s: %s", n, sweepSetsLoad[n])
+		}
+	}
+	if o.points != "" {
+		for _, n := range searchOnly {
+			if changed(n) {
+				return fmt.Errorf("--%s steers the capacity search, which --points replaces (it measures exactly the loads given): drop one of them", n)
+			}
+		}
+	}
+	if o.simulate {
+		for _, n := range httpOnlySweep {
+			if changed(n) {
+				return fmt.Errorf("--%s acts on HTTP requests or the client; --simulate runs the points on the virtual clock, where it does nothing", n)
+			}
+		}
+		if o.engine.faults != "" {
+			cfg, err := o.engine.config()
+			if err != nil {
+				return err
+			}
+			http := cfg.Faults
+			http.EarlyEOS, http.Seed, http.From, http.Until = 0, 0, 0, 0
+			if h := http.String(); h != "" {
+				return fmt.Errorf("--faults %s act on HTTP streams and do not apply to --simulate (only early-eos does)", h)
+			}
+		}
+	}
+	return nil
 }
