@@ -38,10 +38,11 @@ const (
 	sfMaxGap
 	sfNorm
 	sfFluid
+	sfTTFAT
 	nScalarFam
 )
 
-var scalarFamIdx = map[string]int{"ttft": sfTTFT, "tpot": sfTPOT, "e2e": sfE2E, "queue": sfQueue, "max_gap": sfMaxGap, "normalized": sfNorm, "fluidity": sfFluid}
+var scalarFamIdx = map[string]int{"ttft": sfTTFT, "tpot": sfTPOT, "e2e": sfE2E, "queue": sfQueue, "max_gap": sfMaxGap, "normalized": sfNorm, "fluidity": sfFluid, "ttfat": sfTTFAT}
 
 const (
 	bfITL = iota
@@ -165,6 +166,9 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 	toMs := func(ns int64) float64 { return float64(ns) / 1e6 }
 	if r.FirstToken > 0 {
 		v.sc[sfTTFT] = toMs(r.FirstToken - r.Intended)
+	}
+	if ns, ok := ttfatNs(r); ok {
+		v.sc[sfTTFAT] = toMs(ns)
 	}
 	if r.End > 0 {
 		v.sc[sfE2E] = toMs(r.End - r.Intended)

@@ -144,6 +144,9 @@ var families = [nHist]Family{
 		Short: "Fluidity", Title: "Fluidity index", What: "share of a request's token deadlines met (Metron's fluidity index)"},
 	{Name: "lag", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageSummaryOnly,
 		Short: "Schedule lag", Title: "Client schedule lag", What: "actual minus intended send time: the client's own health"},
+	{Name: "ttfat", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageHistogram,
+		Short: "TTFAT", Title: "Time to first answer token",
+		What: "of requests that reasoned first: time to the first answer token (content or tool call), from the intended send time"},
 }
 
 // scalars are the per-run metrics, in report order.

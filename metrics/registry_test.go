@@ -22,6 +22,9 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 		}
 		r := timeline(fmt.Sprintf("r%03d", i), float64(i)*50, 100+float64(i%9)*10, gaps, toks)
 		r.Sent += int64(i%3) * msNs // queued behind a concurrency slot
+		if i%4 == 1 { // a reasoning request: its first three chunks were reasoning
+			r.ReasoningChunks, r.ReasoningTokens, r.FirstAnswer = 3, 3*int(toks[0]+toks[1]+toks[2])/3, r.Chunks[3].T
+		}
 		if i%13 == 5 {
 			r.Failure, r.Status, r.Chunks, r.FirstToken = FailHTTP5xx, 503, nil, 0
 		}
@@ -32,7 +35,7 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 
 func TestRegistryOrderMatchesHistogramIndices(t *testing.T) {
 	want := map[int]string{hTTFT: "ttft", hTPOT: "tpot", hITL: "itl", hITLChunk: "itl_chunk", hE2E: "e2e", hQueue: "queue",
-		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag"}
+		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat"}
 	if len(want) != nHist {
 		t.Fatalf("the test lists %d histograms, the package %d", len(want), nHist)
 	}

@@ -25,6 +25,7 @@ const (
 	hTPC
 	hFluid
 	hLag
+	hTTFAT
 	nHist
 )
 
@@ -258,6 +259,9 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if r.FirstToken > 0 {
 		g.h[hTTFT].recordNs(r.FirstToken - r.Intended)
 	}
+	if ns, ok := ttfatNs(r); ok {
+		g.h[hTTFAT].recordNs(ns)
+	}
 	if r.End > 0 {
 		g.h[hE2E].recordNs(r.End - r.Intended)
 		if r.OutputTokens > 0 {
@@ -447,7 +451,7 @@ func (s *summarizer) build() (*Summary, error) {
 	if err := encodeGroup(sum.Histograms, "", h); err != nil {
 		return nil, err
 	}
-	sum.Reasoning = h.wire.reasoning()
+	sum.Reasoning = h.wire.reasoning(h.h[hTTFAT])
 	if err := h.wire.encodeReasoning(sum.Histograms, ""); err != nil {
 		return nil, err
 	}

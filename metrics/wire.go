@@ -12,7 +12,7 @@ type wireGroup struct {
 	// Reasoning requests (Record.ReasoningTokens or ReasoningChunks > 0).
 	reasoningReqs                  int
 	reasoningTokens, answerTokens  int64
-	ttfat, itlReasoning, itlAnswer *hist
+	itlReasoning, itlAnswer *hist
 }
 
 // Reasoning summarizes the successful requests whose output began with reasoning (a
@@ -37,16 +37,13 @@ func (w *wireGroup) addReasoning(r *Record) {
 	if r.ReasoningTokens <= 0 && r.ReasoningChunks <= 0 {
 		return
 	}
-	if w.ttfat == nil {
-		w.ttfat, w.itlReasoning, w.itlAnswer = newHist(), newHist(), newHist()
+	if w.itlReasoning == nil {
+		w.itlReasoning, w.itlAnswer = newHist(), newHist()
 	}
 	w.reasoningReqs++
 	rt := int64(min(r.ReasoningTokens, r.OutputTokens))
 	w.reasoningTokens += rt
 	w.answerTokens += int64(r.OutputTokens) - rt
-	if r.FirstAnswer > 0 {
-		w.ttfat.recordNs(r.FirstAnswer - r.Intended)
-	}
 	split := min(r.ReasoningChunks, len(r.Chunks))
 	for i, c := range r.Chunks {
 		h := w.itlAnswer
@@ -60,25 +57,26 @@ func (w *wireGroup) addReasoning(r *Record) {
 	}
 }
 
-// reasoning is the group's Reasoning block, nil without reasoning requests.
-func (w *wireGroup) reasoning() *Reasoning {
+// reasoning is the group's Reasoning block, nil without reasoning requests; ttfat is the
+// group's TTFAT histogram (the registry's "ttfat" family, recorded in summarizer.add).
+func (w *wireGroup) reasoning(ttfat *hist) *Reasoning {
 	if w.reasoningReqs == 0 {
 		return nil
 	}
 	return &Reasoning{
 		Requests: w.reasoningReqs, ReasoningTokens: w.reasoningTokens, AnswerTokens: w.answerTokens,
-		TTFAT: w.ttfat.dist(scaleMicrosToMs), ITLReasoning: w.itlReasoning.dist(scaleMicrosToMs),
+		TTFAT: ttfat.dist(scaleMicrosToMs), ITLReasoning: w.itlReasoning.dist(scaleMicrosToMs),
 		ITLAnswer: w.itlAnswer.dist(scaleMicrosToMs),
 	}
 }
 
-// encodeReasoning adds the reasoning histograms to dst ("ttfat", "itl_reasoning",
-// "itl_answer"), mergeable like the others.
+// encodeReasoning adds the per-phase ITL histograms to dst ("itl_reasoning", "itl_answer"),
+// mergeable like the others ("ttfat" is a registry family, encoded with the group's).
 func (w *wireGroup) encodeReasoning(dst map[string]string, prefix string) error {
 	if w.reasoningReqs == 0 {
 		return nil
 	}
-	for name, h := range map[string]*hist{"ttfat": w.ttfat, "itl_reasoning": w.itlReasoning, "itl_answer": w.itlAnswer} {
+	for name, h := range map[string]*hist{"itl_reasoning": w.itlReasoning, "itl_answer": w.itlAnswer} {
 		if h.count() == 0 {
 			continue
 		}
@@ -147,4 +145,14 @@ func (s *summarizer) usageRejectedWarning(r Requests) []string {
 	}
 	return []string{fmt.Sprintf("token counts: the server's usage of %d requests is not a plausible token count and was not used for counting (the client's own count was); first: %s",
 		r.UsageRejected, s.head.wire.rejectExample)}
+}
+
+// ttfatNs is a reasoning request's time to its first answer token (the registry's "ttfat"),
+// from the intended send time; ok is false for a request that did not reason first or
+// produced no answer.
+func ttfatNs(r *Record) (int64, bool) {
+	if !r.OK() || r.FirstAnswer <= 0 || (r.ReasoningTokens <= 0 && r.ReasoningChunks <= 0) {
+		return 0, false
+	}
+	return r.FirstAnswer - r.Intended, true
 }
