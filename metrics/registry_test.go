@@ -22,7 +22,7 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 		}
 		r := timeline(fmt.Sprintf("r%03d", i), float64(i)*50, 100+float64(i%9)*10, gaps, toks)
 		r.Sent += int64(i%3) * msNs // queued behind a concurrency slot
-		if i%4 == 1 { // a reasoning request: its first three chunks were reasoning
+		if i%4 == 1 {               // a reasoning request: its first three chunks were reasoning
 			r.ReasoningChunks, r.ReasoningTokens, r.FirstAnswer = 3, 3*int(toks[0]+toks[1]+toks[2])/3, r.Chunks[3].T
 		}
 		if i%13 == 5 {

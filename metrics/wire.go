@@ -10,9 +10,9 @@ type wireGroup struct {
 	rejectExample string // the first UsageRejected reason seen
 
 	// Reasoning requests (Record.ReasoningTokens or ReasoningChunks > 0).
-	reasoningReqs                  int
-	reasoningTokens, answerTokens  int64
-	itlReasoning, itlAnswer *hist
+	reasoningReqs                 int
+	reasoningTokens, answerTokens int64
+	itlReasoning, itlAnswer       *hist
 }
 
 // Reasoning summarizes the successful requests whose output began with reasoning (a
