@@ -60,46 +60,15 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	if len(base) == 0 || len(cand) == 0 {
 		return nil, errors.New("compare: each side needs at least one result set")
 	}
-	if opts.Resamples <= 0 {
-		opts.Resamples = DefaultResamples
-	}
-	if opts.Confidence <= 0 || opts.Confidence >= 1 {
-		opts.Confidence = DefaultConfidence
-	}
-	if opts.BaseLabel == "" {
-		opts.BaseLabel = "base"
-	}
-	if opts.CandLabel == "" {
-		opts.CandLabel = "cand"
-	}
+	opts = opts.withDefaults()
 	specs, err := compileMetrics(opts.Metrics, opts.Thresholds)
 	if err != nil {
 		return nil, err
 	}
-
-	sopts := opts.Summary
-	baseSum, err := Summarize(MultiSource(base...), sopts)
+	baseSum, candSum, full, err := summarizeSides(base, cand, opts)
 	if err != nil {
-		return nil, fmt.Errorf("base: %w", err)
+		return nil, err
 	}
-	relative := sopts.StallThreshold <= 0
-	baseDeadlines(&sopts, baseSum)
-	candSum, err := Summarize(MultiSource(cand...), sopts)
-	if err != nil {
-		return nil, fmt.Errorf("cand: %w", err)
-	}
-	if relative {
-		rule := baseSum.Stalls.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
-		baseSum.Stalls.ThresholdRule, candSum.Stalls.ThresholdRule = rule, rule
-		for _, cs := range candSum.ByClass {
-			cs.Stalls.ThresholdRule = rule
-		}
-		for _, cs := range baseSum.ByClass {
-			cs.Stalls.ThresholdRule = rule
-		}
-	}
-	full := sopts.withDefaults()
-
 	bd, err := loadSide(base, &full)
 	if err != nil {
 		return nil, fmt.Errorf("base: %w", err)
@@ -126,6 +95,87 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	}
 	cmp.Equivalence = equivalence(bd, cd)
 
+	bd, cd, pairs := pairSides(cmp, bd, cd, opts)
+	bp := planBlocks(bd)
+	cp := bp
+	if !cmp.Paired {
+		cp = planBlocks(cd)
+	}
+	cmp.Method = varianceMethod(bd.runs, cd.runs, &bp, &cp, cmp.Paired, pairs, opts)
+	cmp.Multiplicity = MultiplicityHolm
+	cmp.BlockLength = bp.length
+
+	cmp.Metrics = metricDeltas(bd, cd, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
+	runs := max(bd.runs, cd.runs)
+	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
+	if bd.runs < 2 && cd.runs < 2 {
+		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --repeats, or several result sets per side) for decisions that hold up on a rerun")
+	}
+	cmp.Regressions = []string{}
+	for _, md := range cmp.Metrics {
+		if md.Verdict == VerdictRegressed {
+			cmp.Regressed = true
+			cmp.Regressions = append(cmp.Regressions, md.Name)
+		}
+	}
+
+	cmp.Base = side(opts.BaseLabel, len(base), bd, baseSum)
+	cmp.Cand = side(opts.CandLabel, len(cand), cd, candSum)
+	if err := overlayCDFs(cmp, baseSum, candSum); err != nil {
+		return nil, err
+	}
+	return cmp, nil
+}
+
+// withDefaults fills the zero fields of o with their documented defaults.
+func (o CompareOptions) withDefaults() CompareOptions {
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	if o.Confidence <= 0 || o.Confidence >= 1 {
+		o.Confidence = DefaultConfidence
+	}
+	if o.BaseLabel == "" {
+		o.BaseLabel = "base"
+	}
+	if o.CandLabel == "" {
+		o.CandLabel = "cand"
+	}
+	return o
+}
+
+// summarizeSides summarizes both sides with the same options: a relative stall threshold and
+// derived fluidity deadlines are resolved on the base side and applied to both, so the same
+// gap is a stall on either side. full is the options both sides' records are loaded with.
+func summarizeSides(base, cand []Source, opts CompareOptions) (baseSum, candSum *Summary, full Options, err error) {
+	sopts := opts.Summary
+	baseSum, err = Summarize(MultiSource(base...), sopts)
+	if err != nil {
+		return nil, nil, full, fmt.Errorf("base: %w", err)
+	}
+	relative := sopts.StallThreshold <= 0
+	baseDeadlines(&sopts, baseSum)
+	candSum, err = Summarize(MultiSource(cand...), sopts)
+	if err != nil {
+		return nil, nil, full, fmt.Errorf("cand: %w", err)
+	}
+	if relative {
+		rule := baseSum.Stalls.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
+		baseSum.Stalls.ThresholdRule, candSum.Stalls.ThresholdRule = rule, rule
+		for _, cs := range candSum.ByClass {
+			cs.Stalls.ThresholdRule = rule
+		}
+		for _, cs := range baseSum.ByClass {
+			cs.Stalls.ThresholdRule = rule
+		}
+	}
+	return baseSum, candSum, sopts.withDefaults(), nil
+}
+
+// pairSides decides whether the comparison is paired by request id (sets cmp.Paired and
+// cmp.MatchedIDs, and warns when ids match only in part) and, when it is, keeps only the
+// matched ids on both sides. It returns the sides to compare and how many ids matched.
+func pairSides(cmp *Comparison, bd, cd *sideData, opts CompareOptions) (*sideData, *sideData, int) {
 	pairs := matchUnits(bd, cd)
 	larger := max(len(bd.units), len(cd.units))
 	cmp.MatchedIDs = len(pairs)
@@ -138,26 +188,23 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("%d request ids appear on one side only; the paired metrics use the %d that appear on both", larger-len(pairs), len(pairs)))
 	}
 	cmp.Paired = paired
-
 	if paired {
 		bd = bd.restrict(pairs, 0)
 		cd = cd.restrict(pairs, 1)
 	}
-	bp := planBlocks(bd)
-	cp := bp
-	if !paired {
-		cp = planBlocks(cd)
-	}
-	cmp.Method = varianceMethod(bd.runs, cd.runs, &bp, &cp, paired, len(pairs), opts)
-	cmp.Multiplicity = MultiplicityHolm
-	cmp.BlockLength = bp.length
+	return bd, cd, len(pairs)
+}
 
+// metricDeltas computes every metric's change with its interval, by the method its kind
+// calls for: per-run scalars from the spread between runs, proportions from score intervals
+// on effective sample sizes, everything else from the two-level bootstrap.
+func metricDeltas(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired, baseSpread, candSpread bool, opts CompareOptions) []MetricDelta {
 	baseVals := bd.eval(specs, nil, bd.window)
 	candVals := cd.eval(specs, nil, cd.window)
-	deltas := bootstrap(bd, cd, &bp, &cp, specs, paired, opts)
+	deltas := bootstrap(bd, cd, bp, cp, specs, paired, opts)
 	factor := runFactor(bd.runs, cd.runs)
 	df := bootDF(bd.runs, cd.runs, min(bp.blocks, cp.blocks))
-
+	out := make([]MetricDelta, 0, len(specs))
 	for i, sp := range specs {
 		md := MetricDelta{Name: sp.info.Name, Unit: sp.info.Unit, Better: sp.info.Better, Base: baseVals[i], Cand: candVals[i]}
 		bs, cs := bd.spread(sp), cd.spread(sp)
@@ -165,8 +212,8 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		case perRunScalar(sp.info.Name):
 			finishPerRun(&md, bs.Values, cs.Values, opts.Confidence)
 		case isProportion(sp.info.Name) && !math.IsNaN(md.Base) && !math.IsNaN(md.Cand):
-			pb, okB := proportionSide(bd, &bp, sp.info.Name)
-			pc, okC := proportionSide(cd, &cp, sp.info.Name)
+			pb, okB := proportionSide(bd, bp, sp.info.Name)
+			pc, okC := proportionSide(cd, cp, sp.info.Name)
 			if okB && okC {
 				finishProportion(&md, pb, pc, opts.Confidence)
 			} else {
@@ -175,31 +222,19 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		default:
 			finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples, factor, df)
 		}
-		if len(base) > 1 {
+		if baseSpread {
 			md.BaseSpread = bs
 		}
-		if len(cand) > 1 {
+		if candSpread {
 			md.CandSpread = cs
 		}
-		cmp.Metrics = append(cmp.Metrics, md)
+		out = append(out, md)
 	}
-	runs := max(bd.runs, cd.runs)
-	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
-	if bd.runs < 2 && cd.runs < 2 {
-		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --repeats, or several result sets per side) for decisions that hold up on a rerun")
-	}
-	for _, md := range cmp.Metrics {
-		if md.Verdict == VerdictRegressed {
-			cmp.Regressed = true
-			cmp.Regressions = append(cmp.Regressions, md.Name)
-		}
-	}
-	if cmp.Regressions == nil {
-		cmp.Regressions = []string{}
-	}
+	return out
+}
 
-	cmp.Base = side(opts.BaseLabel, len(base), bd, baseSum)
-	cmp.Cand = side(opts.CandLabel, len(cand), cd, candSum)
+// overlayCDFs adds both sides' CDFs of every overlay family (the comparison report's charts).
+func overlayCDFs(cmp *Comparison, baseSum, candSum *Summary) error {
 	for _, f := range families {
 		if !f.Overlay {
 			continue
@@ -207,11 +242,11 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		b, errB := histDist(baseSum, f.Name)
 		c, errC := histDist(candSum, f.Name)
 		if errB != nil || errC != nil {
-			return nil, errors.Join(errB, errC)
+			return errors.Join(errB, errC)
 		}
 		cmp.CDFs[f.Name] = CDFPair{Unit: f.Unit, Base: b.CDF, Cand: c.CDF}
 	}
-	return cmp, nil
+	return nil
 }
 
 func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
