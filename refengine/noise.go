@@ -45,7 +45,7 @@ var NoisePresets = map[string]string{
 }
 
 // Enabled reports whether n changes any step time.
-func (n Noise) Enabled() bool { return n.Jitter > 0 || n.Drift > 0 || (n.Pause > 0 && n.PauseFor > 0) }
+func (n Noise) Enabled() bool { return n.Jitter > 0 || n.Drift > 0 || n.Pause > 0 }
 
 // ParseNoise parses a noise spec: a preset ("realistic", "off") or comma-separated items
 // jitter=P, drift=P[:PERIOD], pause=P[:DURATION], seed=N, where P is a fraction such as 0.02
@@ -66,7 +66,7 @@ func ParseNoise(spec string) (Noise, error) {
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
 		if item == "" || !ok {
-			return Noise{}, fmt.Errorf("engine noise %q: item %d %q: want key=value with key jitter, drift, pause or seed, or a preset (realistic, off)", truncate(spec, 80), i+1, truncate(item, 40))
+			return Noise{}, fmt.Errorf("engine noise: item %d %q: want key=value with key jitter, drift, pause or seed, or a preset (realistic, off)", i+1, truncate(item, 40))
 		}
 		if seen[key] {
 			return Noise{}, fmt.Errorf("engine noise: %q is given twice", key)
@@ -94,6 +94,9 @@ func ParseNoise(spec string) (Noise, error) {
 				if err != nil || d <= 0 {
 					return Noise{}, fmt.Errorf("engine noise: %s=%q: the duration after ':' must be positive, like 20ms", key, truncate(val, 40))
 				}
+			}
+			if p == 0 {
+				d = 0 // a share of 0 is off: its duration means nothing (and String leaves it out)
 			}
 			switch key {
 			case "jitter":
