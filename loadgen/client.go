@@ -310,7 +310,11 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	defer tm.stop()
 	rec.Sent = c.now()
 	tm.total = arm(to.Total, cancel, errTimeoutTotal)
-	tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
+	if c.target.Stream {
+		// A non-streaming response's headers come with the whole generation: there the dial
+		// and TLS timeouts bound connecting, and FirstToken bounds the wait for the answer.
+		tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
+	}
 	tm.first = arm(to.FirstToken, cancel, errTimeoutFirst)
 
 	resp, err := c.hc.Do(req)

@@ -20,8 +20,10 @@ var CPUs = runtime.GOMAXPROCS(0)
 // secrets"). Each produces its own failure kind. Only generated text counts as output:
 // role-only chunks, empty deltas, usage chunks and comments keep no timer from firing.
 type Timeouts struct {
-	// Connect bounds the time from sending to the response headers (metrics.FailTimeoutConnect;
-	// a dial that fails outright is metrics.FailConnect).
+	// Connect bounds the dial and TLS handshake and, for a streaming request, the time from
+	// sending to the response headers (metrics.FailTimeoutConnect; a dial that fails outright
+	// is metrics.FailConnect). A non-streaming response's headers arrive with the whole
+	// generation, so FirstToken bounds that wait instead.
 	Connect time.Duration
 	// FirstToken bounds the time from sending to the first generated text
 	// (metrics.FailTimeoutFirst).

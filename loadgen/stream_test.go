@@ -157,6 +157,27 @@ func TestNonStreaming(t *testing.T) {
 	}
 }
 
+// TestNonStreamingLongGeneration: a non-streaming answer's headers come after the whole
+// generation, so the connect timeout (time to headers of a stream) must not cut it; the
+// first-token timeout bounds it instead.
+func TestNonStreamingLongGeneration(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // a generation longer than the connect timeout
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","choices":[{"index":0,"text":" a b c","finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":3}}`)
+	})
+	tg := target(srv.URL)
+	tg.Stream = false
+	tg.Timeouts = Timeouts{Connect: 20 * time.Millisecond, FirstToken: time.Minute}
+	if rec := runOne(t, Options{Target: tg}, oneReq("a", 3)); !rec.OK() || rec.OutputTokens != 3 {
+		t.Fatalf("a 300 ms generation under a 20 ms connect timeout: %s %q", rec.Failure, rec.Error)
+	}
+	tg.Timeouts = Timeouts{Connect: 20 * time.Millisecond, FirstToken: 50 * time.Millisecond}
+	if rec := runOne(t, Options{Target: tg}, oneReq("b", 3)); rec.Failure != metrics.FailTimeoutFirst {
+		t.Fatalf("first-token timeout of 50 ms on a 300 ms answer: %s %q", rec.Failure, rec.Error)
+	}
+}
+
 func TestDiscoverModel(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/models" {
