@@ -18,7 +18,7 @@ fuzztime=${FUZZTIME:-4s}
 # fuzzer's instrumentation more) reach only a handful of executions in a short run, most of it
 # spent minimizing the first interesting inputs; they get $FUZZTIME_SLOW instead (measured on
 # 2 cores: FuzzSummarize 6 executions in 2 s, about 1,500 in 12 s).
-slow_targets=" FuzzSummarize FuzzParseSummary "
+slow_targets=" FuzzSummarize FuzzParseSummary FuzzOpenFile "
 slowtime=${FUZZTIME_SLOW:-12s}
 # Per-target wall limit in seconds (a hung target is killed and counts as a failure).
 limit=${FUZZ_TARGET_TIMEOUT:-180}
