@@ -293,22 +293,20 @@ func firstOf(m map[string]string, keys ...string) string {
 	return ""
 }
 
-// traceFingerprint identifies the traffic a run replayed: the summary's own trace fingerprint
-// when it has one, else a hash of the workload facts it records (request count, duration,
-// rate, burstiness, length distributions, classes, prefix reuse), else of the trace's file
-// name and request count. Two runs of the same trace and rate scale get the same fingerprint
-// on any machine.
+// traceFingerprint identifies the traffic a run replayed: the digest of the summary's own
+// trace fingerprint (run.trace_fingerprint, with the rate scale when it is not 1, since the
+// same trace at another rate is other traffic), else a hash of the workload facts it records
+// (request count, duration, rate, burstiness, length distributions, classes, prefix reuse),
+// else of the trace's file name and request count. Two runs of the same trace and rate scale
+// get the same fingerprint on any machine.
 func traceFingerprint(s *metrics.Summary, raw []byte) string {
-	var given struct {
-		TraceFingerprint string `json:"trace_fingerprint"`
-		Run              struct {
-			TraceFingerprint string `json:"trace_fingerprint"`
-		} `json:"run"`
+	if fp := s.Run.TraceFingerprint; fp != nil && fp.Digest != "" {
+		if rs := s.Run.RateScale; rs != 0 && rs != 1 {
+			return fmt.Sprintf("%s×%g", fp.Digest, rs)
+		}
+		return fp.Digest
 	}
-	_ = json.Unmarshal(raw, &given)
-	if fp := firstNonEmpty(given.Run.TraceFingerprint, given.TraceFingerprint); fp != "" {
-		return fp
-	}
+
 	h := sha256.New()
 	if s.Workload != nil {
 		// encoding/json writes map keys sorted, so the same facts give the same bytes.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	// The two database/sql drivers: PostgreSQL through pgx's stdlib adapter ("pgx") and the
 	// pure-Go SQLite ("sqlite").
@@ -85,7 +86,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		// per connection.
 		s.db.SetMaxOpenConns(1)
 		for _, p := range []string{"PRAGMA busy_timeout = 10000", "PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL"} {
-			if _, err := s.db.ExecContext(ctx, p); err != nil {
+			if err := execRetryBusy(ctx, s.db, p, 10*time.Second); err != nil {
 				s.db.Close()
 				return nil, fmt.Errorf("history: %s is not a usable SQLite database (%s): %w", path, p, err)
 			}
@@ -146,4 +147,24 @@ func redactDSN(dsn string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// execRetryBusy runs stmt, retrying for up to limit while SQLite answers SQLITE_BUSY.
+// Switching a new database to WAL takes an exclusive lock for which SQLite does not wait on
+// busy_timeout, so two jobs opening a new store at once would otherwise fail one of them.
+func execRetryBusy(ctx context.Context, db *sql.DB, stmt string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	wait := 5 * time.Millisecond
+	for {
+		_, err := db.ExecContext(ctx, stmt)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
