@@ -325,10 +325,14 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		return ""
 	}
 	defer resp.Body.Close()
-	rec.Headers = c.now()
-	if tm.connect != nil {
-		tm.connect.Stop()
+	if tm.connect != nil && !tm.connect.Stop() {
+		// The connect deadline passed while the headers were on their way (its cancel lost
+		// the race with them): the timeout stands, and the late response is not recorded.
+		rec.End = c.now()
+		c.fail(rec, metrics.FailTimeoutConnect, errTimeoutConnect.Error())
+		return ""
 	}
+	rec.Headers = c.now()
 	rec.Status = resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		c.httpError(ctx, resp, rec)
