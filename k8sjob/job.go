@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/llmbench/llmbench/internal/redact"
+	"github.com/llmbench/llmbench/internal/safetext"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,8 +43,14 @@ type Options struct {
 	StartAt time.Time
 	// Endpoint is the server under test (required: the shards share one target).
 	Endpoint string
-	// RunArgs are more `llmbench run` flags, passed to every shard as given.
+	// RunArgs are more `llmbench run` flags, passed to every shard as given. A manifest is
+	// stored in the cluster in plain text, so flags that carry secrets (--header) are refused;
+	// the API key comes from APIKeySecret.
 	RunArgs []string
+	// APIKeySecret, "NAME" or "NAME:KEY" (KEY defaults to "api-key"), names a Kubernetes
+	// Secret holding the endpoint's API key: the shard pods read it into an environment
+	// variable and pass it with --api-key-env, so the key is in no manifest.
+	APIKeySecret string
 	// Storage is the results volume's size (default "1Gi"); StorageClass its class ("" =
 	// the cluster's default). The volume is ReadWriteMany: every shard pod writes to it.
 	Storage      string
@@ -61,6 +72,36 @@ const (
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// A Secret's name is a DNS subdomain; a key in it is letters, digits, '-', '_' and '.'.
+var (
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+	secretKey    = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+)
+
+// apiKeyEnv is the variable the shard pods read the API key from (see Options.APIKeySecret).
+const apiKeyEnv = "LLMBENCH_SHARD_API_KEY"
+
+// checkNoSecrets refuses what would write a secret into the manifest: an endpoint with user
+// info or a query (they may hold a key), and run flags that carry one (header values are
+// treated as secrets everywhere in llmbench; see internal/redact).
+func checkNoSecrets(endpoint string, args []string) error {
+	if u, err := url.Parse(endpoint); err != nil {
+		return fmt.Errorf("--endpoint %s: %v", safeQuote(redact.URL(endpoint)), err)
+	} else if u.User != nil || u.RawQuery != "" {
+		return fmt.Errorf("--endpoint %s: user info and query values may be secrets and a manifest is stored in plain text; give the key with --api-key-secret", safeQuote(redact.URL(endpoint)))
+	}
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		switch name {
+		case "--header", "-H", "--api-key":
+			return fmt.Errorf("%s after --: header values are secrets and a manifest is stored in the cluster in plain text; give the API key with --api-key-secret NAME[:KEY] (a Kubernetes Secret)", name)
+		}
+	}
+	return nil
+}
+
+func safeQuote(s string) string { return safetext.Quote(s, 200) }
 
 func (o *Options) check() error {
 	if o.Name == "" {
@@ -89,6 +130,15 @@ func (o *Options) check() error {
 		return fmt.Errorf("the trace is %d bytes, more than a ConfigMap holds (1 MiB): write it as msgpack (`llmbench trace convert`), or put it on a volume and edit the manifest's trace volume", len(o.Trace))
 	case o.TraceName == "" || path.Base(o.TraceName) != o.TraceName:
 		return fmt.Errorf("trace name %q: want a file name", o.TraceName)
+	}
+	if err := checkNoSecrets(o.Endpoint, o.RunArgs); err != nil {
+		return err
+	}
+	if o.APIKeySecret != "" {
+		name, key, _ := strings.Cut(o.APIKeySecret, ":")
+		if !dnsSubdomain.MatchString(name) || (key != "" && !secretKey.MatchString(key)) {
+			return fmt.Errorf("--api-key-secret %q: want NAME or NAME:KEY of a Kubernetes Secret", safeQuote(o.APIKeySecret))
+		}
 	}
 	if _, err := resource.ParseQuantity(o.Storage); err != nil {
 		return fmt.Errorf("--storage %q: %w", o.Storage, err)
@@ -182,6 +232,16 @@ func Build(o Options) (*Manifest, error) {
 		"--clock-ref", clockURL, "--clock-wait", clockWait, "--no-progress",
 		// $(JOB_COMPLETION_INDEX) is expanded by the kubelet from the variable the Job sets.
 		"--out", resultsDir + "/shard-$(JOB_COMPLETION_INDEX)"}, o.RunArgs...)
+	var env []corev1.EnvVar
+	if o.APIKeySecret != "" {
+		name, key, _ := strings.Cut(o.APIKeySecret, ":")
+		if key == "" {
+			key = "api-key"
+		}
+		env = []corev1.EnvVar{{Name: apiKeyEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}}}
+		runArgs = append(runArgs, "--api-key-env", apiKeyEnv)
+	}
 	shards := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta("shards", "shard"),
@@ -196,7 +256,7 @@ func Build(o Options) (*Manifest, error) {
 					RestartPolicy:   corev1.RestartPolicyNever,
 					SecurityContext: podSecurity(),
 					Containers: []corev1.Container{{
-						Name: "llmbench", Image: o.Image, Command: []string{binary}, Args: runArgs,
+						Name: "llmbench", Image: o.Image, Command: []string{binary}, Args: runArgs, Env: env,
 						VolumeMounts: mounts(), Resources: resources(o.CPU),
 					}},
 					Volumes: volumes(o.Name),

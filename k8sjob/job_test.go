@@ -131,11 +131,20 @@ func TestBuildRefusesBadOptions(t *testing.T) {
 		"big":      {func(o *Options) { o.Trace = bytes.Repeat([]byte("x"), 1<<20+1) }, "1 MiB"},
 		"storage":  {func(o *Options) { o.Storage = "lots" }, "--storage"},
 		"path":     {func(o *Options) { o.TraceName = "../t.jsonl" }, "file name"},
+		"header":   {func(o *Options) { o.RunArgs = []string{"--header", "Authorization: Bearer SECRETtok"} }, "--api-key-secret"},
+		"header=":  {func(o *Options) { o.RunArgs = []string{"--header=X-Key: SECRETtok"} }, "--api-key-secret"},
+		"userinfo": {func(o *Options) { o.Endpoint = "http://alice:SECRETpw@10.0.0.5:8000" }, "user info"},
+		"query":    {func(o *Options) { o.Endpoint = "http://10.0.0.5:8000/v1?api-key=SECRETq" }, "query"},
+		"secret":   {func(o *Options) { o.APIKeySecret = "Bad Name" }, "--api-key-secret"},
 	} {
 		o := testOptions()
 		c.change(&o)
-		if _, err := Build(o); err == nil || !strings.Contains(err.Error(), c.want) {
+		_, err := Build(o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want one naming %q", name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: the error repeats the secret: %v", name, err)
 		}
 	}
 	o := testOptions()
@@ -143,5 +152,29 @@ func TestBuildRefusesBadOptions(t *testing.T) {
 	m, err := Build(o)
 	if err != nil || *m.Results.Spec.StorageClassName != "nfs" || m.Shards.Name != "bench-7-shards" {
 		t.Fatal(fmt.Sprint(m.Results.Spec, err))
+	}
+}
+
+// TestAPIKeyComesFromASecret: with --api-key-secret the key is read from the Secret into the
+// shard pods' environment and passed by name; the manifest holds no key.
+func TestAPIKeyComesFromASecret(t *testing.T) {
+	o := testOptions()
+	o.APIKeySecret = "llm-key"
+	m, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Shards.Spec.Template.Spec.Containers[0]
+	if len(c.Env) != 1 || c.Env[0].Name != apiKeyEnv || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef == nil ||
+		c.Env[0].ValueFrom.SecretKeyRef.Name != "llm-key" || c.Env[0].ValueFrom.SecretKeyRef.Key != "api-key" {
+		t.Fatalf("env %+v", c.Env)
+	}
+	args := strings.Join(c.Args, " ")
+	if !strings.Contains(args, "--api-key-env "+apiKeyEnv) {
+		t.Fatalf("args %q do not pass the key by name", args)
+	}
+	o.APIKeySecret = "llm-key:token"
+	if m, err = Build(o); err != nil || m.Shards.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Key != "token" {
+		t.Fatalf("NAME:KEY: %v", err)
 	}
 }
