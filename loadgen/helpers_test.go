@@ -3,10 +3,8 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/pipenet"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
 )
@@ -147,54 +146,9 @@ func runOne(t *testing.T, opts Options, req traces.Request) metrics.Record {
 	return col.recs[0]
 }
 
-// pipeNet is an in-memory network for synctest bubbles: Dial hands one end of a net.Pipe to
-// the listener's Accept.
-type pipeNet struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeNet() *pipeNet {
-	return &pipeNet{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (p *pipeNet) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	c1, c2 := net.Pipe()
-	select {
-	case p.conns <- c2:
-		return c1, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.closed:
-		return nil, errors.New("pipe network closed")
-	}
-}
-
-func (p *pipeNet) Accept() (net.Conn, error) {
-	select {
-	case c := <-p.conns:
-		return c, nil
-	case <-p.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (p *pipeNet) Close() error {
-	p.once.Do(func() { close(p.closed) })
-	return nil
-}
-
-func (p *pipeNet) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
 // serveVirtual serves h on an in-memory network; stop must be called before the bubble ends.
-func serveVirtual(h http.Handler) (pn *pipeNet, stop func()) {
-	pn = newPipeNet()
+func serveVirtual(h http.Handler) (pn *pipenet.Net, stop func()) {
+	pn = pipenet.New()
 	srv := &http.Server{Handler: h}
 	done := make(chan struct{})
 	go func() {

@@ -37,6 +37,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"cmd/llmbench":         {},
 		"history":              {"net/http", mod + "loadgen", mod + "refengine", mod + "runner"},
 		"internal/pgtest":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
+		"internal/pipenet":     {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/progress":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "runner"},
 		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},

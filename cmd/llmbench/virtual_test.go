@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/pipenet"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
@@ -59,50 +59,6 @@ func (loadClock) SleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
-// pipeListener hands one end of a net.Pipe to Accept for each Dial.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (p *pipeListener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	a, b := net.Pipe()
-	select {
-	case p.conns <- b:
-		return a, nil
-	case <-p.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (p *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-p.conns:
-		return c, nil
-	case <-p.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (p *pipeListener) Close() error {
-	p.once.Do(func() { close(p.closed) })
-	return nil
-}
-
-func (p *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
 // runVirtualCell replays reqs against an engine with the cell's personality on virtual time.
 // It must run inside a synctest bubble; it returns the records, the engine's timelines by
 // request id and the faults it injected.
@@ -120,7 +76,7 @@ func runVirtualCell(t *testing.T, c wireCell, reqs []traces.Request, extra func(
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	ln := newPipeListener()
+	ln := pipenet.New()
 	srv := &http.Server{Handler: c.usage.wrap(eng.Handler())}
 	served := make(chan struct{})
 	go func() {
