@@ -252,7 +252,7 @@ func WriteList(w io.Writer, runs []*Run) error {
 			t = "-"
 		}
 		fmt.Fprintf(&b, "%-5d  %-20s  %-12s  %-16s  %-19s  %-24s  %s\n", r.ID, fmtTime(r.Start), r.Hash[:min(12, len(r.Hash))],
-			clean(orDash(r.Model)), clean(r.TraceFingerprint), clean(t), clean(r.Dir))
+			clean(orDash(r.Model)), clean(shortFingerprint(r.TraceFingerprint)), clean(t), clean(r.Dir))
 	}
 	fmt.Fprintf(&b, "%d runs\n", len(runs))
 	_, err := io.WriteString(w, b.String())
@@ -317,4 +317,13 @@ func WriteShow(w io.Writer, r *Run) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// shortFingerprint keeps a trace fingerprint to its column of `history list` (19 runes; the
+// whole one is in `history show`), the way the hash column shows 12 characters.
+func shortFingerprint(fp string) string {
+	if r := []rune(fp); len(r) > 19 {
+		return string(r[:18]) + "…"
+	}
+	return fp
 }
