@@ -147,6 +147,12 @@ var families = [nHist]Family{
 	{Name: "ttfat", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageHistogram,
 		Short: "TTFAT", Title: "Time to first answer token",
 		What: "of requests that reasoned first: time to the first answer token (content or tool call), from the intended send time"},
+	{Name: "itl_reasoning", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageSummaryOnly,
+		Short: "ITL reasoning", Title: "ITL per token while reasoning",
+		What: "of requests that reasoned first: per-token gaps of the reasoning phase"},
+	{Name: "itl_answer", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageSummaryOnly,
+		Short: "ITL answer", Title: "ITL per token of the answer",
+		What: "of requests that reasoned first: per-token gaps of the answer after the reasoning"},
 }
 
 // scalars are the per-run metrics, in report order.

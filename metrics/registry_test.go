@@ -35,7 +35,7 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 
 func TestRegistryOrderMatchesHistogramIndices(t *testing.T) {
 	want := map[int]string{hTTFT: "ttft", hTPOT: "tpot", hITL: "itl", hITLChunk: "itl_chunk", hE2E: "e2e", hQueue: "queue",
-		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat"}
+		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat", hITLReasoning: "itl_reasoning", hITLAnswer: "itl_answer"}
 	if len(want) != nHist {
 		t.Fatalf("the test lists %d histograms, the package %d", len(want), nHist)
 	}

@@ -26,6 +26,8 @@ const (
 	hFluid
 	hLag
 	hTTFAT
+	hITLReasoning
+	hITLAnswer
 	nHist
 )
 
@@ -451,10 +453,7 @@ func (s *summarizer) build() (*Summary, error) {
 	if err := encodeGroup(sum.Histograms, "", h); err != nil {
 		return nil, err
 	}
-	sum.Reasoning = h.wire.reasoning(h.h[hTTFAT])
-	if err := h.wire.encodeReasoning(sum.Histograms, ""); err != nil {
-		return nil, err
-	}
+	sum.Reasoning = h.reasoning()
 	for name, g := range s.classes {
 		if !s.anyClass {
 			break // no record has a class: by_class stays empty

@@ -12,7 +12,6 @@ type wireGroup struct {
 	// Reasoning requests (Record.ReasoningTokens or ReasoningChunks > 0).
 	reasoningReqs                 int
 	reasoningTokens, answerTokens int64
-	itlReasoning, itlAnswer       *hist
 }
 
 // Reasoning summarizes the successful requests whose output began with reasoning (a
@@ -32,23 +31,23 @@ type Reasoning struct {
 	ITLAnswer    Dist `json:"itl_answer"`
 }
 
-// addReasoning accumulates a successful reasoning record into g.
-func (w *wireGroup) addReasoning(r *Record) {
+// addReasoning accumulates a successful reasoning record into g: its counts, and its per-token
+// gaps into the registry's summary-only families itl_reasoning and itl_answer (a chunk's gap
+// belongs to the phase of the chunk it leads to).
+func (g *group) addReasoning(r *Record) {
 	if r.ReasoningTokens <= 0 && r.ReasoningChunks <= 0 {
 		return
 	}
-	if w.itlReasoning == nil {
-		w.itlReasoning, w.itlAnswer = newHist(), newHist()
-	}
+	w := &g.wire
 	w.reasoningReqs++
 	rt := int64(min(r.ReasoningTokens, r.OutputTokens))
 	w.reasoningTokens += rt
 	w.answerTokens += int64(r.OutputTokens) - rt
 	split := min(r.ReasoningChunks, len(r.Chunks))
 	for i, c := range r.Chunks {
-		h := w.itlAnswer
+		h := g.h[hITLAnswer]
 		if i < split {
-			h = w.itlReasoning
+			h = g.h[hITLReasoning]
 		}
 		if i > 0 {
 			h.recordNs(c.T - r.Chunks[i-1].T)
@@ -57,36 +56,19 @@ func (w *wireGroup) addReasoning(r *Record) {
 	}
 }
 
-// reasoning is the group's Reasoning block, nil without reasoning requests; ttfat is the
-// group's TTFAT histogram (the registry's "ttfat" family, recorded in summarizer.add).
-func (w *wireGroup) reasoning(ttfat *hist) *Reasoning {
+// reasoning is the group's Reasoning block, nil without reasoning requests. Its
+// distributions are the group's histograms of the registry's ttfat, itl_reasoning and
+// itl_answer families.
+func (g *group) reasoning() *Reasoning {
+	w := &g.wire
 	if w.reasoningReqs == 0 {
 		return nil
 	}
 	return &Reasoning{
 		Requests: w.reasoningReqs, ReasoningTokens: w.reasoningTokens, AnswerTokens: w.answerTokens,
-		TTFAT: ttfat.dist(scaleMicrosToMs), ITLReasoning: w.itlReasoning.dist(scaleMicrosToMs),
-		ITLAnswer: w.itlAnswer.dist(scaleMicrosToMs),
+		TTFAT: g.h[hTTFAT].dist(scaleMicrosToMs), ITLReasoning: g.h[hITLReasoning].dist(scaleMicrosToMs),
+		ITLAnswer: g.h[hITLAnswer].dist(scaleMicrosToMs),
 	}
-}
-
-// encodeReasoning adds the per-phase ITL histograms to dst ("itl_reasoning", "itl_answer"),
-// mergeable like the others ("ttfat" is a registry family, encoded with the group's).
-func (w *wireGroup) encodeReasoning(dst map[string]string, prefix string) error {
-	if w.reasoningReqs == 0 {
-		return nil
-	}
-	for name, h := range map[string]*hist{"itl_reasoning": w.itlReasoning, "itl_answer": w.itlAnswer} {
-		if h.count() == 0 {
-			continue
-		}
-		enc, err := h.encode()
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", prefix, name, err)
-		}
-		dst[prefix+name] = enc
-	}
-	return nil
 }
 
 // clientCount is the client's own count of r's output, for comparison with the server's:
@@ -119,7 +101,7 @@ func (s *summarizer) addProvenance(g *group, r *Record) {
 		}
 		g.req.TokenAttribution[r.TokenAttribution]++
 	}
-	g.wire.addReasoning(r)
+	g.addReasoning(r)
 	if r.UsageRejected != "" {
 		g.req.UsageRejected++
 		if g.wire.rejectExample == "" {
