@@ -153,7 +153,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	}
 	thresholds, err := metrics.ParseFailOn(o.failOn)
 	if err != nil {
-		return 2, fmt.Errorf("--fail-on: %w", err)
+		return 2, err // ParseFailOn names the flag and the rule
 	}
 	mopts, err := o.metrics.options()
 	if err != nil {

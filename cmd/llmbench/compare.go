@@ -98,7 +98,7 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 	}
 	thresholds, err := metrics.ParseFailOn(o.failOn)
 	if err != nil {
-		return 2, fmt.Errorf("--fail-on: %w", err)
+		return 2, err // ParseFailOn names the flag and the rule
 	}
 	mopts, err := o.metrics.options()
 	if err != nil {
