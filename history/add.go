@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,6 +41,10 @@ type Added struct {
 	Hash    string
 	New     bool // false: the same results were already recorded (nothing changed)
 	Metrics int  // scalar metrics recorded
+	// Intervals is how many of them have the run's own interval (0 without requests.msgpack).
+	Intervals int
+	// Backfilled: the run was recorded before without intervals, and they were added now.
+	Backfilled bool
 }
 
 // Run is one recorded run: its facts, tags and metrics.
@@ -66,6 +71,10 @@ type Run struct {
 	Facts   map[string]string
 	Tags    map[string]string
 	Metrics map[string]float64
+	// Intervals are the run's own (within-run) intervals of its metrics, from a block
+	// bootstrap of its records (metrics.RunIntervals); empty for a run added without its
+	// requests.msgpack. Each interval's Value is the run's metric.
+	Intervals map[string]metrics.RunInterval
 }
 
 var tagKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -144,17 +153,63 @@ func ReadResults(dir string) (*Run, error) {
 	}
 	h := sha256.New()
 	h.Write(raw)
-	if f, err := os.Open(filepath.Join(abs, "requests.msgpack")); err == nil {
+	recPath := filepath.Join(abs, "requests.msgpack")
+	hasRecords := false
+	if f, err := os.Open(recPath); err == nil {
 		_, err = io.Copy(h, f)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("history: read %s: %w", filepath.Join(dir, "requests.msgpack"), err)
 		}
+		hasRecords = true
 	}
 	run := runOf(sum, raw)
 	run.Dir = abs
 	run.Hash = hex.EncodeToString(h.Sum(nil))
+	if hasRecords {
+		iv, err := runIntervals(abs, recPath, run)
+		if err != nil {
+			return nil, fmt.Errorf("history: %s: %w", filepath.Join(dir, "requests.msgpack"), err)
+		}
+		run.Intervals = iv
+	}
 	return run, nil
+}
+
+// runIntervals computes the run's own intervals from its records, with the metric options
+// of its run.json (the SLOs and thresholds its summary was made with; without run.json, the
+// defaults). An interval is kept only for a metric whose value from the records is the
+// summary's own (within 0.5%: the summary's percentiles come from histograms) and is centred
+// on the summary's value; a metric the options could not reproduce gets no interval rather
+// than one around another number. The bootstrap's seed is the run's content
+// hash, so adding the same results again gives the same intervals.
+func runIntervals(dir, recPath string, run *Run) (map[string]metrics.RunInterval, error) {
+	var facts struct {
+		Metrics metrics.Options `json:"metrics"`
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, "run.json")); err == nil {
+		if err := json.Unmarshal(raw, &facts); err != nil {
+			return nil, fmt.Errorf("run.json: %s", jsonErr(raw, err))
+		}
+	}
+	seed, _ := strconv.ParseUint(run.Hash[:16], 16, 64)
+	all, err := metrics.RunIntervals([]metrics.Source{metrics.FileSource(recPath)},
+		metrics.RunIntervalOptions{Summary: facts.Metrics, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]metrics.RunInterval{}
+	for name, iv := range all {
+		v, ok := run.Metrics[name]
+		// The summary's percentiles come from its histograms (three significant digits), the
+		// bootstrap's from exact values: they agree to a fraction of a percent. A larger gap
+		// means other options (SLOs, thresholds) and the interval is left out.
+		if !ok || math.Abs(iv.Value-v) > 0.005*math.Abs(v)+1e-9 {
+			continue
+		}
+		out[name] = metrics.RunInterval{Value: v, Lo: v - (iv.Value - iv.Lo), Hi: v + (iv.Hi - iv.Value), SE: iv.SE}
+	}
+	return out, nil
 }
 
 // maxSummaryBytes bounds summary.json; a real one is well under a few MB.
@@ -355,7 +410,20 @@ func (s *Store) insert(ctx context.Context, run *Run) (Added, error) {
 			return a, err
 		}
 		a.Metrics = n
-		return a, nil
+		// A run recorded by an older llmbench, or before its records were at hand, gets its
+		// intervals now; a run that has them keeps them.
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM run_intervals WHERE run_id = ?`), a.ID).Scan(&n); err != nil {
+			return a, err
+		}
+		if n > 0 || len(run.Intervals) == 0 {
+			a.Intervals = n
+			return a, nil
+		}
+		if err := s.insertIntervals(ctx, tx, a.ID, run.Intervals); err != nil {
+			return a, err
+		}
+		a.Intervals, a.Backfilled = len(run.Intervals), true
+		return a, tx.Commit()
 	}
 	if err != nil {
 		return a, err
@@ -376,7 +444,21 @@ func (s *Store) insert(ctx context.Context, run *Run) (Added, error) {
 			return a, err
 		}
 	}
+	if err := s.insertIntervals(ctx, tx, a.ID, run.Intervals); err != nil {
+		return a, err
+	}
+	a.Intervals = len(run.Intervals)
 	return a, tx.Commit()
+}
+
+func (s *Store) insertIntervals(ctx context.Context, tx *sql.Tx, id int64, ivs map[string]metrics.RunInterval) error {
+	for _, k := range sortedKeys(ivs) {
+		iv := ivs[k]
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO run_intervals (run_id, metric, lo, hi, se) VALUES (?, ?, ?, ?, ?)`), id, k, iv.Lo, iv.Hi, iv.SE); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

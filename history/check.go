@@ -37,13 +37,19 @@ type CheckOptions struct {
 	Confidence float64
 }
 
-// Interval is a segment's mean with its confidence interval (Student t over the segment's
-// runs: their spread is the night-to-night noise).
+// Interval is a segment's mean with its confidence interval: Student t over the segment's
+// runs, whose spread is the night-to-night noise, with the runs' own noise as its floor: the
+// variance of a run is the larger of the segment's spread and the mean of its runs' own
+// squared standard errors (when they were recorded), so a segment whose few runs happen to
+// agree closely is not credited with more precision than each run has.
 type Interval struct {
 	Mean float64 `json:"mean"`
 	Lo   float64 `json:"lo"`
 	Hi   float64 `json:"hi"`
 	Runs int     `json:"runs"`
+	// WithinSE is the root mean square of the runs' own standard errors (0: none recorded).
+	WithinSE float64 `json:"within_run_se,omitempty"`
+	v        float64 // the variance of the mean
 }
 
 // Diff is one configuration fact that differs between the runs on either side of a change.
@@ -67,8 +73,13 @@ type Change struct {
 	Delta    float64 `json:"delta"`
 	Relative float64 `json:"relative"`
 	P        float64 `json:"p_value"`
-	// Weak: significant only at the weak level; more runs are needed to confirm it.
+	// Weak: significant only at the weak level, or a change no larger than the runs' own noise
+	// (Within); more runs are needed to confirm it.
 	Weak bool `json:"weak"`
+	// Within: the change's interval from the two sides' intervals (see Interval) holds zero:
+	// the change point stands out in the series, but no more than each run's own noise
+	// explains, so it is weak.
+	Within bool `json:"within_run_noise,omitempty"`
 	// Kind is "regression", "improvement" or "change" (a descriptive metric).
 	Kind string `json:"kind"`
 	// Recent: the first run after the change started at or after CheckOptions.Since.
@@ -89,6 +100,11 @@ type Point struct {
 	Start time.Time `json:"start"`
 	Dir   string    `json:"results_dir"`
 	Value float64   `json:"value"`
+	// Lo, Hi and SE are the run's own 95% interval and standard error (see metrics.RunInterval);
+	// absent when the run was recorded without its records.
+	Lo *float64 `json:"lo,omitempty"`
+	Hi *float64 `json:"hi,omitempty"`
+	SE *float64 `json:"se,omitempty"`
 }
 
 // Series is one metric of one configuration over its runs, with its change points.
@@ -195,7 +211,11 @@ func CheckRuns(runs []*Run, o CheckOptions) (*CheckResult, error) {
 			sr := Series{Metric: mi.Name, Unit: mi.Unit, Better: mi.Better, Config: k}
 			for _, r := range byKey[k] {
 				if v, ok := r.Metrics[mi.Name]; ok && !math.IsNaN(v) {
-					sr.Points = append(sr.Points, Point{RunID: r.ID, Start: r.Start, Dir: r.Dir, Value: v})
+					p := Point{RunID: r.ID, Start: r.Start, Dir: r.Dir, Value: v}
+					if iv, ok := r.Intervals[mi.Name]; ok {
+						p.Lo, p.Hi, p.SE = &iv.Lo, &iv.Hi, &iv.SE
+					}
+					sr.Points = append(sr.Points, p)
 					sr.runs = append(sr.runs, r)
 				}
 			}
@@ -221,8 +241,13 @@ func CheckRuns(runs []*Run, o CheckOptions) (*CheckResult, error) {
 // analyze finds the change points of one series and describes each.
 func analyze(sr *Series, det DetectOptions, minChange, conf float64, since time.Time) {
 	x := make([]float64, len(sr.Points))
+	se := make([]float64, len(sr.Points)) // NaN: not recorded
 	for i, p := range sr.Points {
 		x[i] = p.Value
+		se[i] = math.NaN()
+		if p.SE != nil {
+			se[i] = *p.SE
+		}
 	}
 	if len(x) < 2*det.MinSize {
 		sr.Short = true
@@ -240,8 +265,17 @@ func analyze(sr *Series, det DetectOptions, minChange, conf float64, since time.
 	for k, c := range cps {
 		lo, mid, hi := bounds[k], bounds[k+1], bounds[k+2]
 		ch := Change{Index: mid, P: c.P, Weak: c.Weak,
-			Before: interval(x[lo:mid], conf), After: interval(x[mid:hi], conf)}
+			Before: interval(x[lo:mid], se[lo:mid], conf), After: interval(x[mid:hi], se[mid:hi], conf)}
 		ch.Delta = ch.After.Mean - ch.Before.Mean
+		if ch.Before.WithinSE > 0 || ch.After.WithinSE > 0 {
+			// Welch–Satterthwaite degrees of freedom of the two means' difference.
+			vb, va := ch.Before.v, ch.After.v
+			df := (vb + va) * (vb + va) / (vb*vb/float64(max(1, ch.Before.Runs-1)) + va*va/float64(max(1, ch.After.Runs-1)))
+			half := tQuantile(1-(1-conf)/2, max(1, int(df))) * math.Sqrt(vb+va)
+			if math.Abs(ch.Delta) <= half {
+				ch.Within, ch.Weak = true, true
+			}
+		}
 		switch {
 		case ch.Before.Mean != 0:
 			ch.Relative = ch.Delta / math.Abs(ch.Before.Mean)
@@ -312,8 +346,9 @@ func configDiffs(before, after []*Run) (changed, varying []Diff) {
 	return changed, varying
 }
 
-// interval is the mean of x with a Student-t confidence interval.
-func interval(x []float64, conf float64) Interval {
+// interval is the mean of x with a Student-t confidence interval, the variance of one run the
+// larger of x's spread and the mean of se² over the runs that have it (se NaN: not recorded).
+func interval(x, se []float64, conf float64) Interval {
 	n := len(x)
 	iv := Interval{Runs: n}
 	if n == 0 {
@@ -325,14 +360,30 @@ func interval(x []float64, conf float64) Interval {
 	}
 	iv.Mean = sum / float64(n)
 	iv.Lo, iv.Hi = iv.Mean, iv.Mean
-	if n < 2 {
+	within, have := 0.0, 0
+	for _, s := range se {
+		if !math.IsNaN(s) {
+			within += s * s
+			have++
+		}
+	}
+	if have > 0 {
+		within /= float64(have)
+		iv.WithinSE = math.Sqrt(within)
+	}
+	if n < 2 && have == 0 {
 		return iv
 	}
-	ss := 0.0
-	for _, v := range x {
-		ss += (v - iv.Mean) * (v - iv.Mean)
+	spread := 0.0
+	if n >= 2 {
+		ss := 0.0
+		for _, v := range x {
+			ss += (v - iv.Mean) * (v - iv.Mean)
+		}
+		spread = ss / float64(n-1)
 	}
-	half := tQuantile(1-(1-conf)/2, n-1) * math.Sqrt(ss/float64(n-1)/float64(n))
+	iv.v = math.Max(spread, within) / float64(n)
+	half := tQuantile(1-(1-conf)/2, max(1, n-1)) * math.Sqrt(iv.v)
 	iv.Lo, iv.Hi = iv.Mean-half, iv.Mean+half
 	return iv
 }

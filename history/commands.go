@@ -80,7 +80,9 @@ func RunAdd(ctx context.Context, env Env, a AddArgs) error {
 	added, err := st.Add(ctx, a.Dirs, AddOptions{Tags: tags, Revision: strings.TrimSpace(a.Revision), Now: env.Now})
 	for _, x := range added {
 		if x.New {
-			fmt.Fprintf(env.Stdout, "added run %d from %s (%d metrics, hash %s)\n", x.ID, clean(x.Dir), x.Metrics, x.Hash[:12])
+			fmt.Fprintf(env.Stdout, "added run %d from %s (%d metrics, %d with the run's own interval; hash %s)\n", x.ID, clean(x.Dir), x.Metrics, x.Intervals, x.Hash[:12])
+		} else if x.Backfilled {
+			fmt.Fprintf(env.Stdout, "already recorded: run %d from %s (hash %s); its own intervals were missing and are added (%d)\n", x.ID, clean(x.Dir), x.Hash[:12], x.Intervals)
 		} else {
 			fmt.Fprintf(env.Stdout, "already recorded: run %d from %s (hash %s); left as it is\n", x.ID, clean(x.Dir), x.Hash[:12])
 		}

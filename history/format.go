@@ -81,6 +81,9 @@ func writeCheckText(w io.Writer, res *CheckResult) error {
 			fmt.Fprintf(&b, "    before: %s [%s, %s] over %d runs · after: %s [%s, %s] over %d runs\n",
 				fmtVal(c.Before.Mean, s.Unit), fmtVal(c.Before.Lo, s.Unit), fmtVal(c.Before.Hi, s.Unit), c.Before.Runs,
 				fmtVal(c.After.Mean, s.Unit), fmtVal(c.After.Lo, s.Unit), fmtVal(c.After.Hi, s.Unit), c.After.Runs)
+			if c.Before.WithinSE > 0 || c.After.WithinSE > 0 {
+				fmt.Fprintf(&b, "    each run's own standard error: %s before, %s after\n", fmtVal(c.Before.WithinSE, s.Unit), fmtVal(c.After.WithinSE, s.Unit))
+			}
 			if len(c.Changed) == 0 {
 				fmt.Fprintf(&b, "    changed: nothing llmbench can see between run %d and run %d\n", c.PrevID, c.RunID)
 			} else {
@@ -149,6 +152,9 @@ func label(c Change) string {
 	l := c.Kind
 	if c.Weak {
 		l = "weak " + l
+	}
+	if c.Within {
+		l += " (within the runs' own noise)"
 	}
 	if c.Kind == "regression" && !c.Weak && !c.Recent {
 		l += " (before --since)"
@@ -307,13 +313,17 @@ func WriteShow(w io.Writer, r *Run) error {
 	for _, k := range sortedKeys(r.Facts) {
 		row(k, r.Facts[k])
 	}
-	fmt.Fprintf(&b, "metrics (%d)\n", len(r.Metrics))
+	fmt.Fprintf(&b, "metrics (%d; [interval] the run's own 95%% interval)\n", len(r.Metrics))
 	for _, k := range sortedKeys(r.Metrics) {
 		unit := ""
 		if mi, err := LookupMetric(k); err == nil {
 			unit = mi.Unit
 		}
-		fmt.Fprintf(&b, "  %-*s %s\n", width, k, fmtVal(r.Metrics[k], unit))
+		v := fmtVal(r.Metrics[k], unit)
+		if iv, ok := r.Intervals[k]; ok {
+			v += fmt.Sprintf("  [%s, %s]", fmtVal(iv.Lo, unit), fmtVal(iv.Hi, unit))
+		}
+		fmt.Fprintf(&b, "  %-*s %s\n", width, k, v)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -58,6 +58,16 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX run_metrics_metric ON run_metrics (metric)`,
 	}},
+	{2, "each run's within-run intervals", []string{
+		`CREATE TABLE run_intervals (
+			run_id BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			metric TEXT NOT NULL,
+			lo {{float}} NOT NULL,
+			hi {{float}} NOT NULL,
+			se {{float}} NOT NULL,
+			PRIMARY KEY (run_id, metric)
+		)`,
+	}},
 }
 
 // SchemaVersion is the newest schema this build knows.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/metrics"
 )
 
 // Filter selects runs.
@@ -50,7 +52,7 @@ func (s *Store) Runs(ctx context.Context, f Filter) ([]*Run, error) {
 	byID := map[int64]*Run{}
 	var all []*Run
 	for rows.Next() {
-		r := &Run{Facts: map[string]string{}, Tags: map[string]string{}, Metrics: map[string]float64{}}
+		r := &Run{Facts: map[string]string{}, Tags: map[string]string{}, Metrics: map[string]float64{}, Intervals: map[string]metrics.RunInterval{}}
 		var start, added string
 		if err := rows.Scan(&r.ID, &r.Hash, &r.Dir, &start, &added, &r.SummarySchema, &r.Version, &r.Revision, &r.Trace,
 			&r.TraceFingerprint, &r.Model, &r.Backend, &r.Mode, &r.Endpoint, &r.Machine, &r.ServerVersion, &r.Command); err != nil {
@@ -105,6 +107,29 @@ func (s *Store) Runs(ctx context.Context, f Filter) ([]*Run, error) {
 	}
 	if err := mrows.Err(); err != nil {
 		return nil, fmt.Errorf("history: %s: read metrics: %w", s.where, err)
+	}
+	mrows.Close()
+	irows, err := s.db.QueryContext(ctx, `SELECT run_id, metric, lo, hi, se FROM run_intervals`)
+	if err != nil {
+		return nil, fmt.Errorf("history: %s: read intervals: %w", s.where, err)
+	}
+	defer irows.Close()
+	for irows.Next() {
+		var id int64
+		var m string
+		var iv metrics.RunInterval
+		if err := irows.Scan(&id, &m, &iv.Lo, &iv.Hi, &iv.SE); err != nil {
+			return nil, fmt.Errorf("history: %s: read intervals: %w", s.where, err)
+		}
+		if r := byID[id]; keptID[id] {
+			if v, ok := r.Metrics[m]; ok {
+				iv.Value = v
+				r.Intervals[m] = iv
+			}
+		}
+	}
+	if err := irows.Err(); err != nil {
+		return nil, fmt.Errorf("history: %s: read intervals: %w", s.where, err)
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
 		if !kept[i].Start.Equal(kept[j].Start) {

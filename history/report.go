@@ -73,7 +73,11 @@ func WriteTrend(w io.Writer, res *CheckResult, o TrendOptions) error {
 	for _, s := range res.Series {
 		ts := reports.TrendSeries{Metric: s.Metric, Unit: s.Unit, Better: s.Better, Config: s.Config}
 		for _, p := range s.Points {
-			ts.Runs = append(ts.Runs, reports.TrendRun{ID: p.RunID, Start: fmtTime(p.Start), Value: p.Value, Link: link(p.Dir)})
+			tr := reports.TrendRun{ID: p.RunID, Start: fmtTime(p.Start), Value: p.Value, Link: link(p.Dir)}
+			if p.Lo != nil && p.Hi != nil {
+				tr.Interval, tr.Lo, tr.Hi = true, *p.Lo, *p.Hi
+			}
+			ts.Runs = append(ts.Runs, tr)
 		}
 		ts.Level = levels(s)
 		for _, c := range s.Changes {

@@ -41,6 +41,9 @@ type TrendRun struct {
 	// Link is where the run's results can be opened (its report.html or directory); empty
 	// when they are not reachable from where the page was written.
 	Link string
+	// Lo and Hi are the run's own interval (its within-run noise) when Interval is set.
+	Interval bool
+	Lo, Hi   float64
 }
 
 // TrendChange is one change point: Index is the first run after it.
@@ -162,11 +165,27 @@ func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
 	values := make([]any, 0, len(idx))
 	level := make([]any, 0, len(idx))
 	var marks [][2]any
-	tbl := &table{Numeric: true, LastLeft: true, Head: []string{"run", "start", s.Metric + " (" + s.Unit + ")", "level", "change"}}
+	withIv := false
+	for _, i := range idx {
+		withIv = withIv || s.Runs[i].Interval
+	}
+	head := []string{"run", "start", s.Metric + " (" + s.Unit + ")", "level", "change"}
+	var ivLo, ivHi []any
+	if withIv {
+		head = []string{"run", "start", s.Metric + " (" + s.Unit + ")", "run's own 95% interval", "level", "change"}
+	}
+	tbl := &table{Numeric: true, LastLeft: true, Head: head}
 	for pos, i := range idx {
 		r := s.Runs[i]
 		cats = append(cats, "#"+strconv.FormatInt(r.ID, 10))
 		values = append(values, rnd(r.Value))
+		ivCell := "–"
+		if r.Interval {
+			ivLo, ivHi = append(ivLo, rnd(r.Lo)), append(ivHi, rnd(r.Hi))
+			ivCell = fmtShort(r.Lo) + " – " + fmtShort(r.Hi)
+		} else {
+			ivLo, ivHi = append(ivLo, "-"), append(ivHi, "-")
+		}
 		lv := "–"
 		if i < len(s.Level) && finite(s.Level[i]) {
 			level = append(level, rnd(s.Level[i]))
@@ -188,7 +207,11 @@ func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
 		if c, ok := changeAt[i]; ok && c.Bad {
 			noteCell.Class = "bad"
 		}
-		tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(lv), noteCell)
+		if withIv {
+			tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(ivCell), txt(lv), noteCell)
+		} else {
+			tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(lv), noteCell)
+		}
 	}
 	better := "lower is better"
 	switch s.Better {
@@ -209,6 +232,11 @@ func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
 	series := []seriesSpec{
 		{Name: s.Metric, Data: values, Color: colBlue, Symbol: 5},
 		{Name: "level between changes", Data: level, Color: colGray, Dashed: true, Width: 1.5},
+	}
+	if withIv {
+		series = append(series,
+			seriesSpec{Name: "run's own interval (low)", Data: ivLo, Color: colTeal, Dashed: true, Width: 1},
+			seriesSpec{Name: "run's own interval (high)", Data: ivHi, Color: colTeal, Dashed: true, Width: 1})
 	}
 	if len(marks) > 0 {
 		series = append(series, seriesSpec{Name: "change point (first run after)", Kind: "scatter", Data: marks, Color: colRed, Symbol: 14})

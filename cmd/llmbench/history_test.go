@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,6 +55,10 @@ func TestHistoryNightly(t *testing.T) {
 					if code := app.cli(append(args, tc.after...)...); code != 0 {
 						t.Fatalf("history add: exit %d: %s", code, app.err.String())
 					}
+					// Each night keeps its own intervals (from its records).
+					if m := regexp.MustCompile(`(\d+) with the run's own interval`).FindStringSubmatch(app.out.String()); m == nil || m[1] == "0" {
+						t.Fatalf("history add recorded no within-run intervals:\n%s", app.out.String())
+					}
 					// Adding again records nothing new.
 					again := newTestApp(nil)
 					if code := again.cli("history", "add", "--db", db, "--tag", "branch=main", shared[0]); code != 0 ||
@@ -72,7 +77,7 @@ func TestHistoryNightly(t *testing.T) {
 						}
 						return
 					}
-					for _, want := range []string{"REGRESSION at run 18", "changed-night-18", "engine.num_speculative_tokens 4 → 0"} {
+					for _, want := range []string{"REGRESSION at run 18", "changed-night-18", "engine.num_speculative_tokens 4 → 0", "each run's own standard error"} {
 						if !strings.Contains(out, want) {
 							t.Errorf("history check output lacks %q:\n%s", want, out)
 						}
@@ -118,7 +123,7 @@ func TestHistoryNightly(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, want := range []string{"change point (first run after)", "engine.num_speculative_tokens 4 → 0", "changed-night-18/report.html"} {
+					for _, want := range []string{"change point (first run after)", "engine.num_speculative_tokens 4 → 0", "changed-night-18/report.html", "own 95% interval"} {
 						if !strings.Contains(string(page), want) {
 							t.Errorf("trend report lacks %q", want)
 						}
