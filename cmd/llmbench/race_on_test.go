@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceBuild: this test binary was built with -race (see manyTrials).
+const raceBuild = true
