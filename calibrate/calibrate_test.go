@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
@@ -79,6 +80,7 @@ func writeRunCapped(t *testing.T, dir string, reqs []refengine.SimRequest, maxSe
 // TestRecoversHiddenConstants: on exact measurements of a deployment with known constants,
 // the fit finds them and predicts a run at another load.
 func TestRecoversHiddenConstants(t *testing.T) {
+	racebuild.Heavy(t)
 	fitDir := writeRun(t, t.TempDir(), workload(150, 6, 1))
 	heldDir := writeRun(t, t.TempDir(), workload(150, 3, 2))
 	res, err := Run(Options{Engine: refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1},
@@ -133,6 +135,7 @@ func TestRunErrors(t *testing.T) {
 // TestFitsMaxNumSeqs: a server capped at 12 running sequences under a load that needs more
 // queues requests; asked to, the fit finds the cap, and it finds none when the cap never binds.
 func TestFitsMaxNumSeqs(t *testing.T) {
+	racebuild.Heavy(t)
 	capped := writeRunCapped(t, t.TempDir(), workload(120, 6, 4), 12)
 	res, err := Run(Options{Engine: refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1}, Fit: []string{capped}, FitMaxNumSeqs: true})
 	if err != nil {

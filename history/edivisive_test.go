@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/racebuild"
 )
 
 // noise draws one noise value with standard deviation 1.
@@ -46,6 +48,7 @@ func series(r *rand.Rand, n, at int, shift float64, nz noise) []float64 {
 // for the run within one of the change in 90%, and for the exact run as often as the oracle
 // less 5 points.
 func TestDetectFindsShifts(t *testing.T) {
+	racebuild.Heavy(t)
 	for _, tc := range []struct {
 		name string
 		nz   noise
@@ -121,6 +124,7 @@ func leastSquaresSplit(x []float64) int {
 // (over all trials together), for Gaussian and heavy-tailed noise; weak changes are counted
 // separately and must stay near the weak level.
 func TestDetectPureNoise(t *testing.T) {
+	racebuild.Heavy(t)
 	for _, tc := range []struct {
 		name string
 		nz   noise

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/racebuild"
 )
 
 // ttftRun is one run of n requests 100 ms apart whose TTFT is 100 ms plus AR(1) noise with
@@ -25,6 +27,7 @@ func ttftRun(r *rand.Rand, n int, rho float64) SliceSource {
 // independent requests and for correlated neighbours (where the block bootstrap must widen the
 // interval well beyond the independent σ/√n).
 func TestRunIntervalsCoverTheMean(t *testing.T) {
+	racebuild.Heavy(t)
 	for _, tc := range []struct {
 		rho      float64
 		min, max int // covered trials of 200

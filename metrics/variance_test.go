@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/racebuild"
 )
 
 func TestWilsonAndNewcombe(t *testing.T) {
@@ -114,6 +116,7 @@ func TestPerRunScalarsNeedRuns(t *testing.T) {
 // requests of one run cannot show) must give intervals that cover it: over many A/A
 // comparisons of 3 runs per side, the gate on ttft.p50 fails in few.
 func TestRunLevelNoiseWidensIntervals(t *testing.T) {
+	racebuild.Heavy(t)
 	rng := rand.New(rand.NewPCG(8, 9))
 	th, err := ParseFailOn("ttft.p50>+0%")
 	if err != nil {

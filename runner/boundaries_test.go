@@ -38,6 +38,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"history":              {"net/http", mod + "loadgen", mod + "refengine", mod + "runner"},
 		"internal/pgtest":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/pipenet":     {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
+		"internal/racebuild":   {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/progress":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "runner"},
 		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},

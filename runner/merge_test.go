@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
 )
@@ -301,6 +302,7 @@ func TestMergeMemoryFlatChild(t *testing.T) {
 // rusage of a child counts the parent's pages from before exec): 3 shards of 1,000 and of
 // 10,000 records (≈ 1 KB each in memory, so holding 30,000 would add ≈ 30 MB).
 func TestMergeMemoryFlat(t *testing.T) {
+	racebuild.Heavy(t)
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/runner"
 )
 
@@ -27,7 +28,7 @@ func readAB(t *testing.T, out string) runner.ABResult {
 // narrower than the limit (a few repeats, fewer on a quiet machine); with a rule no interval
 // can meet, it stops at --max-repeats and says so.
 func TestABRepeatsAuto(t *testing.T) {
-	manyTrials(t)
+	racebuild.Heavy(t)
 	for _, tc := range []struct {
 		rule, max   string
 		least, most int

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/metrics"
 )
 
@@ -66,7 +67,7 @@ func seedRange(from, n int) []int {
 // standard deviation at 40 (3.4 pp): 3 of 40 (1 of 8 under -short).
 // Across every labelled metric the share of false better/worse labels must be at most 5%.
 func TestCalibrationAA(t *testing.T) {
-	manyTrials(t)
+	racebuild.Heavy(t)
 	trials := 40
 	if testing.Short() {
 		trials = 8
@@ -109,7 +110,7 @@ func TestCalibrationAA(t *testing.T) {
 // decoding on (tpot.p50 falls). The change must exceed the design's stated MDE for the metric
 // and be detected (the interval excludes 0 on the right side) in at least 80% of comparisons.
 func TestCalibrationPower(t *testing.T) {
-	manyTrials(t)
+	racebuild.Heavy(t)
 	trials := 10
 	if testing.Short() {
 		trials = 3

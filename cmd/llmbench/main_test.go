@@ -60,16 +60,3 @@ func quietMachine(t *testing.T) {
 		t.Skip("holds wall-clock timings to a threshold: runs in .ci/run's quiet pass (LLMBENCH_QUIET_TESTS=1, -p 1)")
 	}
 }
-
-// manyTrials marks a statistical test of many seeded trials (false-alarm rate, power, the
-// repeats a rule needs): whole simulated runs, dozens of them, and no concurrency that the
-// other tests do not exercise. Under the race detector they run five to ten times slower and
-// would be most of CI's time, so a -race test binary skips them and .ci/run's second pass
-// (built without -race, LLMBENCH_QUIET_TESTS=1) runs them; any build without -race runs them
-// as usual.
-func manyTrials(t *testing.T) {
-	t.Helper()
-	if raceBuild && os.Getenv("LLMBENCH_QUIET_TESTS") == "" {
-		t.Skip("many seeded trials: skipped under -race, run by .ci/run's second pass without it")
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
 )
@@ -166,6 +167,7 @@ func sequencesThatFit(a anchor, reg *perf.Registry, tokens int) (int, error) {
 // result within the anchor's stated tolerance. With -v it prints one Markdown table row per
 // anchor (the README's table is this output).
 func TestAnchors(t *testing.T) {
+	racebuild.Heavy(t)
 	f, reg := loadAnchors(t)
 	if len(f.Anchors) < 12 {
 		t.Fatalf("%d anchors, want at least 12", len(f.Anchors))
