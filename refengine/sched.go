@@ -31,8 +31,8 @@ type seq struct {
 	state        seqState
 	aborted      bool
 	everRun      bool
-	drafted      bool   // the last step emitted a token, so drafts can be proposed for the next
-	rng          uint64 // speculative acceptance draws
+	drafted      bool    // the last step emitted a token, so drafts can be proposed for the next
+	rng          uint64  // speculative acceptance draws
 	rho          float64 // ngram speculation: the request's repetition (its class's)
 
 	sched int // tokens scheduled in the current step
