@@ -34,15 +34,15 @@ type engineFlags struct {
 	specAlpha           string
 	specDraftModel      string
 	// speculative methods (issue 22, item 5)
-	specMethod     string
-	specTree       int
-	specRepetition string
-	faults              string
-	noise               string
-	servedModelName     string
-	profiles            string
-	seed                string
-	resolvedSeed        uint64 // the seed engineSeed chose (once, so "random" is one draw)
+	specMethod      string
+	specTree        int
+	specRepetition  string
+	faults          string
+	noise           string
+	servedModelName string
+	profiles        string
+	seed            string
+	resolvedSeed    uint64 // the seed engineSeed chose (once, so "random" is one draw)
 	// now is the clock --engine-seed random draws from (time.Now; tests fix it).
 	now            func() time.Time
 	disaggregated  bool
