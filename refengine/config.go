@@ -83,6 +83,9 @@ type Config struct {
 	// classes and for HTTP requests, which carry no class (default 0.5). A decode step finds
 	// a match with that probability, and each drafted token is then accepted with it.
 	SpecRepetition map[string]float64
+	// SpecDraftTP is the tensor-parallel degree of SpecDraftModel (0: TP), as vLLM's
+	// speculative_draft_tensor_parallel_size.
+	SpecDraftTP int
 
 	// Disaggregated splits the engine into a prefill pool and a decode pool, each with the
 	// full GPU setup (Model, GPU, TP, memory): a request's prompt and first token are computed
@@ -266,6 +269,9 @@ func (c Config) resolve() (*resolved, error) {
 			return nil, fmt.Errorf("refengine: draft model: %w", err)
 		}
 		pc.Draft = r.draft
+		pc.DraftTP = c.SpecDraftTP
+	} else if c.SpecDraftTP != 0 {
+		return nil, fmt.Errorf("refengine: SpecDraftTP %d needs SpecDraftModel (the draft model it shards)", c.SpecDraftTP)
 	}
 	if err := r.resolveSpecMethod(&pc); err != nil {
 		return nil, err

@@ -37,6 +37,7 @@ type engineFlags struct {
 	specMethod      string
 	specTree        int
 	specRepetition  string
+	specDraftTP     int
 	faults          string
 	noise           string
 	servedModelName string
@@ -54,7 +55,7 @@ type engineFlags struct {
 // engineFlagNames lists the flags addEngineFlags defines.
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
-	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "faults", "served-model-name",
+	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
 	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise"}
 
 // addEngineFlags defines the reference-engine flags on fs.
@@ -76,6 +77,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.StringVar(&f.specAlpha, "spec-alpha", "", "reference engine: draft acceptance probability, one for every position (0.8, the default when --spec-k > 0) or one per draft position, the last repeating (0.9,0.8,0.7)")
 	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile of --spec-method draft, whose k passes per step are priced (e.g. llama-3.2-1b)")
 	fs.StringVar(&f.specMethod, "spec-method", "", "reference engine: who drafts, and so what drafting costs: free (no cost, the default), draft (--spec-draft-model's passes), eagle (k passes of a one-decoder-layer EAGLE head plus the LM head), medusa (one pass of k Medusa heads, verifying a tree of --spec-tree candidates), ngram (prompt lookup: no GPU work, drafts only when the text repeats, see --spec-repetition); default draft when --spec-draft-model is given")
+	fs.IntVar(&f.specDraftTP, "spec-draft-tp", 0, "reference engine: tensor-parallel degree of --spec-draft-model (0: --tp), as vLLM's speculative_draft_tensor_parallel_size")
 	fs.IntVar(&f.specTree, "spec-tree", 0, "reference engine: candidate tokens an eagle or medusa step verifies, a tree --spec-k levels deep (0: --spec-k for eagle, a chain; 4 × --spec-k for medusa)")
 	fs.StringVar(&f.specRepetition, "spec-repetition", "", "reference engine, --spec-method ngram: probability that a request's text repeats earlier text, which sets both how often a draft is found and its per-token acceptance; one number, or per trace class: summarize=0.8,code=0.6,0.3 (a bare number is the default; default 0.5)")
 	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
@@ -159,12 +161,15 @@ func (f *engineFlags) config() (refengine.Config, error) {
 		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
 		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK,
 		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: seed,
-		SpecMethod: f.specMethod, SpecTree: f.specTree,
+		SpecMethod: f.specMethod, SpecTree: f.specTree, SpecDraftTP: f.specDraftTP,
 		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
 		Wire: f.wire, ReasoningFraction: f.reasoning,
 	}
 	if f.kvTransferGBps != 0 && !f.disaggregated {
 		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")
+	}
+	if f.specDraftTP != 0 && f.specDraftModel == "" {
+		return cfg, fmt.Errorf("--spec-draft-tp %d needs --spec-draft-model (the draft it shards)", f.specDraftTP)
 	}
 	if f.specDraftModel != "" && f.specK == 0 {
 		return cfg, fmt.Errorf("--spec-draft-model %s needs --spec-k > 0 (the draft length)", clip(f.specDraftModel, 60))

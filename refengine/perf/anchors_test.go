@@ -67,6 +67,7 @@ type anchor struct {
 		Alpha     []float64 `json:"alpha"`
 		Tree      int       `json:"tree"`
 		Draft     string    `json:"draft_model"`
+		DraftTP   int       `json:"draft_tp"`
 		Repeat    float64   `json:"repetition"`
 		Rationale string    `json:"acceptance_source"`
 	} `json:"spec"`
@@ -138,7 +139,7 @@ func simulateMetric(a anchor, reg *perf.Registry, metric string, withSpec bool) 
 		Profiles: reg, MaxNumSeqs: a.Engine.MaxNumSeqs, MaxNumBatchedTokens: a.Engine.MaxNumBatchedTokens,
 		GPUMemUtil: a.Engine.GPUMemUtil, DisablePrefixCaching: true, Seed: 1}
 	if sp := a.Spec; withSpec && sp != nil {
-		cfg.SpecK, cfg.SpecMethod, cfg.SpecTree, cfg.SpecDraftModel = sp.K, sp.Method, sp.Tree, sp.Draft
+		cfg.SpecK, cfg.SpecMethod, cfg.SpecTree, cfg.SpecDraftModel, cfg.SpecDraftTP = sp.K, sp.Method, sp.Tree, sp.Draft, sp.DraftTP
 		if len(sp.Alpha) > 0 {
 			cfg.SpecAlphas = sp.Alpha
 		}

@@ -165,9 +165,9 @@
 // acceptance fitted to SGLang's EAGLE-3 speedup at batch 1 (2.36x; α = 0.76 with SGLang's
 // default 5 steps and 8 draft tokens), the model gives the EAGLE-3 paper's 1.38x at batch 64
 // (1.38x). vLLM 0.6's high-QPS slowdowns are not reproduced (its batch-expansion scorer's
-// overheads are not GPU work) and are listed as excluded; so is its draft-model run, whose
-// draft ran at its own tensor-parallel degree, which this model does not price (a draft runs
-// at the target's TP). The EAGLE head counts the target's full vocabulary; EAGLE-3's reduced
+// overheads are not GPU work) and are listed as excluded. A draft model runs at the target's
+// TP unless Config.DraftTP says otherwise (vLLM's speculative_draft_tensor_parallel_size: the
+// 0.5B draft of vLLM's 70B anchor has 14 heads and runs unsharded). The EAGLE head counts the target's full vocabulary; EAGLE-3's reduced
 // draft vocabulary makes its passes cheaper than priced here.
 //
 // # Disaggregated serving

@@ -70,6 +70,12 @@ func New(cfg Config) (*Roofline, error) {
 		dcfg.Model = cfg.Draft
 		dcfg.Draft = Model{}
 		dcfg.StepOverhead = -1
+		if cfg.DraftTP != 0 {
+			if cfg.DraftTP < 0 {
+				return nil, fmt.Errorf("perf: draft tensor-parallel degree must be >= 1, or 0 for the target's, got %d", cfg.DraftTP)
+			}
+			dcfg.TP = cfg.DraftTP
+		}
 		d, err := derive(dcfg)
 		if err != nil {
 			return nil, fmt.Errorf("perf: draft model %s: %w", cfg.Draft.Name, err)

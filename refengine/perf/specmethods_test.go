@@ -71,3 +71,30 @@ func TestSpecMethodPricing(t *testing.T) {
 		t.Fatal("unknown method accepted")
 	}
 }
+
+// TestDraftTP: a draft that cannot be sharded over the target's TP runs at its own degree.
+func TestDraftTP(t *testing.T) {
+	m, _ := perf.LookupModel("llama-3.1-70b")
+	g, _ := perf.LookupGPU("h100")
+	d := perf.Model{Name: "d14", Layers: 24, Hidden: 896, Heads: 14, KVHeads: 2, HeadDim: 64, FFN: 4864,
+		Vocab: 128256, Params: 0.47e9, ActiveParams: 0.47e9, MaxContext: 32768}
+	if _, err := perf.New(perf.Config{Model: m, GPU: g, TP: 4, Draft: d}); err == nil {
+		t.Fatal("a 14-head draft sharded over 4 GPUs was accepted")
+	}
+	r, err := perf.New(perf.Config{Model: m, GPU: g, TP: 4, Draft: d, DraftTP: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w perf.Work
+	w.Add(1, 256)
+	one := r.DraftStepTime(d, w)
+	r2, _ := perf.New(perf.Config{Model: m, GPU: g, TP: 4, Draft: d, DraftTP: 2})
+	// Sharding a 0.5B draft saves little bandwidth and adds 2 × 24 all-reduces per pass: the
+	// reason vLLM lets a draft run unsharded.
+	if !(one < r2.DraftStepTime(d, w)) {
+		t.Fatalf("draft pass at TP 1 %v, at TP 2 %v: want faster unsharded", one, r2.DraftStepTime(d, w))
+	}
+	if _, err := perf.New(perf.Config{Model: m, GPU: g, TP: 4, Draft: d, DraftTP: -1}); err == nil {
+		t.Fatal("negative DraftTP accepted")
+	}
+}
