@@ -23,6 +23,10 @@ func TestSpecMethodFlags(t *testing.T) {
 	if err != nil || cfg.SpecMethod != "medusa" || cfg.SpecTree != 24 || len(cfg.SpecAlphas) != 3 || cfg.SpecAlpha != 0 {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
+	ef, _ = parse("--spec-k", "4", "--spec-draft-model", "llama-3.2-1b", "--spec-draft-tp", "1")
+	if cfg, err = ef.config(); err != nil || cfg.SpecDraftTP != 1 || cfg.SpecDraftModel != "llama-3.2-1b" {
+		t.Fatalf("draft tp: %+v, %v", cfg, err)
+	}
 	ef, _ = parse("--spec-k", "4", "--spec-alpha", "0.7")
 	if cfg, err = ef.config(); err != nil || cfg.SpecAlpha != 0.7 || cfg.SpecAlphas != nil {
 		t.Fatalf("one alpha: %+v, %v", cfg, err)
@@ -39,6 +43,7 @@ func TestSpecMethodFlags(t *testing.T) {
 		{[]string{"--spec-tree", "8"}, "--spec-tree needs --spec-k"},
 		{[]string{"--spec-k", "4", "--spec-method", "ngram", "--spec-repetition", "rag=1.5"}, "--spec-repetition"},
 		{[]string{"--spec-k", "4", "--spec-alpha", "0.9,x"}, "--spec-alpha"},
+		{[]string{"--spec-k", "4", "--spec-draft-tp", "1"}, "--spec-draft-tp 1 needs --spec-draft-model"},
 	} {
 		ef, _ := parse(tc.args...)
 		if _, err := ef.config(); err == nil || !strings.Contains(err.Error(), tc.want) {
