@@ -19,7 +19,7 @@ func (r *resolved) resolveSpecMethod(pc *perf.Config) error {
 	c := r.Config
 	m, err := perf.ParseSpecMethod(c.SpecMethod)
 	if err != nil {
-		return fmt.Errorf("refengine: SpecMethod: %w", err)
+		return fmt.Errorf("refengine: SpecMethod (--spec-method): %w", err)
 	}
 	if strings.TrimSpace(c.SpecMethod) == "" && c.SpecDraftModel != "" {
 		m = perf.SpecDraft
@@ -27,7 +27,7 @@ func (r *resolved) resolveSpecMethod(pc *perf.Config) error {
 	r.specMethod = m
 	if c.SpecK == 0 {
 		if strings.TrimSpace(c.SpecMethod) != "" || len(c.SpecAlphas) > 0 || c.SpecTree != 0 || len(c.SpecRepetition) > 0 {
-			return fmt.Errorf("refengine: SpecMethod, SpecAlphas, SpecTree and SpecRepetition need SpecK > 0 (the draft length)")
+			return fmt.Errorf("refengine: SpecMethod, SpecAlphas, SpecTree and SpecRepetition (--spec-method, --spec-alpha, --spec-tree, --spec-repetition) need SpecK > 0 (--spec-k, the draft length)")
 		}
 		return nil
 	}
@@ -40,22 +40,22 @@ func (r *resolved) resolveSpecMethod(pc *perf.Config) error {
 		}
 	}
 	if m != perf.SpecDraft && c.SpecDraftModel != "" {
-		return fmt.Errorf("refengine: SpecDraftModel %q is the draft of method %q; method %q has none", c.SpecDraftModel, perf.SpecDraft, m)
+		return fmt.Errorf("refengine: SpecDraftModel (--spec-draft-model) %q is the draft of method %q; method %q has none", c.SpecDraftModel, perf.SpecDraft, m)
 	}
 	if m != perf.SpecEAGLE && m != perf.SpecMedusa && c.SpecTree != 0 {
-		return fmt.Errorf("refengine: SpecTree %d: only the eagle and medusa methods verify a tree of candidates", c.SpecTree)
+		return fmt.Errorf("refengine: SpecTree (--spec-tree) %d: only the eagle and medusa methods verify a tree of candidates", c.SpecTree)
 	}
 	if m != perf.SpecNgram && len(c.SpecRepetition) > 0 {
-		return fmt.Errorf("refengine: SpecRepetition applies to the ngram method only (method is %q)", m)
+		return fmt.Errorf("refengine: SpecRepetition (--spec-repetition) applies to the ngram method only (method is %q)", m)
 	}
 	if c.SpecTree != 0 && c.SpecTree < c.SpecK {
-		return fmt.Errorf("refengine: SpecTree %d: a tree SpecK=%d levels deep has at least %d candidates", c.SpecTree, c.SpecK, c.SpecK)
+		return fmt.Errorf("refengine: SpecTree (--spec-tree) %d: a tree SpecK=%d levels deep has at least %d candidates", c.SpecTree, c.SpecK, c.SpecK)
 	}
 	r.specTree = c.SpecK
 	switch m {
 	case perf.SpecDraft:
 		if c.SpecDraftModel == "" {
-			return fmt.Errorf("refengine: the draft method needs SpecDraftModel (a draft model profile, e.g. llama-3.2-1b)")
+			return fmt.Errorf("refengine: the draft method needs SpecDraftModel (--spec-draft-model, a draft model profile, e.g. llama-3.2-1b)")
 		}
 	case perf.SpecEAGLE:
 		r.draft = perf.EAGLEHead(r.model)
@@ -66,7 +66,7 @@ func (r *resolved) resolveSpecMethod(pc *perf.Config) error {
 		r.specTree = 4 * c.SpecK
 	case perf.SpecNgram:
 		if r.alphaGiven || len(c.SpecAlphas) > 0 {
-			return fmt.Errorf("refengine: the ngram method's acceptance is the request's repetition (SpecRepetition), not SpecAlpha")
+			return fmt.Errorf("refengine: the ngram method's acceptance is the request's repetition (SpecRepetition, --spec-repetition), not SpecAlpha (--spec-alpha)")
 		}
 		r.SpecAlpha = 0
 		for class, rho := range c.SpecRepetition {
