@@ -2,8 +2,8 @@ package refengine
 
 import (
 	"fmt"
-	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/llmbench/llmbench/refengine/perf"
@@ -110,8 +110,8 @@ func ParseSpecAlphas(s string) ([]float64, error) {
 	var out []float64
 	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		var a float64
-		if _, err := fmt.Sscan(f, &a); err != nil || !(a >= 0 && a <= 1) || math.IsNaN(a) {
+		a, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(a >= 0 && a <= 1) {
 			return nil, fmt.Errorf("acceptance probability %d %q: want a number in [0, 1] (e.g. 0.8, or 0.9,0.8,0.7 per position)", i+1, clipSpec(f))
 		}
 		out = append(out, a)
@@ -131,8 +131,8 @@ func ParseSpecRepetition(s string) (map[string]float64, error) {
 			class, v = "", f
 		}
 		class = strings.TrimSpace(class)
-		var rho float64
-		if _, err := fmt.Sscan(strings.TrimSpace(v), &rho); err != nil || !(rho >= 0 && rho <= 1) {
+		rho, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(rho >= 0 && rho <= 1) {
 			return nil, fmt.Errorf("entry %d %q: want CLASS=P or P with P a probability in [0, 1] (e.g. rag=0.8,0.3)", i+1, clipSpec(f))
 		}
 		if _, dup := out[class]; dup {

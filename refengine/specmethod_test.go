@@ -223,7 +223,7 @@ func TestParseSpecFlags(t *testing.T) {
 	if a, err := ParseSpecAlphas("0.9, 0.8,0.7"); err != nil || len(a) != 3 || a[2] != 0.7 {
 		t.Fatalf("ParseSpecAlphas: %v %v", a, err)
 	}
-	for _, bad := range []string{"", "1.2", "0.5,x", "NaN"} {
+	for _, bad := range []string{"", "1.2", "0.5,x", "NaN", "0.5abc"} {
 		if _, err := ParseSpecAlphas(bad); err == nil {
 			t.Errorf("ParseSpecAlphas(%q): no error", bad)
 		}
@@ -235,9 +235,56 @@ func TestParseSpecFlags(t *testing.T) {
 	if s := FormatSpecRepetition(m); s != "code=0.6,rag=0.8,0.3" {
 		t.Fatalf("FormatSpecRepetition: %q", s)
 	}
-	for _, bad := range []string{"rag=", "rag=1.1", "0.3,0.4", "a=0.1,a=0.2", "=x"} {
+	for _, bad := range []string{"rag=", "rag=1.1", "0.3,0.4", "a=0.1,a=0.2", "=x", "rag=0.5x"} {
 		if _, err := ParseSpecRepetition(bad); err == nil {
 			t.Errorf("ParseSpecRepetition(%q): no error", bad)
 		}
 	}
+}
+
+func FuzzParseSpecRepetition(f *testing.F) {
+	for _, s := range []string{"0.5", "rag=0.8,code=0.6,0.3", "=0.5", "a=b=0.5", ",", "x=1e-300", "rag=0x1p-2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		m, err := ParseSpecRepetition(spec)
+		if err != nil {
+			if len(err.Error()) > 300 {
+				t.Fatalf("error of %d bytes for a %d-byte spec", len(err.Error()), len(spec))
+			}
+			return
+		}
+		again, err := ParseSpecRepetition(FormatSpecRepetition(m))
+		if err != nil || len(again) != len(m) {
+			t.Fatalf("%q parsed to %v, whose form %q gives %v, %v", spec, m, FormatSpecRepetition(m), again, err)
+		}
+		for k, v := range m {
+			if again[k] != v || !(v >= 0 && v <= 1) {
+				t.Fatalf("%q: class %q: %g, again %g", spec, k, v, again[k])
+			}
+		}
+	})
+}
+
+func FuzzParseSpecAlphas(f *testing.F) {
+	for _, s := range []string{"0.8", "0.9,0.8,0.7", " 1 ,0", "NaN", "0.5,", "1e-400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		a, err := ParseSpecAlphas(spec)
+		if err != nil {
+			if len(err.Error()) > 300 {
+				t.Fatalf("error of %d bytes for a %d-byte spec", len(err.Error()), len(spec))
+			}
+			return
+		}
+		if len(a) != strings.Count(spec, ",")+1 {
+			t.Fatalf("%q: %d values", spec, len(a))
+		}
+		for _, x := range a {
+			if !(x >= 0 && x <= 1) {
+				t.Fatalf("%q: acceptance %g outside [0, 1]", spec, x)
+			}
+		}
+	})
 }
