@@ -62,6 +62,31 @@ type Config struct {
 	SpecAlpha      float64
 	SpecDraftModel string
 
+	// Speculative methods (issue 22, item 5). SpecMethod says who drafts and so what drafting
+	// costs (perf.SpecMethods; "" is "draft" with SpecDraftModel, else "free", the model
+	// above): "draft" prices SpecDraftModel's k passes; "eagle" k passes of an EAGLE head
+	// (perf.EAGLEHead) of the target; "medusa" one pass of k Medusa heads
+	// (perf.MedusaHeadParams) and the verification of a tree of SpecTree candidates; "ngram"
+	// no GPU work, drafting only when the request's text repeats (SpecRepetition).
+	SpecMethod string
+	// SpecAlphas, when set, gives the acceptance probability per draft position (position i
+	// accepted with SpecAlphas[i-1] given the earlier ones; the last entry repeats), in place
+	// of SpecAlpha; each in [0, 1]. Not with "ngram".
+	SpecAlphas []float64
+	// SpecTree is the number of candidate tokens an "eagle" or "medusa" step verifies (the
+	// draft tree's nodes below its root, SpecK levels deep); 0 means SpecK (a chain) for
+	// eagle and 4 × SpecK for medusa. The acceptance probabilities are then those of the
+	// tree. Must be >= SpecK.
+	SpecTree int
+	// SpecRepetition is, for "ngram", the probability that a request's next text repeats text
+	// it has seen, per request class (SimRequest.Class); the key "" is the default for other
+	// classes and for HTTP requests, which carry no class (default 0.5). A decode step finds
+	// a match with that probability, and each drafted token is then accepted with it.
+	SpecRepetition map[string]float64
+	// SpecDraftTP is the tensor-parallel degree of SpecDraftModel (0: TP), as vLLM's
+	// speculative_draft_tensor_parallel_size.
+	SpecDraftTP int
+
 	// Disaggregated splits the engine into a prefill pool and a decode pool, each with the
 	// full GPU setup (Model, GPU, TP, memory): a request's prompt and first token are computed
 	// in the prefill pool, then its KV cache moves to the decode pool, taking
@@ -128,6 +153,9 @@ type resolved struct {
 	roof        *perf.Roofline
 	model       perf.Model
 	draft       perf.Model
+	specMethod  string
+	specTree    int
+	alphaGiven  bool // SpecAlpha was set, not defaulted
 	numBlocks   int
 	maxModelLen int
 }
@@ -154,7 +182,8 @@ func (c Config) resolve() (*resolved, error) {
 	if c.HashIDTokens == 0 {
 		c.HashIDTokens = 512
 	}
-	if c.SpecK > 0 && c.SpecAlpha == 0 {
+	alphaGiven := c.SpecAlpha != 0
+	if c.SpecK > 0 && c.SpecAlpha == 0 && len(c.SpecAlphas) == 0 {
 		c.SpecAlpha = 0.8
 	}
 	if c.ServedModelName == "" {
@@ -218,7 +247,7 @@ func (c Config) resolve() (*resolved, error) {
 	if reg == nil {
 		reg = perf.NewRegistry()
 	}
-	r := &resolved{Config: c}
+	r := &resolved{Config: c, alphaGiven: alphaGiven}
 	var err error
 	if r.model, err = reg.Model(c.Model); err != nil {
 		return nil, fmt.Errorf("refengine: model: %w", err)
@@ -240,6 +269,12 @@ func (c Config) resolve() (*resolved, error) {
 			return nil, fmt.Errorf("refengine: draft model: %w", err)
 		}
 		pc.Draft = r.draft
+		pc.DraftTP = c.SpecDraftTP
+	} else if c.SpecDraftTP != 0 {
+		return nil, fmt.Errorf("refengine: SpecDraftTP %d needs SpecDraftModel (the draft model it shards)", c.SpecDraftTP)
+	}
+	if err := r.resolveSpecMethod(&pc); err != nil {
+		return nil, err
 	}
 	if r.roof, err = perf.New(pc); err != nil {
 		return nil, fmt.Errorf("refengine: %w", err)
@@ -268,8 +303,11 @@ func (r *resolved) newCore() *core {
 		prefixCaching: !r.DisablePrefixCaching,
 		specK:         r.SpecK,
 		specAlpha:     r.SpecAlpha,
+		specAlphas:    r.SpecAlphas,
+		specMethod:    r.specMethod,
+		specTree:      r.specTree,
 		draft:         r.draft,
-		hasDraft:      r.SpecDraftModel != "",
+		hasDraft:      r.draft.Name != "",
 		pricer:        r.roof,
 		pool:          newBlockPool(r.numBlocks),
 	}

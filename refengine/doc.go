@@ -119,8 +119,17 @@
 // max_tokens); each draft is accepted with probability SpecAlpha, left to right, stopping at
 // the first rejection, from a generator seeded by the request's seed (or its prompt hash), so
 // runs are reproducible. The accepted drafts plus one token are emitted together in one
-// chunk; expected tokens per pass are (1 − α^(k+1)) / (1 − α). Drafting is free unless
-// SpecDraftModel names a draft profile, whose k passes are added to each step.
+// chunk; expected tokens per pass are (1 − α^(k+1)) / (1 − α). SpecAlphas gives one α per
+// draft position instead.
+//
+// SpecMethod says who drafts: "free" (the default) costs nothing; "draft" adds the k passes of
+// SpecDraftModel's profile to each step; "eagle" k passes of an EAGLE head of the target
+// (perf.EAGLEHead); "medusa" one pass of k heads (perf.MedusaHeadParams) and verifies a tree of
+// SpecTree candidates, 1 + SpecTree tokens per request; "ngram" costs no GPU time and drafts
+// only on the steps where the request's text repeats: with probability ρ, its class's
+// SpecRepetition, and then each drafted token is accepted with probability ρ. The formulas,
+// and why the benefit shrinks as the batch grows, are in perf's documentation ("Speculative
+// methods"). Every method emits the same text; only the timing differs.
 //
 // # Disaggregation
 //

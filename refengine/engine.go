@@ -207,6 +207,7 @@ func (e *Engine) submit(r *request, key, respID string, base uint64, plan *fault
 		seed = uint64(*r.seed)
 	}
 	s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
+	s.rho = e.cfg.repetitionFor("") // the wire carries no request class
 	e.mu.Lock()
 	tl.Arrival = e.clock.Now()
 	e.timelines.add(tl)

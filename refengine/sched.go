@@ -31,11 +31,12 @@ type seq struct {
 	state        seqState
 	aborted      bool
 	everRun      bool
-	drafted      bool   // the last step emitted a token, so drafts can be proposed for the next
-	rng          uint64 // speculative acceptance draws
+	drafted      bool    // the last step emitted a token, so drafts can be proposed for the next
+	rng          uint64  // speculative acceptance draws
+	rho          float64 // ngram speculation: the request's repetition (its class's)
 
 	sched int // tokens scheduled in the current step
-	spec  int // of which draft tokens to verify
+	spec  int // draft positions verified (the draft's length, or the tree's depth)
 
 	sink emitSink // nil in Simulate
 	pool *core    // the pool the request is in (nil while its KV is in transfer)
@@ -52,6 +53,7 @@ type emitSink interface {
 type stepPricer interface {
 	StepTime(w perf.Work) time.Duration
 	DraftStepTime(draft perf.Model, w perf.Work) time.Duration
+	HeadsStepTime(seqs int) time.Duration
 }
 
 // coreStats are cumulative scheduler counters.
@@ -93,6 +95,9 @@ type core struct {
 	prefixCaching bool
 	specK         int
 	specAlpha     float64
+	specAlphas    []float64 // per draft position, when set (replaces specAlpha)
+	specMethod    string    // perf.Spec*
+	specTree      int       // candidates an eagle or medusa step verifies (specK: a chain)
 	draft         perf.Model
 	hasDraft      bool
 
@@ -106,6 +111,7 @@ type core struct {
 	work      perf.Work
 	draftWork perf.Work
 	draftPass int
+	headSeqs  int // sequences the Medusa heads run on this step
 
 	now   time.Duration
 	stats coreStats
@@ -126,6 +132,7 @@ func (c *core) plan() (d time.Duration, ok bool) {
 	c.work = perf.Work{}
 	c.draftWork = perf.Work{}
 	c.draftPass = 0
+	c.headSeqs = 0
 	budget := c.maxBatched
 	preempted := false
 
@@ -136,11 +143,14 @@ func (c *core) plan() (d time.Duration, ok bool) {
 		spec := 0
 		if n == 1 && c.specK > 0 && s.drafted {
 			spec = max(0, min(c.specK, s.target-s.numOutput-1))
-			n += spec
+			if spec > 0 && c.specMethod == perf.SpecNgram && !(uniform(&s.rng) < s.rho) {
+				spec = 0 // no earlier text matches: nothing to draft this step
+			}
+			n += c.candidates(spec)
 		}
 		if n > budget {
 			n = budget
-			spec = max(0, n-(s.numTokens-s.numComputed))
+			spec = max(0, n-(s.numTokens-s.numComputed)) // a tree that does not fit becomes a chain
 		}
 		scheduled := true
 		for !c.ensureBlocks(s, s.numComputed+n) {
@@ -212,6 +222,9 @@ func (c *core) plan() (d time.Duration, ok bool) {
 	if c.hasDraft && c.draftPass > 0 {
 		d += time.Duration(c.draftPass) * c.pricer.DraftStepTime(c.draft, c.draftWork)
 	}
+	if c.headSeqs > 0 {
+		d += c.pricer.HeadsStepTime(c.headSeqs)
+	}
 	if d <= 0 {
 		d = time.Nanosecond
 	}
@@ -220,12 +233,31 @@ func (c *core) plan() (d time.Duration, ok bool) {
 
 func (c *core) add(s *seq, n, spec int) {
 	s.sched, s.spec = n, spec
-	c.work.Add(n, s.numComputed)
+	if spec > 0 && n > spec+1 {
+		c.work.AddTree(n, spec+1, s.numComputed) // the last token and a tree of candidates
+	} else {
+		c.work.Add(n, s.numComputed)
+	}
 	if spec > 0 {
-		c.draftWork.Add(1, s.numComputed)
-		c.draftPass = max(c.draftPass, spec)
+		switch c.specMethod {
+		case perf.SpecMedusa:
+			c.headSeqs++ // all heads run once, on the last token's hidden state
+		case perf.SpecDraft, perf.SpecEAGLE:
+			// spec passes; an EAGLE tree expands (candidates / depth) tokens per level.
+			c.draftWork.Add(max(1, (n-1)/spec), s.numComputed)
+			c.draftPass = max(c.draftPass, spec)
+		}
 	}
 	c.scheduled = append(c.scheduled, s)
+}
+
+// candidates is how many draft tokens a step verifies for spec drafted positions: spec for a
+// chain, the tree's share for a shallower tree near the end of a request.
+func (c *core) candidates(spec int) int {
+	if spec <= 0 || c.specTree <= c.specK {
+		return spec
+	}
+	return (c.specTree*spec + c.specK - 1) / c.specK
 }
 
 // complete applies the planned step, which ended at simulated time at.
@@ -242,7 +274,7 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 		emitted := 0
 		if s.spec > 0 {
 			a := 0
-			for a < s.spec && uniform(&s.rng) < c.specAlpha {
+			for a < s.spec && uniform(&s.rng) < c.specAlphaAt(a, s.rho) {
 				a++
 			}
 			c.stats.SpecPasses++

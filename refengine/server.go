@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmbench/llmbench/refengine/perf"
 )
 
 // Handler returns the engine's HTTP API: POST /v1/completions, POST /v1/chat/completions,
@@ -91,15 +93,20 @@ type Info struct {
 	SpecK               int     `json:"num_speculative_tokens"`
 	SpecAlpha           float64 `json:"spec_acceptance_rate"`
 	SpecDraftModel      string  `json:"speculative_model"`
-	Disaggregated       bool    `json:"disaggregated_prefill"`
-	KVTransferBW        float64 `json:"kv_transfer_bandwidth"`
-	HashIDTokens        int     `json:"hash_id_tokens"`
-	DefaultMaxTokens    int     `json:"default_max_tokens"`
-	TimeScale           float64 `json:"time_scale"`
-	Faults              string  `json:"faults"`
-	Wire                string  `json:"wire"`
-	ReasoningFraction   float64 `json:"reasoning_fraction,omitempty"`
-	Noise               string  `json:"engine_noise,omitempty"`
+	// Speculative methods (issue 22, item 5): set only with speculative decoding on.
+	SpecMethod        string    `json:"speculative_method,omitempty"`
+	SpecAlphas        []float64 `json:"spec_acceptance_rates,omitempty"`
+	SpecTree          int       `json:"speculative_tree_tokens,omitempty"`
+	SpecRepetition    string    `json:"spec_ngram_repetition,omitempty"`
+	Disaggregated     bool      `json:"disaggregated_prefill"`
+	KVTransferBW      float64   `json:"kv_transfer_bandwidth"`
+	HashIDTokens      int       `json:"hash_id_tokens"`
+	DefaultMaxTokens  int       `json:"default_max_tokens"`
+	TimeScale         float64   `json:"time_scale"`
+	Faults            string    `json:"faults"`
+	Wire              string    `json:"wire"`
+	ReasoningFraction float64   `json:"reasoning_fraction,omitempty"`
+	Noise             string    `json:"engine_noise,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -110,7 +117,7 @@ func (e *Engine) Info() Info { return e.cfg.info(e.scale) }
 
 func (r *resolved) info(scale float64) Info {
 	pc := r.roof.Config()
-	return Info{
+	in := Info{
 		Engine: "llmbench-refengine", Version: EngineVersion, ServedModelName: r.ServedModelName,
 		Model: r.model.Name, GPU: pc.GPU.Name, TP: pc.TP, WeightDtype: pc.WeightDtype, KVDtype: pc.KVDtype,
 		GPUMemUtil: pc.GPUMemUtil, NumBlocks: r.numBlocks, BlockSize: r.BlockSize, MaxModelLen: r.maxModelLen,
@@ -120,6 +127,22 @@ func (r *resolved) info(scale float64) Info {
 		TimeScale: scale, Faults: r.Faults.String(), Wire: wireName(r.Wire), ReasoningFraction: r.ReasoningFraction,
 		Noise: r.Noise.String(),
 	}
+	if r.SpecK > 0 {
+		in.SpecMethod, in.SpecAlphas = r.specMethod, r.SpecAlphas
+		if r.specMethod == perf.SpecEAGLE || r.specMethod == perf.SpecMedusa {
+			in.SpecTree = r.specTree
+		}
+		if r.specMethod == perf.SpecNgram {
+			in.SpecRepetition = FormatSpecRepetition(map[string]float64{"": r.repetitionFor("")})
+			if len(r.SpecRepetition) > 0 {
+				in.SpecRepetition = FormatSpecRepetition(r.SpecRepetition)
+			}
+		}
+		if r.specMethod == perf.SpecEAGLE {
+			in.SpecDraftModel = ""
+		}
+	}
+	return in
 }
 
 func (e *Engine) handleVersion(w http.ResponseWriter, _ *http.Request) {

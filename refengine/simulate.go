@@ -31,6 +31,9 @@ type SimRequest struct {
 	// greedy.
 	Seed        *int64
 	Temperature float64
+	// Class is the request's scenario class (traces.Request.Class); it selects the n-gram
+	// speculative method's repetition (Config.SpecRepetition).
+	Class string
 }
 
 // SimStats are the engine's counters over a simulation.
@@ -129,6 +132,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 			seed = uint64(*q.Seed)
 		}
 		s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
+		s.rho = r.repetitionFor(q.Class)
 	}
 	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
 	if len(reqs) > 0 {

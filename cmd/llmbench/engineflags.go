@@ -31,14 +31,19 @@ type engineFlags struct {
 	maxModelLen         int
 	prefixCaching       bool
 	specK               int
-	specAlpha           float64
+	specAlpha           string
 	specDraftModel      string
-	faults              string
-	noise               string
-	servedModelName     string
-	profiles            string
-	seed                string
-	resolvedSeed        uint64 // the seed engineSeed chose (once, so "random" is one draw)
+	// speculative methods (issue 22, item 5)
+	specMethod      string
+	specTree        int
+	specRepetition  string
+	specDraftTP     int
+	faults          string
+	noise           string
+	servedModelName string
+	profiles        string
+	seed            string
+	resolvedSeed    uint64 // the seed engineSeed chose (once, so "random" is one draw)
 	// now is the clock --engine-seed random draws from (time.Now; tests fix it).
 	now            func() time.Time
 	disaggregated  bool
@@ -50,7 +55,7 @@ type engineFlags struct {
 // engineFlagNames lists the flags addEngineFlags defines.
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
-	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "faults", "served-model-name",
+	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
 	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise"}
 
 // addEngineFlags defines the reference-engine flags on fs.
@@ -69,8 +74,12 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "reference engine: longest prompt+output accepted (0: the model's context)")
 	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", true, "reference engine: automatic prefix caching (--enable-prefix-caching=false to disable)")
 	fs.IntVar(&f.specK, "spec-k", 0, "reference engine: speculative decoding draft length k (0: off)")
-	fs.Float64Var(&f.specAlpha, "spec-alpha", 0, "reference engine: per-token draft acceptance probability (default 0.8 when --spec-k > 0)")
-	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile whose passes are priced (default: free drafts)")
+	fs.StringVar(&f.specAlpha, "spec-alpha", "", "reference engine: draft acceptance probability, one for every position (0.8, the default when --spec-k > 0) or one per draft position, the last repeating (0.9,0.8,0.7)")
+	fs.StringVar(&f.specDraftModel, "spec-draft-model", "", "reference engine: draft model profile of --spec-method draft, whose k passes per step are priced (e.g. llama-3.2-1b)")
+	fs.StringVar(&f.specMethod, "spec-method", "", "reference engine: who drafts, and so what drafting costs: free (no cost, the default), draft (--spec-draft-model's passes), eagle (k passes of a one-decoder-layer EAGLE head plus the LM head), medusa (one pass of k Medusa heads, verifying a tree of --spec-tree candidates), ngram (prompt lookup: no GPU work, drafts only when the text repeats, see --spec-repetition); default draft when --spec-draft-model is given")
+	fs.IntVar(&f.specDraftTP, "spec-draft-tp", 0, "reference engine: tensor-parallel degree of --spec-draft-model (0: --tp), as vLLM's speculative_draft_tensor_parallel_size")
+	fs.IntVar(&f.specTree, "spec-tree", 0, "reference engine: candidate tokens an eagle or medusa step verifies, a tree --spec-k levels deep (0: --spec-k for eagle, a chain; 4 × --spec-k for medusa)")
+	fs.StringVar(&f.specRepetition, "spec-repetition", "", "reference engine, --spec-method ngram: probability that a request's text repeats earlier text, which sets both how often a draft is found and its per-token acceptance; one number, or per trace class: summarization=0.8,code=0.6,0.3 (a bare number is the default; default 0.5)")
 	fs.StringVar(&f.faults, "faults", "", "reference engine: inject faults, e.g. reset-mid=0.1,status-503=0.1,stall=0.1:500ms,malformed=0.05 (keys: reset-before, reset-mid, stall, status-429/500/503, malformed, bad-json, no-done, slow-headers, early-eos, error-mid, overload=N, seed=N, from=D, until=D)")
 	fs.StringVar(&f.noise, "engine-noise", "", "reference engine: vary step times as a real server does, seeded by --engine-seed: a preset (realistic = jitter=3%,drift=2%:20s,pause=0.2%:20ms) or jitter=P (per-step lognormal spread), drift=P[:PERIOD] (slow drift, default period 20s), pause=P[:D] (a P share of steps pause D, default 20ms), seed=N; off by default")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "the model name requests carry: on the reference engine, the name it serves (default: --model); with --endpoint, an alias of --model (the name sent)")
@@ -150,19 +159,26 @@ func (f *engineFlags) config() (refengine.Config, error) {
 		Model: f.model, GPU: f.gpu, TP: f.tp, WeightDtype: f.weightDtype, KVDtype: f.kvDtype,
 		MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens, BlockSize: f.blockSize,
 		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
-		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK, SpecAlpha: f.specAlpha,
+		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK,
 		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: seed,
+		SpecMethod: f.specMethod, SpecTree: f.specTree, SpecDraftTP: f.specDraftTP,
 		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
 		Wire: f.wire, ReasoningFraction: f.reasoning,
 	}
 	if f.kvTransferGBps != 0 && !f.disaggregated {
 		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")
 	}
+	if f.specDraftTP != 0 && f.specDraftModel == "" {
+		return cfg, fmt.Errorf("--spec-draft-tp %d needs --spec-draft-model (the draft it shards)", f.specDraftTP)
+	}
 	if f.specDraftModel != "" && f.specK == 0 {
 		return cfg, fmt.Errorf("--spec-draft-model %s needs --spec-k > 0 (the draft length)", clip(f.specDraftModel, 60))
 	}
-	if f.specAlpha != 0 && f.specK == 0 {
-		return cfg, fmt.Errorf("--spec-alpha %g needs --spec-k > 0 (the draft length)", f.specAlpha)
+	if f.specAlpha != "" && f.specK == 0 {
+		return cfg, fmt.Errorf("--spec-alpha %s needs --spec-k > 0 (the draft length)", clip(f.specAlpha, 40))
+	}
+	if err := f.specMethodConfig(&cfg); err != nil {
+		return cfg, err
 	}
 	faults, err := refengine.ParseFaults(f.faults)
 	if err != nil {
@@ -184,4 +200,36 @@ func (f *engineFlags) config() (refengine.Config, error) {
 		cfg.Profiles = reg
 	}
 	return cfg, nil
+}
+
+// specMethodConfig applies --spec-alpha, --spec-method, --spec-tree and --spec-repetition
+// (issue 22, item 5); the engine checks how they combine.
+func (f *engineFlags) specMethodConfig(cfg *refengine.Config) error {
+	if f.specAlpha != "" {
+		alphas, err := refengine.ParseSpecAlphas(f.specAlpha)
+		if err != nil {
+			return fmt.Errorf("--spec-alpha: %w", err)
+		}
+		if len(alphas) == 1 {
+			cfg.SpecAlpha = alphas[0]
+		} else {
+			cfg.SpecAlphas = alphas
+		}
+	}
+	for _, fl := range []struct {
+		name string
+		set  bool
+	}{{"--spec-method", f.specMethod != ""}, {"--spec-tree", f.specTree != 0}, {"--spec-repetition", f.specRepetition != ""}} {
+		if fl.set && f.specK == 0 {
+			return fmt.Errorf("%s needs --spec-k > 0 (the draft length)", fl.name)
+		}
+	}
+	if f.specRepetition != "" {
+		rep, err := refengine.ParseSpecRepetition(f.specRepetition)
+		if err != nil {
+			return fmt.Errorf("--spec-repetition: %w", err)
+		}
+		cfg.SpecRepetition = rep
+	}
+	return nil
 }

@@ -38,7 +38,9 @@ clock and write the same results directory and report as "run". A what-if tool: 
 to P99 TTFT on H200 with FP8 and speculative decoding?" in seconds, without a GPU. Times are the
 engine's ground truth: there is no client or network in the numbers.`,
 		Example: `  llmbench simulate --trace traces/examples/chat-small.jsonl --gpu h200 --weight-dtype fp8
-  llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2`,
+  llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2
+  llmbench simulate --trace traces/examples/mixed-small.jsonl --spec-k 5 --spec-method eagle --spec-tree 8 --spec-alpha 0.9,0.8,0.7
+  llmbench simulate --trace traces/examples/mixed-small.jsonl --spec-k 4 --spec-method ngram --spec-repetition summarization=0.8,rag=0.6,0.3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), app, o) },
 	}

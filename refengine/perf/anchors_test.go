@@ -60,6 +60,18 @@ type anchor struct {
 		// the running batch is capped at the sequences of input + output tokens that fit.
 		Scheduler string `json:"scheduler"`
 	} `json:"engine"`
+	// Spec, for a speculative-decoding anchor, is the method the run used; the metric
+	// "speedup_<metric>" is then <metric> with it over <metric> without it.
+	Spec *struct {
+		Method    string    `json:"method"`
+		K         int       `json:"k"`
+		Alpha     []float64 `json:"alpha"`
+		Tree      int       `json:"tree"`
+		Draft     string    `json:"draft_model"`
+		DraftTP   int       `json:"draft_tp"`
+		Repeat    float64   `json:"repetition"`
+		Rationale string    `json:"acceptance_source"`
+	} `json:"spec"`
 	Metric    string  `json:"metric"`
 	Published float64 `json:"published"`
 	Tolerance float64 `json:"tolerance"` // relative: |simulated − published| / published
@@ -90,8 +102,30 @@ func loadAnchors(t *testing.T) (anchorFile, *perf.Registry) {
 }
 
 // simulateAnchor runs the anchor's workload through refengine.Simulate on the virtual clock
-// and returns its metric.
+// and returns its metric; a "speedup_" metric runs it with and without speculation.
 func simulateAnchor(a anchor, reg *perf.Registry) (float64, error) {
+	base, ok := strings.CutPrefix(a.Metric, "speedup_")
+	if !ok {
+		return simulateMetric(a, reg, a.Metric, false)
+	}
+	if a.Spec == nil {
+		return 0, fmt.Errorf("metric %s needs a spec block", a.Metric)
+	}
+	plain, err := simulateMetric(a, reg, base, false)
+	if err != nil {
+		return 0, err
+	}
+	spec, err := simulateMetric(a, reg, base, true)
+	if err != nil {
+		return 0, err
+	}
+	if strings.HasSuffix(base, "_ms") {
+		return plain / spec, nil // a latency: the speedup is old over new
+	}
+	return spec / plain, nil
+}
+
+func simulateMetric(a anchor, reg *perf.Registry, metric string, withSpec bool) (float64, error) {
 	w := a.Workload
 	reqs := make([]refengine.SimRequest, w.Requests)
 	for i := range reqs {
@@ -105,6 +139,15 @@ func simulateAnchor(a anchor, reg *perf.Registry) (float64, error) {
 	cfg := refengine.Config{Model: a.Model, GPU: a.GPU, TP: a.TP, WeightDtype: a.WeightDtype, KVDtype: a.KVDtype,
 		Profiles: reg, MaxNumSeqs: a.Engine.MaxNumSeqs, MaxNumBatchedTokens: a.Engine.MaxNumBatchedTokens,
 		GPUMemUtil: a.Engine.GPUMemUtil, DisablePrefixCaching: true, Seed: 1}
+	if sp := a.Spec; withSpec && sp != nil {
+		cfg.SpecK, cfg.SpecMethod, cfg.SpecTree, cfg.SpecDraftModel, cfg.SpecDraftTP = sp.K, sp.Method, sp.Tree, sp.Draft, sp.DraftTP
+		if len(sp.Alpha) > 0 {
+			cfg.SpecAlphas = sp.Alpha
+		}
+		if sp.Repeat > 0 {
+			cfg.SpecRepetition = map[string]float64{"": sp.Repeat}
+		}
+	}
 	if a.Engine.Scheduler == "guaranteed_no_evict" {
 		fit, err := sequencesThatFit(a, reg, w.InputTokens+w.OutputTokens)
 		if err != nil {
@@ -132,7 +175,7 @@ func simulateAnchor(a anchor, reg *perf.Registry) (float64, error) {
 		}
 	}
 	n := float64(len(res.Timelines))
-	switch a.Metric {
+	switch metric {
 	case "output_tokens_per_s":
 		return float64(out) / (last - first).Seconds(), nil
 	case "request_output_tokens_per_s":
@@ -142,7 +185,7 @@ func simulateAnchor(a anchor, reg *perf.Registry) (float64, error) {
 	case "tpot_ms":
 		return tpot / n * 1e3, nil
 	}
-	return 0, fmt.Errorf("unknown metric %q", a.Metric)
+	return 0, fmt.Errorf("unknown metric %q", metric)
 }
 
 // sequencesThatFit is how many sequences of tokens tokens the anchor's KV cache holds.
@@ -199,7 +242,8 @@ func TestAnchors(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"batch-1 decode", "high-batch throughput", "prefill throughput", "ttft vs prompt length",
-		"fp8", "int4 weight-only", "tensor parallel", "moe", "h100", "h200", "a100"} {
+		"fp8", "int4 weight-only", "tensor parallel", "moe", "h100", "h200", "a100",
+		"speculative batch 1", "speculative high load"} {
 		found := false
 		for _, a := range f.Anchors {
 			for _, c := range a.Categories {
@@ -222,6 +266,9 @@ func TestAnchors(t *testing.T) {
 }
 
 func fmtMetric(metric string, v float64) string {
+	if strings.HasPrefix(metric, "speedup_") {
+		return fmt.Sprintf("%.2fx", v)
+	}
 	switch metric {
 	case "output_tokens_per_s", "request_output_tokens_per_s":
 		return fmt.Sprintf("%.1f tok/s", v)

@@ -73,6 +73,19 @@ type Config struct {
 	// GPUs: its weights and its own KV cache (one entry per target token) come out of the KV
 	// budget, so NumBlocks shrinks. DraftStepTime prices its passes.
 	Draft Model
+	// DraftSharesLMHead makes every draft pass also read and compute the target's LM head
+	// (vocab × hidden weights), which the draft shares rather than stores: an EAGLE head
+	// (EAGLEHead) turns its predicted feature into a token with it.
+	DraftSharesLMHead bool
+	// DraftTP, when > 0, is the tensor-parallel degree the draft model runs at (vLLM's
+	// speculative_draft_tensor_parallel_size), for a draft whose heads do not divide over the
+	// target's TP or that is cheaper unsharded; 0 means TP. Its weights and KV cache still come
+	// out of the pooled KV budget of all TP GPUs.
+	DraftTP int
+	// DraftHeadParams, when > 0, is the size of draft heads without attention or KV cache that
+	// share the GPUs (Medusa, MedusaHeadParams): their weights come out of the KV budget and
+	// HeadsStepTime prices one pass of them. 0 means none.
+	DraftHeadParams float64
 }
 
 // WithDefaults returns c with every unset optional field set to its default and dtype and

@@ -45,6 +45,9 @@ type Roofline struct {
 	draftWeightBytes     float64
 	draftKVBytesPerToken float64
 	draft                *Roofline // priced like the target, without step overhead
+	bytesPerWeight       float64
+	headParams           float64 // Medusa-style draft heads (Config.DraftHeadParams)
+	headBytes            float64
 
 	kvBudget  float64
 	numBlocks int
@@ -67,6 +70,12 @@ func New(cfg Config) (*Roofline, error) {
 		dcfg.Model = cfg.Draft
 		dcfg.Draft = Model{}
 		dcfg.StepOverhead = -1
+		if cfg.DraftTP != 0 {
+			if cfg.DraftTP < 0 {
+				return nil, fmt.Errorf("perf: draft tensor-parallel degree must be >= 1, or 0 for the target's, got %d", cfg.DraftTP)
+			}
+			dcfg.TP = cfg.DraftTP
+		}
 		d, err := derive(dcfg)
 		if err != nil {
 			return nil, fmt.Errorf("perf: draft model %s: %w", cfg.Draft.Name, err)
@@ -74,15 +83,31 @@ func New(cfg Config) (*Roofline, error) {
 		r.draft = d
 		r.draftWeightBytes = d.weightBytes
 		r.draftKVBytesPerToken = d.kvBytesPerToken
+		if cfg.DraftSharesLMHead {
+			// Read every pass, stored once (with the target): priced, not counted in memory.
+			lmHead := float64(cfg.Model.Vocab) * float64(cfg.Model.Hidden)
+			d.weightBytes += lmHead * d.bytesPerWeight
+			d.linFLOPsPerToken += 2 * lmHead
+		}
+	}
+	if p := cfg.DraftHeadParams; p != 0 {
+		if !(p > 0) || math.IsInf(p, 0) {
+			return nil, fmt.Errorf("perf: DraftHeadParams must be a positive number of parameters, or 0 for none, got %g", p)
+		}
+		r.headParams = p
+		r.headBytes = p * r.bytesPerWeight
 	}
 
 	perGPU := cfg.GPU.MemBytes*cfg.GPUMemUtil - math.Max(cfg.ReserveBytes, 0)
 	usable := float64(cfg.TP) * perGPU
-	need := r.weightBytes + r.draftWeightBytes
+	need := r.weightBytes + r.draftWeightBytes + r.headBytes
 	if need > usable {
 		what := fmt.Sprintf("%s %s weights", cfg.Model.Name, cfg.WeightDtype)
 		if r.draftWeightBytes > 0 {
 			what += fmt.Sprintf(" plus draft %s", cfg.Draft.Name)
+		}
+		if r.headBytes > 0 {
+			what += fmt.Sprintf(" plus %.2fB parameters of draft heads", r.headParams/1e9)
 		}
 		return nil, fmt.Errorf("perf: %s need %.1f GB but %d × %s provide %.1f GB (%.1f GB × GPU memory utilization %.2f − %.1f GB reserve, per GPU); %s: %w",
 			what, need/1e9, cfg.TP, cfg.GPU.Name, usable/1e9, cfg.GPU.MemBytes/1e9, cfg.GPUMemUtil,
@@ -175,7 +200,7 @@ func derive(cfg Config) (*Roofline, error) {
 	}
 
 	tp := float64(cfg.TP)
-	r := &Roofline{cfg: cfg}
+	r := &Roofline{cfg: cfg, bytesPerWeight: bpw}
 	r.weightBytes = m.Params * bpw
 	if m.IsMoE() && m.ActiveExperts < m.Experts {
 		e, a := float64(m.Experts), float64(m.ActiveExperts)

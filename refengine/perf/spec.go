@@ -37,6 +37,9 @@ func (r *Roofline) DraftStepTime(draft Model, w Work) time.Duration {
 	cfg.Model = draft
 	cfg.Draft = Model{}
 	cfg.StepOverhead = -1
+	if cfg.DraftTP > 0 {
+		cfg.TP = cfg.DraftTP
+	}
 	d, err := derive(cfg)
 	if err != nil {
 		return 0

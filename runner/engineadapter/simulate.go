@@ -50,6 +50,7 @@ func SimRequests(reqs []traces.Request, rateScale float64) []refengine.SimReques
 			MinTokens:    r.OutputTokens,
 			IgnoreEOS:    true,
 			Seed:         r.Seed,
+			Class:        r.Class,
 		}
 		if len(r.Messages) > 0 && r.Prompt == "" {
 			for _, m := range r.Messages {
