@@ -42,9 +42,16 @@ var (
 const (
 	maxErrorBody = 64 << 10
 	maxJSONBody  = 64 << 20
-	readerSize   = 8 << 10
-	drainLimit   = 64 << 10
-	drainTimeout = time.Second
+	// readerSize is the SSE reader's buffer, transportReadBuf and transportWriteBuf the
+	// transport's buffers of each connection: sized to SSE lines (a few hundred bytes) and
+	// request headers, not to throughput, because every open stream holds them
+	// (BENCHMARKS.md, "Memory per stream"). Longer lines are assembled in the reader's own
+	// buffer; reads and writes larger than a buffer bypass it.
+	readerSize        = 2 << 10
+	transportReadBuf  = 2 << 10
+	transportWriteBuf = 1 << 10
+	drainLimit        = 64 << 10
+	drainTimeout      = time.Second
 	// maxHeaderBytes bounds a response's headers (net/http's default is 1 MiB).
 	maxHeaderBytes = 64 << 10
 	// maxResponseID bounds the response id kept in a record, in bytes ("…" included).
@@ -118,8 +125,8 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		DisableCompression:     true, // compressed SSE would delay and batch chunks
 		TLSHandshakeTimeout:    t.Timeouts.Connect,
 		ExpectContinueTimeout:  0,
-		WriteBufferSize:        16 << 10,
-		ReadBufferSize:         16 << 10,
+		WriteBufferSize:        transportWriteBuf,
+		ReadBufferSize:         transportReadBuf,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	c := &client{
@@ -468,9 +475,6 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 	sr.reset(resp.Body)
 	sr.max = c.maxLine
 	defer sr.reset(nil)
-	if cap(rec.Chunks) == 0 {
-		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
-	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
 	var f chunkFields
 	events := 0
@@ -532,7 +536,7 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d bytes of text for max_tokens %d; stopped reading", textLimit(k.maxTokens), k.maxTokens))
 			return ""
 		}
-		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
+		if n.chunks() > chunkLimit(k.maxTokens) {
 			rec.End = t
 			n.finish()
 			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d content chunks for max_tokens %d; stopped reading", chunkLimit(k.maxTokens), k.maxTokens))
