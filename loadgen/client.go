@@ -16,6 +16,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/redact"
@@ -63,19 +65,22 @@ const (
 
 // client sends requests to one target and turns responses into Records.
 type client struct {
-	hc      *http.Client
-	tr      *http.Transport
-	base    string // scheme://host[:port][/prefix], without a trailing /v1
-	query   string // the target URL's query, appended to every endpoint
-	target  Target
-	ext     extensions
-	model   string
-	tok     tokenizer.Tokenizer
-	clock   Clock
-	start   time.Time
-	redact  *redact.Policy
-	maxLine int
-	bufs    sync.Pool // *streamBufs
+	hc *http.Client
+	tr *http.Transport
+	// closeIdle closes the idle connections of the transport in use (HTTP/1.1 or HTTP/2).
+	closeIdle func()
+	conns     atomic.Int64 // connections dialed by the built-in dialer
+	base      string       // scheme://host[:port][/prefix], without a trailing /v1
+	query     string       // the target URL's query, appended to every endpoint
+	target    Target
+	ext       extensions
+	model     string
+	tok       tokenizer.Tokenizer
+	clock     Clock
+	start     time.Time
+	redact    *redact.Policy
+	maxLine   int
+	bufs      sync.Pool // *streamBufs
 }
 
 type streamBufs struct {
@@ -109,9 +114,11 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		}
 		tlsConf.RootCAs = pool
 	}
+	c := &client{}
 	if dial == nil {
-		d := &net.Dialer{Timeout: t.Timeouts.Connect, KeepAlive: 30 * time.Second}
-		dial = d.DialContext
+		dial = c.dialer(t)
+	} else if len(t.SourceAddrs) > 0 {
+		return nil, errors.New("target: source addresses need the built-in TCP dialer (Options.Dial was given)")
 	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would sit inside every measured latency
@@ -129,15 +136,14 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		ReadBufferSize:         transportReadBuf,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
-	c := &client{
-		hc:      &http.Client{Transport: tr, CheckRedirect: checkRedirect},
-		tr:      tr,
-		base:    base,
-		target:  t,
-		ext:     ext,
-		redact:  redact.New(redact.Target{URL: t.URL, APIKey: t.APIKey, Headers: t.Headers}),
-		maxLine: t.MaxLineBytes,
+	c.hc = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	c.closeIdle = tr.CloseIdleConnections
+	if t.HTTP2 {
+		h2 := c.http2Transport(strings.HasPrefix(base, "https:"), tlsConf, dial)
+		c.hc.Transport, c.closeIdle = h2, h2.CloseIdleConnections
 	}
+	c.tr, c.base, c.target, c.ext, c.maxLine = tr, base, t, ext, t.MaxLineBytes
+	c.redact = redact.New(redact.Target{URL: t.URL, APIKey: t.APIKey, Headers: t.Headers})
 	if c.maxLine <= 0 {
 		c.maxLine = DefaultMaxLineBytes
 	}
@@ -158,7 +164,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func (c *client) close() { c.tr.CloseIdleConnections() }
+func (c *client) close() { c.closeIdle() }
 
 // normalizeBase accepts http(s)://host[:port][/prefix][/v1][/][?query] and returns it without
 // the trailing /v1, slash, credentials and query.
@@ -379,6 +385,10 @@ func (c *client) classify(ctx context.Context, err error, fallback metrics.Failu
 	case nil:
 	default:
 		return metrics.FailCanceled, "canceled: " + cause.Error()
+	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		// The client, not the server: no file descriptor was left for a new connection.
+		return metrics.FailClientFDLimit, "the client ran out of file descriptors (" + err.Error() + "); raise the limit (ulimit -n), or multiplex with --http2"
 	}
 	if errors.Is(err, errMalformedSSE) {
 		return metrics.FailMalformed, err.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,21 @@ type Target struct {
 	CACertFile         string
 	InsecureSkipVerify bool
 	Timeouts           Timeouts
+
+	// Connections at scale (issue 18).
+	//
+	// SourceAddrs, when set, are the local addresses new connections are dialed from, in
+	// turn (round robin per new connection), so that tens of thousands of connections to one
+	// host:port do not run out of ephemeral ports (about 28,000 per source address on
+	// Linux). On loopback every 127.x.y.z address works without configuration; elsewhere
+	// they must be addresses of this machine. Not used with Options.Dial. See
+	// ParseSourceAddrs.
+	SourceAddrs []netip.Addr
+	// HTTP2 speaks HTTP/2: with prior knowledge (h2c) to an http:// URL, and only HTTP/2
+	// (ALPN h2) to an https:// one, so a server without it fails to connect. Without it an
+	// http:// URL gets HTTP/1.1 and an https:// one what ALPN settles (HTTP/2 if offered).
+	// HTTP/2 multiplexes streams over few connections (Result.Connections).
+	HTTP2 bool
 }
 
 // Options configure a run.
@@ -169,6 +185,9 @@ type Result struct {
 	// during the run; -1 where the platform cannot tell. It includes anything else running in
 	// the process (an embedded reference engine, for one).
 	ClientCPUFraction float64
+	// Connections counts the connections dialed during the run (HTTP/1.1: about one per
+	// concurrent stream; HTTP/2: streams share them). 0 when Options.Dial was given.
+	Connections int
 }
 
 // realClock paces in three stages so that sends land well within a millisecond of their time

@@ -163,6 +163,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		Interrupted:       ctx.Err() != nil,
 		ClientCPUFraction: -1,
 		TraceErr:          p.err,
+		Connections:       int(c.conns.Load()),
 	}
 	if wall := end.Sub(r.start); cpuOK && wall > 0 {
 		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))

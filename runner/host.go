@@ -13,6 +13,7 @@ import (
 // HostFacts describes the client machine.
 func HostFacts() metrics.Host {
 	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	h.FDLimit = int(FDLimit())
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)
