@@ -219,6 +219,7 @@ type call struct {
 	inputTokens int  // the client's prompt count when it differs from the trace's (0: trace)
 	body        []byte
 	bodyErr     error
+	waiting     bool // holds a place among the dispatched requests not yet sent (MaxWaiting)
 }
 
 type streamOptions struct {

@@ -92,6 +92,13 @@ type Options struct {
 	// for a slot; the wait is queue time (Sent - Dispatched) and counts in TTFT and E2E, which
 	// are measured from Intended.
 	MaxConcurrency int
+	// MaxWaiting bounds, in an open-loop run, the requests dispatched and not yet sent
+	// (waiting for a MaxConcurrency slot, or for the CPU when the client falls behind). Past
+	// it the dispatcher waits for one to be sent, so the overload shows as schedule lag (the
+	// summary then says client-limited) rather than as memory: a late request is not
+	// materialized before there is room for it. 0 means DefaultMaxWaiting; negative, no
+	// bound.
+	MaxWaiting int
 	// RateScale divides arrival offsets and the think times of multi-turn sessions (2 =
 	// twice the rate: the trace's timeline compressed by half); 0 means 1.
 	RateScale float64
@@ -136,6 +143,10 @@ type Options struct {
 	Whole TraceShape
 }
 
+// DefaultMaxWaiting is Options.MaxWaiting when 0: at ≈ 10 KB a request (its goroutine,
+// prompt and encoded body), about 40 MB of late requests at most.
+const DefaultMaxWaiting = 4096
+
 // TraceShape is what the schedule needs of a whole trace: its first and last arrival and its
 // number of requests (see metrics.ReplayLength).
 type TraceShape struct {
@@ -146,6 +157,7 @@ type TraceShape struct {
 // Progress holds live counters a caller may poll while Run works.
 type Progress struct {
 	Sent         atomic.Int64 // requests written to the wire
+	Waiting      atomic.Int64 // dispatched (open loop) and not yet sent: waiting for a slot or the CPU
 	InFlight     atomic.Int64 // sent and not yet finished
 	Done         atomic.Int64 // records emitted (succeeded or failed)
 	Failed       atomic.Int64 // records emitted with a failure
