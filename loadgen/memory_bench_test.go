@@ -100,10 +100,14 @@ func (s *holdServer) release() {
 	}
 }
 
-// inUse is the memory the Go runtime holds for live objects and goroutine stacks after a
-// collection.
+// inUse is the memory the Go runtime holds for live objects and goroutine stacks after
+// collections.
 func inUse() (heap, stacks uint64, goroutines int) {
-	runtime.GC()
+	// Each collection halves the stacks that use less than a quarter of theirs; a few let
+	// them settle where a long stream's would.
+	for range 4 {
+		runtime.GC()
+	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse, m.StackInuse, runtime.NumGoroutine()

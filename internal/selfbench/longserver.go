@@ -89,7 +89,10 @@ func startLongServer(http2 bool, sample int) (*longServer, error) {
 		p := new(http.Protocols)
 		p.SetHTTP1(true)
 		p.SetUnencryptedHTTP2(true)
-		s.srv = &http.Server{Handler: http.HandlerFunc(s.serveH2), ReadHeaderTimeout: 10 * time.Second, Protocols: p}
+		// 1,000 streams per connection (net/http's default is 250), so that tens of thousands
+		// of streams need tens of connections.
+		s.srv = &http.Server{Handler: http.HandlerFunc(s.serveH2), ReadHeaderTimeout: 10 * time.Second, Protocols: p,
+			HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000}}
 		go func() {
 			s.srv.Serve(l)
 			close(s.done)
@@ -232,15 +235,18 @@ func (s *longServer) write(st *longStream) bool {
 	}
 	b := s.words[st.sent%len(s.words)]
 	st.sent++
-	if st.sent == st.tokens {
+	last := st.sent == st.tokens
+	if last {
+		// Booked before the end is written: the client may finish, and the bench read the
+		// bookings, as soon as [DONE] is out.
 		b = append(append([]byte(nil), b...), usage(st.tokens)...)
-	}
-	if _, err := st.c.Write(b); err != nil || st.sent == st.tokens {
-		st.c.Close()
-		if err != nil {
-			st.times = nil
-		}
 		s.finish(st.id, st.times)
+	}
+	if _, err := st.c.Write(b); err != nil || last {
+		st.c.Close()
+		if !last {
+			s.finish(st.id, nil)
+		}
 		return false
 	}
 	return true
@@ -328,6 +334,6 @@ func (s *longServer) serveH2(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Flush()
 	}
+	s.finish(id, times) // before the end is written (see write)
 	w.Write(usage(tokens))
-	s.finish(id, times)
 }
