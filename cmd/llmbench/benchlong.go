@@ -83,17 +83,17 @@ func printLongBench(w io.Writer, f *longBenchFigures) error {
 	fmt.Fprintf(w, "machine: %s, %d cores (GOMAXPROCS %d), %s, open files limit %d\n", f.CPUModel, f.Cores, f.GOMAXPROCS, f.GoVersion, f.FDLimit)
 	fmt.Fprintf(w, "long streams over %s: a token every %.0f ms, all open for %.1f s, started at %.0f per second\n\n", proto, f.GapMs, f.WindowS, f.RampRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "streams\tfailed\tconnections\ttok/s\tlag_p99_ms\tarrival_error_p99_ms\trss_mb\trss_per_stream_kb\tgo_per_stream_kb\tcpu\t")
+	fmt.Fprintln(tw, "streams\tpeak_open\tfailed\tconnections\ttok/s\tlag_p99_ms\tarrival_error_p99_ms\trss_mb\trss_per_stream_kb\tgo_per_stream_kb\tcpu\t")
 	for _, p := range f.Points {
 		if p.Skipped != "" {
-			fmt.Fprintf(tw, "%d\tskipped: %s\t\t\t\t\t\t\t\t\t\n", p.Streams, p.Skipped)
+			fmt.Fprintf(tw, "%d\t\tskipped: %s\t\t\t\t\t\t\t\t\t\n", p.Streams, p.Skipped)
 			continue
 		}
 		failed := fmt.Sprint(p.Failed)
 		if p.Failed > 0 {
 			failed += fmt.Sprint(" ", p.Failures)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f\t%.2f\t\n", p.Streams, failed, p.Connections, p.TokensPerS,
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.0f\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f\t%.2f\t\n", p.Streams, p.PeakOpen, failed, p.Connections, p.TokensPerS,
 			p.LagP99Ms, p.ArrivalErrorP99Ms, p.RSSMB, p.RSSPerStreamKB, p.GoPerStreamKB, p.ClientCPUFraction)
 	}
 	if err := tw.Flush(); err != nil {

@@ -90,10 +90,12 @@ type LongPoint struct {
 	ArrivalErrorP50Ms float64 `json:"arrival_error_p50_ms"`
 	ArrivalErrorP99Ms float64 `json:"arrival_error_p99_ms"`
 	ArrivalErrorMaxMs float64 `json:"arrival_error_max_ms"`
-	// RSSPerStreamKB is the process's resident memory in the middle of the window minus
-	// before the point, per stream (the built-in server included: it runs in this
+	// PeakOpen is the most streams the server had open at once (Streams when the client
+	// kept up). RSSPerStreamKB is the process's resident memory when they were open minus
+	// before the point, per open stream (the built-in server included: it runs in this
 	// process); GoPerStreamKB the Go heap (live at the last collection) and goroutine stacks
 	// the same way. 0: unknown.
+	PeakOpen          int     `json:"peak_open"`
 	RSSPerStreamKB    float64 `json:"rss_per_stream_kb"`
 	RSSMB             float64 `json:"rss_mb"`
 	GoPerStreamKB     float64 `json:"go_heap_stacks_per_stream_kb"`
@@ -175,16 +177,28 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	debug.FreeOSMemory()
 	rss0, go0 := o.RSS(), goMemory()
 	var rss1, go1 uint64
+	var openAt int64
 	probe := make(chan struct{})
 	stopProbe := make(chan struct{})
 	go func() {
+		// Memory is read when every stream is open (or, if they never all are, at the most
+		// that were), polling the server's count: this is a benchmark, not a test.
 		defer close(probe)
-		t := time.NewTimer(ramp + o.Window/2)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			rss1, go1 = o.RSS(), goMemory()
-		case <-stopProbe:
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+			case <-stopProbe:
+				return
+			}
+			if open := srv.open.Load(); open > openAt {
+				openAt = open
+				rss1, go1 = o.RSS(), goMemory()
+				if open >= int64(n) {
+					return
+				}
+			}
 		}
 	}()
 
@@ -223,12 +237,13 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	}
 	p.Connections = res.Connections
 	p.ClientCPUFraction = res.ClientCPUFraction
-	if rss1 > 0 {
+	p.PeakOpen = int(openAt)
+	if rss1 > 0 && openAt > 0 {
 		p.RSSMB = float64(rss1) / 1e6
-		p.RSSPerStreamKB = (float64(rss1) - float64(rss0)) / float64(n) / 1e3
+		p.RSSPerStreamKB = (float64(rss1) - float64(rss0)) / float64(openAt) / 1e3
 	}
-	if go1 > 0 {
-		p.GoPerStreamKB = (float64(go1) - float64(go0)) / float64(n) / 1e3
+	if go1 > 0 && openAt > 0 {
+		p.GoPerStreamKB = (float64(go1) - float64(go0)) / float64(openAt) / 1e3
 	}
 	slices.Sort(lags)
 	p.LagP99Ms = quantile(lags, 0.99)
