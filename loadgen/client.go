@@ -267,15 +267,66 @@ func (c *client) body(k *call) ([]byte, error) {
 
 // timers arms the request's timeouts; each cancels the request with its own cause.
 type timers struct {
-	connect, first, idle, total *time.Timer
-	idleD                       time.Duration
+	connect, first, total *time.Timer
+	idle                  *idleWatch
+	idleD                 time.Duration
 }
 
 func (t *timers) stop() {
-	for _, tm := range []*time.Timer{t.connect, t.first, t.idle, t.total} {
+	for _, tm := range []*time.Timer{t.connect, t.first, t.total} {
 		if tm != nil {
 			tm.Stop()
 		}
+	}
+	t.idle.stop()
+}
+
+// idleWatch is the idle timeout of a stream. A chunk of text only stores its time (touch);
+// the timer is not reset per token (a timer-heap operation, ≈ 80 ns, 200,000 times a second
+// with 20,000 streams at 10 tok/s). When it fires it re-arms itself for what is left since
+// the last text, and cancels the request only when a whole Idle has passed without any.
+type idleWatch struct {
+	mu     sync.Mutex
+	t      *time.Timer // nil once stopped
+	d      time.Duration
+	last   atomic.Int64 // client time (ns from the run epoch) of the last generated text
+	now    func() int64
+	cancel context.CancelCauseFunc
+}
+
+func startIdle(d time.Duration, now func() int64, cancel context.CancelCauseFunc) *idleWatch {
+	w := &idleWatch{d: d, now: now, cancel: cancel}
+	w.last.Store(now())
+	w.mu.Lock()
+	w.t = time.AfterFunc(d, w.fire)
+	w.mu.Unlock()
+	return w
+}
+
+func (w *idleWatch) touch(t int64) { w.last.Store(t) }
+
+func (w *idleWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.t == nil {
+		return
+	}
+	if left := w.d - time.Duration(w.now()-w.last.Load()); left > 0 {
+		w.t.Reset(left)
+		return
+	}
+	w.cancel(errTimeoutIdle)
+}
+
+func (w *idleWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.t != nil {
+		w.t.Stop()
+		w.t = nil
 	}
 }
 
@@ -536,9 +587,9 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			// Only generated output counts as activity; the idle timer runs from the first
 			// token on (before it, the first-token timeout applies).
 			if tm.idle == nil {
-				tm.idle = arm(tm.idleD, cancel, errTimeoutIdle)
+				tm.idle = startIdle(tm.idleD, c.now, cancel)
 			} else {
-				tm.idle.Reset(tm.idleD)
+				tm.idle.touch(t)
 			}
 		}
 		if n.textLen > textLimit(k.maxTokens) {
