@@ -65,22 +65,23 @@ const (
 
 // client sends requests to one target and turns responses into Records.
 type client struct {
-	hc *http.Client
-	tr *http.Transport
+	hc      *http.Client
+	tr      *http.Transport
+	base    string // scheme://host[:port][/prefix], without a trailing /v1
+	query   string // the target URL's query, appended to every endpoint
+	target  Target
+	ext     extensions
+	model   string
+	tok     tokenizer.Tokenizer
+	clock   Clock
+	start   time.Time
+	redact  *redact.Policy
+	maxLine int
+	bufs    sync.Pool // *streamBufs
+
 	// closeIdle closes the idle connections of the transport in use (HTTP/1.1 or HTTP/2).
 	closeIdle func()
 	conns     atomic.Int64 // connections dialed by the built-in dialer
-	base      string       // scheme://host[:port][/prefix], without a trailing /v1
-	query     string       // the target URL's query, appended to every endpoint
-	target    Target
-	ext       extensions
-	model     string
-	tok       tokenizer.Tokenizer
-	clock     Clock
-	start     time.Time
-	redact    *redact.Policy
-	maxLine   int
-	bufs      sync.Pool // *streamBufs
 }
 
 type streamBufs struct {
