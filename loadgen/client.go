@@ -220,7 +220,7 @@ type call struct {
 	inputTokens int  // the client's prompt count when it differs from the trace's (0: trace)
 	body        []byte
 	bodyErr     error
-	waiting     bool // holds a place among the dispatched requests not yet sent (MaxWaiting)
+	waiting     bool // counted among the dispatched requests not yet sent (Progress.Waiting, MaxWaiting)
 }
 
 type streamOptions struct {

@@ -64,6 +64,9 @@ func TestOverloadKeepsLateRequestsBounded(t *testing.T) {
 		if err != nil || res.Succeeded != n {
 			t.Fatalf("%v %+v", err, res)
 		}
+		if w := prog.Waiting.Load(); w != 0 {
+			t.Errorf("MaxWaiting %d: %d requests still counted as waiting after the run", maxWaiting, w)
+		}
 		return grew - min(grew, base), waiting
 	}
 	bounded, w := measure(t, 64)

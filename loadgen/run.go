@@ -397,7 +397,6 @@ func (r *runner) openLoop(pre *preparer) {
 			// client-limited), and late requests are not all held in memory at once.
 			select {
 			case r.waiting <- struct{}{}:
-				k.waiting = true
 			case <-r.soft.Done():
 				err = r.soft.Err()
 			}
@@ -406,6 +405,7 @@ func (r *runner) openLoop(pre *preparer) {
 			r.dropItem(it, 0, int64(it.intended), 0, "never sent: the run was interrupted")
 			continue
 		}
+		k.waiting = true
 		r.progress.Waiting.Add(1)
 		dispatched := r.c.now()
 		r.wg.Add(1)
@@ -609,7 +609,9 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 func (r *runner) unwait(k *call) {
 	if k.waiting {
 		k.waiting = false
-		<-r.waiting
+		if r.waiting != nil {
+			<-r.waiting
+		}
 		r.progress.Waiting.Add(-1)
 	}
 }
