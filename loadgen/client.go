@@ -16,6 +16,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/redact"
@@ -42,9 +44,16 @@ var (
 const (
 	maxErrorBody = 64 << 10
 	maxJSONBody  = 64 << 20
-	readerSize   = 8 << 10
-	drainLimit   = 64 << 10
-	drainTimeout = time.Second
+	// readerSize is the SSE reader's buffer, transportReadBuf and transportWriteBuf the
+	// transport's buffers of each connection: sized to SSE lines (a few hundred bytes) and
+	// request headers, not to throughput, because every open stream holds them
+	// (BENCHMARKS.md, "Memory per stream"). Longer lines are assembled in the reader's own
+	// buffer; reads and writes larger than a buffer bypass it.
+	readerSize        = 2 << 10
+	transportReadBuf  = 2 << 10
+	transportWriteBuf = 1 << 10
+	drainLimit        = 64 << 10
+	drainTimeout      = time.Second
 	// maxHeaderBytes bounds a response's headers (net/http's default is 1 MiB).
 	maxHeaderBytes = 64 << 10
 	// maxResponseID bounds the response id kept in a record, in bytes ("…" included).
@@ -69,6 +78,10 @@ type client struct {
 	redact  *redact.Policy
 	maxLine int
 	bufs    sync.Pool // *streamBufs
+
+	// closeIdle closes the idle connections of the transport in use (HTTP/1.1 or HTTP/2).
+	closeIdle func()
+	conns     atomic.Int64 // connections dialed by the built-in dialer
 }
 
 type streamBufs struct {
@@ -102,9 +115,11 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		}
 		tlsConf.RootCAs = pool
 	}
+	c := &client{}
 	if dial == nil {
-		d := &net.Dialer{Timeout: t.Timeouts.Connect, KeepAlive: 30 * time.Second}
-		dial = d.DialContext
+		dial = c.dialer(t)
+	} else if len(t.SourceAddrs) > 0 {
+		return nil, errors.New("target: source addresses need the built-in TCP dialer (Options.Dial was given)")
 	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would sit inside every measured latency
@@ -118,19 +133,18 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 		DisableCompression:     true, // compressed SSE would delay and batch chunks
 		TLSHandshakeTimeout:    t.Timeouts.Connect,
 		ExpectContinueTimeout:  0,
-		WriteBufferSize:        16 << 10,
-		ReadBufferSize:         16 << 10,
+		WriteBufferSize:        transportWriteBuf,
+		ReadBufferSize:         transportReadBuf,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
-	c := &client{
-		hc:      &http.Client{Transport: tr, CheckRedirect: checkRedirect},
-		tr:      tr,
-		base:    base,
-		target:  t,
-		ext:     ext,
-		redact:  redact.New(redact.Target{URL: t.URL, APIKey: t.APIKey, Headers: t.Headers}),
-		maxLine: t.MaxLineBytes,
+	c.hc = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	c.closeIdle = tr.CloseIdleConnections
+	if t.HTTP2 {
+		h2 := c.http2Transport(strings.HasPrefix(base, "https:"), tlsConf, dial)
+		c.hc.Transport, c.closeIdle = h2, h2.CloseIdleConnections
 	}
+	c.tr, c.base, c.target, c.ext, c.maxLine = tr, base, t, ext, t.MaxLineBytes
+	c.redact = redact.New(redact.Target{URL: t.URL, APIKey: t.APIKey, Headers: t.Headers})
 	if c.maxLine <= 0 {
 		c.maxLine = DefaultMaxLineBytes
 	}
@@ -151,7 +165,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func (c *client) close() { c.tr.CloseIdleConnections() }
+func (c *client) close() { c.closeIdle() }
 
 // normalizeBase accepts http(s)://host[:port][/prefix][/v1][/][?query] and returns it without
 // the trailing /v1, slash, credentials and query.
@@ -206,6 +220,7 @@ type call struct {
 	inputTokens int  // the client's prompt count when it differs from the trace's (0: trace)
 	body        []byte
 	bodyErr     error
+	waiting     bool // counted among the dispatched requests not yet sent (Progress.Waiting, MaxWaiting)
 }
 
 type streamOptions struct {
@@ -253,15 +268,66 @@ func (c *client) body(k *call) ([]byte, error) {
 
 // timers arms the request's timeouts; each cancels the request with its own cause.
 type timers struct {
-	connect, first, idle, total *time.Timer
-	idleD                       time.Duration
+	connect, first, total *time.Timer
+	idle                  *idleWatch
+	idleD                 time.Duration
 }
 
 func (t *timers) stop() {
-	for _, tm := range []*time.Timer{t.connect, t.first, t.idle, t.total} {
+	for _, tm := range []*time.Timer{t.connect, t.first, t.total} {
 		if tm != nil {
 			tm.Stop()
 		}
+	}
+	t.idle.stop()
+}
+
+// idleWatch is the idle timeout of a stream. A chunk of text only stores its time (touch);
+// the timer is not reset per token (a timer-heap operation, ≈ 80 ns, 200,000 times a second
+// with 20,000 streams at 10 tok/s). When it fires it re-arms itself for what is left since
+// the last text, and cancels the request only when a whole Idle has passed without any.
+type idleWatch struct {
+	mu     sync.Mutex
+	t      *time.Timer // nil once stopped
+	d      time.Duration
+	last   atomic.Int64 // client time (ns from the run epoch) of the last generated text
+	now    func() int64
+	cancel context.CancelCauseFunc
+}
+
+func startIdle(d time.Duration, now func() int64, cancel context.CancelCauseFunc) *idleWatch {
+	w := &idleWatch{d: d, now: now, cancel: cancel}
+	w.last.Store(now())
+	w.mu.Lock()
+	w.t = time.AfterFunc(d, w.fire)
+	w.mu.Unlock()
+	return w
+}
+
+func (w *idleWatch) touch(t int64) { w.last.Store(t) }
+
+func (w *idleWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.t == nil {
+		return
+	}
+	if left := w.d - time.Duration(w.now()-w.last.Load()); left > 0 {
+		w.t.Reset(left)
+		return
+	}
+	w.cancel(errTimeoutIdle)
+}
+
+func (w *idleWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.t != nil {
+		w.t.Stop()
+		w.t = nil
 	}
 }
 
@@ -373,6 +439,10 @@ func (c *client) classify(ctx context.Context, err error, fallback metrics.Failu
 	default:
 		return metrics.FailCanceled, "canceled: " + cause.Error()
 	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		// The client, not the server: no file descriptor was left for a new connection.
+		return metrics.FailClientFDLimit, "the client ran out of file descriptors (" + err.Error() + "); raise the limit (ulimit -n), or multiplex with --http2"
+	}
 	if errors.Is(err, errMalformedSSE) {
 		return metrics.FailMalformed, err.Error()
 	}
@@ -468,9 +538,6 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 	sr.reset(resp.Body)
 	sr.max = c.maxLine
 	defer sr.reset(nil)
-	if cap(rec.Chunks) == 0 {
-		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
-	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
 	var f chunkFields
 	events := 0
@@ -521,9 +588,9 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			// Only generated output counts as activity; the idle timer runs from the first
 			// token on (before it, the first-token timeout applies).
 			if tm.idle == nil {
-				tm.idle = arm(tm.idleD, cancel, errTimeoutIdle)
+				tm.idle = startIdle(tm.idleD, c.now, cancel)
 			} else {
-				tm.idle.Reset(tm.idleD)
+				tm.idle.touch(t)
 			}
 		}
 		if n.textLen > textLimit(k.maxTokens) {
@@ -532,7 +599,7 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d bytes of text for max_tokens %d; stopped reading", textLimit(k.maxTokens), k.maxTokens))
 			return ""
 		}
-		if len(rec.Chunks) > chunkLimit(k.maxTokens) {
+		if n.chunks() > chunkLimit(k.maxTokens) {
 			rec.End = t
 			n.finish()
 			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d content chunks for max_tokens %d; stopped reading", chunkLimit(k.maxTokens), k.maxTokens))

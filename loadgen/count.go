@@ -53,8 +53,9 @@ type counter struct {
 	textLen int
 
 	scratch   *countScratch
-	prevCT    int64 // largest cumulative completion_tokens seen
-	lastCT    int64 // last completion_tokens seen (-1: none)
+	packed    *packedChunks // the content chunks while the stream is in flight
+	prevCT    int64         // largest cumulative completion_tokens seen
+	lastCT    int64         // last completion_tokens seen (-1: none)
 	serverIn  int64
 	serverRsn int64 // reasoning_tokens (-1: none)
 	rejected  string
@@ -123,12 +124,10 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 		}
 		return
 	}
-	if n.scratch == nil {
-		n.scratch = countBufs.Get().(*countScratch)
-		n.scratch.own = n.scratch.own[:0]
+	if n.packed == nil {
+		n.packed = packedPool.Get().(*packedChunks)
 	}
 	own := min(n.own(f.text), maxChunkTokens)
-	n.scratch.own = append(n.scratch.own, int32(own))
 	n.ownSum += own
 	tokens := own
 	if delta >= 0 {
@@ -154,7 +153,26 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 	if n.keep && n.textLen <= textLimit(rec.RequestedTokens) {
 		n.out = append(n.out, f.text...)
 	}
-	rec.Chunks = append(rec.Chunks, metrics.Chunk{T: t, Tokens: int32(tokens)})
+	n.packed.add(t, tokens, own)
+}
+
+// chunks is the number of content chunks so far.
+func (n *counter) chunks() int {
+	if n.packed == nil {
+		return len(n.rec.Chunks)
+	}
+	return n.packed.n
+}
+
+// unpack moves the packed chunks into the Record and their own counts into the scratch.
+func (n *counter) unpack() {
+	if n.packed == nil {
+		return
+	}
+	n.scratch = countBufs.Get().(*countScratch)
+	n.rec.Chunks, n.scratch.own = n.packed.unpack(n.rec.Chunks[:0], n.scratch.own[:0])
+	n.packed.release()
+	n.packed = nil
 }
 
 // onWhole accounts a non-streaming response.
@@ -207,6 +225,7 @@ func (n *counter) serverTotals() int64 {
 // finish settles the counts once the response is complete or has failed.
 func (n *counter) finish() {
 	n.init()
+	n.unpack()
 	rec := n.rec
 	total := n.serverTotals()
 	chunks := rec.Chunks

@@ -42,11 +42,25 @@
 // requested token, a malformed status line or headers, a redirect loop or a redirect to
 // another host), server_error (an error object or "event: error" inside a 200 stream), empty
 // (no generated text, HTTP 204), short_output (fewer tokens than max_tokens although
-// ignore_eos was sent; the server's usage count is used when it reports one) and canceled.
+// ignore_eos was sent; the server's usage count is used when it reports one), canceled, and
+// client_fd_limit (no file descriptor left for a new connection, EMFILE/ENFILE: the
+// client's limit, never blamed on the server as connect; the summary then says
+// client-limited).
 // Error messages and response ids are scrubbed by the target's internal/redact policy (API
 // key, header values and their token parts, URL user info and query values), escaped and
 // truncated (metrics.TruncateError; ids to 128 bytes). Streams are read per the WHATWG
 // server-sent events specification (CR, LF or CRLF line ends; unknown fields ignored).
+//
+// # Scale
+//
+// Memory per stream in flight is kept small (BenchmarkStreamMemory, BENCHMARKS.md): chunks
+// are packed as varints until the stream ends, the SSE reader and the transport's buffers
+// are sized to SSE lines, and the only goroutines per stream are the request's own and
+// those net/http's HTTP/1.1 transport runs per connection. In an open-loop run at most
+// Options.MaxWaiting requests are dispatched and not yet sent; past it the dispatcher waits
+// (schedule lag) rather than materializing the backlog. Target.SourceAddrs spreads
+// connections over local addresses (ephemeral ports); Target.HTTP2 multiplexes streams over
+// few connections (Result.Connections counts them).
 //
 // # Token accounting
 //
@@ -85,7 +99,8 @@
 // # API
 //
 // loadgen is a supported Go API: RunSource (and Run over a slice), Options, Target, Result,
-// Progress, DiscoverModel, Backends and BackendExtensions, CPUs. A program can drive its own
+// Progress, DiscoverModel, Backends and BackendExtensions, CPUs, ParseSourceAddrs and
+// DefaultMaxWaiting. A program can drive its own
 // replay and consume the Records; everything else is unexported. See docs/ARCHITECTURE.md for
 // where it sits in the pipeline.
 package loadgen

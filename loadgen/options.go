@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,21 @@ type Target struct {
 	CACertFile         string
 	InsecureSkipVerify bool
 	Timeouts           Timeouts
+
+	// Connections at scale (issue 18).
+	//
+	// SourceAddrs, when set, are the local addresses new connections are dialed from, in
+	// turn (round robin per new connection), so that tens of thousands of connections to one
+	// host:port do not run out of ephemeral ports (about 28,000 per source address on
+	// Linux). On loopback every 127.x.y.z address works without configuration; elsewhere
+	// they must be addresses of this machine. Not used with Options.Dial. See
+	// ParseSourceAddrs.
+	SourceAddrs []netip.Addr
+	// HTTP2 speaks HTTP/2: with prior knowledge (h2c) to an http:// URL, and only HTTP/2
+	// (ALPN h2) to an https:// one, so a server without it fails to connect. Without it an
+	// http:// URL gets HTTP/1.1 and an https:// one what ALPN settles (HTTP/2 if offered).
+	// HTTP/2 multiplexes streams over few connections (Result.Connections).
+	HTTP2 bool
 }
 
 // Options configure a run.
@@ -76,6 +92,13 @@ type Options struct {
 	// for a slot; the wait is queue time (Sent - Dispatched) and counts in TTFT and E2E, which
 	// are measured from Intended.
 	MaxConcurrency int
+	// MaxWaiting bounds, in an open-loop run, the requests dispatched and not yet sent
+	// (waiting for a MaxConcurrency slot, or for the CPU when the client falls behind). Past
+	// it the dispatcher waits for one to be sent, so the overload shows as schedule lag (the
+	// summary then says client-limited) rather than as memory: a late request is not
+	// materialized before there is room for it. 0 means DefaultMaxWaiting; negative, no
+	// bound.
+	MaxWaiting int
 	// RateScale divides arrival offsets and the think times of multi-turn sessions (2 =
 	// twice the rate: the trace's timeline compressed by half); 0 means 1.
 	RateScale float64
@@ -120,6 +143,10 @@ type Options struct {
 	Whole TraceShape
 }
 
+// DefaultMaxWaiting is Options.MaxWaiting when 0: at ≈ 10 KB a request (its goroutine,
+// prompt and encoded body), about 40 MB of late requests at most.
+const DefaultMaxWaiting = 4096
+
 // TraceShape is what the schedule needs of a whole trace: its first and last arrival and its
 // number of requests (see metrics.ReplayLength).
 type TraceShape struct {
@@ -130,6 +157,7 @@ type TraceShape struct {
 // Progress holds live counters a caller may poll while Run works.
 type Progress struct {
 	Sent         atomic.Int64 // requests written to the wire
+	Waiting      atomic.Int64 // dispatched (open loop) and not yet sent: waiting for a slot or the CPU
 	InFlight     atomic.Int64 // sent and not yet finished
 	Done         atomic.Int64 // records emitted (succeeded or failed)
 	Failed       atomic.Int64 // records emitted with a failure
@@ -169,6 +197,9 @@ type Result struct {
 	// during the run; -1 where the platform cannot tell. It includes anything else running in
 	// the process (an embedded reference engine, for one).
 	ClientCPUFraction float64
+	// Connections counts the connections dialed during the run (HTTP/1.1: about one per
+	// concurrent stream; HTTP/2: streams share them). 0 when Options.Dial was given.
+	Connections int
 }
 
 // realClock paces in three stages so that sends land well within a millisecond of their time

@@ -36,6 +36,7 @@ type runner struct {
 	soft     context.Context // canceled by the caller: stop sending
 	hard     context.Context // canceled after the grace period: abort in-flight requests
 	sem      chan struct{}
+	waiting  chan struct{} // bounds dispatched requests not yet sent (Options.MaxWaiting)
 	runEnd   time.Duration // for the cool-down phase
 	recs     sync.Pool
 	wg       sync.WaitGroup
@@ -95,6 +96,9 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	p := r.newPlanner(src)
 	if opts.MaxConcurrency > 0 {
 		r.sem = make(chan struct{}, opts.MaxConcurrency)
+	}
+	if opts.MaxWaiting > 0 {
+		r.waiting = make(chan struct{}, opts.MaxWaiting)
 	}
 	hard, hardCancel := context.WithCancelCause(context.Background())
 	defer hardCancel(nil)
@@ -163,6 +167,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		Interrupted:       ctx.Err() != nil,
 		ClientCPUFraction: -1,
 		TraceErr:          p.err,
+		Connections:       int(c.conns.Load()),
 	}
 	if wall := end.Sub(r.start); cpuOK && wall > 0 {
 		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))
@@ -198,6 +203,9 @@ func validate(o *Options) error {
 	}
 	if o.Grace == 0 {
 		o.Grace = 10 * time.Second
+	}
+	if o.MaxWaiting == 0 {
+		o.MaxWaiting = DefaultMaxWaiting
 	}
 	return nil
 }
@@ -383,10 +391,22 @@ func (r *runner) openLoop(pre *preparer) {
 		if err == nil && k != nil {
 			err = r.clock.SleepUntil(r.soft, r.start.Add(it.intended))
 		}
+		if err == nil && k != nil && r.waiting != nil {
+			// Backpressure: past MaxWaiting requests dispatched and not yet sent, the
+			// dispatcher waits for one to go out. The wait is schedule lag (the run is then
+			// client-limited), and late requests are not all held in memory at once.
+			select {
+			case r.waiting <- struct{}{}:
+			case <-r.soft.Done():
+				err = r.soft.Err()
+			}
+		}
 		if err != nil || k == nil {
 			r.dropItem(it, 0, int64(it.intended), 0, "never sent: the run was interrupted")
 			continue
 		}
+		k.waiting = true
+		r.progress.Waiting.Add(1)
 		dispatched := r.c.now()
 		r.wg.Add(1)
 		go func() {
@@ -551,14 +571,17 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 			if acquired {
 				<-r.sem
 			}
+			r.unwait(k)
 			r.dropItem(it, i, intended, dispatched, "never sent: the run was interrupted while the request waited for a concurrency slot")
 			return false, r.c.now()
 		}
 		defer func() { <-r.sem }()
 	} else if r.soft.Err() != nil {
+		r.unwait(k)
 		r.dropItem(it, i, intended, dispatched, "never sent: the run was interrupted")
 		return false, r.c.now()
 	}
+	r.unwait(k)
 	rec := r.record(it, i, intended)
 	rec.Dispatched = dispatched
 	if k.inputTokens > 0 {
@@ -580,6 +603,17 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 	}
 	r.emit(rec)
 	return ok, end
+}
+
+// unwait frees k's place among the requests dispatched and not yet sent, if it holds one.
+func (r *runner) unwait(k *call) {
+	if k.waiting {
+		k.waiting = false
+		if r.waiting != nil {
+			<-r.waiting
+		}
+		r.progress.Waiting.Add(-1)
+	}
 }
 
 // buildCall makes the wire request of turn i: its prompt (given or synthesized), carrying the

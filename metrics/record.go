@@ -37,6 +37,11 @@ const (
 	FailCanceled       FailureKind = "canceled"      // the client stopped it (interrupt, end of run)
 	FailDropped        FailureKind = "dropped"       // never sent (concurrency cap, run ended first)
 	FailServerError    FailureKind = "server_error"  // an error object inside a 200 stream
+
+	// FailClientFDLimit: the client had no file descriptor left for a new connection
+	// (EMFILE/ENFILE on dial). The client's limit, not the server's failure: a run with one
+	// is client-limited (issue 18).
+	FailClientFDLimit FailureKind = "client_fd_limit"
 )
 
 // Token sources: where a Record's OutputTokens came from (TokenSource), and how that total

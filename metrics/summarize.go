@@ -513,6 +513,14 @@ func encodeGroup(dst map[string]string, prefix string, g *group) error {
 func (s *summarizer) client(h *group) Client {
 	c := Client{LagMs: h.h[hLag].dist(scaleMicrosToMs), CPUFraction: s.opts.ClientCPUFraction}
 	c.Limited, c.Reason = clientLimited(c.LagMs.P99, c.CPUFraction, ms(s.opts.LagLimit), s.opts.CPULimit)
+	if n := h.req.Failures[string(FailClientFDLimit)]; n > 0 {
+		// Running out of file descriptors is the client's limit (issue 18).
+		why := fmt.Sprintf("client-limited: %d requests failed because the client ran out of file descriptors (%s); raise ulimit -n or use --http2", n, FailClientFDLimit)
+		if c.Reason != "" {
+			why = c.Reason + "; " + why
+		}
+		c.Limited, c.Reason = true, why
+	}
 	return c
 }
 

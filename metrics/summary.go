@@ -89,6 +89,11 @@ type Host struct {
 	// GOMAXPROCS is the Go scheduler's processor count during the run (llmbench runs twice
 	// the CPUs unless $GOMAXPROCS says otherwise).
 	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+
+	// Connections at scale (issue 18): FDLimit is the soft limit on open files during the
+	// run (llmbench raises it to the hard limit at start; 0: unknown). Every HTTP/1.1 stream
+	// in flight holds one, two with the embedded engine.
+	FDLimit int `json:"fd_limit,omitempty"`
 }
 
 // Requests counts outcomes.

@@ -13,6 +13,7 @@ import (
 // HostFacts describes the client machine.
 func HostFacts() metrics.Host {
 	h := metrics.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	h.FDLimit = int(FDLimit())
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)
@@ -44,4 +45,23 @@ func LoadAverage() float64 {
 		return -1
 	}
 	return v
+}
+
+// ProcessRSS is this process's resident set size in bytes, from /proc/self/status (0 where
+// unavailable).
+func ProcessRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }

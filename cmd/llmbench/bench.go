@@ -20,6 +20,10 @@ type benchOptions struct {
 	json  bool
 	quick bool
 	sb    selfbench.Options
+	// The long-streams scenario (issue 18).
+	scenario    string
+	long        selfbench.LongOptions
+	sourceAddrs string
 	// changed reports whether a flag was given (the flag set's Changed).
 	changed func(name string) bool
 }
@@ -46,10 +50,26 @@ was not the bottleneck of a run on this machine:
 
 Each figure is the median of --runs repetitions; every run's value is printed too, so the
 noise is visible. The default takes 25-90 s (longer the higher the rates this machine holds);
---quick about 5-15 s.`,
+--quick about 5-15 s.
+
+--scenario long-streams measures instead, for each number of concurrent streams in
+--in-flight, streams of one token every --token-gap (default 100ms here: 10 tokens/s)
+started at --ramp-rate per second and all open for --window:
+
+  lag_p99_ms            schedule lag P99 over every stream
+  arrival_error_p99_ms  client arrival minus server send time of the tokens sent in the
+                        window (up to 1,000 streams sampled)
+  rss_per_stream_kb     resident memory in the middle of the window minus before, per
+                        stream; the built-in server runs in this process and is included
+  connections           connections dialed (--http2 multiplexes the streams)
+
+Over HTTP/1.1 every stream holds two file descriptors (both ends are in this process): a
+point that needs more than the limit is skipped with a note; --http2 needs few.`,
 		Example: `  llmbench bench
   llmbench bench --json
-  llmbench bench --quick --streams 200`,
+  llmbench bench --quick --streams 200
+  llmbench bench --scenario long-streams --in-flight 1000,5000
+  llmbench bench --scenario long-streams --http2 --in-flight 20000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.changed = cmd.Flags().Changed
@@ -65,11 +85,24 @@ noise is visible. The default takes 25-90 s (longer the higher the rates this ma
 	fs.IntVar(&o.sb.IngestTokens, "ingest-tokens", 1_000_000, "tokens streamed in the ingest test")
 	fs.IntVar(&o.sb.Streams, "streams", 1000, "concurrent streams in the arrival-error test")
 	fs.IntVar(&o.sb.StreamTokens, "stream-tokens", 60, "tokens per stream in the arrival-error test")
-	fs.DurationVar(&o.sb.TokenGap, "token-gap", 50*time.Millisecond, "gap between a stream's tokens in the arrival-error test")
+	fs.DurationVar(&o.sb.TokenGap, "token-gap", 50*time.Millisecond, "gap between a stream's tokens in the arrival-error test (long-streams: default 100ms)")
+	fs.StringVar(&o.scenario, "scenario", "client", "what to measure: client (dispatch, ingest, arrival error) or long-streams")
+	fs.IntSliceVar(&o.long.InFlight, "in-flight", []int{1000, 5000, 20000}, "long-streams: numbers of concurrent streams to measure, one point each")
+	fs.DurationVar(&o.long.Window, "window", 5*time.Second, "long-streams: how long all the streams of a point are open at once")
+	fs.Float64Var(&o.long.RampRate, "ramp-rate", 2000, "long-streams: new streams per second before the window")
+	fs.BoolVar(&o.long.HTTP2, "http2", false, "long-streams: the client speaks HTTP/2 (h2c) to the built-in server")
+	fs.StringVar(&o.sourceAddrs, "source-addrs", "", "long-streams: local addresses to dial from in turn, e.g. 127.0.0.2-127.0.0.9")
 	return cmd
 }
 
 func runBench(ctx context.Context, app *App, o *benchOptions) error {
+	switch o.scenario {
+	case "client":
+	case "long-streams":
+		return runLongBench(ctx, app, o)
+	default:
+		return &exitError{code: 2, err: fmt.Errorf("--scenario %q: want client or long-streams", o.scenario)}
+	}
 	so := o.sb
 	if so.Runs < 1 || so.IngestTokens < 1 || so.Streams < 1 || so.StreamTokens < 1 || so.DispatchStep <= 0 || so.LagLimit <= 0 || so.TokenGap <= 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--runs, --ingest-tokens, --streams, --stream-tokens, --dispatch-step, --lag-limit and --token-gap must be > 0")}

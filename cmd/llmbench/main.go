@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/runner"
 )
 
 // devVersion is the version of a build that was not stamped.
@@ -176,4 +177,7 @@ func runtimeTuning(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	// Every stream in flight holds a file descriptor (two with the embedded engine): the
+	// soft limit goes to the hard limit (issue 18; the run facts say what it was).
+	_, _, _ = runner.RaiseFDLimit()
 }

@@ -126,6 +126,7 @@ func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (load
 	if tf.endpoint != "" {
 		info.Endpoint = redactURL(tf.endpoint)
 	}
+	warnFDHeadroom(app.Stderr, max(lf.concurrency, lf.maxConcurrency), tf.endpoint == "", tf.http2, runner.FDLimit())
 	return engineadapter.OpenTarget(engineadapter.TargetOptions{
 		Endpoint: tf.endpoint, TimeScale: lf.timeScale, EngineFlags: ef.changedNames(), Engine: ef.config,
 		Model: ef.modelName(), Info: info,

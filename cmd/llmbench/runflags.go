@@ -37,6 +37,9 @@ type targetFlags struct {
 	maxLine      int
 	tokenizer    string
 	scrapeMetric bool
+	// Connections at scale (issue 18).
+	sourceAddrs string
+	http2       bool
 }
 
 func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
@@ -55,6 +58,8 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.DurationVar(&f.tTotal, "timeout-total", 30*time.Minute, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
 	fs.IntVar(&f.maxLine, "max-line-bytes", loadgen.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
+	fs.StringVar(&f.sourceAddrs, "source-addrs", "", "dial new connections from these local addresses in turn, so that tens of thousands of connections to one host do not run out of ephemeral ports: a comma-separated list of IPs and ranges, e.g. 127.0.0.2-127.0.0.9 on loopback")
+	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2: h2c with prior knowledge to http:// endpoints (the embedded engine and serve accept it), only ALPN h2 to https:// ones; streams then share connections")
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
 	return f
 }
@@ -71,6 +76,14 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 		InsecureSkipVerify: f.insecure,
 		Timeouts:           loadgen.Timeouts{Connect: f.tConnect, FirstToken: f.tFirstToken, Idle: f.tIdle, Total: f.tTotal},
 		MaxLineBytes:       f.maxLine,
+		HTTP2:              f.http2,
+	}
+	if f.sourceAddrs != "" {
+		addrs, err := loadgen.ParseSourceAddrs(f.sourceAddrs)
+		if err != nil {
+			return t, fmt.Errorf("--source-addrs: %w", err)
+		}
+		t.SourceAddrs = addrs
 	}
 	if f.tConnect < 0 || f.tFirstToken < 0 || f.tIdle < 0 || f.tTotal < 0 {
 		return t, fmt.Errorf("--timeout-connect, --timeout-first-token, --timeout-idle and --timeout-total must be >= 0 (0 = none)")

@@ -40,3 +40,27 @@ func TestMedianQuantile(t *testing.T) {
 		t.Errorf("quantile %v", q)
 	}
 }
+
+// TestRunLongSmall runs the long-streams scenario at a tiny size over both protocols and
+// checks that every stream succeeded and each figure was produced.
+func TestRunLongSmall(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		var log bytes.Buffer
+		f, err := RunLong(t.Context(), LongOptions{InFlight: []int{30}, Gap: 5 * time.Millisecond, Window: 150 * time.Millisecond,
+			RampRate: 1000, HTTP2: h2, RSS: func() uint64 { return 1 }, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := f.Points[0]
+		if p.Succeeded != 30 || p.Failed != 0 || p.ArrivalErrorMaxMs < p.ArrivalErrorP99Ms || p.TokensPerS <= 0 {
+			t.Errorf("http2=%v: %+v\n%s", h2, p, log.String())
+		}
+		if h2 && p.Connections > 2 || !h2 && p.Connections != 30 {
+			t.Errorf("http2=%v: %d connections for 30 streams", h2, p.Connections)
+		}
+	}
+	f, err := RunLong(t.Context(), LongOptions{InFlight: []int{100}, FDLimit: 100})
+	if err != nil || f.Points[0].Skipped == "" {
+		t.Errorf("100 streams with 100 file descriptors: %v %+v, want skipped", err, f)
+	}
+}

@@ -46,10 +46,9 @@ func startServer() (*server, error) {
 		return nil, fmt.Errorf("bench server: %w", err)
 	}
 	s := &server{epoch: time.Now(), url: "http://" + l.Addr().String(), done: make(chan struct{}), emitted: map[string][]int64{}}
-	for i := range blockTokens {
-		w := tokenizer.Word(uint64(i))
-		s.words = append(s.words, fmt.Appendf(nil, "data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},\"finish_reason\":null}]}\n\n", w))
-		s.block = append(s.block, s.words[i]...)
+	s.words = renderWords()
+	for _, w := range s.words {
+		s.block = append(s.block, w...)
 	}
 	for i := range 4 {
 		s.short = append(s.short, s.words[i]...)
@@ -61,6 +60,16 @@ func startServer() (*server, error) {
 		close(s.done)
 	}()
 	return s, nil
+}
+
+// renderWords pre-renders blockTokens one-token chat chunks.
+func renderWords() [][]byte {
+	words := make([][]byte, 0, blockTokens)
+	for i := range blockTokens {
+		w := tokenizer.Word(uint64(i))
+		words = append(words, fmt.Appendf(nil, "data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},\"finish_reason\":null}]}\n\n", w))
+	}
+	return words
 }
 
 func usage(n int) []byte {

@@ -34,7 +34,7 @@ func StartEmbedded(cfg refengine.Config) (*Embedded, error) {
 	e := &Embedded{
 		URL:    "http://" + ln.Addr().String(),
 		Engine: eng,
-		srv:    &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		srv:    &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second, Protocols: h2c()},
 		done:   make(chan error, 1),
 	}
 	go func() { e.done <- e.srv.Serve(ln) }()
@@ -52,4 +52,13 @@ func (e *Embedded) Close() {
 		_ = err // the listener is ours; nothing useful to report after the run
 	}
 	e.Engine.Close()
+}
+
+// h2c is what the engine's servers speak: HTTP/1.1, and HTTP/2 with prior knowledge for
+// clients that start with it (llmbench run --http2; issue 18).
+func h2c() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
 }

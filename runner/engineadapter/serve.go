@@ -43,7 +43,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return fmt.Errorf("--addr %s: %w", o.Addr, err)
 	}
 	ln = refengine.LimitListener(ln, o.MaxConns)
-	srv := &http.Server{Handler: runner.WithClock(eng.Handler(), nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: runner.WithClock(eng.Handler(), nil), ReadHeaderTimeout: 10 * time.Second, Protocols: h2c()}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	info := eng.Info()

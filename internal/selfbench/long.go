@@ -1,0 +1,278 @@
+package selfbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmbench/llmbench/loadgen"
+	llmmetrics "github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// LongTargets are issue 18's figures for 20,000 streams at 10 tokens/s on 2 cores.
+var LongTargets = map[string]float64{
+	"lag_p99_ms":           1,
+	"arrival_error_p99_ms": 1,
+	"rss_per_stream_kb":    40,
+}
+
+// LongOptions shape the long-streams scenario. Zero values take the defaults in brackets.
+type LongOptions struct {
+	// InFlight lists the numbers of concurrent streams measured, one point each
+	// [1000, 5000, 20000].
+	InFlight []int
+	// Gap is the time between a stream's tokens [100ms: 10 tokens/s].
+	Gap time.Duration
+	// Window is how long all the streams of a point are open at once [5s]; the figures
+	// count the tokens sent then.
+	Window time.Duration
+	// RampRate is how many new streams start per second before the window [2000].
+	RampRate float64
+	// HTTP2 and SourceAddrs configure the client's connections (loadgen.Target). Over
+	// HTTP/2 the server is net/http's (a goroutine per stream); over HTTP/1.1 it holds no
+	// goroutine or buffer per stream.
+	HTTP2       bool
+	SourceAddrs []netip.Addr
+	// RSS reads the process's resident set size in bytes (0: unknown); FDLimit is the limit
+	// on open files (0: unknown). The caller supplies both.
+	RSS     func() uint64
+	FDLimit uint64
+	// Log receives one line per point (nil: none).
+	Log io.Writer
+}
+
+func (o *LongOptions) defaults() {
+	if len(o.InFlight) == 0 {
+		o.InFlight = []int{1000, 5000, 20000}
+	}
+	if o.Gap <= 0 {
+		o.Gap = 100 * time.Millisecond
+	}
+	if o.Window <= 0 {
+		o.Window = 5 * time.Second
+	}
+	if o.RampRate <= 0 {
+		o.RampRate = 2000
+	}
+	if o.RSS == nil {
+		o.RSS = func() uint64 { return 0 }
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// LongPoint is the figures of one number of streams in flight.
+type LongPoint struct {
+	Streams int `json:"streams"`
+	// Skipped says why the point was not run (too few file descriptors); empty otherwise.
+	Skipped   string         `json:"skipped,omitempty"`
+	Succeeded int            `json:"succeeded"`
+	Failed    int            `json:"failed"`
+	Failures  map[string]int `json:"failures,omitempty"`
+	// Connections the client dialed (HTTP/2 multiplexes the streams over few).
+	Connections int `json:"connections"`
+	// TokensPerS is the tokens per second all streams together carried in the window.
+	TokensPerS float64 `json:"tokens_per_s"`
+	// LagP99Ms is the schedule lag P99 (dispatch minus intended time) over every stream.
+	LagP99Ms float64 `json:"lag_p99_ms"`
+	// ArrivalErrorP50Ms / P99Ms / MaxMs: client arrival minus server send time of the
+	// tokens of the sampled streams (up to 1,000) sent while every stream was open.
+	ArrivalErrorP50Ms float64 `json:"arrival_error_p50_ms"`
+	ArrivalErrorP99Ms float64 `json:"arrival_error_p99_ms"`
+	ArrivalErrorMaxMs float64 `json:"arrival_error_max_ms"`
+	// PeakOpen is the most streams the server had open at once (Streams when the client
+	// kept up). RSSPerStreamKB is the process's resident memory when they were open minus
+	// before the point, per open stream (the built-in server included: it runs in this
+	// process); GoPerStreamKB the Go heap (live at the last collection) and goroutine stacks
+	// the same way. 0: unknown.
+	PeakOpen          int     `json:"peak_open"`
+	RSSPerStreamKB    float64 `json:"rss_per_stream_kb"`
+	RSSMB             float64 `json:"rss_mb"`
+	GoPerStreamKB     float64 `json:"go_heap_stacks_per_stream_kb"`
+	ClientCPUFraction float64 `json:"client_cpu_fraction"`
+}
+
+// LongFigures are the long-streams scenario's results.
+type LongFigures struct {
+	Points   []LongPoint `json:"points"`
+	GapMs    float64     `json:"gap_ms"`
+	WindowS  float64     `json:"window_s"`
+	RampRate float64     `json:"ramp_rate"`
+	HTTP2    bool        `json:"http2"`
+	ElapsedS float64     `json:"elapsed_s"`
+	// Targets apply to the 20,000-stream point on 2 cores.
+	Targets map[string]float64 `json:"targets"`
+}
+
+// maxSampled bounds the streams whose every token time the server books.
+const maxSampled = 1000
+
+// RunLong measures each number of streams in flight in turn.
+func RunLong(ctx context.Context, o LongOptions) (*LongFigures, error) {
+	o.defaults()
+	t0 := time.Now()
+	f := &LongFigures{GapMs: ms(o.Gap), WindowS: o.Window.Seconds(), RampRate: o.RampRate, HTTP2: o.HTTP2, Targets: LongTargets}
+	for _, n := range o.InFlight {
+		if n < 1 {
+			return nil, fmt.Errorf("in-flight streams %d: must be > 0", n)
+		}
+		p, err := longPoint(ctx, o, n)
+		if err != nil {
+			return nil, err
+		}
+		if p.Skipped != "" {
+			fmt.Fprintf(o.Log, "%d streams: skipped: %s\n", n, p.Skipped)
+		} else {
+			fmt.Fprintf(o.Log, "%d streams: %d failed, %d connections, %.0f tok/s, lag P99 %.3f ms, arrival error P50 %.3f P99 %.3f ms, RSS %.0f MB (%.1f KB/stream, Go %.1f KB/stream), CPU %.2f\n",
+				n, p.Failed, p.Connections, p.TokensPerS, p.LagP99Ms, p.ArrivalErrorP50Ms, p.ArrivalErrorP99Ms, p.RSSMB, p.RSSPerStreamKB, p.GoPerStreamKB, p.ClientCPUFraction)
+		}
+		f.Points = append(f.Points, p)
+	}
+	f.ElapsedS = time.Since(t0).Seconds()
+	return f, nil
+}
+
+// goMemory is the Go heap live at the last collection plus the goroutine stacks.
+func goMemory() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	var v uint64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			v += x.Value.Uint64()
+		}
+	}
+	return v
+}
+
+func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
+	p := LongPoint{Streams: n}
+	if !o.HTTP2 && o.FDLimit > 0 && uint64(2*n+64) > o.FDLimit {
+		p.Skipped = fmt.Sprintf("%d HTTP/1.1 streams need about %d file descriptors (the client's and the built-in server's ends, in one process), the limit is %d; measure it with --http2", n, 2*n+64, o.FDLimit)
+		return p, nil
+	}
+	sample := max(1, (n+maxSampled-1)/maxSampled)
+	srv, err := startLongServer(o.HTTP2, sample)
+	if err != nil {
+		return p, err
+	}
+	defer srv.close()
+	ramp := time.Duration(float64(n) / o.RampRate * float64(time.Second))
+	tokens := int((ramp+o.Window)/o.Gap) + 2
+	reqs := make([]traces.Request, n)
+	for i := range reqs {
+		reqs[i] = traces.Request{ID: "s" + strconv.Itoa(i), Arrival: ramp * time.Duration(i) / time.Duration(n), InputTokens: 1, OutputTokens: tokens, Prompt: " hi"}
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	rss0, go0 := o.RSS(), goMemory()
+	var rss1, go1 uint64
+	var openAt int64
+	probe := make(chan struct{})
+	stopProbe := make(chan struct{})
+	go func() {
+		// Memory is read when every stream is open (or, if they never all are, at the most
+		// that were), polling the server's count: this is a benchmark, not a test.
+		defer close(probe)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+			case <-stopProbe:
+				return
+			}
+			if open := srv.open.Load(); open > openAt {
+				openAt = open
+				rss1, go1 = o.RSS(), goMemory()
+				if open >= int64(n) {
+					return
+				}
+			}
+		}
+	}()
+
+	var mu sync.Mutex
+	lags := make([]float64, 0, n)
+	got := map[string][]int64{}
+	p.Failures = map[string]int{}
+	tg := loadgen.Target{URL: srv.url, Model: "bench", Backend: "openai", Stream: true, HTTP2: o.HTTP2, SourceAddrs: o.SourceAddrs,
+		Headers:  map[string]string{tokensHeader: strconv.Itoa(tokens), gapHeader: o.Gap.String()},
+		Timeouts: loadgen.Timeouts{Connect: 30 * time.Second, Idle: 30 * time.Second}}
+	res, err := loadgen.Run(ctx, reqs, loadgen.Options{Target: tg}, func(r *llmmetrics.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		lags = append(lags, ms(time.Duration(r.Dispatched-r.Intended)))
+		if !r.OK() {
+			p.Failed++
+			p.Failures[string(r.Failure)]++
+			return
+		}
+		p.Succeeded++
+		if srv.sampled(r.ID) {
+			ts := make([]int64, len(r.Chunks))
+			for i, c := range r.Chunks {
+				ts[i] = c.T
+			}
+			got[r.ID] = ts
+		}
+	})
+	close(stopProbe)
+	<-probe
+	if err != nil {
+		return p, err
+	}
+	if res.Interrupted {
+		return p, ctx.Err()
+	}
+	p.Connections = res.Connections
+	p.ClientCPUFraction = res.ClientCPUFraction
+	p.PeakOpen = int(openAt)
+	if rss1 > 0 && openAt > 0 {
+		p.RSSMB = float64(rss1) / 1e6
+		p.RSSPerStreamKB = (float64(rss1) - float64(rss0)) / float64(openAt) / 1e3
+	}
+	if go1 > 0 && openAt > 0 {
+		p.GoPerStreamKB = (float64(go1) - float64(go0)) / float64(openAt) / 1e3
+	}
+	slices.Sort(lags)
+	p.LagP99Ms = quantile(lags, 0.99)
+
+	booked := srv.takeBooked()
+	offset := res.Start.Sub(srv.epoch).Nanoseconds()
+	allOpen := srv.last1.Load()
+	end := allOpen + o.Window.Nanoseconds()
+	var errs []float64
+	inWindow := 0
+	for id, client := range got {
+		sent := booked[id]
+		if len(sent) != len(client) {
+			return p, fmt.Errorf("long streams: stream %s: the server sent %d tokens, the client saw %d chunks", id, len(sent), len(client))
+		}
+		for i := range client {
+			if sent[i] >= allOpen && sent[i] < end {
+				errs = append(errs, ms(time.Duration(client[i]+offset-sent[i])))
+				inWindow++
+			}
+		}
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		p.ArrivalErrorP50Ms, p.ArrivalErrorP99Ms, p.ArrivalErrorMaxMs = quantile(errs, 0.5), quantile(errs, 0.99), quantile(errs, 1)
+		p.TokensPerS = float64(inWindow) * float64(sample) / o.Window.Seconds()
+	}
+	if len(p.Failures) == 0 {
+		p.Failures = nil
+	}
+	return p, nil
+}
