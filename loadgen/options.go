@@ -39,8 +39,9 @@ type Timeouts struct {
 type Target struct {
 	// URL is the server's base URL, e.g. http://127.0.0.1:8000, with or without /v1.
 	URL string
-	// API is "completions", "chat", or "" to choose per request (Messages → chat, else
-	// completions).
+	// API is "completions", "chat", "responses" (OpenAI Responses), "messages" (Anthropic
+	// Messages), "embeddings" (never streamed; see api.go), or "" to choose per request
+	// (Messages → chat, else completions).
 	API string
 	// Model is the model name to request; "" discovers it from /v1/models.
 	Model string
@@ -96,6 +97,9 @@ type Options struct {
 	Repeat int
 	// Seed seeds prompt synthesis.
 	Seed int64
+	// BatchSize is, with Target.API "embeddings", the number of trace requests sent as one
+	// call (batch.go); 0 or 1 sends one per call. Above 1 with another API is an error.
+	BatchSize int
 	// Tokenizer synthesizes prompts of InputTokens tokens, counts prompt tokens and, when the
 	// server sends no per-chunk usage, each chunk's output tokens. Nil synthesizes prompts for
 	// the reference tokenizer and counts one token per content chunk (TokenSource "chunks").
