@@ -80,18 +80,18 @@ type imageSource struct {
 	Data      string `json:"data"`
 }
 
-// wireMessage is one message on the wire: its content a string, or parts when it has images.
-type wireMessage struct {
+// wireMessageOut is one message on the wire: its content a string, or parts when it has images.
+type wireMessageOut struct {
 	Role    string `json:"role"`
 	Content any    `json:"content"`
 }
 
 // wireMessages encodes ms for api ("chat", "responses" or "messages"); images become content
 // parts after the text.
-func (c *client) wireMessages(api string, ms []traces.Message) ([]wireMessage, error) {
-	out := make([]wireMessage, 0, len(ms))
+func (c *client) wireMessages(api string, ms []traces.Message) ([]wireMessageOut, error) {
+	out := make([]wireMessageOut, 0, len(ms))
 	for i, m := range ms {
-		w := wireMessage{Role: m.Role, Content: m.Content}
+		w := wireMessageOut{Role: m.Role, Content: m.Content}
 		if len(m.Images) > 0 {
 			parts := make([]contentPart, 0, len(m.Images)+1)
 			text := "text"
@@ -124,23 +124,23 @@ func (c *client) wireMessages(api string, ms []traces.Message) ([]wireMessage, e
 
 // responsesBody is the body of POST /v1/responses.
 type responsesBody struct {
-	Model           string        `json:"model"`
-	Input           []wireMessage `json:"input"`
-	MaxOutputTokens int           `json:"max_output_tokens"`
-	Stream          bool          `json:"stream"`
-	Temperature     *float64      `json:"temperature,omitempty"`
+	Model           string           `json:"model"`
+	Input           []wireMessageOut `json:"input"`
+	MaxOutputTokens int              `json:"max_output_tokens"`
+	Stream          bool             `json:"stream"`
+	Temperature     *float64         `json:"temperature,omitempty"`
 	// Store false: a benchmark's responses need not be kept by the server.
 	Store bool `json:"store"`
 }
 
 // messagesBody is the body of POST /v1/messages.
 type messagesBody struct {
-	Model       string        `json:"model"`
-	System      string        `json:"system,omitempty"`
-	Messages    []wireMessage `json:"messages"`
-	MaxTokens   int           `json:"max_tokens"`
-	Stream      bool          `json:"stream"`
-	Temperature *float64      `json:"temperature,omitempty"`
+	Model       string           `json:"model"`
+	System      string           `json:"system,omitempty"`
+	Messages    []wireMessageOut `json:"messages"`
+	MaxTokens   int              `json:"max_tokens"`
+	Stream      bool             `json:"stream"`
+	Temperature *float64         `json:"temperature,omitempty"`
 }
 
 // embeddingsBody is the body of POST /v1/embeddings.

@@ -232,7 +232,7 @@ type streamOptions struct {
 type wireBody struct {
 	Model         string           `json:"model"`
 	Prompt        string           `json:"prompt,omitempty"`
-	Messages      []wireMessage    `json:"messages,omitempty"`
+	Messages      []wireMessageOut `json:"messages,omitempty"`
 	MaxTokens     int              `json:"max_tokens"`
 	MinTokens     int              `json:"min_tokens,omitempty"`
 	IgnoreEOS     bool             `json:"ignore_eos,omitempty"`
