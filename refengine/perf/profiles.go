@@ -33,6 +33,8 @@ type Model struct {
 	// is routed to (num_local_experts, num_experts_per_tok); 0 for a dense model.
 	Experts, ActiveExperts int
 	MaxContext             int // longest sequence the model accepts (max_position_embeddings)
+	// Vision prices images (vision.go); the zero value means DefaultVision.
+	Vision Vision
 }
 
 // GPU describes one accelerator by its data-sheet numbers.
