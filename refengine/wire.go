@@ -112,10 +112,6 @@ type request struct {
 	promptIDs       []int // token ids of the prompt (chat: of the concatenated contents)
 	promptHash      uint64
 	hashIDs         []int64
-	// Images (images.go): how many the prompt holds and their tokens, which are part of
-	// promptTokens; the vision encoder runs over imageTokens when the prefill starts.
-	images      int
-	imageTokens int
 	maxTokens       int
 	minTokens       int
 	ignoreEOS       bool
@@ -124,6 +120,11 @@ type request struct {
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool
+
+	// Images (images.go): how many the prompt holds and their tokens, which are part of
+	// promptTokens; the vision encoder runs over imageTokens when the prefill starts.
+	images      int
+	imageTokens int
 }
 
 // decodeLimits are the bounds a request is checked against.
