@@ -43,6 +43,9 @@ type Target struct {
 	// Messages), "embeddings" (never streamed; see api.go), or "" to choose per request
 	// (Messages → chat, else completions).
 	API string
+	// BatchSize is, with API "embeddings", the number of trace requests sent as one call
+	// (batch.go); 0 or 1 sends one per call. Above 1 with another API is an error.
+	BatchSize int
 	// Model is the model name to request; "" discovers it from /v1/models.
 	Model string
 	// Backend selects which extensions are sent: "vllm" (the default when empty), "sglang",
@@ -97,9 +100,6 @@ type Options struct {
 	Repeat int
 	// Seed seeds prompt synthesis.
 	Seed int64
-	// BatchSize is, with Target.API "embeddings", the number of trace requests sent as one
-	// call (batch.go); 0 or 1 sends one per call. Above 1 with another API is an error.
-	BatchSize int
 	// Tokenizer synthesizes prompts of InputTokens tokens, counts prompt tokens and, when the
 	// server sends no per-chunk usage, each chunk's output tokens. Nil synthesizes prompts for
 	// the reference tokenizer and counts one token per content chunk (TokenSource "chunks").

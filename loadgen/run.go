@@ -86,7 +86,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	}
 	var batches *batchSource
 	if opts.Target.API == "embeddings" {
-		if batches, err = newBatchSource(src, opts.BatchSize); err != nil {
+		if batches, err = newBatchSource(src, opts.Target.BatchSize); err != nil {
 			return nil, err
 		}
 		src = batches
@@ -190,8 +190,8 @@ func validate(o *Options) error {
 		return fmt.Errorf("rate scale %g: must be > 0", o.RateScale)
 	case o.Duration < 0 || o.Warmup < 0 || o.Cooldown < 0 || o.Grace < 0:
 		return errors.New("duration, warmup, cooldown and grace must be >= 0")
-	case o.BatchSize < 0 || (o.BatchSize > 1 && o.Target.API != "embeddings"):
-		return fmt.Errorf("batch size %d: must be >= 0, and above 1 only with the embeddings API", o.BatchSize)
+	case o.Target.BatchSize < 0 || (o.Target.BatchSize > 1 && o.Target.API != "embeddings"):
+		return fmt.Errorf("batch size %d: must be >= 0, and above 1 only with the embeddings API", o.Target.BatchSize)
 	case o.MaxRequests < 0 || o.Repeat < 0 || o.PromptBlockTokens < 0:
 		return errors.New("max requests, repeat and prompt block tokens must be >= 0")
 	case o.Concurrency > 0 && o.Cooldown > 0 && o.Duration == 0:
