@@ -124,6 +124,10 @@ func (r *runner) embeddingCall(k *call, q *traces.Request) {
 	n := 0
 	for i := range members {
 		m := &members[i]
+		if m.ImageCount() > 0 {
+			k.bodyErr = fmt.Errorf("request %s carries images: the embeddings API takes text only", m.ID)
+			return
+		}
 		if m.InputTokens > traces.MaxTokens {
 			k.bodyErr = fmt.Errorf("input_tokens %d: past the cap of %d tokens (traces.MaxTokens)", m.InputTokens, traces.MaxTokens)
 			return

@@ -123,3 +123,23 @@ func SyntheticImage(w, h int) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// textless reports messages that carry images and no text at all (a generated multimodal
+// trace): the replayer then synthesizes input_tokens tokens of text for them (withText).
+func textless(ms []traces.Message) bool {
+	images := false
+	for _, m := range ms {
+		if m.Content != "" {
+			return false
+		}
+		images = images || len(m.Images) > 0
+	}
+	return images
+}
+
+// withText returns a copy of ms whose last message carries text.
+func withText(ms []traces.Message, text string) []traces.Message {
+	out := append([]traces.Message(nil), ms...)
+	out[len(out)-1].Content = text
+	return out
+}

@@ -632,16 +632,23 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	}
 	synthesized := false
 	text := q.Prompt
-	if text == "" && len(q.Messages) == 0 {
+	if text == "" && (len(q.Messages) == 0 || textless(q.Messages)) {
 		text = r.promptText(q)
 		synthesized = true
+	}
+	if !k.chat && q.ImageCount() > 0 {
+		k.bodyErr = fmt.Errorf("request %s carries images: replay it with --api chat, responses or messages", q.ID)
+		return k
 	}
 	if k.chat {
 		msgs := make([]traces.Message, 0, len(conv.messages)+len(q.Messages)+1)
 		msgs = append(msgs, conv.messages...)
-		if len(q.Messages) > 0 {
+		switch {
+		case len(q.Messages) > 0 && synthesized:
+			msgs = append(msgs, withText(q.Messages, text)...)
+		case len(q.Messages) > 0:
 			msgs = append(msgs, q.Messages...)
-		} else {
+		default:
 			msgs = append(msgs, traces.Message{Role: "user", Content: text})
 		}
 		k.messages = msgs
