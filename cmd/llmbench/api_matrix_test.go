@@ -17,6 +17,7 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
+	"github.com/llmbench/llmbench/runner/engineadapter"
 	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 )
@@ -357,4 +358,36 @@ func TestAPIErrorsAndKeys(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestSimulateImagesAgree: simulate prices a trace's images as the engine does over HTTP: a
+// request with text and two synthetic images has the same prompt count and the same TTFT on
+// the virtual clock (engineadapter reads the sizes from the trace).
+func TestSimulateImagesAgree(t *testing.T) {
+	const text = "Compare the two pictures."
+	reqs := []traces.Request{{ID: "s", InputTokens: tokenizer.Reference{}.Count(text), OutputTokens: 6,
+		Messages: []traces.Message{{Role: "user", Content: text, Images: []traces.Image{{Width: 1280, Height: 720}, {Width: 640, Height: 480}}}}}}
+	var httpTTFT int64
+	var httpPrompt int
+	synctest.Test(t, func(t *testing.T) {
+		recs, eng, stop := runVirtualAPI(t, apiCell{api: "chat"}, reqs, nil, nil)
+		defer stop()
+		if !recs[0].OK() {
+			t.Fatalf("%s %s", recs[0].Failure, recs[0].Error)
+		}
+		tl := timeline(t, eng, "s")
+		httpTTFT, httpPrompt = int64(tl.Emissions[0].At-tl.Arrival), tl.PromptTokens
+	})
+	sim := engineadapter.Simulator{Config: refengine.Config{Seed: 7}, RateScale: 1}
+	var recs []metrics.Record
+	if _, err := sim.Produce(context.Background(), traces.FromSlice(reqs), func(r *metrics.Record) { recs = append(recs, *r) }); err != nil {
+		t.Fatal(err)
+	}
+	r := recs[0]
+	if r.ServerInputTokens != httpPrompt || r.FirstToken-r.Intended != httpTTFT {
+		t.Errorf("simulate: %d prompt tokens, TTFT %v; over HTTP %d, %v", r.ServerInputTokens, time.Duration(r.FirstToken-r.Intended), httpPrompt, time.Duration(httpTTFT))
+	}
+	if want := reqs[0].InputTokens + 85 + 6*170 + 85 + 2*170; httpPrompt != want {
+		t.Errorf("prompt %d tokens, want %d", httpPrompt, want)
+	}
 }
