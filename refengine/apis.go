@@ -34,6 +34,12 @@ import (
 // stop_reason and usage.output_tokens, and message_stop. An error in a started stream is an
 // "error" event {"type":"error","error":{"type","message"}}; error responses have that body
 // too. The key may come as x-api-key (Anthropic) or as a bearer token.
+//
+// With Config.ReasoningFraction the leading output tokens are reasoning, as in chat: a
+// Responses stream sends them as a "reasoning" output item (response.reasoning_text.delta)
+// before the message item and reports output_tokens_details.reasoning_tokens; a Messages
+// stream sends a "thinking" content block (thinking_delta, closed by a signature_delta as
+// vLLM's converter does) before the text block.
 
 // wireAPI is the endpoint a request came to.
 type wireAPI int
@@ -272,15 +278,28 @@ func anthropicStop(reason string) string {
 	return "end_turn"
 }
 
-// apiEncoder writes the events of one Responses or Messages stream.
+// apiEncoder writes the events of one Responses or Messages stream. The output is a sequence
+// of blocks (Responses: output items; Messages: content blocks): with the engine's reasoning
+// mode (Config.ReasoningFraction) a reasoning block (a "reasoning" item of reasoning_text, a
+// "thinking" block) before the answer's (a "message" item of output_text, a "text" block).
 type apiEncoder struct {
 	api     wireAPI
 	id      string // response id
-	itemID  string // Responses: the message item's id
+	suffix  string // the id without its prefix, for item ids
 	created int64
 	model   string
 	prompt  int
 	seq     int // Responses sequence_number
+
+	blocks    []apiBlock
+	reasoning []byte // all reasoning text so far
+	answer    []byte // all answer text so far
+}
+
+// apiBlock is one output block.
+type apiBlock struct {
+	reasoning bool
+	open      bool
 }
 
 func (a *apiEncoder) event(b []byte, name string) []byte {
@@ -289,8 +308,41 @@ func (a *apiEncoder) event(b []byte, name string) []byte {
 	return append(b, "\ndata: "...)
 }
 
-// appendResponse appends a Responses response object.
-func (a *apiEncoder) appendResponse(b []byte, status string, text []byte, completion int, done bool) []byte {
+func (a *apiEncoder) itemID(reasoning bool) string {
+	if reasoning {
+		return "rs_" + a.suffix
+	}
+	return "msg_" + a.suffix
+}
+
+// appendItem appends a Responses output item with its text (nil: still empty).
+func (a *apiEncoder) appendItem(b []byte, reasoning bool, status string, text []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, a.itemID(reasoning))
+	if reasoning {
+		b = append(b, `,"type":"reasoning","status":`...)
+		b = appendJSONString(b, status)
+		b = append(b, `,"summary":[],"content":[`...)
+		if text != nil {
+			b = append(b, `{"type":"reasoning_text","text":`...)
+			b = appendJSONBytes(b, text)
+			b = append(b, '}')
+		}
+		return append(b, "]}"...)
+	}
+	b = append(b, `,"type":"message","status":`...)
+	b = appendJSONString(b, status)
+	b = append(b, `,"role":"assistant","content":[`...)
+	if text != nil {
+		b = append(b, `{"type":"output_text","text":`...)
+		b = appendJSONBytes(b, text)
+		b = append(b, `,"annotations":[]}`...)
+	}
+	return append(b, "]}"...)
+}
+
+// appendResponse appends a Responses response object; done adds the output and the usage.
+func (a *apiEncoder) appendResponse(b []byte, status string, completion, reasoned int, done bool) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, a.id)
 	b = append(b, `,"object":"response","created_at":`...)
@@ -301,7 +353,12 @@ func (a *apiEncoder) appendResponse(b []byte, status string, text []byte, comple
 	b = appendJSONString(b, a.model)
 	b = append(b, `,"output":[`...)
 	if done {
-		b = a.appendItem(b, "completed", text)
+		for i, bl := range a.blocks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = a.appendItem(b, bl.reasoning, "completed", a.textOf(bl.reasoning))
+		}
 	}
 	b = append(b, `],"usage":`...)
 	if !done {
@@ -311,23 +368,18 @@ func (a *apiEncoder) appendResponse(b []byte, status string, text []byte, comple
 	b = strconv.AppendInt(b, int64(a.prompt), 10)
 	b = append(b, `,"input_tokens_details":{"cached_tokens":0},"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
-	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
+	b = strconv.AppendInt(b, int64(reasoned), 10)
+	b = append(b, `},"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(a.prompt+completion), 10)
 	return append(b, "}}"...)
 }
 
-func (a *apiEncoder) appendItem(b []byte, status string, text []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, a.itemID)
-	b = append(b, `,"type":"message","status":`...)
-	b = appendJSONString(b, status)
-	b = append(b, `,"role":"assistant","content":[`...)
-	if text != nil {
-		b = append(b, `{"type":"output_text","text":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `,"annotations":[]}`...)
+func (a *apiEncoder) textOf(reasoning bool) []byte {
+	if reasoning {
+		return append([]byte{}, a.reasoning...)
 	}
-	return append(b, "]}"...)
+	return append([]byte{}, a.answer...)
 }
 
 // respEvent starts a Responses event of type t with its sequence number.
@@ -341,10 +393,13 @@ func (a *apiEncoder) respEvent(b []byte, t string) []byte {
 	return b
 }
 
-func (a *apiEncoder) itemRef(b []byte) []byte {
+// itemRef appends the item, output and content indexes of block i.
+func (a *apiEncoder) itemRef(b []byte, i int) []byte {
 	b = append(b, `,"item_id":`...)
-	b = appendJSONString(b, a.itemID)
-	return append(b, `,"output_index":0,"content_index":0`...)
+	b = appendJSONString(b, a.itemID(a.blocks[i].reasoning))
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	return append(b, `,"content_index":0`...)
 }
 
 // appendStart appends the events sent when the request is accepted.
@@ -353,7 +408,7 @@ func (a *apiEncoder) appendStart(b []byte) []byte {
 		for _, t := range []string{"response.created", "response.in_progress"} {
 			b = a.respEvent(b, t)
 			b = append(b, `,"response":`...)
-			b = a.appendResponse(b, "in_progress", nil, 0, false)
+			b = a.appendResponse(b, "in_progress", 0, 0, false)
 			b = append(b, "}\n\n"...)
 		}
 		return b
@@ -370,67 +425,135 @@ func (a *apiEncoder) appendStart(b []byte) []byte {
 	return append(b, `{"type":"ping"}`+"\n\n"...)
 }
 
-// appendFirst appends the events that open the output, before its first text.
-func (a *apiEncoder) appendFirst(b []byte) []byte {
+// appendBlockStart opens block i.
+func (a *apiEncoder) appendBlockStart(b []byte, i int) []byte {
+	reasoning := a.blocks[i].reasoning
 	if a.api == apiResponses {
 		b = a.respEvent(b, "response.output_item.added")
-		b = append(b, `,"output_index":0,"item":`...)
-		b = a.appendItem(b, "in_progress", nil)
+		b = append(b, `,"output_index":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"item":`...)
+		b = a.appendItem(b, reasoning, "in_progress", nil)
 		b = append(b, "}\n\n"...)
+		if reasoning {
+			return b
+		}
 		b = a.respEvent(b, "response.content_part.added")
-		b = a.itemRef(b)
+		b = a.itemRef(b, i)
 		return append(b, `,"part":{"type":"output_text","text":"","annotations":[]}}`+"\n\n"...)
 	}
 	b = a.event(b, "content_block_start")
-	return append(b, `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`+"\n\n"...)
+	b = append(b, `{"type":"content_block_start","index":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	if reasoning {
+		return append(b, `,"content_block":{"type":"thinking","thinking":""}}`+"\n\n"...)
+	}
+	return append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 }
 
-// appendDelta appends one piece of output text.
-func (a *apiEncoder) appendDelta(b, text []byte) []byte {
+// appendBlockEnd closes block i.
+func (a *apiEncoder) appendBlockEnd(b []byte, i int) []byte {
+	reasoning := a.blocks[i].reasoning
+	a.blocks[i].open = false
+	text := a.textOf(reasoning)
 	if a.api == apiResponses {
-		b = a.respEvent(b, "response.output_text.delta")
-		b = a.itemRef(b)
+		if reasoning {
+			b = a.respEvent(b, "response.reasoning_text.done")
+			b = a.itemRef(b, i)
+		} else {
+			b = a.respEvent(b, "response.output_text.done")
+			b = a.itemRef(b, i)
+		}
+		b = append(b, `,"text":`...)
+		b = appendJSONBytes(b, text)
+		b = append(b, "}\n\n"...)
+		if !reasoning {
+			b = a.respEvent(b, "response.content_part.done")
+			b = a.itemRef(b, i)
+			b = append(b, `,"part":{"type":"output_text","text":`...)
+			b = appendJSONBytes(b, text)
+			b = append(b, `,"annotations":[]}}`+"\n\n"...)
+		}
+		b = a.respEvent(b, "response.output_item.done")
+		b = append(b, `,"output_index":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"item":`...)
+		b = a.appendItem(b, reasoning, "completed", text)
+		return append(b, "}\n\n"...)
+	}
+	if reasoning {
+		// As vLLM's converter does, a thinking block ends with its signature.
+		b = a.event(b, "content_block_delta")
+		b = append(b, `{"type":"content_block_delta","index":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
+		b = appendJSONString(b, a.suffix)
+		b = append(b, "}}\n\n"...)
+	}
+	b = a.event(b, "content_block_stop")
+	b = append(b, `{"type":"content_block_stop","index":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	return append(b, "}\n\n"...)
+}
+
+// appendPiece appends one piece of output text, opening a block of its kind if needed.
+func (a *apiEncoder) appendPiece(b, text []byte, reasoning bool) []byte {
+	if n := len(a.blocks); n == 0 || a.blocks[n-1].reasoning != reasoning {
+		if n > 0 && a.blocks[n-1].open {
+			b = a.appendBlockEnd(b, n-1)
+		}
+		a.blocks = append(a.blocks, apiBlock{reasoning: reasoning, open: true})
+		b = a.appendBlockStart(b, n)
+	}
+	i := len(a.blocks) - 1
+	if reasoning {
+		a.reasoning = append(a.reasoning, text...)
+	} else {
+		a.answer = append(a.answer, text...)
+	}
+	if a.api == apiResponses {
+		if reasoning {
+			b = a.respEvent(b, "response.reasoning_text.delta")
+		} else {
+			b = a.respEvent(b, "response.output_text.delta")
+		}
+		b = a.itemRef(b, i)
 		b = append(b, `,"delta":`...)
 		b = appendJSONBytes(b, text)
+		if reasoning {
+			return append(b, "}\n\n"...)
+		}
 		return append(b, `,"logprobs":[]}`+"\n\n"...)
 	}
 	b = a.event(b, "content_block_delta")
-	b = append(b, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`...)
+	b = append(b, `{"type":"content_block_delta","index":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	if reasoning {
+		b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
+	} else {
+		b = append(b, `,"delta":{"type":"text_delta","text":`...)
+	}
 	b = appendJSONBytes(b, text)
 	return append(b, "}}\n\n"...)
 }
 
-// appendEnd appends the events after the last token: text the whole output.
-func (a *apiEncoder) appendEnd(b, text []byte, reason string, completion int) []byte {
+// appendEnd appends the events after the last token.
+func (a *apiEncoder) appendEnd(b []byte, reason string, completion, reasoned int) []byte {
+	if n := len(a.blocks); n > 0 && a.blocks[n-1].open {
+		b = a.appendBlockEnd(b, n-1)
+	}
 	if a.api == apiResponses {
-		b = a.respEvent(b, "response.output_text.done")
-		b = a.itemRef(b)
-		b = append(b, `,"text":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `,"logprobs":[]}`+"\n\n"...)
-		b = a.respEvent(b, "response.content_part.done")
-		b = a.itemRef(b)
-		b = append(b, `,"part":{"type":"output_text","text":`...)
-		b = appendJSONBytes(b, text)
-		b = append(b, `,"annotations":[]}}`+"\n\n"...)
-		b = a.respEvent(b, "response.output_item.done")
-		b = append(b, `,"output_index":0,"item":`...)
-		b = a.appendItem(b, "completed", text)
-		b = append(b, "}\n\n"...)
-		status := "completed"
-		name := "response.completed"
+		status, name := "completed", "response.completed"
 		if reason == "length" {
-			// A response cut by max_output_tokens is still complete output for a benchmark:
-			// OpenAI reports it as status "incomplete" in a response.incomplete event.
+			// OpenAI reports a response cut by max_output_tokens as status "incomplete", in a
+			// response.incomplete event.
 			status, name = "incomplete", "response.incomplete"
 		}
 		b = a.respEvent(b, name)
 		b = append(b, `,"response":`...)
-		b = a.appendResponse(b, status, text, completion, true)
+		b = a.appendResponse(b, status, completion, reasoned, true)
 		return append(b, "}\n\n"...)
 	}
-	b = a.event(b, "content_block_stop")
-	b = append(b, `{"type":"content_block_stop","index":0}`+"\n\n"...)
 	b = a.event(b, "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":`...)
 	b = appendJSONString(b, anthropicStop(reason))
@@ -455,21 +578,35 @@ func (a *apiEncoder) appendError(b []byte, msg string) []byte {
 	return append(b, "}}\n\n"...)
 }
 
-// appendWhole appends a non-streamed Responses or Messages body.
-func (a *apiEncoder) appendWhole(b, text []byte, reason string, completion int) []byte {
+// appendWhole appends a non-streamed Responses or Messages body of output text whose first
+// reasoned tokens' text, reasoningText, is reasoning.
+func (a *apiEncoder) appendWhole(b, reasoningText, answerText []byte, reason string, completion, reasoned int) []byte {
+	a.reasoning, a.answer = reasoningText, answerText
+	if len(reasoningText) > 0 {
+		a.blocks = append(a.blocks, apiBlock{reasoning: true})
+	}
+	a.blocks = append(a.blocks, apiBlock{})
 	if a.api == apiResponses {
 		status := "completed"
 		if reason == "length" {
 			status = "incomplete"
 		}
-		return append(a.appendResponse(b, status, text, completion, true), '\n')
+		return append(a.appendResponse(b, status, completion, reasoned, true), '\n')
 	}
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, a.id)
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
 	b = appendJSONString(b, a.model)
-	b = append(b, `,"content":[{"type":"text","text":`...)
-	b = appendJSONBytes(b, text)
+	b = append(b, `,"content":[`...)
+	if len(reasoningText) > 0 {
+		b = append(b, `{"type":"thinking","thinking":`...)
+		b = appendJSONBytes(b, reasoningText)
+		b = append(b, `,"signature":`...)
+		b = appendJSONString(b, a.suffix)
+		b = append(b, "},"...)
+	}
+	b = append(b, `{"type":"text","text":`...)
+	b = appendJSONBytes(b, answerText)
 	b = append(b, `}],"stop_reason":`...)
 	b = appendJSONString(b, anthropicStop(reason))
 	b = append(b, `,"stop_sequence":null,"usage":{"input_tokens":`...)
@@ -480,14 +617,13 @@ func (a *apiEncoder) appendWhole(b, text []byte, reason string, completion int) 
 }
 
 func newAPIEncoder(api wireAPI, g *generation) *apiEncoder {
-	return &apiEncoder{api: api, id: g.respID, itemID: "msg_" + g.respID[len(api.respPrefix()):],
+	return &apiEncoder{api: api, id: g.respID, suffix: g.respID[len(api.respPrefix()):],
 		created: g.created, model: g.req.model, prompt: g.req.promptTokens}
 }
 
 // writeAPIWhole waits for the whole output and writes one Responses or Messages body.
 func (e *Engine) writeAPIWhole(ctx context.Context, w http.ResponseWriter, g *generation, api wireAPI) bool {
 	var pend []pendingEmit
-	var text []byte
 	total, reason := 0, ""
 	for reason == "" {
 		if !e.wait(ctx, g.st) {
@@ -495,15 +631,15 @@ func (e *Engine) writeAPIWhole(ctx context.Context, w http.ResponseWriter, g *ge
 		}
 		pend = g.st.take(pend)
 		for _, p := range pend {
-			text = appendOutput(text, g.base, p.start, p.n)
 			total = p.start + p.n
 			if p.final {
 				reason = p.reason
 			}
 		}
 	}
+	r := g.reasoningTokens(total)
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(newAPIEncoder(api, g).appendWhole(nil, text, reason, total))
+	w.Write(newAPIEncoder(api, g).appendWhole(nil, appendOutput(nil, g.base, 0, r), appendOutput(nil, g.base, r, total-r), reason, total, r))
 	return true
 }
 
@@ -523,7 +659,7 @@ func (e *Engine) writeAPIStream(ctx context.Context, w http.ResponseWriter, g *g
 	threshold := max(1, int(plan.midAt*float64(s.target)))
 	midDone := !plan.midStream()
 	sent := 0
-	var all, piece []byte
+	var piece []byte
 	var pend []pendingEmit
 	for {
 		if !e.wait(ctx, g.st) {
@@ -545,16 +681,20 @@ func (e *Engine) writeAPIStream(ctx context.Context, w http.ResponseWriter, g *g
 					return false
 				}
 			}
+			// One emission is one delta, split where the reasoning ends.
 			buf = buf[:0]
-			if sent == 0 {
-				buf = enc.appendFirst(buf)
+			for start := pe.start; start < completion; {
+				stop, reasoning := completion, start < g.reasoning
+				if reasoning {
+					stop = min(completion, g.reasoning)
+				}
+				piece = appendOutput(piece[:0], g.base, start, stop-start)
+				buf = enc.appendPiece(buf, piece, reasoning)
+				start = stop
 			}
-			piece = appendOutput(piece[:0], g.base, pe.start, pe.n)
-			all = append(all, piece...)
-			buf = enc.appendDelta(buf, piece)
 			sent++
 			if pe.final {
-				buf = enc.appendEnd(buf, all, pe.reason, completion)
+				buf = enc.appendEnd(buf, pe.reason, completion, g.reasoningTokens(completion))
 				w.Write(buf)
 				rc.Flush()
 				e.noteSent(s, sent)

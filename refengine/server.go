@@ -293,7 +293,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 	}
 	w.Header().Set("X-Request-Id", key)
 	g := &generation{req: req, chat: chat, respID: respID, base: base, created: e.cfg.Now().Unix(), s: s, st: st, plan: &plan}
-	if api == apiChat {
+	if chat {
 		g.reasoning = int(e.cfg.ReasoningFraction * float64(s.target))
 	}
 	switch {

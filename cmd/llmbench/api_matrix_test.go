@@ -391,3 +391,46 @@ func TestSimulateImagesAgree(t *testing.T) {
 		t.Errorf("prompt %d tokens, want %d", httpPrompt, want)
 	}
 }
+
+// TestAPIReasoning: with the engine's reasoning mode the Responses API streams a reasoning
+// item (response.reasoning_text.delta) before the message and reports
+// output_tokens_details.reasoning_tokens; the Messages API streams a thinking block
+// (thinking_delta) before the text block. The harness separates the phases: reasoning tokens
+// match the engine's (from usage for Responses; from the tokenizer's split of the total for
+// Messages, which reports no reasoning count), and the time to the first answer token is when
+// the engine sent it.
+func TestAPIReasoning(t *testing.T) {
+	var reqs []traces.Request
+	for i := 0; i < 3; i++ {
+		reqs = append(reqs, traces.Request{ID: fmt.Sprint("q", i), Arrival: time.Duration(i) * 10 * time.Millisecond, InputTokens: 32, OutputTokens: 40})
+	}
+	const frac, want = 0.25, 10 // of 40 tokens
+	for _, c := range []apiCell{{api: "responses"}, {api: "responses", spec: true}, {api: "messages", tok: true}, {api: "messages", spec: true, tok: true}, {api: "responses", noStream: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				recs, eng, stop := runVirtualAPI(t, c, reqs, func(cfg *refengine.Config) { cfg.ReasoningFraction = frac }, nil)
+				defer stop()
+				for _, r := range recs {
+					if !r.OK() {
+						t.Fatalf("%s: %s %s", r.ID, r.Failure, r.Error)
+					}
+					tl := timeline(t, eng, r.ID)
+					if r.OutputTokens != tl.OutputTokens || r.ReasoningTokens != want {
+						t.Errorf("%s: %d output / %d reasoning tokens, engine %d / %d", r.ID, r.OutputTokens, r.ReasoningTokens, tl.OutputTokens, want)
+					}
+					if c.noStream {
+						continue
+					}
+					k, seen := 0, 0
+					for seen+tl.Emissions[k].Tokens <= want {
+						seen += tl.Emissions[k].Tokens
+						k++
+					}
+					if got, gt := float64(r.FirstAnswer-r.Sent), float64(tl.Emissions[k].At-tl.Arrival); math.Abs(got-gt) > float64(time.Microsecond) || !(r.FirstAnswer > r.FirstToken) {
+						t.Errorf("%s: first answer at %.3f ms (first token %.3f), engine sent it at %.3f ms", r.ID, got/1e6, float64(r.FirstToken-r.Sent)/1e6, gt/1e6)
+					}
+				}
+			})
+		})
+	}
+}
