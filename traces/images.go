@@ -163,3 +163,57 @@ func (r *Request) ImageCount() int {
 	}
 	return n
 }
+
+// rebaseImages returns reqs with the image paths of files read from another directory made
+// relative to dir (the directory of the trace being written), so that a transformed trace
+// written elsewhere still finds its images; reqs itself is not modified. A path that cannot
+// be made relative is written absolute.
+func rebaseImages(reqs []Request, dir string) []Request {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return reqs
+	}
+	var out []Request
+	for i := range reqs {
+		changed := false
+		for _, m := range reqs[i].Messages {
+			for _, im := range m.Images {
+				if im.File != "" && rebased(im, absDir) != im.Path {
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = append([]Request(nil), reqs...)
+		}
+		r := &out[i]
+		r.Messages = append([]Message(nil), r.Messages...)
+		for j := range r.Messages {
+			m := &r.Messages[j]
+			m.Images = append([]Image(nil), m.Images...)
+			for k := range m.Images {
+				if m.Images[k].File != "" {
+					m.Images[k].Path = rebased(m.Images[k], absDir)
+				}
+			}
+		}
+	}
+	if out == nil {
+		return reqs
+	}
+	return out
+}
+
+func rebased(im Image, absDir string) string {
+	abs, err := filepath.Abs(im.File)
+	if err != nil {
+		return im.Path
+	}
+	if rel, err := filepath.Rel(absDir, abs); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return abs
+}

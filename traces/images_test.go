@@ -89,3 +89,32 @@ func TestImagesErrors(t *testing.T) {
 		t.Errorf("lenient: %v", err)
 	}
 }
+
+// TestImagesRebase: a trace written to another directory (trace slice, scale, ... -o) keeps
+// finding its image files: their paths are rewritten relative to the new file.
+func TestImagesRebase(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "in", "img"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "out", "deep"), 0o755)
+	os.WriteFile(filepath.Join(dir, "in", "img", "a.png"), nil, 0o644)
+	in := filepath.Join(dir, "in", "t.jsonl")
+	os.WriteFile(in, []byte(`{"arrival_s":0,"input_tokens":1,"output_tokens":1,"messages":[{"role":"user","content":"x","images":[{"path":"img/a.png"},{"width":2,"height":2}]}]}`+"\n"), 0o644)
+	reqs, err := ReadFile(in, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out", "deep", "t.jsonl")
+	if err := WriteFile(out, reqs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(out, ReadOptions{})
+	if err != nil {
+		t.Fatalf("the rewritten trace does not find its image: %v", err)
+	}
+	if got := back[0].Messages[0].Images[0].Path; got != "../../in/img/a.png" {
+		t.Errorf("path %q", got)
+	}
+	if reqs[0].Messages[0].Images[0].Path != "img/a.png" {
+		t.Error("WriteFile modified its input")
+	}
+}

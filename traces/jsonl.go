@@ -307,6 +307,7 @@ func WriteFile(path string, reqs []Request) (err error) {
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}
 	}()
+	reqs = rebaseImages(reqs, filepath.Dir(path)) // image paths stay relative to the trace
 	if IsMsgpackName(path) {
 		return WriteMsgpack(f, reqs)
 	}
