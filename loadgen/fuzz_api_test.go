@@ -63,6 +63,8 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Add([]byte(respDelta + "data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"x\",\"message\":\"m\"}}}\n\n"))
 	f.Add([]byte(respDelta + "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"output_tokens\":-3}}}\n\n"))
 	f.Add([]byte(respCreated + respDelta))
+	f.Add([]byte(respCreated + "data: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"hm\"}\n\n" +
+		respDelta + "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":2,\"output_tokens_details\":{\"reasoning_tokens\":3}}}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) { fuzzAPIStream(t, "responses", body) })
 }
 
