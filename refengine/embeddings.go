@@ -22,7 +22,8 @@ import (
 // request's key (X-Request-Id) for i = 0 and key + "/i" after; its first emission is when its
 // embedding was ready. Vectors are deterministic in the input text, of the model's hidden
 // size unless "dimensions" asks for fewer; encoding_format "float" or "base64"
-// (little-endian float32).
+// (little-endian float32). In /metrics each input counts as a request of one generation
+// token (its pooling step).
 
 // maxEmbeddingInputs bounds the inputs of one call (OpenAI accepts 2048).
 const maxEmbeddingInputs = 2048
