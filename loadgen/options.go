@@ -53,7 +53,7 @@ type Target struct {
 	Backend string
 	// Stream requests server-sent events (TTFT, ITL); false sends non-streaming requests.
 	Stream bool
-	// APIKey is sent as a bearer token and written nowhere else: error messages and response
+	// APIKey is sent as a bearer token (as x-api-key with API "messages") and written nowhere else: error messages and response
 	// ids are scrubbed of it (internal/redact).
 	APIKey string
 	// Headers are extra request headers. Their values, and each token part of them, are
