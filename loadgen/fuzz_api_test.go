@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -98,4 +99,54 @@ func FuzzEmbeddings(f *testing.F) {
 			t.Fatalf("record %+v", rec)
 		}
 	})
+}
+
+// BenchmarkParseAPIEvents decodes one text event of each new API with the hand-written
+// readers, and the same event with encoding/json into the fields the reader needs (the
+// measured reason for the readers: events.go's header).
+func BenchmarkParseAPIEvents(b *testing.B) {
+	resp := []byte(`{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":" token","logprobs":[]}`)
+	msg := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" token"}}`)
+	for _, c := range []struct {
+		name string
+		api  string
+		in   []byte
+	}{{"responses", "responses", resp}, {"messages", "messages", msg}} {
+		b.Run(c.name, func(b *testing.B) {
+			var f chunkFields
+			var scratch []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if scratch, _, err = parseAPI(c.api, c.in, &f, scratch); err != nil || len(f.text) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var v struct {
+					Type  string          `json:"type"`
+					Delta json.RawMessage `json:"delta"`
+					Usage *struct {
+						In  *int64 `json:"input_tokens"`
+						Out *int64 `json:"output_tokens"`
+					} `json:"usage"`
+				}
+				if err := json.Unmarshal(c.in, &v); err != nil {
+					b.Fatal(err)
+				}
+				if c.api == "messages" {
+					var d struct {
+						Text string `json:"text"`
+					}
+					json.Unmarshal(v.Delta, &d)
+				} else {
+					var s string
+					json.Unmarshal(v.Delta, &s)
+				}
+			}
+		})
+	}
 }
