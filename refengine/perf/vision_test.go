@@ -2,6 +2,7 @@ package perf
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,35 @@ func TestEncoderCost(t *testing.T) {
 	want := r.combine(tMem, tComp+enc) - r.combine(tMem, tComp)
 	if got := (with - base).Seconds(); enc <= 0 || math.Abs(got-want) > 2e-9 {
 		t.Errorf("encoder adds %.6f ms, want %.6f ms", got*1e3, want*1e3)
+	}
+}
+
+// TestVisionProfiles: a profile file may give a model its own vision rule (validated, and
+// written back by FormatProfiles); a rule without scaling saturates instead of overflowing.
+func TestVisionProfiles(t *testing.T) {
+	const file = `{"models":[{"name":"vlm","layers":2,"hidden":64,"heads":4,"kv_heads":2,"head_dim":16,"ffn":128,"vocab":100,"params":1e6,"max_context":4096,
+	  "vision":{"tile_px":448,"tokens_per_tile":256,"base_tokens":0,"max_side":0,"short_side":0,"encoder_params":3e8}}],"gpus":[]}`
+	models, _, err := ParseProfiles([]byte(file), "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := VisionOf(models[0])
+	if got := v.ImageTokens(896, 448); got != 2*256 {
+		t.Errorf("896x448 with 448-px tiles: %d tokens, want 512", got)
+	}
+	if got := v.ImageTokens(1<<31-1, 1<<31-1); got != maxImageTokens {
+		t.Errorf("a huge image: %d tokens, want the cap %d", got, maxImageTokens)
+	}
+	out, err := FormatProfiles(models, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := ParseProfiles(out, "back.json")
+	if err != nil || back[0].Vision != models[0].Vision {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	bad := strings.Replace(file, `"tile_px":448`, `"tile_px":0`, 1)
+	if _, _, err := ParseProfiles([]byte(bad), "p.json"); err == nil || !strings.Contains(err.Error(), "models[0]: vision: tile_px") {
+		t.Errorf("tile_px 0: %v", err)
 	}
 }
