@@ -68,7 +68,8 @@ func (s *scanner) textValue(dst []byte) ([]byte, int, bool) {
 }
 
 // parseResponsesEvent reads one event of a streamed Responses call: {"type":..., ...}. The
-// text of response.output_text.delta (answer) and response.reasoning_text.delta /
+// text of response.output_text.delta and response.refusal.delta (answer),
+// response.reasoning_text.delta /
 // response.reasoning_summary_text.delta (reasoning) and response.function_call_arguments.delta
 // (a tool call) is generated output; the usage is in the "response" of response.completed.
 // An "error" event or response.failed is an error.
@@ -107,7 +108,7 @@ func parseResponsesEvent(b []byte, f *chunkFields, scratch []byte) ([]byte, bool
 		return scratch, false, err
 	}
 	t := string(typ)
-	if deltaAt >= 0 && (t == "response.output_text.delta" || t == "response.reasoning_text.delta" ||
+	if deltaAt >= 0 && (t == "response.output_text.delta" || t == "response.refusal.delta" || t == "response.reasoning_text.delta" ||
 		t == "response.reasoning_summary_text.delta" || t == "response.function_call_arguments.delta") {
 		d := scanner{b: b, i: deltaAt}
 		var n int
@@ -116,7 +117,7 @@ func parseResponsesEvent(b []byte, f *chunkFields, scratch []byte) ([]byte, bool
 			return scratch, false, errJSON
 		}
 		switch t {
-		case "response.output_text.delta":
+		case "response.output_text.delta", "response.refusal.delta":
 			f.answer = n > 0
 		case "response.function_call_arguments.delta":
 			f.answer, f.toolCall = n > 0, n > 0
