@@ -231,7 +231,7 @@ func (s *scanner) outputItems(f *chunkFields, scratch []byte) ([]byte, bool) {
 				}
 				for {
 					ok := s.object(func(k []byte) bool {
-						if string(k) == "text" {
+						if string(k) == "text" || string(k) == "refusal" {
 							var ok bool
 							scratch, ok = s.appendText(scratch)
 							return ok
