@@ -129,15 +129,15 @@ func TestAPIBodies(t *testing.T) {
 
 // TestSyntheticImage: the synthetic image is a JPEG of the asked size, the same bytes each time.
 func TestSyntheticImage(t *testing.T) {
-	a, err := SyntheticImage(640, 480)
+	a, err := syntheticImage(640, 480)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := SyntheticImage(640, 480)
+	b, _ := syntheticImage(640, 480)
 	if !bytes.Equal(a, b) || !bytes.HasPrefix(a, []byte("\xff\xd8")) {
 		t.Fatalf("not a stable JPEG (%d bytes)", len(a))
 	}
-	if _, err := SyntheticImage(0, 5); err == nil {
+	if _, err := syntheticImage(0, 5); err == nil {
 		t.Error("a 0-pixel image was made")
 	}
 }

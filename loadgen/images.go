@@ -69,7 +69,7 @@ func (c *imageCache) get(im traces.Image) (encodedImage, error) {
 			}
 			raw, e.err = readImage(key.file)
 		} else {
-			raw, e.err = SyntheticImage(key.w, key.h)
+			raw, e.err = syntheticImage(key.w, key.h)
 		}
 		if e.err != nil {
 			return
@@ -96,11 +96,11 @@ func readImage(path string) ([]byte, error) {
 	return b, nil
 }
 
-// SyntheticImage returns a JPEG of w × h pixels (1 to traces.MaxImageSide each): a smooth
+// syntheticImage returns a JPEG of w × h pixels (1 to traces.MaxImageSide each): a smooth
 // gradient with a fine checker pattern, the same bytes for the same size, so that it
 // compresses about as a photograph does (a few bits per pixel) and a server decodes a real
 // image of that resolution.
-func SyntheticImage(w, h int) ([]byte, error) {
+func syntheticImage(w, h int) ([]byte, error) {
 	if w < 1 || h < 1 || w > traces.MaxImageSide || h > traces.MaxImageSide {
 		return nil, fmt.Errorf("synthetic image %dx%d: each side must be 1 to %d pixels", w, h, traces.MaxImageSide)
 	}

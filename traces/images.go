@@ -27,8 +27,8 @@ const (
 	MaxImageSide = 8192
 )
 
-// ImageTypes maps the file extensions an image path may have to the media type it is sent as.
-var ImageTypes = map[string]string{
+// imageTypes maps the file extensions an image path may have to the media type it is sent as.
+var imageTypes = map[string]string{
 	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
 }
 
@@ -53,8 +53,8 @@ func (im Image) Source() string {
 }
 
 // MediaType is the media type of an image file, from its extension ("" when not one of
-// ImageTypes).
-func MediaType(path string) string { return ImageTypes[strings.ToLower(filepath.Ext(path))] }
+// imageTypes).
+func MediaType(path string) string { return imageTypes[strings.ToLower(filepath.Ext(path))] }
 
 // traceDir is the directory image paths of the trace name are relative to.
 func traceDir(name string) string {

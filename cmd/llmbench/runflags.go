@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,10 +85,8 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 	if err := checkEndpoint(url); err != nil {
 		return t, err
 	}
-	switch f.api {
-	case "", "completions", "chat", "responses", "messages", "embeddings":
-	default:
-		return t, fmt.Errorf("--api %s: want completions, chat, responses, messages or embeddings", safetext.Quote(f.api, 40))
+	if f.api != "" && !slices.Contains(loadgen.APIs(), f.api) {
+		return t, fmt.Errorf("--api %s: want one of %s", safetext.Quote(f.api, 40), strings.Join(loadgen.APIs(), ", "))
 	}
 	if f.batchSize < 1 || (f.batchSize > 1 && f.api != "embeddings") {
 		return t, fmt.Errorf("--batch-size %d: want at least 1, and above 1 only with --api embeddings", f.batchSize)
