@@ -78,6 +78,7 @@ type client struct {
 	redact  *redact.Policy
 	maxLine int
 	bufs    sync.Pool // *streamBufs
+	images  imageCache
 
 	// closeIdle closes the idle connections of the transport in use (HTTP/1.1 or HTTP/2).
 	closeIdle func()
@@ -100,8 +101,11 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 	}
 	switch t.API {
 	case "", "completions", "chat":
+	case "responses", "messages", "embeddings":
+		// The extensions are fields of OpenAI's completions and chat bodies.
+		ext = extensions{}
 	default:
-		return nil, fmt.Errorf("target API %q: want completions, chat or empty (per request)", t.API)
+		return nil, fmt.Errorf("target API %q: want completions, chat, responses, messages, embeddings or empty (per request)", t.API)
 	}
 	tlsConf := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify}
 	if t.CACertFile != "" {
@@ -199,6 +203,16 @@ func (c *client) header(h http.Header) {
 	for k, v := range c.target.Headers {
 		h.Set(k, v)
 	}
+	if c.target.API == "messages" {
+		// Anthropic's Messages API takes the key in x-api-key and needs a version header.
+		if c.target.APIKey != "" {
+			h.Set("X-Api-Key", c.target.APIKey)
+		}
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", anthropicVersion)
+		}
+		return
+	}
 	if c.target.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.target.APIKey)
 	}
@@ -211,6 +225,8 @@ func (c *client) now() int64              { return c.since(c.clock.Now()) }
 type call struct {
 	requestID   string
 	chat        bool
+	api         string   // responses, messages or embeddings (api.go); "" for completions and chat
+	inputs      []string // embeddings: the batch's inputs
 	prompt      string
 	messages    []traces.Message
 	maxTokens   int
@@ -231,7 +247,7 @@ type streamOptions struct {
 type wireBody struct {
 	Model         string           `json:"model"`
 	Prompt        string           `json:"prompt,omitempty"`
-	Messages      []traces.Message `json:"messages,omitempty"`
+	Messages      []wireMessageOut `json:"messages,omitempty"`
 	MaxTokens     int              `json:"max_tokens"`
 	MinTokens     int              `json:"min_tokens,omitempty"`
 	IgnoreEOS     bool             `json:"ignore_eos,omitempty"`
@@ -242,6 +258,9 @@ type wireBody struct {
 }
 
 func (c *client) body(k *call) ([]byte, error) {
+	if k.api != "" {
+		return c.apiBody(k)
+	}
 	w := wireBody{
 		Model:       c.model,
 		MaxTokens:   k.maxTokens,
@@ -250,7 +269,10 @@ func (c *client) body(k *call) ([]byte, error) {
 		Seed:        k.seed,
 	}
 	if k.chat {
-		w.Messages = k.messages
+		var err error
+		if w.Messages, err = c.wireMessages("chat", k.messages); err != nil {
+			return nil, err
+		}
 	} else {
 		w.Prompt = k.prompt
 	}
@@ -343,10 +365,7 @@ func arm(d time.Duration, cancel context.CancelCauseFunc, cause error) *time.Tim
 func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) string {
 	rec.RequestedTokens = k.maxTokens
 	rec.ServerInputTokens, rec.ServerOutputTokens = -1, -1
-	path := "/v1/completions"
-	if k.chat {
-		path = "/v1/chat/completions"
-	}
+	path := apiPath(k.api, k.chat)
 	if k.bodyErr != nil {
 		rec.Sent = c.now()
 		rec.End = rec.Sent
@@ -365,7 +384,7 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	}
 	c.header(req.Header)
 	req.Header.Set("Content-Type", "application/json")
-	if c.target.Stream {
+	if c.target.Stream && k.api != "embeddings" {
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	if k.requestID != "" {
@@ -376,7 +395,8 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	defer tm.stop()
 	rec.Sent = c.now()
 	tm.total = arm(to.Total, cancel, errTimeoutTotal)
-	if c.target.Stream {
+	streamed := c.target.Stream && k.api != "embeddings"
+	if streamed {
 		// A non-streaming response's headers come with the whole generation: there the dial
 		// and TLS timeouts bound connecting, and FirstToken bounds the wait for the answer.
 		tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
@@ -410,13 +430,17 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		return ""
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if ct == "text/event-stream" || (c.target.Stream && ct != "application/json") {
+	if k.api != "embeddings" && (ct == "text/event-stream" || (streamed && ct != "application/json")) {
 		return c.stream(ctx, cancel, resp, k, rec, tm)
 	}
 	if tm.first != nil {
 		// A whole response's headers come when it is generated: its body is its first token
 		// (the total timeout still bounds reading it).
 		tm.first.Stop()
+	}
+	if k.api == "embeddings" {
+		c.embeddings(ctx, resp, k, rec)
+		return ""
 	}
 	return c.whole(ctx, resp, k, rec)
 }
@@ -476,6 +500,8 @@ func (c *client) httpError(ctx context.Context, resp *http.Response, rec *metric
 	if _, perr := parseChunk(b, &f, nil); perr == nil && f.errMsg != nil {
 		msg = string(f.errMsg)
 	}
+	// (An Anthropic error body {"type":"error","error":{"type","message"}} has the same
+	// "error" object, which parseChunk reads.)
 	if msg == "" && err != nil {
 		_, msg = c.classify(ctx, err, metrics.FailStreamBroken)
 	}
@@ -553,7 +579,7 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 					kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
 					c.fail(rec, kind, msg)
 				} else {
-					c.fail(rec, metrics.FailStreamBroken, fmt.Sprintf("the stream ended without [DONE] after %d events", events))
+					c.fail(rec, metrics.FailStreamBroken, fmt.Sprintf("the stream ended without %s after %d events", endMarker(k.api), events))
 				}
 			default:
 				kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
@@ -566,7 +592,8 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			rec.End = t
 			break
 		}
-		bufs.scratch, err = parseChunk(data, &f, bufs.scratch)
+		var final bool
+		bufs.scratch, final, err = parseAPI(k.api, data, &f, bufs.scratch)
 		if err != nil {
 			rec.End = t
 			n.finish()
@@ -609,6 +636,11 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			tm.first.Stop()
 			tm.first = nil
 		}
+		if final {
+			// The Responses and Messages streams end with an event of their own, not [DONE].
+			rec.End = t
+			break
+		}
 	}
 	n.finish()
 	n.complete()
@@ -639,7 +671,7 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 		return ""
 	}
 	var f chunkFields
-	if _, err := parseChunk(b, &f, nil); err != nil {
+	if err := parseWhole(k.api, b, &f); err != nil {
 		c.fail(rec, metrics.FailMalformed, fmt.Sprintf("response body: %v: %q", err, clip(b, 120)))
 		return ""
 	}

@@ -1,5 +1,7 @@
 // Package loadgen replays a trace against an OpenAI-compatible endpoint and emits one
-// metrics.Record per request.
+// metrics.Record per request. Besides completions and chat completions it speaks OpenAI
+// Responses, Anthropic Messages and embeddings (Target.API, api.go), and sends the images of
+// a trace's messages as each API's image parts (images.go).
 //
 // # Scheduling
 //

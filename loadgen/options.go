@@ -40,9 +40,13 @@ type Timeouts struct {
 type Target struct {
 	// URL is the server's base URL, e.g. http://127.0.0.1:8000, with or without /v1.
 	URL string
-	// API is "completions", "chat", or "" to choose per request (Messages → chat, else
-	// completions).
+	// API is "completions", "chat", "responses" (OpenAI Responses), "messages" (Anthropic
+	// Messages), "embeddings" (never streamed; see api.go), or "" to choose per request
+	// (Messages → chat, else completions).
 	API string
+	// BatchSize is, with API "embeddings", the number of trace requests sent as one call
+	// (batch.go); 0 or 1 sends one per call. Above 1 with another API is an error.
+	BatchSize int
 	// Model is the model name to request; "" discovers it from /v1/models.
 	Model string
 	// Backend selects which extensions are sent: "vllm" (the default when empty), "sglang",
@@ -50,7 +54,7 @@ type Target struct {
 	Backend string
 	// Stream requests server-sent events (TTFT, ITL); false sends non-streaming requests.
 	Stream bool
-	// APIKey is sent as a bearer token and written nowhere else: error messages and response
+	// APIKey is sent as a bearer token (as x-api-key with API "messages") and written nowhere else: error messages and response
 	// ids are scrubbed of it (internal/redact).
 	APIKey string
 	// Headers are extra request headers. Their values, and each token part of them, are

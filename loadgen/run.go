@@ -42,6 +42,7 @@ type runner struct {
 	wg       sync.WaitGroup
 	progress *Progress
 	prompter *workloads.Prompter
+	batches  *batchSource // embeddings batches (batch.go); nil otherwise
 
 	sent, succeeded, failed, dropped, skipped atomic.Int64
 }
@@ -84,12 +85,19 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	if sink == nil {
 		sink = func(*metrics.Record) {}
 	}
+	var batches *batchSource
+	if opts.Target.API == "embeddings" {
+		if batches, err = newBatchSource(src, opts.Target.BatchSize); err != nil {
+			return nil, err
+		}
+		src = batches
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = newRealClock()
 	}
 	r := &runner{opts: opts, c: c, clock: clock, sink: sink, soft: ctx, progress: opts.Progress,
-		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens)}
+		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens), batches: batches}
 	if r.progress == nil {
 		r.progress = &Progress{}
 	}
@@ -187,6 +195,8 @@ func validate(o *Options) error {
 		return fmt.Errorf("rate scale %g: must be > 0", o.RateScale)
 	case o.Duration < 0 || o.Warmup < 0 || o.Cooldown < 0 || o.Grace < 0:
 		return errors.New("duration, warmup, cooldown and grace must be >= 0")
+	case o.Target.BatchSize < 0 || (o.Target.BatchSize > 1 && o.Target.API != "embeddings"):
+		return fmt.Errorf("batch size %d: must be >= 0, and above 1 only with the embeddings API", o.Target.BatchSize)
 	case o.MaxRequests < 0 || o.Repeat < 0 || o.PromptBlockTokens < 0:
 		return errors.New("max requests, repeat and prompt block tokens must be >= 0")
 	case o.Concurrency > 0 && o.Cooldown > 0 && o.Duration == 0:
@@ -633,10 +643,18 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	if r.opts.Repeat > 1 {
 		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)
 	}
-	switch r.opts.Target.API {
+	switch api := r.opts.Target.API; api {
 	case "chat":
 		k.chat = true
 	case "completions":
+	case "responses", "messages":
+		k.chat, k.api = true, api
+	case "embeddings":
+		r.embeddingCall(k, q)
+		if k.bodyErr == nil {
+			k.body, k.bodyErr = r.c.body(k)
+		}
+		return k
 	default:
 		k.chat = len(q.Messages) > 0
 	}
@@ -648,16 +666,23 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	}
 	synthesized := false
 	text := q.Prompt
-	if text == "" && len(q.Messages) == 0 {
+	if text == "" && (len(q.Messages) == 0 || textless(q.Messages)) {
 		text = r.promptText(q)
 		synthesized = true
+	}
+	if !k.chat && q.ImageCount() > 0 {
+		k.bodyErr = fmt.Errorf("request %s carries images: replay it with --api chat, responses or messages", q.ID)
+		return k
 	}
 	if k.chat {
 		msgs := make([]traces.Message, 0, len(conv.messages)+len(q.Messages)+1)
 		msgs = append(msgs, conv.messages...)
-		if len(q.Messages) > 0 {
+		switch {
+		case len(q.Messages) > 0 && synthesized:
+			msgs = append(msgs, withText(q.Messages, text)...)
+		case len(q.Messages) > 0:
 			msgs = append(msgs, q.Messages...)
-		} else {
+		default:
 			msgs = append(msgs, traces.Message{Role: "user", Content: text})
 		}
 		k.messages = msgs

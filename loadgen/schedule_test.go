@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -201,7 +202,7 @@ func TestSessionsOrderedWithHistory(t *testing.T) {
 		t.Fatalf("t3 carried %+v, want %+v", m, want)
 	}
 	for i := range want {
-		if m[i] != want[i] {
+		if !reflect.DeepEqual(m[i], want[i]) {
 			t.Errorf("t3 message %d = %+v, want %+v", i, m[i], want[i])
 		}
 	}
@@ -312,7 +313,7 @@ func TestValidate(t *testing.T) {
 		{Concurrency: 1, Cooldown: time.Second},
 		{Target: Target{URL: "ftp://x", Model: "m"}},
 		{Target: Target{URL: "http://x", Model: "m", Backend: "bogus"}},
-		{Target: Target{URL: "http://x", Model: "m", API: "embeddings"}},
+		{Target: Target{URL: "http://x", Model: "m", API: "rerank"}},
 	}
 	for i, o := range bad {
 		if o.Target.URL == "" {

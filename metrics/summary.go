@@ -46,7 +46,7 @@ type RunInfo struct {
 	Endpoint    string  `json:"endpoint"`
 	Model       string  `json:"model"`
 	Backend     string  `json:"backend,omitempty"`
-	API         string  `json:"api,omitempty"` // "completions" or "chat"
+	API         string  `json:"api,omitempty"` // --api: completions, chat, responses, messages, embeddings ("" per request)
 	Seed        int64   `json:"seed"`
 	Start       string  `json:"start"` // RFC 3339
 	DurationS   float64 `json:"duration_s"`
@@ -77,6 +77,10 @@ type RunInfo struct {
 	// (defaults included), less those that may carry secrets (keys, headers, endpoints, which
 	// appear redacted in Endpoint).
 	Config map[string]string `json:"config,omitempty"`
+
+	// BatchSize is the trace requests sent per call with the embeddings API (--batch-size;
+	// 0 or 1: one per call).
+	BatchSize int `json:"batch_size,omitempty"`
 }
 
 // Host are the client machine's facts.

@@ -21,7 +21,12 @@
 // stream, stream_options.include_usage, stream_options.continuous_usage_stats, and the
 // llmbench extension hash_ids (shared-prefix block ids, see "Prefix caching"). Other fields are
 // accepted and ignored. Without max_tokens a completion generates 16 tokens (the OpenAI and vLLM
-// default) and a chat completion Config.DefaultMaxTokens.
+// default) and a chat completion Config.DefaultMaxTokens. Content parts may also be images
+// (image_url with a data: URL), priced by the model's vision rule (images.go).
+//
+// POST /v1/responses (OpenAI Responses), POST /v1/messages (Anthropic Messages, with its own
+// events and error bodies; the key may come as x-api-key) and POST /v1/embeddings are served
+// by the same scheduler (apis.go, embeddings.go); their framings are cited there.
 //
 // A streamed response is text/event-stream in the wire personality of Config.Wire (see
 // personality.go: vllm, sglang, llamacpp, tgi, ollama, openai, each framed as that server

@@ -198,7 +198,7 @@ func (e *Engine) submit(r *request, key, respID string, base uint64, plan *fault
 	}
 	target := plan.target(r.maxTokens, r.minTokens, r.ignoreEOS)
 	tl.Emissions = make([]Emission, 0, min(target, 4096))
-	s := &seq{tl: tl, promptTokens: r.promptTokens, target: target, sink: sink}
+	s := &seq{tl: tl, promptTokens: r.promptTokens, encodeTokens: r.imageTokens, target: target, sink: sink}
 	if !e.cfg.DisablePrefixCaching {
 		s.hashes = blockHashes(r.promptIDs, r.hashIDs, r.promptTokens, e.cfg.BlockSize, e.cfg.HashIDTokens, r.promptHash)
 	}

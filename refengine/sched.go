@@ -21,6 +21,7 @@ type seq struct {
 	tl *Timeline // ground truth; owned by the scheduler goroutine
 
 	promptTokens int
+	encodeTokens int // image tokens the vision encoder computes when the prefill starts (images.go)
 	target       int // output tokens this request generates
 	numTokens    int // prompt + output tokens so far
 	numComputed  int // tokens whose KV is in the cache
@@ -201,6 +202,7 @@ func (c *core) plan() (d time.Duration, ok bool) {
 				c.obs.queued(c.now - s.tl.Arrival)
 			}
 			c.stats.PromptTokens += int64(s.promptTokens)
+			c.work.EncoderTokens += s.encodeTokens
 			if c.prefixCaching {
 				c.stats.PrefixQueries += int64(s.promptTokens)
 				c.stats.PrefixHits += int64(hits)

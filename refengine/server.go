@@ -18,12 +18,16 @@ import (
 )
 
 // Handler returns the engine's HTTP API: POST /v1/completions, POST /v1/chat/completions,
+// POST /v1/responses, POST /v1/messages, POST /v1/embeddings (apis.go, embeddings.go),
 // GET /v1/models, GET /health, GET /metrics, GET /version. With Config.APIKey set, /v1/ paths
-// require "Authorization: Bearer <key>"; /health, /metrics and /version stay open, as in vLLM.
+// require "Authorization: Bearer <key>" (or, for /v1/messages, "x-api-key: <key>"); /health,
+// /metrics and /version stay open, as in vLLM.
 func (e *Engine) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { e.handleGenerate(w, r, false) })
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { e.handleGenerate(w, r, true) })
+	for path, api := range map[string]wireAPI{"/v1/completions": apiCompletions, "/v1/chat/completions": apiChat,
+		"/v1/responses": apiResponses, "/v1/messages": apiMessages, "/v1/embeddings": apiEmbeddings} {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { e.handleGenerate(w, r, api) })
+	}
 	mux.HandleFunc("GET /v1/models", e.handleModels)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /metrics", e.handleMetrics)
@@ -50,6 +54,9 @@ func (e *Engine) guard(next http.Handler) http.Handler {
 		}()
 		if e.cfg.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
 			got := []byte(r.Header.Get("Authorization"))
+			if x := r.Header.Get("X-Api-Key"); r.URL.Path == "/v1/messages" && x != "" {
+				got = []byte("Bearer " + x) // Anthropic's header
+			}
 			if subtle.ConstantTimeCompare(got, want) != 1 {
 				writeError(w, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error",
 					code: "invalid_api_key", message: "Missing or incorrect API key; send Authorization: Bearer <key>."})
@@ -202,21 +209,22 @@ func tooMany(msg string) *apiError {
 	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: msg}
 }
 
-// handleGenerate serves both generation endpoints.
-func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+// handleGenerate serves the generation endpoints (and admits embeddings requests).
+func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wireAPI) {
+	chat := api.chatLike()
 	if e.ctx.Err() != nil {
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down",
+		writeAPIError(w, api, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down",
 			message: "the engine is shutting down"})
 		return
 	}
 	if e.limiter != nil && !e.limiter.allow() {
-		writeError(w, tooMany(fmt.Sprintf("rate limit of %g requests/s exceeded; retry later", e.cfg.RateLimit)))
+		writeAPIError(w, api, tooMany(fmt.Sprintf("rate limit of %g requests/s exceeded; retry later", e.cfg.RateLimit)))
 		return
 	}
 	if lim := int64(e.cfg.MaxConcurrentRequests); lim > 0 {
 		if e.inflight.Add(1) > lim {
 			e.inflight.Add(-1)
-			writeError(w, tooMany(fmt.Sprintf("more than %d requests in flight; retry later", lim)))
+			writeAPIError(w, api, tooMany(fmt.Sprintf("more than %d requests in flight; retry later", lim)))
 			return
 		}
 		defer e.inflight.Add(-1)
@@ -226,30 +234,35 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		var mbe *http.MaxBytesError
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			w.Header().Set("Connection", "close")
-			writeError(w, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "body_timeout",
+			writeAPIError(w, api, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "body_timeout",
 				message: fmt.Sprintf("the request body did not arrive within %v", e.cfg.BodyReadTimeout)})
 			return
 		}
 		if errors.As(err, &mbe) {
-			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "body_too_large",
+			writeAPIError(w, api, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "body_too_large",
 				message: fmt.Sprintf("request body exceeds %d bytes; send a shorter prompt", mbe.Limit)})
 			return
 		}
-		writeError(w, badRequest("", "reading the request body: %v", err))
+		writeAPIError(w, api, badRequest("", "reading the request body: %v", err))
 		return
 	}
-	req, aerr := decodeRequest(body, chat, decodeLimits{servedModel: e.cfg.ServedModelName,
-		maxModelLen: e.cfg.maxModelLen, defaultMaxTokens: e.cfg.DefaultMaxTokens})
+	var req *request
+	var aerr *apiError
+	switch api {
+	case apiCompletions, apiChat:
+		req, aerr = decodeRequest(body, chat, e.decodeLimits())
+	case apiResponses, apiMessages:
+		req, aerr = decodeAPIRequest(body, api, e.decodeLimits())
+	case apiEmbeddings:
+		// Decoded after the faults below: an embeddings call is many sequences.
+		req = &request{}
+	}
 	if aerr != nil {
-		writeError(w, aerr)
+		writeAPIError(w, api, aerr)
 		return
 	}
 	n := e.counter.Add(1)
-	prefix := "cmpl-"
-	if chat {
-		prefix = "chatcmpl-"
-	}
-	respID := e.newID(prefix, n)
+	respID := e.newID(api.respPrefix(), n)
 	key := r.Header.Get("X-Request-Id")
 	faultKey := n
 	if key != "" {
@@ -265,12 +278,16 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	}
 	if plan.status != 0 {
 		e.faultCount(fmt.Sprintf("status-%d", plan.status))
-		writeError(w, injectedStatus(plan.status))
+		writeAPIError(w, api, injectedStatus(plan.status))
 		return
 	}
 	if q := e.cfg.Faults.OverloadQueue; q > 0 && e.waitingLen() >= q {
 		e.faultCount("overload")
-		writeError(w, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
+		writeAPIError(w, api, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
+		return
+	}
+	if api == apiEmbeddings {
+		e.handleEmbeddings(w, r, body, key, respID, &plan)
 		return
 	}
 	if s := plan.earlyEOSFor(req); s {
@@ -300,11 +317,24 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if chat {
 		g.reasoning = int(e.cfg.ReasoningFraction * float64(s.target))
 	}
-	if !req.stream {
+	switch {
+	case api == apiResponses || api == apiMessages:
+		if req.stream {
+			finished = e.writeAPIStream(ctx, w, g, api)
+		} else {
+			finished = e.writeAPIWhole(ctx, w, g, api)
+		}
+	case !req.stream:
 		finished = e.writeWhole(ctx, w, g)
-		return
+	default:
+		finished = e.writeStream(ctx, w, g)
 	}
-	finished = e.writeStream(ctx, w, g)
+}
+
+// decodeLimits are the bounds requests are checked against.
+func (e *Engine) decodeLimits() decodeLimits {
+	return decodeLimits{servedModel: e.cfg.ServedModelName, maxModelLen: e.cfg.maxModelLen,
+		defaultMaxTokens: e.cfg.DefaultMaxTokens, vision: perf.VisionOf(e.cfg.model)}
 }
 
 // injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/llmbench/llmbench/refengine/perf"
 	"github.com/llmbench/llmbench/tokenizer"
 )
 
@@ -34,6 +35,17 @@ type SimRequest struct {
 	// Class is the request's scenario class (traces.Request.Class); it selects the n-gram
 	// speculative method's repetition (Config.SpecRepetition).
 	Class string
+
+	// Images are the prompt's images, priced by the model's vision rule as over HTTP
+	// (images.go): their tokens join the prompt after its text.
+	Images []SimImage
+}
+
+// SimImage is one image of a simulated prompt: its size and a key for the prefix cache (the
+// same key is the same image).
+type SimImage struct {
+	Width, Height int
+	Key           uint64
 }
 
 // SimStats are the engine's counters over a simulation.
@@ -81,6 +93,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 	order := make([]int, len(reqs))
 	epoch := time.Unix(0, 0).UTC()
 	var tok tokenizer.Reference
+	vision := perf.VisionOf(r.model)
 	for i := range reqs {
 		q := &reqs[i]
 		order[i] = i
@@ -100,6 +113,21 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 				promptHash = hashUint(promptHash, uint64(h))
 			}
 		}
+		imageTokens := 0
+		for _, im := range q.Images {
+			n := vision.ImageTokens(im.Width, im.Height)
+			if n == 0 {
+				return nil, fmt.Errorf("refengine: request %d (%s): image of %dx%d pixels; give both sides >= 1", i, q.ID, im.Width, im.Height)
+			}
+			if ids != nil {
+				for k := 0; k < n; k++ {
+					ids = append(ids, int(hashUint(im.Key, uint64(k))&0x7fffffff))
+				}
+			}
+			promptHash = hashUint(promptHash, im.Key)
+			imageTokens += n
+		}
+		promptTokens += imageTokens
 		switch {
 		case promptTokens < 1:
 			return nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
@@ -123,6 +151,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		s := &seqs[i]
 		s.tl = tl
 		s.promptTokens = promptTokens
+		s.encodeTokens = imageTokens
 		s.target = target
 		if !r.DisablePrefixCaching {
 			s.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)

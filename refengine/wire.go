@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/safetext"
+	"github.com/llmbench/llmbench/refengine/perf"
 	"github.com/llmbench/llmbench/tokenizer"
 )
 
@@ -88,9 +89,19 @@ type wireStreamOpts struct {
 	ContinuousUsageStats *bool `json:"continuous_usage_stats"`
 }
 
+// wirePart is one content part: OpenAI chat "text" and "image_url" ({"url"}), Responses
+// "input_text" and "input_image" (image_url a string), Anthropic "text" and "image" (source).
 type wirePart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+	Source   *wireImageSrc   `json:"source"`
+}
+
+type wireImageSrc struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
 }
 
 // request is a decoded, validated generation request.
@@ -109,6 +120,11 @@ type request struct {
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool
+
+	// Images (images.go): how many the prompt holds and their tokens, which are part of
+	// promptTokens; the vision encoder runs over imageTokens when the prefill starts.
+	images      int
+	imageTokens int
 }
 
 // decodeLimits are the bounds a request is checked against.
@@ -116,6 +132,7 @@ type decodeLimits struct {
 	servedModel      string
 	maxModelLen      int
 	defaultMaxTokens int // chat requests without max_tokens
+	vision           perf.Vision
 }
 
 // decodeRequest parses and validates a request body. It never panics on any input.
@@ -137,7 +154,6 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 			code:    "model_not_found",
 			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", safetext.Clip(wr.Model, 200), lim.servedModel)}
 	}
-	var tok tokenizer.Reference
 	if chat {
 		if wr.Prompt != nil {
 			return nil, badRequest("prompt", "chat completions take `messages`, not `prompt`")
@@ -145,23 +161,15 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 		if len(wr.Messages) == 0 {
 			return nil, badRequest("messages", "`messages` must be a non-empty array of {role, content}")
 		}
-		h := uint64(fnvOffset)
+		r.promptHash = fnvOffset
 		for i, m := range wr.Messages {
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
 			}
-			content, err := messageText(m.Content, i)
-			if err != nil {
+			if err := r.addMessage(m.Role, m.Content, fmt.Sprintf("messages[%d].content", i), lim.vision); err != nil {
 				return nil, err
 			}
-			r.promptTokens += tok.Count(content)
-			r.promptIDs = append(r.promptIDs, tok.Encode(content)...)
-			h = hashString(h, m.Role)
-			h = hashUint(h, 0)
-			h = hashString(h, content)
-			h = hashUint(h, 1)
 		}
-		r.promptHash = h
 	} else {
 		if wr.Messages != nil {
 			return nil, badRequest("messages", "completions take `prompt`, not `messages`; use /v1/chat/completions for chat")
@@ -300,37 +308,80 @@ func (r *request) setTextPrompt(tok tokenizer.Reference, s string) {
 	r.promptHash = hashString(fnvOffset, s)
 }
 
-// messageText returns a message's content: a string, or the concatenated text of an array of
-// {"type":"text","text":...} parts.
-func messageText(raw json.RawMessage, i int) (string, *apiError) {
+// messageContent returns a message's text and images: a string, or an array of content
+// parts (text parts concatenated; image parts decoded, images.go). param names the content in
+// errors.
+func messageContent(raw json.RawMessage, param string) (string, []imageInfo, *apiError) {
 	raw = bytes.TrimSpace(raw)
-	param := fmt.Sprintf("messages[%d].content", i)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
+		return "", nil, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", badRequest(param, "%s is not a valid JSON string: %v", param, err)
+			return "", nil, badRequest(param, "%s is not a valid JSON string: %v", param, err)
 		}
-		return s, nil
+		return s, nil, nil
 	case '[':
 		var parts []wirePart
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", badRequest(param, "%s must be a string or an array of {type, text} parts: %v", param, err)
+			return "", nil, badRequest(param, "%s must be a string or an array of content parts: %v", param, err)
 		}
 		var sb strings.Builder
+		var imgs []imageInfo
 		for j, p := range parts {
-			if p.Type != "text" {
-				return "", badRequest(fmt.Sprintf("%s[%d].type", param, j), "content part type %q is not supported; only \"text\"", p.Type)
+			at := fmt.Sprintf("%s[%d]", param, j)
+			switch p.Type {
+			case "text", "input_text":
+				sb.WriteString(p.Text)
+			case "image_url", "input_image", "image":
+				if len(imgs) == maxImages {
+					return "", nil, badRequest(at, "more than %d images in one message", maxImages)
+				}
+				im, err := decodeImagePart(&p, at)
+				if err != nil {
+					return "", nil, err
+				}
+				imgs = append(imgs, im)
+			default:
+				return "", nil, badRequest(at+".type", "content part type %q is not supported; send text or image parts", safetext.Clip(p.Type, 40))
 			}
-			sb.WriteString(p.Text)
 		}
-		return sb.String(), nil
+		return sb.String(), imgs, nil
 	default:
-		return "", badRequest(param, "%s must be a string or an array of {type, text} parts", param)
+		return "", nil, badRequest(param, "%s must be a string or an array of content parts", param)
 	}
+}
+
+// addMessage adds one message's tokens (text and images) to the prompt, its ids and its hash.
+func (r *request) addMessage(role string, content json.RawMessage, param string, v perf.Vision) *apiError {
+	var tok tokenizer.Reference
+	text, imgs, err := messageContent(content, param)
+	if err != nil {
+		return err
+	}
+	r.promptTokens += tok.Count(text)
+	r.promptIDs = append(r.promptIDs, tok.Encode(text)...)
+	h := r.promptHash
+	h = hashString(h, role)
+	h = hashUint(h, 0)
+	h = hashString(h, text)
+	h = hashUint(h, 1)
+	for _, im := range imgs {
+		n := v.ImageTokens(im.width, im.height)
+		r.images++
+		r.imageTokens += n
+		r.promptTokens += n
+		// The image's tokens are placeholders derived from its bytes: the same image is the
+		// same prefix, as engines hash multimodal inputs for their prefix caches.
+		for k := 0; k < n; k++ {
+			r.promptIDs = append(r.promptIDs, int(hashUint(im.hash, uint64(k))&0x7fffffff))
+		}
+		h = hashUint(h, im.hash)
+	}
+	r.promptHash = h
+	return nil
 }
 
 // jsonError turns a decoding error into a 400 that names the field where it can.

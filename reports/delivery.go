@@ -258,6 +258,10 @@ var trafficLabels = []struct{ key, label, unit string }{
 	{"block_tokens", "tokens per prefix block", ""},
 	{"sessions", "sessions", ""},
 	{"max_turn", "most turns in a session", ""},
+	{"with_images", "requests with images", ""},
+	{"images", "images, all requests", ""},
+	{"api", "API the requests were sent to", ""},
+	{"batch_size", "trace requests per call (embeddings)", ""},
 }
 
 // trafficTables lays the workload facts out as a table of what was sent (known facts in

@@ -181,7 +181,7 @@ func Merge(o MergeOptions) (*Result, error) {
 	}
 	sum.Run = mergedRunInfo(parts, o.Command, epoch, durS, mi)
 	if trace != nil {
-		sum.Workload = trace.Stats()
+		sum.Workload = workloadOf(trace.Stats(), sum.Run)
 	} else if len(sums) > 0 {
 		sum.Workload = sums[0].Workload
 		warnings = append(warnings, fmt.Sprintf("workload: the statistics are shard %d's, the trace could not be read (%v)", parts[0].facts.Index, terr))

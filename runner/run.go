@@ -104,7 +104,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	startFacts.Start = now().UTC().Format(time.RFC3339)
 	opts.Info = startFacts
-	if err := writeRunFacts(opts.OutDir, RunFacts{Run: startFacts, Metrics: opts.Metrics, Workload: opts.Trace.Stats()}); err != nil {
+	if err := writeRunFacts(opts.OutDir, RunFacts{Run: startFacts, Metrics: opts.Metrics, Workload: workloadOf(opts.Trace.Stats(), startFacts)}); err != nil {
 		return nil, err
 	}
 	rw, err := metrics.CreateRecordFile(recPath)
@@ -178,7 +178,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 		info.Host = HostFacts()
 	}
 	sum.Run = info
-	sum.Workload = opts.Trace.Stats()
+	sum.Workload = workloadOf(opts.Trace.Stats(), info)
 	if prod.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}

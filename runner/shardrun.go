@@ -171,7 +171,7 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 // shardConfig lists the settings that make two shards parts of one run.
 func shardConfig(s *HTTPRun) map[string]string {
 	i, l := s.Info, s.Load
-	return map[string]string{
+	m := map[string]string{
 		"endpoint": i.Endpoint, "backend": i.Backend, "api": i.API, "mode": i.Mode,
 		"model":       l.Target.Model,
 		"stream":      strconv.FormatBool(l.Target.Stream),
@@ -182,6 +182,10 @@ func shardConfig(s *HTTPRun) map[string]string {
 		"seed": strconv.FormatInt(l.Seed, 10), "tokenizer": i.Tokenizer,
 		"time_scale": strconv.FormatFloat(s.TimeScale, 'g', -1, 64),
 	}
+	if l.Target.API == "embeddings" {
+		m["batch_size"] = strconv.Itoa(max(l.Target.BatchSize, 1)) // shards batch alike
+	}
+	return m
 }
 
 // ReadShardFacts reads DIR/shard.json.

@@ -17,6 +17,9 @@ type ReadOptions struct {
 	// Lenient ignores unknown fields (in the object and in messages) instead of rejecting them.
 	// Malformed known fields are errors either way.
 	Lenient bool
+
+	// dir is the directory of the trace file: image paths are relative to it (images.go).
+	dir string
 }
 
 // ReadFile reads a trace file: msgpack when the name ends in ".msgpack", JSONL (format v1)
@@ -118,6 +121,7 @@ func collect(name string, errf func(*LineError) bool, scan func(errf func(*LineE
 // own, which it may keep; false stops the scan) and each problem to errf (false stops the scan). It
 // returns read errors only.
 func scanJSONL(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool, emit func(*Request) bool) error {
+	opts.dir = traceDir(name)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadBytes('\n')
@@ -303,6 +307,7 @@ func WriteFile(path string, reqs []Request) (err error) {
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}
 	}()
+	reqs = rebaseImages(reqs, filepath.Dir(path)) // image paths stay relative to the trace
 	if IsMsgpackName(path) {
 		return WriteMsgpack(f, reqs)
 	}

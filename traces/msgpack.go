@@ -73,6 +73,7 @@ var errUnreadable = errors.New("unreadable msgpack trace")
 // stream unreadable (a bad header, a malformed record) ends the scan after errf with
 // errUnreadable.
 func scanMsgpack(r io.Reader, name string, opts ReadOptions, errf func(*LineError) bool, emit func(*Request) bool) error {
+	opts.dir = traceDir(name)
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, len(MsgpackMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != MsgpackMagic {

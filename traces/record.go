@@ -241,9 +241,13 @@ func decodeMessages(v any, opts ReadOptions) ([]Message, []fieldError) {
 			case "content":
 				haveContent = true
 				m.Content, why = stringField(kv.val, false, "must be a string")
+			case fImages:
+				var fe []fieldError
+				m.Images, fe = decodeImages(kv.val, at+"."+fImages, opts)
+				errs = append(errs, fe...)
 			default:
 				if !opts.Lenient {
-					why = "unknown field (a message has role and content; read with --lenient to ignore others)"
+					why = "unknown field (a message has role, content and images; read with --lenient to ignore others)"
 				}
 			}
 			if why != "" {

@@ -16,6 +16,10 @@ import "time"
 type Message struct {
 	Role    string `json:"role" msgpack:"role"`
 	Content string `json:"content" msgpack:"content"`
+
+	// Images (multimodal requests, see images.go) are sent with the message's text as image
+	// parts: OpenAI image_url content parts, Anthropic image blocks.
+	Images []Image `json:"images,omitempty" msgpack:"images,omitempty"`
 }
 
 // Request is one request of a trace: when it arrives and what it asks for.

@@ -49,6 +49,11 @@ type Stats struct {
 	// rest have token counts only and get synthesized prompts.
 	Chat       int `json:"chat"`
 	WithPrompt int `json:"with_prompt"`
+
+	// Multimodal requests (images.go): WithImages counts requests whose messages carry
+	// images, Images the images in all.
+	WithImages int `json:"with_images,omitempty"`
+	Images     int `json:"images,omitempty"`
 }
 
 // LengthStats summarizes a token-length distribution. Percentiles use the nearest-rank method:
@@ -131,6 +136,10 @@ func (b *StatsBuilder) Add(r *Request) {
 	}
 	if r.Turn > s.MaxTurn {
 		s.MaxTurn = r.Turn
+	}
+	if n := r.ImageCount(); n > 0 {
+		b.s.WithImages++
+		b.s.Images += n
 	}
 	if len(r.Messages) > 0 {
 		s.Chat++

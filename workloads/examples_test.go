@@ -74,6 +74,9 @@ func TestExampleShapes(t *testing.T) {
 		}
 		return traces.ComputeStats(reqs)
 	}
+	if im := read("images-small.jsonl"); im.WithImages != im.Count || im.Images < im.Count || im.Images > 2*im.Count {
+		t.Errorf("images-small: %d images in %d of %d requests", im.Images, im.WithImages, im.Count)
+	}
 	chat := read("chat-small.jsonl")
 	if chat.Count < 80 || chat.Count > 120 || chat.DurationS < 17 || chat.DurationS > 20 ||
 		chat.InputTokens.Min < 100 || chat.InputTokens.Max > 1500 || chat.OutputTokens.Min < 50 || chat.OutputTokens.Max > 400 ||

@@ -17,6 +17,7 @@ type compiledClass struct {
 	groups                 [][]int64 // prefix block ids per group
 	groupCDF               []float64
 	prefixTokens           int
+	imageCount             *sampler // images per request (ClassSpec.Images)
 }
 
 // Generate produces the trace a spec describes: requests sorted by arrival (absolute offsets
@@ -117,6 +118,11 @@ func (g *generator) compileClass(cc *compiledClass, c *ClassSpec) error {
 			return fmt.Errorf("class %q think_ms: %w", c.Name, err)
 		}
 	}
+	if im := c.Images; im != nil {
+		if cc.imageCount, err = im.Count.compile(); err != nil {
+			return fmt.Errorf("class %q images count: %w", c.Name, err)
+		}
+	}
 	if p := c.Prefix; p != nil {
 		blocks := (p.Tokens + g.blockTokens - 1) / g.blockTokens
 		cc.prefixTokens = blocks * g.blockTokens
@@ -163,6 +169,9 @@ func (g *generator) draw(r *rng, at time.Duration) error {
 	if c.Session == nil {
 		g.reqs = append(g.reqs, traces.Request{Arrival: at, InputTokens: prefix + in, OutputTokens: out,
 			Class: c.Name, HashIDs: ids, Temperature: c.Temperature})
+		if c.Images != nil {
+			g.reqs[len(g.reqs)-1].Messages = cc.drawImages(r)
+		}
 		return nil
 	}
 	return g.drawSession(r, cc, at, prefix+in, out, ids)

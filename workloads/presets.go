@@ -33,6 +33,8 @@ import (
 //     lognormal(mean 200, sd 150, max 2048), tool/think time lognormal(mean 1500 ms, sd 1000),
 //     contexts capped at 65536 tokens. The arrival rate counts sessions. Assumption modelled on
 //     tool-calling agents.
+//   - multimodal: visual question answering, 1–3 synthetic images per request (images.go has
+//     the lengths, resolutions and why).
 //   - mixed: chat 35%, rag 20%, summarization 10%, code 20%, reasoning 15%, every request
 //     tagged with its class.
 //
@@ -45,6 +47,7 @@ var presets = map[string]func() []ClassSpec{
 	"code":          func() []ClassSpec { return []ClassSpec{codeClass()} },
 	"reasoning":     func() []ClassSpec { return []ClassSpec{reasoningClass()} },
 	"agentic":       func() []ClassSpec { return []ClassSpec{agenticClass()} },
+	"multimodal":    func() []ClassSpec { return []ClassSpec{multimodalClass()} },
 	"mixed": func() []ClassSpec {
 		cs := []ClassSpec{chatClass(), ragClass(), summarizationClass(), codeClass(), reasoningClass()}
 		for i, w := range []float64{0.35, 0.2, 0.1, 0.2, 0.15} {

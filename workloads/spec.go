@@ -48,6 +48,9 @@ type ClassSpec struct {
 	Session *SessionSpec `json:"session,omitempty"`
 	// Temperature, when set, is written to every request of the class.
 	Temperature *float64 `json:"temperature,omitempty"`
+
+	// Images makes each request multimodal (images.go); not with Session.
+	Images *ImageSpec `json:"images,omitempty"`
 }
 
 // PrefixSpec describes shared-prefix groups (system prompts, few-shot examples, tool lists):
@@ -204,6 +207,14 @@ func (c *ClassSpec) check() error {
 		}
 		if !(s.TPOTMS >= 0) || !finite(s.TPOTMS) || s.MaxInput < 0 {
 			return fmt.Errorf("session tpot_ms and max_input must be >= 0")
+		}
+	}
+	if im := c.Images; im != nil {
+		if c.Session != nil {
+			return fmt.Errorf("images and session cannot be combined (a session's turns carry text only)")
+		}
+		if err := im.check(); err != nil {
+			return err
 		}
 	}
 	return nil

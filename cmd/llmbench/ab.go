@@ -234,7 +234,8 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	}
 	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version,
 		Mode: o.load.mode(), Concurrency: o.load.concurrency, MaxConcurrency: o.load.maxConcurrency,
-		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name(), Config: flagConfig(app.flags)}
+		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name(), Config: flagConfig(app.flags),
+		API: o.target.api, BatchSize: o.target.batchSize}
 	timeScale := 1.0
 	var url string
 	closeArm := func() {}

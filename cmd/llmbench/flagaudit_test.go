@@ -28,6 +28,8 @@ func TestFlagAudit(t *testing.T) {
 		{"run draft model without k", []string{"run", "--trace", tr, "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
 		{"run transfer bandwidth without disaggregation", []string{"run", "--trace", tr, "--kv-transfer-gbps", "50"}, "--kv-transfer-gbps"},
 		{"run engine seed zero", []string{"run", "--trace", tr, "--engine-seed", "0"}, "--engine-seed"},
+		{"run batch size without embeddings", []string{"run", "--trace", tr, "--batch-size", "4"}, "--batch-size"},
+		{"run unknown api", []string{"run", "--trace", tr, "--api", "rerank"}, "--api"},
 		// simulate
 		{"simulate wire", []string{"simulate", "--trace", tr, "--wire", "tgi"}, "--wire"},
 		{"simulate reasoning", []string{"simulate", "--trace", tr, "--reasoning", "0.5"}, "--reasoning"},

@@ -65,7 +65,8 @@ min=,max= to clamp.`,
   llmbench gen --preset chat --input lognormal:mean=2000,sd=800,max=8000 --output empirical:prod.jsonl -o t.jsonl
   llmbench gen --preset rag --prefix-groups 4 --prefix-tokens 2048 --prefix-zipf 1.2 -o rag.jsonl
   llmbench gen --spec traces/examples/chat-small.spec.json -o traces/examples/chat-small.jsonl
-  llmbench gen --preset agentic --print-spec > my.spec.json`,
+  llmbench gen --preset agentic --print-spec > my.spec.json
+  llmbench gen --preset multimodal --rate 2 --duration 60s -o images.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.changed = cmd.Flags().Changed

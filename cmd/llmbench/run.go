@@ -122,7 +122,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 // openTarget starts the embedded engine when no endpoint is given and returns the loadgen
 // target and the run facts known before the run.
 func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (loadgen.Target, metrics.RunInfo, func(), error) {
-	info := metrics.RunInfo{Mode: lf.mode(), Concurrency: lf.concurrency, MaxConcurrency: lf.maxConcurrency, RateScale: lf.rateScale, Repeat: lf.repeat, Backend: tf.backend, API: tf.api}
+	info := metrics.RunInfo{Mode: lf.mode(), Concurrency: lf.concurrency, MaxConcurrency: lf.maxConcurrency, RateScale: lf.rateScale, Repeat: lf.repeat, Backend: tf.backend, API: tf.api, BatchSize: tf.batchSize}
 	if tf.endpoint != "" {
 		info.Endpoint = redactURL(tf.endpoint)
 	}

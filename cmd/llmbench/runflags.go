@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 type targetFlags struct {
 	endpoint     string
 	api          string
+	batchSize    int
 	backend      string
 	noStream     bool
 	apiKeyEnv    string
@@ -45,10 +47,11 @@ type targetFlags struct {
 func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	f := &targetFlags{}
 	fs.StringVar(&f.endpoint, "endpoint", "", "base URL of an OpenAI-compatible server (default: the embedded reference engine on a loopback port)")
-	fs.StringVar(&f.api, "api", "", `"completions" or "chat" (default: chat for requests with messages, completions otherwise)`)
+	fs.StringVar(&f.api, "api", "", `the API to call: "completions", "chat", "responses" (OpenAI Responses), "messages" (Anthropic Messages: the key goes in x-api-key) or "embeddings" (never streamed; see --batch-size) (default: chat for requests with messages, completions otherwise)`)
+	fs.IntVar(&f.batchSize, "batch-size", 1, "with --api embeddings: send N consecutive trace requests as one call (its input array); throughput and latency are then per batch")
 	fs.StringVar(&f.backend, "backend", "vllm", "server kind, selects which extensions are sent: vllm, sglang, tgi, llamacpp, ollama, openai")
 	fs.BoolVar(&f.noStream, "no-stream", false, "send non-streaming requests (no TTFT/ITL, only end-to-end latency)")
-	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (sent as a bearer token; never written to results)")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (sent as a bearer token, or as x-api-key with --api messages; never written to results)")
 	fs.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
 	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a CA to trust for HTTPS endpoints")
 	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
@@ -69,6 +72,7 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 	t := loadgen.Target{
 		URL:                url,
 		API:                f.api,
+		BatchSize:          f.batchSize,
 		Model:              model,
 		Backend:            f.backend,
 		Stream:             !f.noStream,
@@ -94,10 +98,11 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 	if err := checkEndpoint(url); err != nil {
 		return t, err
 	}
-	switch f.api {
-	case "", "completions", "chat":
-	default:
-		return t, fmt.Errorf("--api %q: want completions or chat", f.api)
+	if f.api != "" && !slices.Contains(loadgen.APIs(), f.api) {
+		return t, fmt.Errorf("--api %s: want one of %s", safetext.Quote(f.api, 40), strings.Join(loadgen.APIs(), ", "))
+	}
+	if f.batchSize < 1 || (f.batchSize > 1 && f.api != "embeddings") {
+		return t, fmt.Errorf("--batch-size %d: want at least 1, and above 1 only with --api embeddings", f.batchSize)
 	}
 	if f.apiKeyEnv != "" {
 		key := app.Getenv(f.apiKeyEnv)

@@ -26,8 +26,10 @@ func newServeCmd(app *App) *cobra.Command {
 		Long: `serve runs the bundled reference engine: a simulated GPU serving engine (continuous batching,
 PagedAttention, chunked prefill, prefix caching, speculative decoding) that streams tokens at the
 times a real GPU would, from a roofline model of the chosen model and GPU. It serves
-/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /version and
-/llmbench/time (the clock reference of sharded runs, see run --shard).
+/v1/completions, /v1/chat/completions, /v1/responses (OpenAI Responses), /v1/messages
+(Anthropic Messages), /v1/embeddings, /v1/models, /health, /metrics, /version and
+/llmbench/time (the clock reference of sharded runs, see run --shard). Images in prompts
+(data URLs, Anthropic base64 blocks) are priced by the model's vision rule.
 It binds 127.0.0.1 unless --addr says otherwise.`,
 		Example: `  llmbench serve --model llama-3.1-8b --gpu h100-sxm
   llmbench serve --addr 127.0.0.1:9000 --gpu h200 --weight-dtype fp8 --spec-k 4 --spec-alpha 0.8
@@ -37,7 +39,7 @@ It binds 127.0.0.1 unless --addr says otherwise.`,
 	ef := addEngineFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port)")
-	fs.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer <key> (default: $LLMBENCH_API_KEY)")
+	fs.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer <key>, or x-api-key: <key> on /v1/messages (default: $LLMBENCH_API_KEY)")
 	fs.Float64Var(&timeScale, "time-scale", 1, "run the engine this many times faster than simulated GPU time")
 	fs.IntVar(&maxConc, "max-concurrent-requests", 0, "answer 429 beyond this many generation requests in flight (0: no cap)")
 	fs.Float64Var(&rateLimit, "rate-limit", 0, "answer 429 beyond this many generation requests per second (0: no cap)")

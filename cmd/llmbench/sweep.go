@@ -244,7 +244,7 @@ var searchOnly = []string{"start", "precision", "max-points"}
 
 // httpOnlySweep are the flags that act on HTTP requests, the client or its display: a
 // --simulate sweep runs on the virtual clock, where they do nothing.
-var httpOnlySweep = []string{"api", "api-key-env", "backend", "ca-cert", "duration", "grace", "header",
+var httpOnlySweep = []string{"api", "api-key-env", "backend", "batch-size", "ca-cert", "duration", "grace", "header",
 	"insecure", "max-concurrency", "max-line-bytes", "max-requests", "no-stream", "repeat",
 	"time-scale", "timeout-connect", "timeout-first-token", "timeout-idle", "timeout-total", "tokenizer",
 	"wire", "reasoning"}

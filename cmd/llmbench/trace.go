@@ -118,6 +118,9 @@ func printStats(w io.Writer, name string, st traces.Stats) {
 		fmt.Fprintf(w, " (up to %d turns)", st.MaxTurn)
 	}
 	fmt.Fprintf(w, "\ntext            %d with prompt, %d with messages, %d token counts only\n", st.WithPrompt, st.Chat, st.Count-st.WithPrompt-st.Chat)
+	if st.Images > 0 {
+		fmt.Fprintf(w, "images          %d in %d requests\n", st.Images, st.WithImages)
+	}
 }
 
 func newTraceScaleCmd(app *App) *cobra.Command {

@@ -33,6 +33,8 @@ type Model struct {
 	// is routed to (num_local_experts, num_experts_per_tok); 0 for a dense model.
 	Experts, ActiveExperts int
 	MaxContext             int // longest sequence the model accepts (max_position_embeddings)
+	// Vision prices images (vision.go); the zero value means DefaultVision.
+	Vision Vision
 }
 
 // GPU describes one accelerator by its data-sheet numbers.
@@ -404,6 +406,18 @@ type modelJSON struct {
 	Experts       int     `json:"experts"`
 	ActiveExperts int     `json:"active_experts"`
 	MaxContext    int     `json:"max_context"`
+
+	// Vision (vision.go); omitted means DefaultVision.
+	Vision *visionJSON `json:"vision,omitempty"`
+}
+
+type visionJSON struct {
+	TilePx        int     `json:"tile_px"`
+	TokensPerTile int     `json:"tokens_per_tile"`
+	BaseTokens    int     `json:"base_tokens"`
+	MaxSide       int     `json:"max_side"`
+	ShortSide     int     `json:"short_side"`
+	EncoderParams float64 `json:"encoder_params"`
 }
 
 type gpuJSON struct {
@@ -464,6 +478,13 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 		m := Model{Name: mj.Name, Layers: mj.Layers, Hidden: mj.Hidden, Heads: mj.Heads, KVHeads: mj.KVHeads,
 			HeadDim: mj.HeadDim, FFN: mj.FFN, Vocab: mj.Vocab, Params: mj.Params, ActiveParams: mj.ActiveParams,
 			Experts: mj.Experts, ActiveExperts: mj.ActiveExperts, MaxContext: mj.MaxContext}
+		if v := mj.Vision; v != nil {
+			m.Vision = Vision{TilePx: v.TilePx, TokensPerTile: v.TokensPerTile, BaseTokens: v.BaseTokens,
+				MaxSide: v.MaxSide, ShortSide: v.ShortSide, EncoderParams: v.EncoderParams}
+			if err := m.Vision.validate(); err != nil {
+				return nil, nil, fmt.Errorf("%s: models[%d]: vision: %w", name, i, err)
+			}
+		}
 		if m.ActiveParams == 0 {
 			m.ActiveParams = m.Params
 		}
@@ -551,6 +572,10 @@ func FormatProfiles(models []Model, gpus []GPU) ([]byte, error) {
 		f.Models = append(f.Models, modelJSON{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
 			KVHeads: m.KVHeads, HeadDim: m.HeadDim, FFN: m.FFN, Vocab: m.Vocab, Params: m.Params,
 			ActiveParams: m.ActiveParams, Experts: m.Experts, ActiveExperts: m.ActiveExperts, MaxContext: m.MaxContext})
+		if v := m.Vision; v.TilePx > 0 {
+			f.Models[len(f.Models)-1].Vision = &visionJSON{TilePx: v.TilePx, TokensPerTile: v.TokensPerTile,
+				BaseTokens: v.BaseTokens, MaxSide: v.MaxSide, ShortSide: v.ShortSide, EncoderParams: v.EncoderParams}
+		}
 	}
 	for _, g := range gpus {
 		if err := g.Validate(); err != nil {

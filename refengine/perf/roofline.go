@@ -28,6 +28,7 @@ type Roofline struct {
 	kvBytesPerToken   float64
 	linFLOPsPerToken  float64
 	attnFLOPsPerPair  float64
+	encFLOPsPerToken  float64 // vision encoder FLOPs per image token
 	linPeakName       string
 
 	secPerByte     float64 // per byte of weights read (TP ranks in parallel)
@@ -219,6 +220,7 @@ func derive(cfg Config) (*Roofline, error) {
 	r.linPeakName = name
 	r.linFLOPsPerToken = 2 * m.ActiveParams
 	r.attnFLOPsPerPair = 4 * float64(m.Layers*m.Heads*m.HeadDim)
+	r.encFLOPsPerToken = 2 * VisionOf(m).EncoderParams
 	r.secPerByte = 1 / (g.MemBW * cfg.BWEff * tp)
 	r.secPerKVByte = 1 / (g.MemBW * cfg.KVBWEff * tp)
 	linEff := cfg.FLOPEff
@@ -292,6 +294,9 @@ type Work struct {
 	// AttnPairs is Σ over sequences of new × (context before + (new+1)/2): the causal
 	// query-key pairs attention computes.
 	AttnPairs float64
+	// EncoderTokens is the image tokens whose vision encoder runs in this step (vision.go):
+	// 2·EncoderParams FLOPs each, at the linear layers' rate.
+	EncoderTokens int
 }
 
 // Add accounts one sequence that computes newTokens tokens on top of contextBefore tokens
@@ -363,6 +368,8 @@ func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
 	linFLOPs := r.linFLOPsPerToken * t
 	attnFLOPs := r.attnFLOPsPerPair * w.AttnPairs
 	tMem = wb*r.secPerByte + kvBytes*r.secPerKVByte
+	encFLOPs := float64(w.EncoderTokens) * r.encFLOPsPerToken
+	linFLOPs += encFLOPs
 	tComp = linFLOPs*r.secPerLinFLOP + attnFLOPs*r.secPerAttnFLOP
 	if r.allReduces > 0 {
 		tComm = r.allReduces * (r.arLatencySeconds + t*r.arBytesPerToken*r.arSecPerByte)

@@ -74,7 +74,11 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, err
 	}
-	res, err := refengine.Simulate(SimRequests(reqs, a.RateScale), a.Config)
+	sims := SimRequests(reqs, a.RateScale)
+	if err := addImages(sims, reqs); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	res, err := refengine.Simulate(sims, a.Config)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}

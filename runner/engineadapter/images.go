@@ -1,0 +1,64 @@
+package engineadapter
+
+import (
+	"fmt"
+	"hash/fnv"
+	"image"
+	_ "image/gif" // image.DecodeConfig reads the sizes of GIF, JPEG and PNG files
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"os"
+
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// addImages gives each simulated request the images of its trace request, so that simulate
+// prices them as the engine does over HTTP: a synthetic image by its size, a file by the size
+// in its header (PNG, JPEG, GIF) and keyed by its bytes, as the engine keys an image by its data.
+func addImages(sims []refengine.SimRequest, reqs []traces.Request) error {
+	files := map[string]refengine.SimImage{}
+	for i := range reqs {
+		for _, m := range reqs[i].Messages {
+			for _, im := range m.Images {
+				if im.Source() == "" {
+					h := fnv.New64a()
+					fmt.Fprintf(h, "synthetic %dx%d", im.Width, im.Height)
+					sims[i].Images = append(sims[i].Images, refengine.SimImage{Width: im.Width, Height: im.Height, Key: h.Sum64()})
+					continue
+				}
+				si, ok := files[im.Source()]
+				if !ok {
+					var err error
+					if si, err = fileImage(im.Source()); err != nil {
+						return fmt.Errorf("request %s: %w", reqs[i].ID, err)
+					}
+					files[im.Source()] = si
+				}
+				sims[i].Images = append(sims[i].Images, si)
+			}
+		}
+	}
+	return nil
+}
+
+func fileImage(path string) (refengine.SimImage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return refengine.SimImage{}, fmt.Errorf("image: %w", err)
+	}
+	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return refengine.SimImage{}, fmt.Errorf("image %s: not a PNG, JPEG or GIF whose size can be read: %v", path, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return refengine.SimImage{}, fmt.Errorf("image %s: %w", path, err)
+	}
+	h := fnv.New64a()
+	if _, err := io.Copy(h, f); err != nil {
+		return refengine.SimImage{}, fmt.Errorf("image %s: %w", path, err)
+	}
+	return refengine.SimImage{Width: cfg.Width, Height: cfg.Height, Key: h.Sum64()}, nil
+}
