@@ -206,6 +206,11 @@ type call struct {
 	inputTokens int  // the client's prompt count when it differs from the trace's (0: trace)
 	body        []byte
 	bodyErr     error
+
+	// Quality (issue 17): capture keeps the answer text and tool calls in the record; tools,
+	// toolChoice and responseFormat are the trace's, sent as is (chat only).
+	capture                           bool
+	tools, toolChoice, responseFormat json.RawMessage
 }
 
 type streamOptions struct {
@@ -224,6 +229,11 @@ type wireBody struct {
 	StreamOptions *streamOptions   `json:"stream_options,omitempty"`
 	Temperature   *float64         `json:"temperature,omitempty"`
 	Seed          *int64           `json:"seed,omitempty"`
+
+	// Quality (issue 17), chat only.
+	Tools          json.RawMessage `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
 }
 
 func (c *client) body(k *call) ([]byte, error) {
@@ -236,6 +246,7 @@ func (c *client) body(k *call) ([]byte, error) {
 	}
 	if k.chat {
 		w.Messages = k.messages
+		w.Tools, w.ToolChoice, w.ResponseFormat = k.tools, k.toolChoice, k.responseFormat
 	} else {
 		w.Prompt = k.prompt
 	}
@@ -472,6 +483,10 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
 	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	if k.capture {
+		n.cap = &capture{}
+		defer n.cap.store(rec)
+	}
 	var f chunkFields
 	events := 0
 	for {
@@ -515,6 +530,9 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			}
 			c.fail(rec, metrics.FailServerError, "error in stream: "+msg)
 			return ""
+		}
+		if n.cap != nil {
+			n.cap.add(data)
 		}
 		n.onChunk(&f, t)
 		if len(f.text) > 0 && tm.idleD > 0 {
@@ -581,6 +599,11 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 		return ""
 	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	if k.capture {
+		n.cap = &capture{}
+		n.cap.add(b)
+		defer n.cap.store(rec)
+	}
 	n.onWhole(&f)
 	n.finish()
 	n.complete()

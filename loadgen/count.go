@@ -49,6 +49,8 @@ type counter struct {
 	hash uint64
 	out  []byte
 	keep bool
+	// cap captures the answer text and tool calls for grading (nil: not kept).
+	cap *capture
 	// textLen is the bytes of generated text so far (text past textLimit is not kept).
 	textLen int
 

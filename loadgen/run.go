@@ -595,6 +595,10 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 		temperature: q.Temperature,
 		seed:        q.Seed,
 		keepText:    i+1 < len(it.turns),
+		capture:     len(q.Expect) > 0 || r.opts.KeepOutput,
+	}
+	if len(q.Messages) > 0 || r.opts.Target.API == "chat" {
+		k.tools, k.toolChoice, k.responseFormat = q.Tools, q.ToolChoice, q.ResponseFormat
 	}
 	if r.opts.Repeat > 1 {
 		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)
