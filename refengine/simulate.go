@@ -72,7 +72,7 @@ type SimResult struct {
 	// output in input order (the zero Output for those that did not ask); nil otherwise.
 	Outputs []Output
 	Stats   SimStats
-	Info      Info
+	Info    Info
 }
 
 // Simulate runs reqs through the same scheduler and step-time model as the HTTP engine on a
