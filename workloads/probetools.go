@@ -23,7 +23,9 @@ type probeTool struct {
 	params     []probeParam
 }
 
-func req(name, typ, desc string) probeParam { return probeParam{name: name, typ: typ, desc: desc, required: true} }
+func req(name, typ, desc string) probeParam {
+	return probeParam{name: name, typ: typ, desc: desc, required: true}
+}
 func opt(name, typ, desc string) probeParam { return probeParam{name: name, typ: typ, desc: desc} }
 func enum(p probeParam, values ...string) probeParam {
 	p.enum = values
