@@ -211,6 +211,8 @@ type call struct {
 	// toolChoice and responseFormat are the trace's, sent as is (chat only).
 	capture                           bool
 	tools, toolChoice, responseFormat json.RawMessage
+	// natural sends neither ignore_eos nor min_tokens (traces.Request.NaturalEnd).
+	natural bool
 }
 
 type streamOptions struct {
@@ -250,10 +252,10 @@ func (c *client) body(k *call) ([]byte, error) {
 	} else {
 		w.Prompt = k.prompt
 	}
-	if c.ext.ignoreEOS {
+	if c.ext.ignoreEOS && !k.natural {
 		w.IgnoreEOS = true
 	}
-	if c.ext.minTokens {
+	if c.ext.minTokens && !k.natural {
 		w.MinTokens = k.maxTokens
 	}
 	if c.target.Stream && (c.ext.includeUsage || c.ext.continuousUsage) {
@@ -482,7 +484,7 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 	if cap(rec.Chunks) == 0 {
 		rec.Chunks = make([]metrics.Chunk, 0, min(k.maxTokens, 4096))
 	}
-	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}
 	if k.capture {
 		n.cap = &capture{}
 		defer n.cap.store(rec)
@@ -598,7 +600,7 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 		c.fail(rec, metrics.FailServerError, "error in response: "+string(f.errMsg))
 		return ""
 	}
-	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}
 	if k.capture {
 		n.cap = &capture{}
 		n.cap.add(b)

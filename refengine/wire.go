@@ -76,6 +76,10 @@ type wireRequest struct {
 	StreamOptions       *wireStreamOpts `json:"stream_options"`
 	N                   *int            `json:"n"`
 	HashIDs             []int64         `json:"hash_ids"`
+	// Tools, tool choice and structured output (answer.go, wire_tools.go).
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type wireMessage struct {
@@ -109,6 +113,13 @@ type request struct {
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool
+	// What an answer is read from (answer.go): the chat contents (or the prompt text), the
+	// tools, tool_choice and response_format; question is set when a content asks one.
+	contents   []string
+	question   bool
+	tools      *jval
+	toolChoice *jval
+	format     *jval
 }
 
 // decodeLimits are the bounds a request is checked against.
@@ -155,6 +166,8 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 				return nil, err
 			}
 			r.promptTokens += tok.Count(content)
+			r.contents = append(r.contents, content)
+			r.question = r.question || strings.Contains(content, lookupQuestion)
 			r.promptIDs = append(r.promptIDs, tok.Encode(content)...)
 			h = hashString(h, m.Role)
 			h = hashUint(h, 0)
@@ -239,6 +252,9 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 		}
 	}
 	r.hashIDs = wr.HashIDs
+	if err := r.decodeStructured(&wr); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -298,6 +314,8 @@ func (r *request) setTextPrompt(tok tokenizer.Reference, s string) {
 	r.promptIDs = tok.Encode(s)
 	r.promptTokens = len(r.promptIDs)
 	r.promptHash = hashString(fnvOffset, s)
+	r.contents = []string{s}
+	r.question = strings.Contains(s, lookupQuestion)
 }
 
 // messageText returns a message's content: a string, or the concatenated text of an array of
