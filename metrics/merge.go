@@ -59,6 +59,7 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 	mergeExcluded(out, sums, hists)
 	out.Client = mergeClient(sums, hists)
 	out.Cost = mergeCost(sums, out)
+	out.Quality = mergeQuality(sums)
 	if mode == MergeShards {
 		ts, err := mergeTimeSeries(sums)
 		if err != nil {

@@ -137,6 +137,11 @@ type Record struct {
 	// --keep-output, so that package quality can grade them, also offline (llmbench grade).
 	OutputText string
 	ToolCalls  []ToolCall
+	// Grade is the outcome of the expect checks (metrics.GradePass, or one of GradeReasons;
+	// "" when the request was not graded), stamped by package quality once the request
+	// completed; GradeNote says which check failed and why (at most MaxGradeNote bytes).
+	Grade     string
+	GradeNote string
 }
 
 // ToolCall is one tool call of a response: the call id, the function name and the arguments

@@ -69,6 +69,8 @@ var recordFields = [...]recordField{
 	// Quality (issue 17).
 	{key: "output_text", omitEmpty: true, str: func(r *Record) *string { return &r.OutputText }},
 	{key: "tool_calls", omitEmpty: true, calls: func(r *Record) *[]ToolCall { return &r.ToolCalls }},
+	{key: "grade", omitEmpty: true, str: func(r *Record) *string { return &r.Grade }},
+	{key: "grade_note", omitEmpty: true, str: func(r *Record) *string { return &r.GradeNote }},
 }
 
 // chunksKey is the key of the chunk array, written after recordFields.

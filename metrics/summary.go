@@ -37,6 +37,8 @@ type Summary struct {
 	// Warnings are plain-language problems with the run (client-limited, token count
 	// mismatch, failures); a report shows them at the top.
 	Warnings []string `json:"warnings"`
+	// Quality is present when requests were graded against expect checks (issue 17).
+	Quality *Quality `json:"quality,omitempty"`
 }
 
 // RunInfo describes how the run was made.

@@ -190,6 +190,9 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 		e.printf("\n")
 		e.field("outputs", equivalenceText(eq))
 	}
+	if c.Quality != nil {
+		e.field("quality", pairedQualityText(c.Quality))
+	}
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\nConfiguration differences (base → candidate)\n")
 		for _, d := range c.ConfigDiff {
