@@ -21,15 +21,16 @@ import (
 //   - long-context-probe: a document of filler text with three facts ("The order number for
 //     customer Okafor is ORD-48213.") near its beginning (depth 0.1), middle (0.5) and end
 //     (0.9), and a question about one of them ("What is the order number for customer
-//     Okafor?"); expect: the answer contains the order number. Class
-//     "long-context/<length>/<position>", so results break down by context length and by
+//     Okafor?"); expect: the answer contains the order number. Class "lc-<length>k/<position>"
+//     (position begin, middle or end), so results break down by context length and by
 //     position. Lengths default to 1k, 4k, 16k and 32k tokens.
 //   - tool-calling: the 20 tools of ProbeTools (nested object, array, enum, integer, number
-//     and boolean parameters) offered with every request; single-step tasks
-//     (class tool/first-round), a retry after an error message about a wrong parameter name
-//     (tool/retry), and two-step tasks whose second call needs a value from the first call's
-//     result (tool/multi-step-1, tool/multi-step-2); expect: a tool_call of the right function
-//     and one with the right arguments.
+//     and boolean parameters) offered with every request; single-step tasks (class
+//     tool/first: first-round success), a retry after an error message about a wrong
+//     parameter name (tool/retry: retry success), and two-step tasks whose second call needs
+//     a value from the first call's result (tool/step1, tool/step2); expect: a tool_call of
+//     the right function, and one with the right arguments (a parameter-name mismatch fails
+//     it as an extra field).
 //   - json-output: an invoice to extract into the fixed schema ProbeInvoiceSchema with
 //     response_format json_schema; expect: the schema and the invoice number.
 //
@@ -189,9 +190,9 @@ func longContextProbe(r *rng, k int, lengths []int) traces.Request {
 		}
 	}
 	b.WriteString(question)
-	label := []string{"beginning", "middle", "end"}[pos]
+	label := []string{"begin", "middle", "end"}[pos]
 	return traces.Request{
-		Class:        fmt.Sprintf("long-context/%dk/%s", (n+512)/1024, label),
+		Class:        fmt.Sprintf("lc-%dk/%s", (n+512)/1024, label),
 		OutputTokens: 48,
 		Messages:     []traces.Message{{Role: "user", Content: b.String()}},
 		Expect:       []traces.Expectation{{Kind: traces.CheckContains, Values: []string{values[pos]}}},

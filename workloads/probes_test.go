@@ -72,18 +72,18 @@ func TestLongContextProbe(t *testing.T) {
 		}
 		depth := float64(at) / float64(q)
 		pos := r.Class[strings.LastIndex(r.Class, "/")+1:]
-		if band := map[string][2]float64{"beginning": {0, 0.2}, "middle": {0.4, 0.6}, "end": {0.8, 1}}[pos]; depth < band[0] || depth > band[1] {
+		if band := map[string][2]float64{"begin": {0, 0.2}, "middle": {0.4, 0.6}, "end": {0.8, 1}}[pos]; depth < band[0] || depth > band[1] {
 			t.Errorf("%s (%s): the fact is at depth %.2f", r.ID, r.Class, depth)
 		}
 		length := 1024
-		if strings.Contains(r.Class, "/8k/") {
+		if strings.HasPrefix(r.Class, "lc-8k/") {
 			length = 8192
 		}
 		if n := tok.Count(text); n < length*95/100 || n > length*105/100 {
 			t.Errorf("%s (%s): %d tokens", r.ID, r.Class, n)
 		}
 	}
-	for _, c := range []string{"long-context/1k/beginning", "long-context/1k/middle", "long-context/1k/end", "long-context/8k/beginning", "long-context/8k/middle", "long-context/8k/end"} {
+	for _, c := range []string{"lc-1k/begin", "lc-1k/middle", "lc-1k/end", "lc-8k/begin", "lc-8k/middle", "lc-8k/end"} {
 		if !seen[c] {
 			t.Errorf("no request of class %s (have %v)", c, seen)
 		}
@@ -130,11 +130,11 @@ func TestProbeTools(t *testing.T) {
 		if r.Class == "tool/retry" && !strings.HasPrefix(r.Messages[2].Content, "Error from "+r.Expect[0].Name) {
 			t.Errorf("%s: retry without an error message: %v", r.ID, r.Messages)
 		}
-		if r.Class == "tool/multi-step-2" && !strings.Contains(r.Messages[2].Content, string(mustField(t, r.Expect[1].Arguments, "customerId"))) {
+		if r.Class == "tool/step2" && !strings.Contains(r.Messages[2].Content, string(mustField(t, r.Expect[1].Arguments, "customerId"))) {
 			t.Errorf("%s: the second step's customerId is not in the first step's result", r.ID)
 		}
 	}
-	for _, c := range []string{"tool/first-round", "tool/retry", "tool/multi-step-1", "tool/multi-step-2"} {
+	for _, c := range []string{"tool/first", "tool/retry", "tool/step1", "tool/step2"} {
 		if classes[c] != 20 {
 			t.Errorf("%d requests of %s, want 20 of 80", classes[c], c)
 		}

@@ -199,7 +199,7 @@ func probeToolByName(name string) probeTool {
 	panic("workloads: no probe tool " + name)
 }
 
-// toolProbe is probe k: kinds cycle first-round, retry, multi-step-1 and multi-step-2 (a
+// toolProbe is probe k: kinds cycle first (round), retry, step1 and step2 (a
 // task's second step, with the first call and its result in the conversation); tools cycle
 // through the catalog and chains through toolChains.
 func toolProbe(r *rng, k int) traces.Request {
@@ -216,7 +216,7 @@ func toolProbe(r *rng, k int) traces.Request {
 		name = t.name
 		task := t.desc + ".\n" + facts.String()
 		msgs = []traces.Message{{Role: "user", Content: task}}
-		class = "tool/first-round"
+		class = "tool/first"
 		if kind == 1 {
 			class = "tool/retry"
 			wrong, param := wrongCall(args)
@@ -233,13 +233,13 @@ func toolProbe(r *rng, k int) traces.Request {
 		secondArgs := plantArgs(r, second.params, &facts, map[string]any{"customerId": customer})
 		task := "Step 1: " + first.desc + ". Step 2: " + second.desc + ".\n" + facts.String()
 		msgs = []traces.Message{{Role: "user", Content: task}}
-		name, args, class = first.name, firstArgs, "tool/multi-step-1"
+		name, args, class = first.name, firstArgs, "tool/step1"
 		if kind == 3 {
 			result, _ := json.Marshal(map[string]any{"customerId": customer, "name": "Ada " + probeNames[r.intn(len(probeNames))]})
 			msgs = append(msgs,
 				traces.Message{Role: "assistant", Content: "Calling " + first.name + "."},
 				traces.Message{Role: "user", Content: "Result of " + first.name + ": " + string(result)})
-			name, args, class = second.name, secondArgs, "tool/multi-step-2"
+			name, args, class = second.name, secondArgs, "tool/step2"
 		}
 	}
 	a, _ := json.Marshal(args)

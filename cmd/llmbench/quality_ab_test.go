@@ -115,7 +115,7 @@ func TestABQualityINT4LongContext(t *testing.T) {
 	trace, reqs := probeTraceFile(t, "long-context-probe", 150, 3, []int{4096, 16384})
 	res, _ := runQualityAB(t, trace, "10", "--b-engine", "weight-dtype=int4")
 	q := refengine.DefaultQuality()
-	depth := map[string]float64{"beginning": 0.1, "middle": 0.5, "end": 0.9}
+	depth := map[string]float64{"begin": 0.1, "middle": 0.5, "end": 0.9}
 	checkDrop(t, res.Comparison.Quality, len(reqs), impliedDrop(reqs, func(r *traces.Request) float64 {
 		d := depth[r.Class[strings.LastIndex(r.Class, "/")+1:]]
 		n := float64(r.InputTokens)
