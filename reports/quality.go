@@ -109,6 +109,6 @@ func qualitySection(s *metrics.Summary) (section, bool) {
 		blocks = append(blocks, block{Para: "LLM judge: " + judgeLine(q.Judge) + "."})
 	}
 	return section{ID: "quality", Title: "Quality under load",
-		Intro: fmt.Sprintf("Each request with expect checks was graded on its own response (traces/FORMAT.md). Intervals: percentile bootstrap, %s resamples. Reasons: timeout, request_failed, empty (no answer), format (JSON that does not parse), tool (wrong tool or parameters), check (another check failed).", fmtInt(int64(q.Resamples))),
+		Intro:  fmt.Sprintf("Each request with expect checks was graded on its own response (traces/FORMAT.md). Intervals: percentile bootstrap, %s resamples. Reasons: timeout, request_failed, empty (no answer), format (JSON that does not parse), tool (wrong tool or parameters), check (another check failed).", fmtInt(int64(q.Resamples))),
 		Blocks: blocks}, true
 }
