@@ -44,7 +44,7 @@ func fakeJudge(t *testing.T, reply func(user string) (string, int)) (*httptest.S
 func TestParseVerdict(t *testing.T) {
 	for _, c := range []struct {
 		text, want, reason string
-		ok             bool
+		ok                 bool
 	}{
 		{"The answer is right.\nVERDICT: PASS", "PASS", "The answer is right.", true},
 		{"Reasons.\n\n**Verdict: fail**\n", "FAIL", "Reasons.", true},
