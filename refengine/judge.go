@@ -95,3 +95,9 @@ func pairVerdict(first, second string) string {
 		return "The answers are equally long; the first one reads better.\nVERDICT: 1"
 	}
 }
+
+// asksQuestion reports whether a prompt text may get an answer: a lookup question or a judge
+// prompt.
+func asksQuestion(s string) bool {
+	return strings.Contains(s, lookupQuestion) || strings.Contains(s, judgeMarker)
+}

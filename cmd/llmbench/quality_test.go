@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,7 @@ func qualityTrace(t *testing.T, n int) string {
 			fmt.Fprintf(&b, `{"id":"j%d",%s,"class":"json","input_tokens":30,"output_tokens":64,"messages":[{"role":"user","content":"%s"}],"response_format":{"type":"json_schema","json_schema":{"name":"order","schema":%s}},"expect":[{"kind":"json_schema","schema":%s},{"kind":"contains","values":["%d"]}]}`+"\n",
 				i, at, content, schema, schema, 4700+i)
 		case 1:
-			fmt.Fprintf(&b, `{"id":"t%d",%s,"class":"tools","input_tokens":20,"output_tokens":64,"messages":[{"role":"user","content":"Call get_weather for this city.\\n- city: Paris\\n"}],"tools":%s,"expect":[{"kind":"tool_call","name":"get_weather","arguments":{"city":"Paris"}}]}`+"\n", i, at, tools)
+			fmt.Fprintf(&b, `{"id":"t%d",%s,"class":"tools","input_tokens":20,"output_tokens":64,"messages":[{"role":"user","content":"Call get_weather for this city.\n- city: Paris\n"}],"tools":%s,"expect":[{"kind":"tool_call","name":"get_weather","arguments":{"city":"Paris"}}]}`+"\n", i, at, tools)
 		default:
 			fmt.Fprintf(&b, `{"id":"c%d",%s,"class":"text","input_tokens":8,"output_tokens":12,"prompt":"Say something %d.","expect":[{"kind":"regex","pattern":"\\S"},{"kind":"max_tokens_used","value":12}]}`+"\n", i, at, i)
 		}
@@ -191,5 +192,199 @@ func TestQualityOverEveryWire(t *testing.T) {
 		} else if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s (stream %v): grades %v, vllm gave %v", c.wire, c.stream, got, want)
 		}
+	}
+}
+
+// answerOf is what the judge saw of a record (runner's answerText).
+func answerOf(r *metrics.Record) string {
+	s := r.OutputText
+	for _, c := range r.ToolCalls {
+		if s != "" {
+			s += "\n"
+		}
+		s += "tool call: " + c.Name + "(" + c.Arguments + ")"
+	}
+	return s
+}
+
+// TestJudgeAgainstServe: `serve` acting as judge (its deterministic verdict mode) grades a
+// run's kept answers after the run: the verdicts follow the documented rule, the cost is
+// counted, and judge-calibrate reports agreement with labels.
+func TestJudgeAgainstServe(t *testing.T) {
+	judgeURL := startServe(t, "--time-scale", "100")
+	const n = 12
+	tr := qualityTrace(t, n)
+	rubric := filepath.Join(t.TempDir(), "rubric.txt")
+	os.WriteFile(rubric, []byte(`The answer must name the field "order_id".`), 0o644)
+	dir := t.TempDir()
+	app := newTestApp(nil)
+	if code := app.cli("run", "--trace", tr, "--out", dir, "--time-scale", "50", "--no-progress",
+		"--judge-endpoint", judgeURL, "--judge-model", "m", "--judge-rubric", rubric, "--judge-concurrency", "3"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, app.err.String())
+	}
+	recs, err := metrics.ReadRecords(filepath.Join(dir, "requests.msgpack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for i := range recs {
+		if recs[i].OK() && answerOf(&recs[i]) != "" {
+			want[recs[i].ID] = strings.Contains(answerOf(&recs[i]), "order_id")
+		}
+	}
+	vs, err := runner.ReadVerdicts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passes := 0
+	for _, v := range vs {
+		if v.Err != "" || v.Pass != want[v.ID] || v.Reasoning == "" {
+			t.Errorf("verdict %+v, want pass=%v", v, want[v.ID])
+		}
+		if v.Pass {
+			passes++
+		}
+	}
+	j := readQuality(t, dir).Judge
+	if len(vs) != len(want) || j == nil || j.Judged != len(want) || j.Calls != len(want) || j.Passed != passes || passes == 0 || passes == len(want) ||
+		j.PromptTokens <= 0 || j.CompletionTokens <= 0 || j.Mode != "rubric" {
+		t.Fatalf("judge %+v over %d kept answers (%d verdicts)", j, len(want), len(vs))
+	}
+	if !strings.Contains(app.out.String(), "Judge") || !strings.Contains(app.out.String(), "completion tokens") {
+		t.Errorf("no judge line in the terminal table:\n%s", app.out.String())
+	}
+
+	// Labels that agree except on two answers (one false pass, one false fail).
+	var lb strings.Builder
+	flippedPass, flippedFail := false, false
+	for _, v := range vs {
+		label := v.Pass
+		if v.Pass && !flippedPass {
+			label, flippedPass = false, true
+		} else if !v.Pass && !flippedFail {
+			label, flippedFail = true, true
+		}
+		fmt.Fprintf(&lb, "{\"id\":%q,\"label\":%v}\n", v.ID, label)
+	}
+	labels := filepath.Join(t.TempDir(), "labels.jsonl")
+	os.WriteFile(labels, []byte(lb.String()), 0o644)
+	app = newTestApp(nil)
+	if code := app.cli("judge-calibrate", "--labels", labels, dir); code != 0 {
+		t.Fatalf("judge-calibrate: exit %d\n%s", code, app.err.String())
+	}
+	acc := fmt.Sprintf("accuracy   %.1f%% (%d agree)", float64(len(vs)-2)/float64(len(vs))*100, len(vs)-2)
+	if out := app.out.String(); !strings.Contains(out, acc) || !strings.Contains(out, "judge pass/human fail 1 · judge fail/human pass 1") {
+		t.Errorf("judge-calibrate output:\n%s\nwant %s", out, acc)
+	}
+	app = newTestApp(nil)
+	if code := app.cli("run", "--trace", tr, "--judge-model", "m"); code == 0 || !strings.Contains(app.err.String(), "--judge-model needs --judge-endpoint") {
+		t.Errorf("a judge flag without an endpoint: exit %d, %s", code, app.err.String())
+	}
+}
+
+// TestABPairedQualityAndPairwiseJudge: an ab whose B arm spoils most JSON outputs shows the
+// quality drop paired by request with an interval below zero, fails --fail-on
+// 'quality<-1pp', and the pairwise judge (serve) asks every pair twice, order swapped,
+// counting a pair only when both orders agree.
+func TestABPairedQualityAndPairwiseJudge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an A/B experiment")
+	}
+	judgeURL := startServe(t, "--time-scale", "100")
+	tr := qualityTrace(t, 45)
+	out := t.TempDir()
+	app := newTestApp(nil)
+	code := app.cli("ab", "--trace", tr, "--out", out, "--time-scale", "50", "--no-progress", "--warmup-requests", "0",
+		"--a-engine", "quality=off", "--b-engine", "quality=json=70%", "--fail-on", "quality<-1pp",
+		"--judge-endpoint", judgeURL, "--judge-model", "m")
+	if code != exitRegression {
+		t.Fatalf("exit %d, want %d (a quality regression)\n%s\n%s", code, exitRegression, app.out.String(), app.err.String())
+	}
+	data, err := os.ReadFile(filepath.Join(out, "ab.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res runner.ABResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	c := res.Comparison
+	var row *metrics.MetricDelta
+	for i := range c.Metrics {
+		if c.Metrics[i].Name == "quality.pass_rate" {
+			row = &c.Metrics[i]
+		}
+	}
+	if row == nil || c.Quality == nil || row.Method != metrics.MethodPairedBootstrap || row.CIHigh >= 0 || row.Verdict != metrics.VerdictRegressed ||
+		c.Quality.Paired != 45 || c.Quality.BaseRate != 1 || c.Quality.BaseOnly == 0 || c.Quality.CandOnly != 0 {
+		t.Fatalf("quality row %+v, paired %+v", row, c.Quality)
+	}
+	if !strings.Contains(app.out.String(), "quality") || !strings.Contains(app.out.String(), "paired bootstrap CI") {
+		t.Errorf("no paired quality line:\n%s", app.out.String())
+	}
+	// The pairwise judge: the engine's rule is the longer answer, and the first shown when
+	// both are equally long (a position bias), so a pair is consistent unless its answers
+	// differ at equal length.
+	j := c.Judge
+	if j == nil || j.Mode != "pairwise" || j.Calls != 2*j.Judged || j.WinsA+j.WinsB+j.Ties+j.Inconsistent+j.Errors != j.Judged || j.Errors != 0 {
+		t.Fatalf("judge %+v", j)
+	}
+	answers := func(dir string) map[string]string {
+		recs, err := metrics.ReadRecords(filepath.Join(dir, "requests.msgpack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for i := range recs {
+			if recs[i].OK() {
+				m[recs[i].ID] = strings.TrimSpace(answerOf(&recs[i]))
+			}
+		}
+		return m
+	}
+	a, b := answers(res.Dirs["A"][0]), answers(res.Dirs["B"][0])
+	f, err := os.ReadFile(filepath.Join(out, runner.PairJudgeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(f)), "\n")
+	inconsistent := 0
+	for _, line := range lines {
+		var pv struct {
+			ID         string `json:"id"`
+			Consistent bool   `json:"consistent"`
+			Winner     string `json:"winner"`
+		}
+		if err := json.Unmarshal([]byte(line), &pv); err != nil {
+			t.Fatal(err)
+		}
+		x, y := a[pv.ID], b[pv.ID]
+		want := ""
+		switch {
+		case len(x) > len(y):
+			want = "A"
+		case len(y) > len(x):
+			want = "B"
+		case x == y:
+			want = "tie"
+		}
+		if pv.Winner != want || pv.Consistent != (want != "") {
+			t.Errorf("pair %s: %+v; answers %q / %q", pv.ID, pv, x, y)
+		}
+		if !pv.Consistent {
+			inconsistent++
+		}
+	}
+	if len(lines) != j.Judged || inconsistent != j.Inconsistent || j.Ties == 0 {
+		t.Errorf("%d verdict lines, %d inconsistent; summary %+v", len(lines), inconsistent, j)
+	}
+	// compare of two of the runs gates on the same paired quality.
+	app = newTestApp(nil)
+	if code := app.cli("compare", res.Dirs["A"][0], res.Dirs["B"][0], "--fail-on", "quality<-1pp"); code != exitRegression {
+		t.Errorf("compare: exit %d, want %d\n%s%s", code, exitRegression, app.out.String(), app.err.String())
+	}
+	app = newTestApp(nil)
+	if code := app.cli("compare", res.Dirs["A"][0], res.Dirs["A"][1], "--fail-on", "quality<-1pp"); code != exitOK {
+		t.Errorf("compare A with A: exit %d\n%s%s", code, app.out.String(), app.err.String())
 	}
 }
