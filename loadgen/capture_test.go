@@ -77,6 +77,7 @@ func TestCaptureOutput(t *testing.T) {
 		seen = nil
 		tg := target(srv.URL)
 		tg.Stream = c.stream
+		tg.Backend = "vllm"
 		rec := runOne(t, Options{Target: tg, KeepOutput: c.keep}, c.req)
 		if !rec.OK() {
 			t.Fatalf("%s: failed: %s %s", c.name, rec.Failure, rec.Error)
@@ -86,6 +87,9 @@ func TestCaptureOutput(t *testing.T) {
 		}
 		if len(seen) != 1 {
 			t.Fatalf("%s: %d requests", c.name, len(seen))
+		}
+		if _, eos := seen[0]["ignore_eos"]; eos != (len(c.req.Expect) == 0) {
+			t.Errorf("%s: ignore_eos sent: %v (a graded request must end where the model ends)", c.name, eos)
 		}
 		if c.req.ID == "c" {
 			if string(seen[0]["tools"]) != tools || string(seen[0]["tool_choice"]) != `"auto"` || string(seen[0]["response_format"]) != `{"type":"json_object"}` {

@@ -84,6 +84,8 @@ type Comparison struct {
 	// Quality is the paired quality comparison, present when both sides graded requests of
 	// the same ids (issue 17).
 	Quality *QualityComparison `json:"quality,omitempty"`
+	// Judge is the pairwise LLM judge's verdict on the two sides (ab --judge-endpoint).
+	Judge *JudgeSummary `json:"judge,omitempty"`
 }
 
 // ComparisonSide describes one side (base or candidate) of a Comparison.

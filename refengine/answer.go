@@ -63,11 +63,14 @@ const lookupQuestion = "What is the "
 
 // mayAnswer reports cheaply whether a request could get an answer.
 func mayAnswer(text string, hasTools, hasFormat bool) bool {
-	return hasTools || hasFormat || strings.Contains(text, lookupQuestion)
+	return hasTools || hasFormat || strings.Contains(text, lookupQuestion) || strings.Contains(text, judgeMarker)
 }
 
 // buildAnswer returns the answer to in, or nil when the engine generates words as usual.
 func buildAnswer(in *answerInput, m *errorModel) *answer {
+	if a := judgeAnswer(in.text, in.lead); a != nil { // judge mode (judge.go)
+		return a
+	}
 	if in.tools != nil && len(in.tools.vals) > 0 && in.chat && in.toolChoice.text() != "none" {
 		if a := toolAnswer(in, m); a != nil {
 			return a

@@ -167,7 +167,7 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 			}
 			r.promptTokens += tok.Count(content)
 			r.contents = append(r.contents, content)
-			r.question = r.question || strings.Contains(content, lookupQuestion)
+			r.question = r.question || asksQuestion(content)
 			r.promptIDs = append(r.promptIDs, tok.Encode(content)...)
 			h = hashString(h, m.Role)
 			h = hashUint(h, 0)
@@ -315,7 +315,7 @@ func (r *request) setTextPrompt(tok tokenizer.Reference, s string) {
 	r.promptTokens = len(r.promptIDs)
 	r.promptHash = hashString(fnvOffset, s)
 	r.contents = []string{s}
-	r.question = strings.Contains(s, lookupQuestion)
+	r.question = asksQuestion(s)
 }
 
 // messageText returns a message's content: a string, or the concatenated text of an array of

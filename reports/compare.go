@@ -193,6 +193,9 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	if c.Quality != nil {
 		e.field("quality", pairedQualityText(c.Quality))
 	}
+	if c.Judge != nil {
+		e.field("judge", judgeLine(c.Judge))
+	}
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\nConfiguration differences (base → candidate)\n")
 		for _, d := range c.ConfigDiff {

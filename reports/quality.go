@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -48,7 +49,9 @@ func judgeLine(j *metrics.JudgeSummary) string {
 }
 
 func writeQualityTerminal(e *errWriter, q *metrics.Quality) {
-	e.field("Quality", qualityLine(q))
+	if q.Graded > 0 {
+		e.field("Quality", qualityLine(q))
+	}
 	for _, r := range metrics.GradeReasons {
 		if ex, ok := q.Examples[r]; ok {
 			e.printf("%-12s%s\n", "", clip(termSafe("e.g. "+r+": "+ex), termWidth-12))
@@ -86,6 +89,9 @@ func qualitySection(s *metrics.Summary) (section, bool) {
 	if q == nil {
 		return section{}, false
 	}
+	if q.Graded == 0 { // judged only
+		return section{ID: "quality", Title: "Quality under load", Blocks: []block{{Para: "LLM judge: " + judgeLine(q.Judge) + "."}}}, q.Judge != nil
+	}
 	t := &table{Caption: "Pass rate of graded requests", Numeric: true, LastLeft: true,
 		Head: []string{"class", "graded", "passed", "pass rate", fmt.Sprintf("%.0f%% CI", q.Confidence*100), "failures by reason"}}
 	t.add(txt("all"), keyed("quality.graded", fmtInt(int64(q.Graded))), txt(fmtInt(int64(q.Passed))),
@@ -109,6 +115,17 @@ func qualitySection(s *metrics.Summary) (section, bool) {
 		blocks = append(blocks, block{Para: "LLM judge: " + judgeLine(q.Judge) + "."})
 	}
 	return section{ID: "quality", Title: "Quality under load",
-		Intro: fmt.Sprintf("Each request with expect checks was graded on its own response (traces/FORMAT.md). Intervals: percentile bootstrap, %s resamples. Reasons: timeout, request_failed, empty (no answer), format (JSON that does not parse), tool (wrong tool or parameters), check (another check failed).", fmtInt(int64(q.Resamples))),
+		Intro:  fmt.Sprintf("Each request with expect checks was graded on its own response (traces/FORMAT.md). Intervals: percentile bootstrap, %s resamples. Reasons: timeout, request_failed, empty (no answer), format (JSON that does not parse), tool (wrong tool or parameters), check (another check failed).", fmtInt(int64(q.Resamples))),
 		Blocks: blocks}, true
+}
+
+// WriteQualityTerminal writes a quality block alone (llmbench grade).
+func WriteQualityTerminal(w io.Writer, q *metrics.Quality) error {
+	e := &errWriter{w: w}
+	if q == nil {
+		e.printf("no graded request\n")
+		return e.err
+	}
+	writeQualityTerminal(e, q)
+	return e.err
 }

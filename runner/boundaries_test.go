@@ -47,6 +47,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
 		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},
 		"quality":              {"net", "net/http", mod + "loadgen", mod + "refengine", mod + "reports", mod + "runner"},
+		"quality/judge":        {mod + "loadgen", mod + "refengine", mod + "reports", mod + "runner"},
 		"refengine":            {mod + "loadgen", mod + "metrics", mod + "reports", mod + "runner", mod + "traces"},
 		"refengine/perf":       {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "reports", mod + "traces"},
 		"reports":              {"net/http", mod + "loadgen", mod + "refengine"},

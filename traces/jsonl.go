@@ -263,7 +263,7 @@ type wireRequest struct {
 	Tools          json.RawMessage `json:"tools,omitempty" msgpack:"-"`
 	ToolChoice     json.RawMessage `json:"tool_choice,omitempty" msgpack:"-"`
 	ResponseFormat json.RawMessage `json:"response_format,omitempty" msgpack:"-"`
-	Expect         []Expectation         `json:"expect,omitempty" msgpack:"-"`
+	Expect         []Expectation   `json:"expect,omitempty" msgpack:"-"`
 }
 
 func toWire(r *Request) wireRequest {

@@ -37,6 +37,7 @@ type abOptions struct {
 	output             *outputFlags
 	engine             *engineFlags
 	fail               *failureFlags
+	quality            *qualityFlags
 	fs                 *pflag.FlagSet
 }
 
@@ -97,6 +98,7 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
 	o.load = addLoadFlags(fs)
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
+	o.quality = addQualityFlags(fs, true)
 	o.engine = addEngineFlags(fs)
 	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
@@ -143,6 +145,10 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		if !o.fs.Changed("repeats") {
 			repeats = 3
 		}
+	}
+	judgeOpts, err := o.quality.judgeOptions(app)
+	if err != nil {
+		return 2, err
 	}
 	reqs, err := o.traceFlags.read()
 	if err != nil {
@@ -204,6 +210,17 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	}
 	if res.StopReason != "" {
 		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
+	}
+	if judgeOpts != nil {
+		fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
+		js, err := runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
+		if err != nil {
+			return exitBadInput, fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
+		}
+		res.Comparison.Judge = js
+		if err := runner.WriteJSON(filepath.Join(out, "ab.json"), res); err != nil {
+			return exitBadInput, err
+		}
 	}
 	pairs := runner.PairRecords(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
 	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
@@ -284,6 +301,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		closeArm()
 		return runner.Arm{}, nil, err
 	}
+	lo.KeepOutput = o.quality.keepOutput || o.quality.judgeEndpoint != ""
 	config["model"] = t.Model
 	config["backend"] = t.Backend
 	return runner.Arm{Name: name, Produce: runner.HTTPProducer(lo, timeScale), Info: info, Config: config}, closeArm, nil

@@ -25,6 +25,7 @@ type runOptions struct {
 	engine  *engineFlags
 	shard   *shardFlags
 	fail    *failureFlags
+	quality *qualityFlags
 	args    []string
 }
 
@@ -59,12 +60,17 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.engine = addEngineFlags(fs)
 	o.shard = addShardFlags(fs)
 	o.fail = addFailureFlags(fs)
+	o.quality = addQualityFlags(fs, false)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err := o.fail.check(); err != nil {
+		return err
+	}
+	judgeOpts, err := o.quality.judgeOptions(app)
+	if err != nil {
 		return err
 	}
 	trace, err := o.traceFlags.open(app.Stderr)
@@ -92,6 +98,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	lo.KeepOutput = o.quality.keepOutput || judgeOpts != nil
 	info.Command = commandLine(o.args)
 	info.Trace = o.traceFlags.path
 	info.Seed = o.load.seed
@@ -107,6 +114,18 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
 	})
+	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {
+		reqs, rerr := trace.Requests()
+		if rerr == nil {
+			rerr = runJudge(ctx, app, judgeOpts, res.Dir, reqs, o.output.html(app))
+		}
+		if rerr != nil {
+			return fmt.Errorf("judge: %w (the measured results are in %s)", rerr, res.Dir)
+		}
+		if s, rerr := runner.ReadSummary(res.Dir); rerr == nil {
+			res.Summary = s
+		}
+	}
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
 			err = werr
