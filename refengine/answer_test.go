@@ -408,6 +408,8 @@ func TestAnswerEdges(t *testing.T) {
 		{"reasoning-tgi", "tgi", 0.5, toolBody(400), "tool_calls", "searchFlights"},
 		{"cut-after-name", "vllm", 0, toolBody(1), "tool_calls", "searchFlights"},
 		{"cut-in-arguments", "sglang", 0, toolBody(9), "tool_calls", "searchFlights"},
+		{"snake-name-per-token", "llamacpp", 0, `{"messages":[{"role":"user","content":"- forecast city: Oslo\n"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","description":"forecast city"}}}}}],"tool_choice":"required","max_tokens":50,"temperature":0,"stream":true}`, "tool_calls", "get_weather"},
+		{"snake-name-cut", "vllm", 0, `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"max_tokens":2,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, "tool_calls", "get_"},
 		{"cut-lookup", "vllm", 0, `{"messages":[{"role":"user","content":` + jsonString(probeDoc(50, "Abara")) + `}],"max_tokens":4,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, "length", ""},
 		{"lookup-min-tokens", "vllm", 0, `{"messages":[{"role":"user","content":` + jsonString(probeDoc(50, "Abara")) + `}],"max_tokens":40,"min_tokens":30,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, "stop", ""},
 	} {
