@@ -388,3 +388,34 @@ func TestABPairedQualityAndPairwiseJudge(t *testing.T) {
 		t.Errorf("compare A with A: exit %d\n%s%s", code, app.out.String(), app.err.String())
 	}
 }
+
+// TestSweepQualityByLoad: sweep reports the pass rate at each load level.
+func TestSweepQualityByLoad(t *testing.T) {
+	tr := qualityTrace(t, 12)
+	out := t.TempDir()
+	app := newTestApp(nil)
+	if code := app.cli("sweep", "--trace", tr, "--slo", "ttft=5s", "--simulate", "--points", "5,50", "--out", out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, app.err.String())
+	}
+	if !strings.Contains(app.out.String(), "quality %") {
+		t.Errorf("no quality column:\n%s", app.out.String())
+	}
+	data, err := os.ReadFile(filepath.Join(out, "sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Points []metrics.SweepPoint `json:"points"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 {
+		t.Fatalf("%d points", len(res.Points))
+	}
+	for _, p := range res.Points {
+		if p.Quality == nil || p.Quality.Graded < 12 || p.Quality.Graded%12 != 0 { // sweep repeats the trace to fill its window
+			t.Errorf("point %v: quality %+v", p.Rate, p.Quality)
+		}
+	}
+}
