@@ -15,7 +15,7 @@ func TestQualityRendering(t *testing.T) {
 		QualityCounts: metrics.QualityCounts{Graded: 200, Passed: 170, PassRate: 0.85, CILow: 0.80, CIHigh: 0.895,
 			Failures: map[string]int{metrics.GradeTool: 20, metrics.GradeFormat: 10}},
 		Confidence: 0.95, Resamples: 10000,
-		Examples:   map[string]string{metrics.GradeTool: "q7<script>\x1b[31m: expect[0] tool_call: no tool call"},
+		Examples: map[string]string{metrics.GradeTool: "q7<script>\x1b[31m: expect[0] tool_call: no tool call"},
 		ByClass: map[string]metrics.QualityCounts{
 			"json":  {Graded: 100, Passed: 90, PassRate: 0.9, CILow: 0.84, CIHigh: 0.95, Failures: map[string]int{metrics.GradeFormat: 10}},
 			"tools": {Graded: 100, Passed: 80, PassRate: 0.8, CILow: 0.72, CIHigh: 0.87, Failures: map[string]int{metrics.GradeTool: 20}},
