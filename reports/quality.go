@@ -139,3 +139,44 @@ func WriteQualityTerminal(w io.Writer, q *metrics.Quality) error {
 	writeQualityTerminal(e, q)
 	return e.err
 }
+
+// pairedQualitySection is the comparison report's paired quality and pairwise judge.
+func pairedQualitySection(c *metrics.Comparison) (section, bool) {
+	q, j := c.Quality, c.Judge
+	if q == nil && j == nil {
+		return section{}, false
+	}
+	var blocks []block
+	if q != nil {
+		t := &table{Numeric: true, Head: []string{"measure", "value"}}
+		t.add(txt("requests graded on both sides"), txt(fmtInt(int64(q.Paired))))
+		t.add(txt("pass rate, base: "+c.Base.Label), txt(fmtPct(q.BaseRate)))
+		t.add(txt("pass rate, cand: "+c.Cand.Label), txt(fmtPct(q.CandRate)))
+		cls := ""
+		switch {
+		case q.CIHigh < 0:
+			cls = "bad"
+		case q.CILow > 0:
+			cls = "good"
+		}
+		t.add(txt("difference (cand − base)"), cell{Text: fmt.Sprintf("%+.1f pp", q.Delta*100), Key: "quality.delta", Class: cls})
+		t.add(txt(fmt.Sprintf("%.0f%% paired bootstrap CI", q.Confidence*100)), txt(fmt.Sprintf("%+.1f to %+.1f pp", q.CILow*100, q.CIHigh*100)))
+		t.add(txt("passed on base only / on cand only"), txt(fmt.Sprintf("%d / %d", q.BaseOnly, q.CandOnly)))
+		t.add(txt("failures, base"), txt(gradeFailures(q.BaseFailures)))
+		t.add(txt("failures, cand"), txt(gradeFailures(q.CandFailures)))
+		blocks = append(blocks, block{Table: t})
+	}
+	if j != nil {
+		blocks = append(blocks, block{Para: "LLM judge: " + judgeLine(j) + "."})
+	}
+	return section{ID: "quality", Title: "Quality (paired)",
+		Intro: fmt.Sprintf("Per request id graded on both sides, the difference of the pass outcomes; the interval resamples the requests (%s resamples). A pairwise judge asks each pair twice with the order swapped and counts a verdict only when both orders agree.", fmtInt(int64(max(qResamples(q), 0)))),
+		Blocks: blocks}, true
+}
+
+func qResamples(q *metrics.QualityComparison) int {
+	if q == nil {
+		return metrics.QualityResamples
+	}
+	return q.Resamples
+}

@@ -319,6 +319,9 @@ func TestABPairedQualityAndPairwiseJudge(t *testing.T) {
 		c.Quality.Paired != 45 || c.Quality.BaseRate != 1 || c.Quality.BaseOnly == 0 || c.Quality.CandOnly != 0 {
 		t.Fatalf("quality row %+v, paired %+v", row, c.Quality)
 	}
+	if html, _ := os.ReadFile(filepath.Join(out, "comparison.html")); !strings.Contains(string(html), "Quality (paired)") || !strings.Contains(string(html), "LLM judge: pairwise") {
+		t.Error("comparison.html has no paired quality section")
+	}
 	if !strings.Contains(app.out.String(), "quality") || !strings.Contains(app.out.String(), "paired bootstrap CI") {
 		t.Errorf("no paired quality line:\n%s", app.out.String())
 	}
