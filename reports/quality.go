@@ -170,7 +170,7 @@ func pairedQualitySection(c *metrics.Comparison) (section, bool) {
 		blocks = append(blocks, block{Para: "LLM judge: " + judgeLine(j) + "."})
 	}
 	return section{ID: "quality", Title: "Quality (paired)",
-		Intro: fmt.Sprintf("Per request id graded on both sides, the difference of the pass outcomes; the interval resamples the requests (%s resamples). A pairwise judge asks each pair twice with the order swapped and counts a verdict only when both orders agree.", fmtInt(int64(max(qResamples(q), 0)))),
+		Intro:  fmt.Sprintf("Per request id graded on both sides, the difference of the pass outcomes; the interval resamples the requests (%s resamples). A pairwise judge asks each pair twice with the order swapped and counts a verdict only when both orders agree.", fmtInt(int64(max(qResamples(q), 0)))),
 		Blocks: blocks}, true
 }
 
