@@ -14,8 +14,11 @@ import (
 // encoding/json, only for these requests, to keep content apart from reasoning and to
 // assemble the tool calls from their streamed fragments.
 
-// maxToolCalls bounds the tool calls kept for one response.
-const maxToolCalls = 64
+// maxToolCalls bounds the tool calls kept for one response, maxToolName a call's name.
+const (
+	maxToolCalls = 64
+	maxToolName  = 1024
+)
 
 // capture accumulates one response's answer text and tool calls.
 type capture struct {
@@ -106,7 +109,9 @@ func (c *capture) addCall(tc *capToolCall, pos int) {
 	if call.ID == "" {
 		call.ID = tc.ID
 	}
-	call.Name += tc.Function.Name
+	if len(call.Name)+len(tc.Function.Name) <= maxToolName {
+		call.Name += tc.Function.Name
+	}
 	args := tc.Function.Arguments
 	var frag string
 	switch {

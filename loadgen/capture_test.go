@@ -100,3 +100,27 @@ func TestCaptureOutput(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCapture: any chunk the server sends leaves the capture within its bounds.
+func FuzzCapture(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"hi","tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"g","arguments":{"x":1}}}]}}]}`))
+	f.Add([]byte(`{"choices":[{"text":"x"}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":-7,"function":{"arguments":null}}]}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c capture
+		for i := 0; i < 3; i++ {
+			c.add(data)
+		}
+		var rec metrics.Record
+		c.store(&rec)
+		if len(rec.OutputText) > metrics.MaxOutputText || len(rec.ToolCalls) > maxToolCalls {
+			t.Fatalf("capture past its bounds: %d bytes, %d calls", len(rec.OutputText), len(rec.ToolCalls))
+		}
+		for _, tc := range rec.ToolCalls {
+			if len(tc.Arguments) > metrics.MaxOutputText || len(tc.Name) > maxToolName {
+				t.Fatalf("arguments of %d bytes", len(tc.Arguments))
+			}
+		}
+	})
+}

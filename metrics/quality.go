@@ -451,3 +451,26 @@ func hasSpec(specs []metricSpec, name string) bool {
 	}
 	return false
 }
+
+// grow extends xs with zeros to length n.
+func grow(xs []int, n int) []int {
+	for len(xs) < n {
+		xs = append(xs, 0)
+	}
+	return xs
+}
+
+// passRates is passed/graded per bucket, NaN where nothing was graded (nil without grades).
+func passRates(graded, passed []int) Series {
+	if graded == nil {
+		return nil
+	}
+	out := make(Series, len(graded))
+	for i, g := range graded {
+		out[i] = math.NaN()
+		if g > 0 {
+			out[i] = float64(passed[i]) / float64(g)
+		}
+	}
+	return out
+}

@@ -163,15 +163,30 @@ func TestSummarizeQuality(t *testing.T) {
 	if _, err := ParseFailOn("quality>+1pp"); err == nil || !strings.Contains(err.Error(), "better when higher") {
 		t.Errorf("a rise rule on quality: %v", err)
 	}
+	ts := sum.TimeSeries
+	var graded, passed int
+	for i := range ts.Graded {
+		graded += ts.Graded[i]
+		passed += ts.Passed[i]
+		if ts.Graded[i] > 0 && !near(ts.PassRate[i], float64(ts.Passed[i])/float64(ts.Graded[i]), 1e-12) || ts.Graded[i] == 0 && !math.IsNaN(ts.PassRate[i]) {
+			t.Errorf("bucket %d: pass rate %v of %d/%d", i, ts.PassRate[i], ts.Passed[i], ts.Graded[i])
+		}
+	}
+	if graded != 40 || passed != 32 || len(ts.Graded) != len(ts.T) {
+		t.Errorf("time series: %d graded, %d passed over %d buckets", graded, passed, len(ts.Graded))
+	}
 	merged, err := MergeSummaries(MergeShards, sum, sum)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if mt := merged.TimeSeries; mt == nil || len(mt.Graded) != len(ts.Graded) || mt.Graded[0] != 2*ts.Graded[0] || len(mt.PassRate) != len(mt.T) {
+		t.Errorf("merged time series quality: %+v", mt)
 	}
 	if m := merged.Quality; m == nil || m.Graded != 80 || m.Passed != 64 || m.ByClass["json"].Graded != 40 || m.CIHigh-m.CILow >= q.CIHigh-q.CILow {
 		t.Errorf("merged quality %+v", m)
 	}
 	plain, _ := Summarize(gradedSide(5, func(int) string { return "" }), Options{})
-	if plain.Quality != nil {
+	if plain.Quality != nil || plain.TimeSeries.Graded != nil || plain.TimeSeries.PassRate != nil {
 		t.Errorf("ungraded run has a quality block: %+v", plain.Quality)
 	}
 }

@@ -267,4 +267,10 @@ type TimeSeries struct {
 	ITLP99         Series    `json:"itl_p99_ms"`
 	WarmupEndS     float64   `json:"warmup_end_s"`
 	CooldownStartS float64   `json:"cooldown_start_s"`
+	// Quality (issue 17): graded requests that ended in the bucket, and those that passed;
+	// absent when nothing was graded.
+	Graded []int `json:"graded,omitempty"`
+	Passed []int `json:"passed,omitempty"`
+	// PassRate is Passed / Graded per bucket (NaN, null in JSON, for a bucket with none).
+	PassRate Series `json:"pass_rate,omitempty"`
 }

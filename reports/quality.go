@@ -11,14 +11,10 @@ import (
 // Quality under load (issue 17): the quality block of a run and the paired quality of a
 // comparison, in the terminal and in the HTML report. Every number comes from metrics.
 
-// qualityLine is the one-line quality result: pass rate, interval, failures by reason.
-func qualityLine(q *metrics.Quality) string {
-	s := fmt.Sprintf("%s pass (%s of %s graded) · %.0f%% CI %s–%s", fmtPct(q.PassRate), fmtInt(int64(q.Passed)),
+// qualityCore is the pass rate with its interval.
+func qualityCore(q *metrics.Quality) string {
+	return fmt.Sprintf("%s pass (%s of %s graded) · %.0f%% CI %s–%s", fmtPct(q.PassRate), fmtInt(int64(q.Passed)),
 		fmtInt(int64(q.Graded)), q.Confidence*100, fmtPct(q.CILow), fmtPct(q.CIHigh))
-	if f := gradeFailures(q.Failures); f != "" {
-		s += " · failed: " + f
-	}
-	return s
 }
 
 // gradeFailures lists failure counts in GradeReasons order ("tool 4, format 2").
@@ -50,7 +46,10 @@ func judgeLine(j *metrics.JudgeSummary) string {
 
 func writeQualityTerminal(e *errWriter, q *metrics.Quality) {
 	if q.Graded > 0 {
-		e.field("Quality", qualityLine(q))
+		e.field("Quality", qualityCore(q))
+		if f := gradeFailures(q.Failures); f != "" {
+			e.field("", "failed: "+f)
+		}
 	}
 	for _, r := range metrics.GradeReasons {
 		if ex, ok := q.Examples[r]; ok {
@@ -84,7 +83,7 @@ func pairedQualityText(q *metrics.QualityComparison) string {
 }
 
 // qualitySection is the HTML report's quality section.
-func qualitySection(s *metrics.Summary) (section, bool) {
+func qualitySection(s *metrics.Summary, maxPoints int) (section, bool) {
 	q := s.Quality
 	if q == nil {
 		return section{}, false
@@ -111,6 +110,17 @@ func qualitySection(s *metrics.Summary) (section, bool) {
 		}
 		blocks = append(blocks, block{Table: ex})
 	}
+	if ts := s.TimeSeries; ts != nil && len(ts.PassRate) == len(ts.T) && len(ts.T) > 0 {
+		pct := make([]float64, len(ts.PassRate))
+		for i, v := range ts.PassRate {
+			pct[i] = v * 100
+		}
+		cols := []tsCol{{"pass rate %", pct, colGreen, 0, false}, {"graded / s", perSecond(ts.Graded, ts.BucketS), colGray, 1, true}}
+		idx := unionLTTB(ts.T, maxPoints, gapsAsZero(pct), perSecond(ts.Graded, ts.BucketS))
+		blocks = append(blocks, block{Charts: []*chartSpec{tsChart("ts-quality", "Pass rate over time",
+			"graded requests by the bucket they ended in: pass rate (left axis; no point where none ended) and graded requests per second (right axis)",
+			"pass %", "graded / s", ts, idx, cols)}})
+	}
 	if q.Judge != nil {
 		blocks = append(blocks, block{Para: "LLM judge: " + judgeLine(q.Judge) + "."})
 	}
@@ -128,4 +138,45 @@ func WriteQualityTerminal(w io.Writer, q *metrics.Quality) error {
 	}
 	writeQualityTerminal(e, q)
 	return e.err
+}
+
+// pairedQualitySection is the comparison report's paired quality and pairwise judge.
+func pairedQualitySection(c *metrics.Comparison) (section, bool) {
+	q, j := c.Quality, c.Judge
+	if q == nil && j == nil {
+		return section{}, false
+	}
+	var blocks []block
+	if q != nil {
+		t := &table{Numeric: true, Head: []string{"measure", "value"}}
+		t.add(txt("requests graded on both sides"), txt(fmtInt(int64(q.Paired))))
+		t.add(txt("pass rate, base: "+c.Base.Label), txt(fmtPct(q.BaseRate)))
+		t.add(txt("pass rate, cand: "+c.Cand.Label), txt(fmtPct(q.CandRate)))
+		cls := ""
+		switch {
+		case q.CIHigh < 0:
+			cls = "bad"
+		case q.CILow > 0:
+			cls = "good"
+		}
+		t.add(txt("difference (cand − base)"), cell{Text: fmt.Sprintf("%+.1f pp", q.Delta*100), Key: "quality.delta", Class: cls})
+		t.add(txt(fmt.Sprintf("%.0f%% paired bootstrap CI", q.Confidence*100)), txt(fmt.Sprintf("%+.1f to %+.1f pp", q.CILow*100, q.CIHigh*100)))
+		t.add(txt("passed on base only / on cand only"), txt(fmt.Sprintf("%d / %d", q.BaseOnly, q.CandOnly)))
+		t.add(txt("failures, base"), txt(gradeFailures(q.BaseFailures)))
+		t.add(txt("failures, cand"), txt(gradeFailures(q.CandFailures)))
+		blocks = append(blocks, block{Table: t})
+	}
+	if j != nil {
+		blocks = append(blocks, block{Para: "LLM judge: " + judgeLine(j) + "."})
+	}
+	return section{ID: "quality", Title: "Quality (paired)",
+		Intro:  fmt.Sprintf("Per request id graded on both sides, the difference of the pass outcomes; the interval resamples the requests (%s resamples). A pairwise judge asks each pair twice with the order swapped and counts a verdict only when both orders agree.", fmtInt(int64(max(qResamples(q), 0)))),
+		Blocks: blocks}, true
+}
+
+func qResamples(q *metrics.QualityComparison) int {
+	if q == nil {
+		return metrics.QualityResamples
+	}
+	return q.Resamples
 }

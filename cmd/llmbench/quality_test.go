@@ -319,6 +319,9 @@ func TestABPairedQualityAndPairwiseJudge(t *testing.T) {
 		c.Quality.Paired != 45 || c.Quality.BaseRate != 1 || c.Quality.BaseOnly == 0 || c.Quality.CandOnly != 0 {
 		t.Fatalf("quality row %+v, paired %+v", row, c.Quality)
 	}
+	if html, _ := os.ReadFile(filepath.Join(out, "comparison.html")); !strings.Contains(string(html), "Quality (paired)") || !strings.Contains(string(html), "LLM judge: pairwise") {
+		t.Error("comparison.html has no paired quality section")
+	}
 	if !strings.Contains(app.out.String(), "quality") || !strings.Contains(app.out.String(), "paired bootstrap CI") {
 		t.Errorf("no paired quality line:\n%s", app.out.String())
 	}
@@ -386,5 +389,36 @@ func TestABPairedQualityAndPairwiseJudge(t *testing.T) {
 	app = newTestApp(nil)
 	if code := app.cli("compare", res.Dirs["A"][0], res.Dirs["A"][1], "--fail-on", "quality<-1pp"); code != exitOK {
 		t.Errorf("compare A with A: exit %d\n%s%s", code, app.out.String(), app.err.String())
+	}
+}
+
+// TestSweepQualityByLoad: sweep reports the pass rate at each load level.
+func TestSweepQualityByLoad(t *testing.T) {
+	tr := qualityTrace(t, 12)
+	out := t.TempDir()
+	app := newTestApp(nil)
+	if code := app.cli("sweep", "--trace", tr, "--slo", "ttft=5s", "--simulate", "--points", "5,50", "--out", out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, app.err.String())
+	}
+	if !strings.Contains(app.out.String(), "quality %") {
+		t.Errorf("no quality column:\n%s", app.out.String())
+	}
+	data, err := os.ReadFile(filepath.Join(out, "sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Points []metrics.SweepPoint `json:"points"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 {
+		t.Fatalf("%d points", len(res.Points))
+	}
+	for _, p := range res.Points {
+		if p.Quality == nil || p.Quality.Graded < 12 || p.Quality.Graded%12 != 0 { // sweep repeats the trace to fill its window
+			t.Errorf("point %v: quality %+v", p.Rate, p.Quality)
+		}
 	}
 }
