@@ -73,6 +73,11 @@ func assemble(t *testing.T, events []map[string]any) assembled {
 				a.finish = f
 			}
 			d, _ := ch["delta"].(map[string]any)
+			for _, f := range []string{"reasoning_content", "reasoning"} {
+				if s, ok := d[f].(string); ok {
+					a.counted += tok.Count(s)
+				}
+			}
 			if s, ok := d["content"].(string); ok {
 				a.content += s
 				a.counted += tok.Count(s)
@@ -382,5 +387,45 @@ func TestErrorModel(t *testing.T) {
 		if spec[i] != bf[i] {
 			t.Fatalf("request %d: speculative decoding changed the answer", i)
 		}
+	}
+}
+
+// TestAnswerEdges: answers after reasoning (in each personality's reasoning field, or as
+// content) and answers cut by max_tokens still stream exactly the tokens they count, with
+// vLLM's finish reasons.
+func TestAnswerEdges(t *testing.T) {
+	toolBody := func(max int) string {
+		return `{"messages":[{"role":"user","content":` + jsonString(flightTask) + `}],"tools":` + flightTools +
+			fmt.Sprintf(`,"max_tokens":%d,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, max)
+	}
+	for _, tc := range []struct {
+		name, wire   string
+		reasoning    float64
+		body         string
+		finish, call string
+	}{
+		{"reasoning-vllm", "vllm", 0.5, toolBody(400), "tool_calls", "searchFlights"},
+		{"reasoning-tgi", "tgi", 0.5, toolBody(400), "tool_calls", "searchFlights"},
+		{"cut-after-name", "vllm", 0, toolBody(1), "tool_calls", "searchFlights"},
+		{"cut-in-arguments", "sglang", 0, toolBody(9), "tool_calls", "searchFlights"},
+		{"snake-name-per-token", "llamacpp", 0, `{"messages":[{"role":"user","content":"- forecast city: Oslo\n"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","description":"forecast city"}}}}}],"tool_choice":"required","max_tokens":50,"temperature":0,"stream":true}`, "tool_calls", "get_weather"},
+		{"snake-name-cut", "vllm", 0, `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"max_tokens":2,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, "tool_calls", "get_"},
+		{"cut-lookup", "vllm", 0, `{"messages":[{"role":"user","content":` + jsonString(probeDoc(50, "Abara")) + `}],"max_tokens":4,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, "length", ""},
+		{"lookup-min-tokens", "vllm", 0, `{"messages":[{"role":"user","content":` + jsonString(probeDoc(50, "Abara")) + `}],"max_tokens":40,"min_tokens":30,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, "stop", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, url := startEngine(t, Config{Wire: tc.wire, ReasoningFraction: tc.reasoning, TimeScale: 200})
+			resp, out := post(t, url+"/v1/chat/completions", tc.body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, out)
+			}
+			a := assemble(t, sse(t, out))
+			if a.counted != a.usage || a.finish != tc.finish || (tc.call != "" && (len(a.names) != 1 || a.names[0] != tc.call)) {
+				t.Fatalf("counted %d, usage %d, finish %q, calls %q, content %q", a.counted, a.usage, a.finish, a.names, a.content)
+			}
+			if tc.name == "lookup-min-tokens" && (a.usage != 30 || !strings.HasPrefix(a.content, "The order number for customer Abara is ORD-33333. ")) {
+				t.Errorf("min_tokens 30: %d tokens, %q", a.usage, a.content)
+			}
+		})
 	}
 }

@@ -40,6 +40,9 @@ type SimRequest struct {
 	// text is made.
 	Tools, ToolChoice, ResponseFormat []byte
 	Output                            bool
+	// AnswerText, when set, is the text answers are read from instead of Prompt (for a chat:
+	// each message's content followed by a newline, as the HTTP engine reads it).
+	AnswerText string
 }
 
 // SimStats are the engine's counters over a simulation.
@@ -131,7 +134,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		*tl = Timeline{ID: q.ID, Epoch: epoch, Scale: 1, Arrival: q.Arrival, FirstScheduled: -1, Finish: -1,
 			PromptTokens: promptTokens, MaxTokens: q.MaxTokens,
 			OutputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
-		if q.Output || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
+		if q.Output || q.AnswerText != "" || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
 			op, err := simAnswer(q, promptTokens, tl.OutputSeed, errs, r.ReasoningFraction)
 			if err != nil {
 				return nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
@@ -226,10 +229,14 @@ func simAnswer(q *SimRequest, promptTokens int, base uint64, m *errorModel, frac
 		return nil, err
 	}
 	p := &outPlan{base: base}
-	if !mayAnswer(q.Prompt, r.tools != nil, r.format != nil) {
+	text := q.Prompt
+	if q.AnswerText != "" {
+		text = q.AnswerText
+	}
+	if !mayAnswer(text, r.tools != nil, r.format != nil) {
 		return p, nil
 	}
-	in := &answerInput{text: q.Prompt, chat: true, tools: r.tools, toolChoice: r.toolChoice, format: r.format,
+	in := &answerInput{text: text, chat: true, tools: r.tools, toolChoice: r.toolChoice, format: r.format,
 		promptToks: promptTokens, maxTokens: q.MaxTokens, temperature: q.Temperature, key: base}
 	planAnswer(p, in, m, frac)
 	return p, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -71,6 +72,14 @@ func simRequests(reqs []traces.Request, rateScale float64, keepOutput bool) []re
 		sr.Tools, sr.ToolChoice, sr.ResponseFormat = r.Tools, r.ToolChoice, r.ResponseFormat
 		if r.NaturalEnd() {
 			sr.MinTokens, sr.IgnoreEOS = 0, false
+			if len(r.Messages) > 0 {
+				var b strings.Builder
+				for _, m := range r.Messages {
+					b.WriteString(m.Content)
+					b.WriteByte('\n')
+				}
+				sr.AnswerText = b.String()
+			}
 		}
 		sr.Output = keepOutput || len(r.Expect) > 0
 		out[i] = sr
