@@ -95,7 +95,11 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	}
 	cmp.Equivalence = equivalence(bd, cd)
 
-	if len(opts.Metrics) == 0 && bd.hasGrades() && cd.hasGrades() && !hasSpec(specs, qualityMetric) {
+	bothGraded := bd.hasGrades() && cd.hasGrades()
+	if hasSpec(specs, qualityMetric) && !bothGraded {
+		cmp.Warnings = append(cmp.Warnings, "quality.pass_rate: a side has no graded request (its trace carries no expect checks, or its run kept no grades), so quality was not compared and no rule on it was judged")
+	}
+	if len(opts.Metrics) == 0 && bothGraded && !hasSpec(specs, qualityMetric) {
 		// Both sides graded their responses: quality joins the default metrics.
 		info, _ := LookupMetric(qualityMetric)
 		specs = append(specs, metricSpec{info: info, scalar: lookupScalar(qualityMetric)})

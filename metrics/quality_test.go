@@ -230,6 +230,14 @@ func TestComparePairedQuality(t *testing.T) {
 	if md := metricByName(t, aa, "quality.pass_rate"); md.Verdict != VerdictUnchanged || aa.Regressed {
 		t.Errorf("A/A quality row %+v", md)
 	}
+	plainSide := gradedSide(50, func(int) string { return "" })
+	nc, err := Compare([]Source{plainSide}, []Source{plainSide}, CompareOptions{Thresholds: th, Resamples: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Regressed || !strings.Contains(strings.Join(nc.Warnings, "\n"), "a side has no graded request") {
+		t.Errorf("a quality rule without grades: regressed %v, warnings %v", nc.Regressed, nc.Warnings)
+	}
 	// Without grades quality is not among the default metrics.
 	plain := gradedSide(50, func(int) string { return "" })
 	pc, err := Compare([]Source{plain}, []Source{plain}, CompareOptions{Resamples: 50})

@@ -118,3 +118,31 @@ func TestGradeRequestFailures(t *testing.T) {
 		t.Errorf("a trace without checks: %v, %v", none, err)
 	}
 }
+
+// TestGradeConcurrently: the run's sink grades records from many goroutines at once (run
+// with -race).
+func TestGradeConcurrently(t *testing.T) {
+	g := graderFor(t, `[{"kind":"json_schema","schema":{"type":"object","required":["a"]}},{"kind":"regex","pattern":"a"},{"kind":"tool_call"}]`, ","+weatherTools)
+	done := make(chan string)
+	for w := 0; w < 8; w++ {
+		go func(w int) {
+			grade := ""
+			for i := 0; i < 200; i++ {
+				r := metrics.Record{ID: "q", OutputText: `{"a":1}`, ToolCalls: call("get_weather", `{"city":"X"}`)}
+				if (i+w)%2 == 1 {
+					r.OutputText = `{"b":1}`
+				}
+				g.Grade(&r)
+				if (i+w)%2 == 0 && r.Grade != metrics.GradePass || (i+w)%2 == 1 && r.Grade != metrics.GradeCheck {
+					grade = r.Grade + " " + r.GradeNote
+				}
+			}
+			done <- grade
+		}(w)
+	}
+	for w := 0; w < 8; w++ {
+		if bad := <-done; bad != "" {
+			t.Errorf("wrong grade under concurrency: %s", bad)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/redact"
 	"github.com/llmbench/llmbench/internal/safetext"
 )
 
@@ -76,7 +77,7 @@ func (o Options) Check() error {
 		return errors.New("the judge needs both --judge-endpoint and --judge-model")
 	}
 	if !strings.HasPrefix(o.Endpoint, "http://") && !strings.HasPrefix(o.Endpoint, "https://") {
-		return fmt.Errorf("--judge-endpoint %s: want an http:// or https:// URL", safetext.Quote(o.Endpoint, 100))
+		return fmt.Errorf("--judge-endpoint %s: want an http:// or https:// URL", safetext.Quote(redact.URL(o.Endpoint), 100))
 	}
 	if o.Concurrency < 0 {
 		return fmt.Errorf("--judge-concurrency %d: want at least 1", o.Concurrency)
@@ -129,7 +130,7 @@ func (o *Options) call(ctx context.Context, system, user string) (string, Usage,
 	}
 	resp, err := o.Client.Do(req)
 	if err != nil {
-		return "", Usage{Calls: 1}, fmt.Errorf("judge call: %w", scrub(err, o.APIKey))
+		return "", Usage{Calls: 1}, fmt.Errorf("judge call: %w", scrub(err, o))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -137,7 +138,7 @@ func (o *Options) call(ctx context.Context, system, user string) (string, Usage,
 		return "", Usage{Calls: 1}, fmt.Errorf("judge call: reading the response: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", Usage{Calls: 1}, fmt.Errorf("judge call: HTTP %d: %s", resp.StatusCode, safetext.Quote(string(data), 200))
+		return "", Usage{Calls: 1}, fmt.Errorf("judge call: HTTP %d: %s", resp.StatusCode, safetext.Quote(o.policy().String(string(data)), 200))
 	}
 	var out struct {
 		Choices []struct {
@@ -160,13 +161,17 @@ func (o *Options) call(ctx context.Context, system, user string) (string, Usage,
 	return out.Choices[0].Message.Content, u, nil
 }
 
-// scrub removes the API key from an error's text.
-func scrub(err error, key string) error {
-	if key == "" || !strings.Contains(err.Error(), key) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+// scrub hides the judge's secrets (API key, URL user info and query values) in an error.
+func scrub(err error, o *Options) error {
+	return errors.New(o.policy().String(err.Error()))
 }
+
+func (o *Options) policy() *redact.Policy {
+	return redact.New(redact.Target{URL: o.Endpoint, APIKey: o.APIKey})
+}
+
+// ShownEndpoint is the endpoint as results show it, secrets hidden.
+func (o Options) ShownEndpoint() string { return o.policy().URL(o.Endpoint) }
 
 // verdictRE is the constrained verdict line: the judge's last non-empty line.
 var verdictRE = regexp.MustCompile(`(?i)^\**\s*verdict\s*:\s*\**\s*(pass|fail|1|2|tie)\s*\**\.?\s*$`)

@@ -204,3 +204,23 @@ func FuzzParseVerdict(f *testing.F) {
 		}
 	})
 }
+
+// TestJudgeSecretsHidden: the judge's API key and the user info of its URL never reach a
+// verdict's error or the summary.
+func TestJudgeSecretsHidden(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad key sk-secret-123 for you", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	o := Options{Endpoint: strings.Replace(srv.URL, "http://", "http://admin:hunter22@", 1), Model: "m", APIKey: "sk-secret-123"}
+	vs, u := Rubric(context.Background(), o, []Item{{"a", "q", "x"}})
+	s := RubricSummary(o, vs, u)
+	for _, text := range []string{vs[0].Err, s.Endpoint} {
+		if strings.Contains(text, "sk-secret-123") || strings.Contains(text, "hunter22") {
+			t.Errorf("a secret in %q", text)
+		}
+	}
+	if !strings.Contains(vs[0].Err, "HTTP 401") {
+		t.Errorf("error %q", vs[0].Err)
+	}
+}

@@ -7,7 +7,7 @@ import (
 // RubricSummary counts rubric verdicts: the pass rate of the parsed ones with the percentile
 // bootstrap interval of package metrics, and the cost.
 func RubricSummary(o Options, vs []Verdict, u Usage) *metrics.JudgeSummary {
-	s := &metrics.JudgeSummary{Endpoint: o.Endpoint, Model: o.Model, Mode: "rubric", Judged: len(vs),
+	s := &metrics.JudgeSummary{Endpoint: o.ShownEndpoint(), Model: o.Model, Mode: "rubric", Judged: len(vs),
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Calls: u.Calls}
 	for _, v := range vs {
 		switch {
@@ -29,7 +29,7 @@ func RubricSummary(o Options, vs []Verdict, u Usage) *metrics.JudgeSummary {
 // bootstrap interval of that mean; inconsistent pairs (the verdict followed the position)
 // and failed calls count for neither side.
 func PairSummary(o Options, ps []PairVerdict, u Usage) *metrics.JudgeSummary {
-	s := &metrics.JudgeSummary{Endpoint: o.Endpoint, Model: o.Model, Mode: "pairwise", Judged: len(ps),
+	s := &metrics.JudgeSummary{Endpoint: o.ShownEndpoint(), Model: o.Model, Mode: "pairwise", Judged: len(ps),
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Calls: u.Calls}
 	var scores []float64
 	for _, p := range ps {
