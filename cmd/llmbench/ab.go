@@ -57,6 +57,10 @@ overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alph
 Intervals follow the two-level variance model (README, "Decisions under noise"): give
 --repeats 3 or more, or --repeats auto with --fail-on, for decisions that hold up on a rerun.
 
+Requests with expect checks (traces/FORMAT.md) are graded on both arms and compared per
+request (paired bootstrap of the pass/fail differences; --fail-on 'quality<-1pp' gates on it);
+--judge-endpoint adds a pairwise LLM judge after the measured runs (README, "Quality under load").
+
 Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
 than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
 or more than --max-failure-rate failed); 130 when interrupted after writing results.`,

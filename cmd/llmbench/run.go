@@ -38,6 +38,8 @@ func newRunCmd(app *App) *cobra.Command {
 intended time) against an OpenAI-compatible endpoint, or against the bundled reference engine
 when no --endpoint is given. Writes summary.json, requests.msgpack and report.html to the
 results directory and prints a summary table (run.json, the run facts, is written at start).
+Requests with expect checks (traces/FORMAT.md) are graded on their responses (summary.json's
+"quality"; llmbench grade re-grades offline); --judge-endpoint adds an LLM judge after the run.
 
 Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or more than
 --max-failure-rate failed; results are written); 130 when interrupted after writing results.`,
