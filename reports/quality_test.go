@@ -38,6 +38,13 @@ func TestQualityRendering(t *testing.T) {
 	if strings.Contains(out, "\x1b") {
 		t.Error("terminal: an escape sequence from an example reached the output")
 	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "- **Quality:** 85.0% pass \\(170 of 200 graded\\)") || !strings.Contains(md.String(), "- **Judge:** rubric via judge-m") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
 	var html strings.Builder
 	if err := WriteHTML(&html, s, HTMLOptions{}); err != nil {
 		t.Fatal(err)

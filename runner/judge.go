@@ -109,6 +109,9 @@ func JudgeRun(ctx context.Context, dir string, reqs []traces.Request, o judge.Op
 	if err := RenderReport(dir, sum, hopts); err != nil {
 		return nil, err
 	}
+	if j := sum.Quality.Judge; j.Errors == j.Judged {
+		return sum, fmt.Errorf("the judge gave no verdict on any of the %d answers; the first: %s", j.Judged, vs[0].Err)
+	}
 	return sum, ctx.Err()
 }
 
@@ -142,7 +145,11 @@ func JudgeAB(ctx context.Context, dirA, dirB, out string, reqs []traces.Request,
 	if err := writeLines(filepath.Join(out, PairJudgeFile), len(ps), func(i int) any { return ps[i] }); err != nil {
 		return nil, err
 	}
-	return judge.PairSummary(o, ps, usage), ctx.Err()
+	s := judge.PairSummary(o, ps, usage)
+	if s.Errors == s.Judged {
+		return s, fmt.Errorf("the judge gave no verdict on any of the %d pairs; the first: %s", s.Judged, ps[0].Err)
+	}
+	return s, ctx.Err()
 }
 
 // ReadVerdicts reads DIR/judge.jsonl.

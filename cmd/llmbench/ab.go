@@ -57,6 +57,10 @@ overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alph
 Intervals follow the two-level variance model (README, "Decisions under noise"): give
 --repeats 3 or more, or --repeats auto with --fail-on, for decisions that hold up on a rerun.
 
+Requests with expect checks (traces/FORMAT.md) are graded on both arms and compared per
+request (paired bootstrap of the pass/fail differences; --fail-on 'quality<-1pp' gates on it);
+--judge-endpoint adds a pairwise LLM judge after the measured runs (README, "Quality under load").
+
 Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
 than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
 or more than --max-failure-rate failed); 130 when interrupted after writing results.`,
@@ -211,13 +215,17 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	if res.StopReason != "" {
 		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
 	}
+	var judgeErr error
 	if judgeOpts != nil {
 		fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
 		js, err := runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
 		if err != nil {
-			return exitBadInput, fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
+			// The measured comparison stands without the judge; the command fails at the end.
+			judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
+			res.Comparison.Warnings = append(res.Comparison.Warnings, judgeErr.Error())
+		} else {
+			res.Comparison.Judge = js
 		}
-		res.Comparison.Judge = js
 		if err := runner.WriteJSON(filepath.Join(out, "ab.json"), res); err != nil {
 			return exitBadInput, err
 		}
@@ -237,7 +245,10 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		return ee.code, ee.err
 	}
 	if res.Comparison.Regressed {
-		return exitRegression, nil
+		return exitRegression, judgeErr
+	}
+	if judgeErr != nil {
+		return exitBadInput, judgeErr
 	}
 	return exitOK, nil
 }

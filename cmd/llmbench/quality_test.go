@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -276,6 +277,13 @@ func TestJudgeAgainstServe(t *testing.T) {
 	if out := app.out.String(); !strings.Contains(out, acc) || !strings.Contains(out, "judge pass/human fail 1 · judge fail/human pass 1") {
 		t.Errorf("judge-calibrate output:\n%s\nwant %s", out, acc)
 	}
+	// A judge that answers nothing fails the command, after the measured results are shown.
+	app = newTestApp(nil)
+	dead := t.TempDir()
+	if code := app.cli("run", "--trace", tr, "--out", dead, "--time-scale", "50", "--no-progress", "--judge-endpoint", closedPort(t), "--judge-model", "m"); code != exitBadInput ||
+		!strings.Contains(app.err.String(), "the judge gave no verdict on any of the") || !strings.Contains(app.out.String(), "Quality") {
+		t.Errorf("a dead judge: exit %d\n%s\n%s", code, app.out.String(), app.err.String())
+	}
 	app = newTestApp(nil)
 	if code := app.cli("run", "--trace", tr, "--judge-model", "m"); code == 0 || !strings.Contains(app.err.String(), "--judge-model needs --judge-endpoint") {
 		t.Errorf("a judge flag without an endpoint: exit %d, %s", code, app.err.String())
@@ -421,4 +429,16 @@ func TestSweepQualityByLoad(t *testing.T) {
 			t.Errorf("point %v: quality %+v", p.Rate, p.Quality)
 		}
 	}
+}
+
+// closedPort is the URL of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	return url
 }
