@@ -237,6 +237,13 @@ type call struct {
 	body        []byte
 	bodyErr     error
 	waiting     bool // counted among the dispatched requests not yet sent (Progress.Waiting, MaxWaiting)
+
+	// Quality (issue 17): capture keeps the answer text and tool calls in the record; tools,
+	// toolChoice and responseFormat are the trace's, sent as is (chat only).
+	capture                           bool
+	tools, toolChoice, responseFormat json.RawMessage
+	// natural sends neither ignore_eos nor min_tokens (traces.Request.NaturalEnd).
+	natural bool
 }
 
 type streamOptions struct {
@@ -255,6 +262,11 @@ type wireBody struct {
 	StreamOptions *streamOptions   `json:"stream_options,omitempty"`
 	Temperature   *float64         `json:"temperature,omitempty"`
 	Seed          *int64           `json:"seed,omitempty"`
+
+	// Quality (issue 17), chat only.
+	Tools          json.RawMessage `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
 }
 
 func (c *client) body(k *call) ([]byte, error) {
@@ -273,13 +285,14 @@ func (c *client) body(k *call) ([]byte, error) {
 		if w.Messages, err = c.wireMessages("chat", k.messages); err != nil {
 			return nil, err
 		}
+		w.Tools, w.ToolChoice, w.ResponseFormat = k.tools, k.toolChoice, k.responseFormat
 	} else {
 		w.Prompt = k.prompt
 	}
-	if c.ext.ignoreEOS {
+	if c.ext.ignoreEOS && !k.natural {
 		w.IgnoreEOS = true
 	}
-	if c.ext.minTokens {
+	if c.ext.minTokens && !k.natural {
 		w.MinTokens = k.maxTokens
 	}
 	if c.target.Stream && (c.ext.includeUsage || c.ext.continuousUsage) {
@@ -564,7 +577,11 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 	sr.reset(resp.Body)
 	sr.max = c.maxLine
 	defer sr.reset(nil)
-	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}
+	if k.capture {
+		n.cap = &capture{}
+		defer n.cap.store(rec)
+	}
 	var f chunkFields
 	events := 0
 	for {
@@ -609,6 +626,9 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			}
 			c.fail(rec, metrics.FailServerError, "error in stream: "+msg)
 			return ""
+		}
+		if n.cap != nil {
+			n.cap.add(data)
 		}
 		n.onChunk(&f, t)
 		if len(f.text) > 0 && tm.idleD > 0 {
@@ -679,7 +699,12 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 		c.fail(rec, metrics.FailServerError, "error in response: "+string(f.errMsg))
 		return ""
 	}
-	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText}
+	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}
+	if k.capture {
+		n.cap = &capture{}
+		n.cap.add(b)
+		defer n.cap.store(rec)
+	}
 	n.onWhole(&f)
 	n.finish()
 	n.complete()

@@ -49,6 +49,11 @@ type counter struct {
 	hash uint64
 	out  []byte
 	keep bool
+	// cap captures the answer text and tool calls for grading (nil: not kept).
+	cap *capture
+	// natural: the request was sent without ignore_eos (traces.Request.NaturalEnd), so a
+	// short output is no failure.
+	natural bool
 	// textLen is the bytes of generated text so far (text past textLimit is not kept).
 	textLen int
 
@@ -356,7 +361,7 @@ func (n *counter) complete() {
 	switch {
 	case !n.textSeen:
 		n.c.fail(rec, metrics.FailEmpty, "the response carried no generated text")
-	case n.c.ext.ignoreEOS && !n.unknown && rec.TokenSource != metrics.TokensFromChunks && rec.OutputTokens < rec.RequestedTokens:
+	case n.c.ext.ignoreEOS && !n.natural && !n.unknown && rec.TokenSource != metrics.TokensFromChunks && rec.OutputTokens < rec.RequestedTokens:
 		// (One per chunk is only a lower bound: a chunk may carry several tokens.)
 		n.c.fail(rec, metrics.FailShortOutput, fmt.Sprintf("%d output tokens, %d requested with ignore_eos", rec.OutputTokens, rec.RequestedTokens))
 	}

@@ -27,6 +27,11 @@
 //
 // # Records
 //
+// A request whose trace line carries expect checks (or every request with
+// Options.KeepOutput) keeps its answer text and its tool calls, assembled from streamed
+// delta.tool_calls fragments, in Record.OutputText and Record.ToolCalls (capture.go; at most
+// metrics.MaxOutputText bytes); graded requests are sent without ignore_eos and min_tokens.
+//
 // Every request of the run yields exactly one Record, streamed to the sink as it finishes (no
 // record is kept, so memory is flat in the number of requests). Requests never sent because
 // the run was interrupted, or queued behind the cap when it was, are metrics.FailDropped;

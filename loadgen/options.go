@@ -123,6 +123,10 @@ type Options struct {
 	Repeat int
 	// Seed seeds prompt synthesis.
 	Seed int64
+	// KeepOutput keeps the answer text and tool calls (Record.OutputText, Record.ToolCalls) of
+	// every request; without it they are kept only for requests whose trace line carries
+	// expect checks.
+	KeepOutput bool
 	// Tokenizer synthesizes prompts of InputTokens tokens, counts prompt tokens and, when the
 	// server sends no per-chunk usage, each chunk's output tokens. Nil synthesizes prompts for
 	// the reference tokenizer and counts one token per content chunk (TokenSource "chunks").

@@ -639,6 +639,11 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 		temperature: q.Temperature,
 		seed:        q.Seed,
 		keepText:    i+1 < len(it.turns),
+		capture:     len(q.Expect) > 0 || r.opts.KeepOutput,
+		natural:     q.NaturalEnd(),
+	}
+	if len(q.Messages) > 0 || r.opts.Target.API == "chat" {
+		k.tools, k.toolChoice, k.responseFormat = q.Tools, q.ToolChoice, q.ResponseFormat
 	}
 	if r.opts.Repeat > 1 {
 		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)

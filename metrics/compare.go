@@ -95,6 +95,15 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	}
 	cmp.Equivalence = equivalence(bd, cd)
 
+	bothGraded := bd.hasGrades() && cd.hasGrades()
+	if hasSpec(specs, qualityMetric) && !bothGraded {
+		cmp.Warnings = append(cmp.Warnings, "quality.pass_rate: a side has no graded request (its trace carries no expect checks, or its run kept no grades), so quality was not compared and no rule on it was judged")
+	}
+	if len(opts.Metrics) == 0 && bothGraded && !hasSpec(specs, qualityMetric) {
+		// Both sides graded their responses: quality joins the default metrics.
+		info, _ := LookupMetric(qualityMetric)
+		specs = append(specs, metricSpec{info: info, scalar: lookupScalar(qualityMetric)})
+	}
 	bd, cd, pairs := pairSides(cmp, bd, cd, opts)
 	bp := planBlocks(bd)
 	cp := bp
@@ -105,7 +114,15 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	cmp.Multiplicity = MultiplicityHolm
 	cmp.BlockLength = bp.length
 
+	if cmp.Paired && hasSpec(specs, qualityMetric) {
+		cmp.Quality = pairedQuality(bd, cd, opts.Confidence, opts.Seed)
+	}
 	cmp.Metrics = metricDeltas(bd, cd, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
+	for i := range cmp.Metrics {
+		if md := &cmp.Metrics[i]; md.Name == qualityMetric && cmp.Quality != nil {
+			finishPairedQuality(md, cmp.Quality)
+		}
+	}
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {

@@ -28,6 +28,9 @@ type reqVals struct {
 	stalledNs, decNs  int64
 	inTok, outTok     int64
 	fluidGE90, hasFlu bool
+	// Quality (issue 17): the record was graded, and passed; grade is Record.Grade.
+	graded, passed bool
+	grade          string
 }
 
 const (
@@ -158,6 +161,7 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 	}
 	v.inTok = int64(r.InputTokens)
 	v.outTok = int64(r.OutputTokens)
+	v.graded, v.passed, v.grade = r.Grade != "", r.Grade == GradePass, r.Grade
 	if !r.OK() {
 		return scratch
 	}

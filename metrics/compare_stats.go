@@ -55,6 +55,7 @@ type scalarAcc struct {
 	stallReqs, stalls    float64
 	stalledNs, decNs     float64
 	fluN, fluGE          float64
+	qGraded, qPassed     float64 // quality (issue 17)
 }
 
 func (d *sideData) scalars(w []int32) *scalarAcc {
@@ -69,6 +70,12 @@ func (d *sideData) scalars(w []int32) *scalarAcc {
 		}
 		r := &d.recs[i]
 		a.all += x
+		if r.graded {
+			a.qGraded += x
+			if r.passed {
+				a.qPassed += x
+			}
+		}
 		if !r.ok {
 			a.failed += x
 			continue

@@ -33,6 +33,9 @@ const (
 	MethodRuns = "Welch t over runs"
 	// MethodNewcombe: Newcombe hybrid score interval on effective sample sizes (proportions).
 	MethodNewcombe = "Newcombe score"
+	// MethodPairedBootstrap: percentile bootstrap of the per-request differences, paired by
+	// id (the quality pass rate).
+	MethodPairedBootstrap = "paired bootstrap"
 )
 
 // MDEPower is the power at which MetricDelta.MDE is stated.
@@ -78,6 +81,11 @@ type Comparison struct {
 	// Warnings are plain-language caveats (unpaired fallback, unmatched ids, client-limited
 	// runs, token mismatches on a side).
 	Warnings []string `json:"warnings"`
+	// Quality is the paired quality comparison, present when both sides graded requests of
+	// the same ids (issue 17).
+	Quality *QualityComparison `json:"quality,omitempty"`
+	// Judge is the pairwise LLM judge's verdict on the two sides (ab --judge-endpoint).
+	Judge *JudgeSummary `json:"judge,omitempty"`
 }
 
 // ComparisonSide describes one side (base or candidate) of a Comparison.

@@ -59,6 +59,7 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 	mergeExcluded(out, sums, hists)
 	out.Client = mergeClient(sums, hists)
 	out.Cost = mergeCost(sums, out)
+	out.Quality = mergeQuality(sums)
 	if mode == MergeShards {
 		ts, err := mergeTimeSeries(sums)
 		if err != nil {
@@ -373,6 +374,12 @@ func mergeTimeSeries(sums []*Summary) (*TimeSeries, error) {
 			ts.Completed = append(ts.Completed, 0)
 			ts.Failed = append(ts.Failed, 0)
 			ts.OutputTokPerS = append(ts.OutputTokPerS, 0)
+			if len(p.Graded) > 0 || len(ts.Graded) > 0 {
+				ts.Graded, ts.Passed = grow(ts.Graded, len(ts.T)), grow(ts.Passed, len(ts.T))
+			}
+		}
+		if len(p.Graded) > 0 && len(ts.Graded) < len(ts.T) {
+			ts.Graded, ts.Passed = grow(ts.Graded, len(ts.T)), grow(ts.Passed, len(ts.T))
 		}
 		for i := range p.T {
 			ts.InFlight[i] += at(p.InFlight, i)
@@ -380,10 +387,15 @@ func mergeTimeSeries(sums []*Summary) (*TimeSeries, error) {
 			ts.Sent[i] += at(p.Sent, i)
 			ts.Completed[i] += at(p.Completed, i)
 			ts.Failed[i] += at(p.Failed, i)
+			if len(ts.Graded) > 0 {
+				ts.Graded[i] += at(p.Graded, i)
+				ts.Passed[i] += at(p.Passed, i)
+			}
 			if i < len(p.OutputTokPerS) {
 				ts.OutputTokPerS[i] += p.OutputTokPerS[i]
 			}
 		}
+		ts.PassRate = passRates(ts.Graded, ts.Passed)
 		if p.WarmupEndS > ts.WarmupEndS {
 			ts.WarmupEndS = p.WarmupEndS
 		}

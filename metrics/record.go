@@ -134,6 +134,40 @@ type Record struct {
 	Error      string // server or client message, truncated
 	OutputHash string
 	ResponseID string
+
+	// Quality (issue 17). OutputText is the response's text (content, or the completion's
+	// text; reasoning is not part of it), at most MaxOutputText bytes, cut on a rune boundary;
+	// ToolCalls are the tool calls the response made, their streamed fragments assembled. Both
+	// are kept only for requests whose trace line carries expect, or for every request with
+	// --keep-output, so that package quality can grade them, also offline (llmbench grade).
+	OutputText string
+	ToolCalls  []ToolCall
+	// Grade is the outcome of the expect checks (metrics.GradePass, or one of GradeReasons;
+	// "" when the request was not graded), stamped by package quality once the request
+	// completed; GradeNote says which check failed and why (at most MaxGradeNote bytes).
+	Grade     string
+	GradeNote string
+}
+
+// ToolCall is one tool call of a response: the call id, the function name and the arguments
+// as the server sent them (JSON text, not validated here).
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// MaxOutputText bounds Record.OutputText (and each ToolCall's Arguments).
+const MaxOutputText = 64 << 10
+
+// TruncateOutput shortens s to MaxOutputText bytes on a rune boundary.
+func TruncateOutput(s string) string {
+	if len(s) <= MaxOutputText {
+		return s
+	}
+	cut := MaxOutputText
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut]
 }
 
 // OK reports whether the request succeeded.

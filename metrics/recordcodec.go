@@ -19,7 +19,7 @@ var (
 )
 
 // recordField is one entry of recordFields: a msgpack key and where its value lives in a
-// Record. Exactly one of str, i64 and num is set.
+// Record. Exactly one of str, i64, num and calls is set.
 type recordField struct {
 	key string
 	// omitEmpty leaves the key out of a frame when the value is "" or 0.
@@ -27,6 +27,9 @@ type recordField struct {
 	str       func(r *Record) *string
 	i64       func(r *Record) *int64
 	num       func(r *Record) *int
+	// calls is a list of tool calls, written as one flat string array [id0, name0, args0,
+	// id1, ...] (always omitted when empty).
+	calls func(r *Record) *[]ToolCall
 }
 
 // recordFields is Record's encoding, written once: the encoder writes these keys in this order
@@ -63,6 +66,11 @@ var recordFields = [...]recordField{
 	{key: "error", omitEmpty: true, str: func(r *Record) *string { return &r.Error }},
 	{key: "output_hash", omitEmpty: true, str: func(r *Record) *string { return &r.OutputHash }},
 	{key: "response_id", omitEmpty: true, str: func(r *Record) *string { return &r.ResponseID }},
+	// Quality (issue 17).
+	{key: "output_text", omitEmpty: true, str: func(r *Record) *string { return &r.OutputText }},
+	{key: "tool_calls", omitEmpty: true, calls: func(r *Record) *[]ToolCall { return &r.ToolCalls }},
+	{key: "grade", omitEmpty: true, str: func(r *Record) *string { return &r.Grade }},
+	{key: "grade_note", omitEmpty: true, str: func(r *Record) *string { return &r.GradeNote }},
 }
 
 // chunksKey is the key of the chunk array, written after recordFields.
@@ -85,6 +93,8 @@ func (f *recordField) value(r *Record) (str string, num int64, isStr bool) {
 		return *f.str(r), 0, true
 	case f.i64 != nil:
 		return "", *f.i64(r), false
+	case f.calls != nil:
+		return "", int64(len(*f.calls(r))), false
 	}
 	return "", int64(*f.num(r)), false
 }
@@ -118,7 +128,9 @@ func (r *Record) EncodeMsgpack(enc *msgpack.Encoder) error {
 			return err
 		}
 		var err error
-		if isStr {
+		if f.calls != nil {
+			err = encodeCalls(enc, *f.calls(r))
+		} else if isStr {
 			err = enc.EncodeString(s)
 		} else {
 			err = enc.EncodeInt(v)
@@ -154,4 +166,19 @@ func (r *Record) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return err
 	}
 	return unmarshalRecord(raw, r)
+}
+
+// encodeCalls writes tool calls as one flat string array.
+func encodeCalls(enc *msgpack.Encoder, calls []ToolCall) error {
+	if err := enc.EncodeArrayLen(3 * len(calls)); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		for _, s := range [3]string{c.ID, c.Name, c.Arguments} {
+			if err := enc.EncodeString(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

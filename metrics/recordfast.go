@@ -63,6 +63,11 @@ func unmarshalRecord(b []byte, r *Record) error {
 
 // decode reads f's value from d into r.
 func (f *recordField) decode(d *mpReader, r *Record) error {
+	if f.calls != nil {
+		calls, err := d.calls()
+		*f.calls(r) = calls
+		return err
+	}
 	if f.str != nil {
 		s, err := d.str()
 		*f.str(r) = s
@@ -356,4 +361,32 @@ func (d *mpReader) skip(depth int) error {
 		return items(2*n, err)
 	}
 	return fmt.Errorf("unknown type byte 0x%02x", c)
+}
+
+// calls reads the flat tool-call array [id0, name0, args0, ...].
+func (d *mpReader) calls() ([]ToolCall, error) {
+	m, err := d.arrayLen()
+	if err != nil {
+		return nil, err
+	}
+	if m%3 != 0 {
+		return nil, fmt.Errorf("tool-call array has length %d, not a multiple of 3", m)
+	}
+	if m > len(d.b)-d.i { // each element takes at least one byte
+		return nil, fmt.Errorf("tool-call array length %d exceeds the frame", m)
+	}
+	if m == 0 {
+		return nil, nil
+	}
+	out := make([]ToolCall, m/3)
+	for i := range out {
+		var s [3]string
+		for j := range s {
+			if s[j], err = d.str(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = ToolCall{ID: s[0], Name: s[1], Arguments: s[2]}
+	}
+	return out, nil
 }

@@ -60,7 +60,12 @@ func TestRecordCodecCoversEveryField(t *testing.T) {
 		case reflect.Int, reflect.Int64:
 			f.SetInt(int64(1000*i + 7))
 		case reflect.Slice:
-			f.Set(reflect.ValueOf([]Chunk{{T: int64(i), Tokens: 1}, {T: int64(i) + 5, Tokens: 3}}))
+			switch f.Type() {
+			case reflect.TypeOf([]ToolCall(nil)):
+				f.Set(reflect.ValueOf([]ToolCall{{ID: fmt.Sprint("c", i), Name: "f", Arguments: `{"a":1}`}, {Name: "g"}}))
+			default:
+				f.Set(reflect.ValueOf([]Chunk{{T: int64(i), Tokens: 1}, {T: int64(i) + 5, Tokens: 3}}))
+			}
 		default:
 			t.Fatalf("field %s has kind %s, which this test does not know how to fill; extend it", typ.Field(i).Name, f.Kind())
 		}

@@ -197,6 +197,17 @@ var scalars = []Scalar{
 		What:  "share of requests that failed",
 		ratio: func(a *scalarAcc, w float64) (float64, float64) { return a.failed, a.all },
 		value: func(s *Summary) float64 { return ratioOrNaN(float64(s.Requests.Failed), float64(s.Requests.Total)) }},
+	// Quality (issue 17): in a paired comparison its interval is the paired bootstrap of
+	// quality.go (finishPairedQuality), otherwise the two-level bootstrap.
+	{Name: qualityMetric, Unit: "fraction", Better: BetterHigher, Title: "Quality",
+		What:  "share of graded requests (those with expect checks) whose response passed every check",
+		ratio: func(a *scalarAcc, w float64) (float64, float64) { return a.qPassed, a.qGraded },
+		value: func(s *Summary) float64 {
+			if s.Quality == nil {
+				return math.NaN()
+			}
+			return ratioOrNaN(float64(s.Quality.Passed), float64(s.Quality.Graded))
+		}},
 }
 
 // metricAliases are short names accepted by ParseFailOn and CompareOptions.Metrics.
@@ -206,6 +217,7 @@ var metricAliases = map[string]string{
 	"fluidity":   "fluidity.mean",
 	"stalls":     "stalls.requests_fraction",
 	"failures":   "failures.fraction",
+	"quality":    qualityMetric,
 }
 
 // DefaultCompareMetrics is the metric set Compare reports when CompareOptions.Metrics is empty.

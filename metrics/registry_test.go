@@ -28,6 +28,7 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 		if i%13 == 5 {
 			r.Failure, r.Status, r.Chunks, r.FirstToken = FailHTTP5xx, 503, nil, 0
 		}
+		r.Grade = []string{GradePass, GradePass, GradeCheck}[i%3] // quality (issue 17)
 		out = append(out, r)
 	}
 	return out

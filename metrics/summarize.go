@@ -65,6 +65,7 @@ type group struct {
 	winStart, winEnd                           int64
 	hasWin                                     bool
 	failMsgs                                   failTally
+	q                                          qualTally // quality grades (issue 17)
 }
 
 func newGroup() *group {
@@ -97,6 +98,8 @@ type summarizer struct {
 	ts         *tsBuilder
 	records    int
 	truncation error
+	// gradeExamples holds the first failing request per grade (issue 17).
+	gradeExamples map[string]string
 }
 
 // Summarize computes a Summary from the records of src, following the package's measurement
@@ -202,6 +205,9 @@ func (s *summarizer) first(r *Record) {
 			s.warmEnd = r.Intended
 		}
 	}
+	if r.Phase == PhaseSteady {
+		s.noteGrade(r)
+	}
 	g, cg := s.groupsOf(r, true)
 	s.add(g, r, true)
 	if cg != nil {
@@ -213,6 +219,7 @@ func (s *summarizer) first(r *Record) {
 // headline and the excluded phases; classes use the headline's window).
 func (s *summarizer) add(g *group, r *Record, window bool) {
 	g.req.Total++
+	g.q.add(r.Grade)
 	if r.Failure == FailDropped {
 		g.req.Dropped++ // never sent: no tokens, no window, not a failure
 		return
@@ -485,6 +492,7 @@ func (s *summarizer) build() (*Summary, error) {
 		}
 	}
 	sum.Cost = costOf(s.opts, sum)
+	sum.Quality = s.quality()
 	sum.TimeSeries = s.ts.build()
 	if s.hasWarm {
 		sum.TimeSeries.WarmupEndS = seconds(s.warmEnd)

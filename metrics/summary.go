@@ -37,6 +37,8 @@ type Summary struct {
 	// Warnings are plain-language problems with the run (client-limited, token count
 	// mismatch, failures); a report shows them at the top.
 	Warnings []string `json:"warnings"`
+	// Quality is present when requests were graded against expect checks (issue 17).
+	Quality *Quality `json:"quality,omitempty"`
 }
 
 // RunInfo describes how the run was made.
@@ -274,4 +276,10 @@ type TimeSeries struct {
 	ITLP99         Series    `json:"itl_p99_ms"`
 	WarmupEndS     float64   `json:"warmup_end_s"`
 	CooldownStartS float64   `json:"cooldown_start_s"`
+	// Quality (issue 17): graded requests that ended in the bucket, and those that passed;
+	// absent when nothing was graded.
+	Graded []int `json:"graded,omitempty"`
+	Passed []int `json:"passed,omitempty"`
+	// PassRate is Passed / Graded per bucket (NaN, null in JSON, for a bucket with none).
+	PassRate Series `json:"pass_rate,omitempty"`
 }

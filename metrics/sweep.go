@@ -33,6 +33,9 @@ type SweepPoint struct {
 	Reason  string `json:"reason,omitempty"`
 	// Dir is the point's results directory (filled by the caller).
 	Dir string `json:"dir,omitempty"`
+	// Quality is the pass rate of the graded requests at this load (issue 17), when the
+	// trace carries expect checks.
+	Quality *QualityCounts `json:"quality,omitempty"`
 }
 
 // SaturationRatio: an open-loop point that completes fewer than this fraction of the requests
@@ -59,6 +62,10 @@ func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
 	}
 	if s.Requests.Total > 0 {
 		p.FailedFraction = float64(s.Requests.Failed) / float64(s.Requests.Total)
+	}
+	if s.Quality != nil && s.Quality.Graded > 0 {
+		q := s.Quality.QualityCounts
+		p.Quality = &q
 	}
 	grew, from, to := ttftGrowth(s.TimeSeries)
 	done, sent := completedWhileSending(s.TimeSeries)

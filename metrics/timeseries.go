@@ -36,6 +36,8 @@ type tsBuilder struct {
 	tokens   []int64
 	ttft     []sparseHist
 	itl      []sparseHist
+	// graded and passed count quality grades by end time (nil until a record is graded).
+	graded, passed []int
 }
 
 func newTSBuilder(bucket time.Duration, maxT int64) *tsBuilder {
@@ -103,6 +105,15 @@ func (b *tsBuilder) add(r *Record) {
 	} else {
 		b.failed[b.idx(end)]++
 	}
+	if r.Grade != "" {
+		if b.graded == nil {
+			b.graded, b.passed = make([]int, b.n), make([]int, b.n)
+		}
+		b.graded[b.idx(end)]++
+		if r.Grade == GradePass {
+			b.passed[b.idx(end)]++
+		}
+	}
 	for _, c := range r.Chunks {
 		b.tokens[b.idx(c.T)] += chunkTokens(c)
 	}
@@ -134,6 +145,7 @@ func (b *tsBuilder) build() *TimeSeries {
 		OutputTokPerS: make([]float64, b.n),
 		TTFTP50:       make(Series, b.n), TTFTP99: make(Series, b.n),
 		ITLP50: make(Series, b.n), ITLP99: make(Series, b.n),
+		Graded: b.graded, Passed: b.passed, PassRate: passRates(b.graded, b.passed),
 	}
 	for i := 0; i < b.n; i++ {
 		ts.T[i] = seconds(int64(i) * b.width)

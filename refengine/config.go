@@ -145,6 +145,11 @@ type Config struct {
 	// them, and reports them in completion_tokens_details.reasoning_tokens where the server
 	// does; the timeline counts them too).
 	ReasoningFraction float64
+
+	// Quality is the error model of the engine's answers (tools, structured output, lookups
+	// in long documents; see the package doc, "Answers", and ParseQuality). The zero value
+	// answers everything right.
+	Quality Quality
 }
 
 // resolved is a Config with defaults applied and the performance model built.
@@ -241,6 +246,9 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, err
 	}
 	if err := c.Noise.validate(); err != nil {
+		return nil, err
+	}
+	if err := c.Quality.validate(); err != nil {
 		return nil, err
 	}
 	reg := c.Profiles

@@ -19,10 +19,11 @@
 // token ids), messages ([{role, content}], content a string or [{type:"text", text}] parts),
 // max_tokens or max_completion_tokens, min_tokens, ignore_eos, temperature, seed, n (only 1),
 // stream, stream_options.include_usage, stream_options.continuous_usage_stats, and the
-// llmbench extension hash_ids (shared-prefix block ids, see "Prefix caching"). Other fields are
-// accepted and ignored. Without max_tokens a completion generates 16 tokens (the OpenAI and vLLM
-// default) and a chat completion Config.DefaultMaxTokens. Content parts may also be images
-// (image_url with a data: URL), priced by the model's vision rule (images.go).
+// llmbench extension hash_ids (shared-prefix block ids, see "Prefix caching"), and tools,
+// tool_choice and response_format (see "Answers"). Other fields are accepted and ignored.
+// Without max_tokens a completion generates 16 tokens (the OpenAI and vLLM default) and a chat
+// completion Config.DefaultMaxTokens. Content parts may also be images (image_url with a
+// data: URL), priced by the model's vision rule (images.go).
 //
 // POST /v1/responses (OpenAI Responses), POST /v1/messages (Anthropic Messages, with its own
 // events and error bodies; the key may come as x-api-key) and POST /v1/embeddings are served
@@ -85,10 +86,61 @@
 // the HashIDs. Greedy output therefore depends only on the prompt: it is identical between
 // runs and with speculative decoding on or off. Timeline.OutputSeed records base.
 //
-// The engine never ends a sequence on its own: it generates exactly max_tokens tokens
-// (finish_reason "length"). min_tokens and ignore_eos matter only under the early-eos fault,
-// which stops a request (finish_reason "stop") at a length drawn from [max(min_tokens, 1),
-// max_tokens) unless ignore_eos is set.
+// The engine never ends a sequence on its own, except after an answer (see "Answers"): it
+// generates exactly max_tokens tokens (finish_reason "length"). min_tokens and ignore_eos
+// matter only under the early-eos fault, which stops a request (finish_reason "stop") at a
+// length drawn from [max(min_tokens, 1), max_tokens) unless ignore_eos is set, and for answers.
+//
+// # Answers
+//
+// A chat request with tools or a response_format, or any request whose prompt asks a question
+// the engine can look up, gets an answer instead of words. The answer is text whose reference
+// tokens are output tokens like any others (after the reasoning tokens, if any: an answer of k
+// tokens follows round(f/(1−f)·k) of them under ReasoningFraction f), so the text streamed
+// always counts exactly the completion tokens reported, chunk by chunk. The engine reads the
+// prompt text (a chat's message contents, each followed by a newline):
+//
+//   - Lookup: the last "What is the <thing>?" is answered from the first sentence
+//     "The <thing> is <value>." before it: "The <thing> is <value>." (no answer without such a
+//     sentence).
+//   - Facts: a line "- <label>: <value>" gives the value of a parameter or schema property
+//     whose description is the label (else whose name, split into lower-case words, is);
+//     "Result of <name>: {…}" gives the JSON object's keys as values by parameter name.
+//   - Tools (tool_choice auto, the default, "required" or a named function; "none" answers as
+//     without tools): the task is the step "Step N: <phrase>." after as many steps as there are
+//     "Result of " texts (no steps: the whole text), and the tool called is the one whose
+//     description (without its final period) or name the phrase contains, the longest such;
+//     "required" falls back to the first tool, and a task whose steps are all done is answered
+//     "All steps are done.". The arguments fill the parameters schema in its order: a required
+//     property always (a placeholder of its type when no fact names it), an optional one when a
+//     fact does; objects recurse, arrays split the fact at commas. They are written as Python's
+//     json.dumps writes them, as vLLM's tool parsers do. An "Error from …" after the last
+//     "Result of …" makes the call a retry. The call streams in vLLM's framing in every wire
+//     personality: a first delta {"tool_calls":[{"id":"chatcmpl-tool-…","type":"function",
+//     "index":0,"function":{"name":…}}]} sent once the name's tokens are complete (a step that
+//     completes nothing visible sends no chunk), then {"tool_calls":[{"index":0,"function":
+//     {"arguments":"…"}}]} with each step's argument fragment; finish_reason "tool_calls". A
+//     whole response has message.content null and message.tool_calls.
+//   - response_format: json_schema fills its schema as tool arguments are filled; json_object
+//     makes an object of the "- label: value" lines (camelCase keys) or, without any,
+//     {"text": "<words>"} sized to max_tokens, so any trace stays valid JSON at its length.
+//     "text" is no format.
+//
+// An answer ends where it ends (finish_reason "stop", or "tool_calls"), within max_tokens (a
+// cut answer ends "length"); a text answer is followed by words up to min_tokens, or to
+// max_tokens with ignore_eos, but a structured one (JSON, tool calls) is never extended, as a
+// grammar-constrained decoder allows nothing after it. Config.Quality is the seeded error model
+// that makes answers wrong: see Quality for its formula (rates per task, a U-shaped recall
+// curve over the depth of the fact that deepens with the prompt's length, multipliers per
+// weight dtype and growth with temperature). A wrong lookup answers another fact's value of
+// the same key ("The order number for customer …") or the value with a digit changed; a wrong
+// tool call has a wrong parameter name (camelCase and snake_case swapped), a wrong value, a
+// missing required parameter, the wrong tool or malformed JSON; a wrong JSON output is
+// malformed, has a wrong type or misses a required field. Answers depend on the prompt, the
+// request's output seed, the error model and the weight dtype only: greedy answers are
+// identical with speculative decoding on or off, and the same request errs the same way on
+// every replay. Simulate answers the same way (SimRequest.Tools, ToolChoice, ResponseFormat;
+// SimRequest.Output returns the text in SimResult.Outputs).
 //
 // # Scheduler
 //
@@ -191,7 +243,8 @@
 //
 // refengine is a supported Go API for embedding the engine in a program or a test: New,
 // Handler, Simulate, Engine.Timeline (ground truth), Engine.Panics, OutputText (the output a
-// greedy or seeded request will get), the clocks (NewVirtualClock, NewScaledClock) and Config.
+// greedy or seeded request without an answer will get), the clocks (NewVirtualClock,
+// NewScaledClock), Config, Quality (ParseQuality, DefaultQuality) and Output.
 // The wire format it serves is the OpenAI-compatible API, not this package. docs/ARCHITECTURE.md
 // explains how its timelines become Records (runner/engineadapter).
 package refengine

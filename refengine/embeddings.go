@@ -145,7 +145,7 @@ func (e *Engine) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 			k = key + "/" + strconv.Itoa(i)
 		}
 		p := *plan
-		seqs[i] = e.submit(req, k, respID, in.hash, &p, st)
+		seqs[i] = e.submit(req, k, respID, &outPlan{base: in.hash}, &p, st)
 		prompt += len(in.ids)
 	}
 	finished := false

@@ -38,6 +38,7 @@ type Engine struct {
 	maxLag time.Duration // longest the scheduler has run behind its clock (simulated time)
 
 	wire *personality // how streamed responses are framed
+	errs *errorModel  // the answers' error model (Config.Quality)
 
 	faultMu sync.Mutex
 	faults  map[string]int64
@@ -62,6 +63,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.seed == 0 {
 		e.seed = tokenizer.Mix(uint64(r.Now().UnixNano()))
 	}
+	e.errs = newErrorModel(r.Quality, r.WeightDtype, e.seed)
 	e.hist = newHistograms()
 	e.cl = r.newCluster(e.hist, true)
 	e.cl.noise = newNoiser(r.Noise, e.seed)
@@ -191,12 +193,16 @@ func (e *Engine) newID(prefix string, n uint64) string {
 }
 
 // submit queues r under key and returns its sequence; sink receives its tokens.
-func (e *Engine) submit(r *request, key, respID string, base uint64, plan *faultPlan, sink emitSink) *seq {
+func (e *Engine) submit(r *request, key, respID string, out *outPlan, plan *faultPlan, sink emitSink) *seq {
+	if out == nil {
+		out = &outPlan{}
+	}
+	base := out.base
 	tl := &Timeline{OutputSeed: base,
 		ID: key, ResponseID: respID, Epoch: e.clock.Wall(0), Scale: e.scale,
 		FirstScheduled: -1, Finish: -1, PromptTokens: r.promptTokens, MaxTokens: r.maxTokens,
 	}
-	target := plan.target(r.maxTokens, r.minTokens, r.ignoreEOS)
+	target := out.target(r.maxTokens, r.minTokens, r.ignoreEOS, plan.target(r.maxTokens, r.minTokens, r.ignoreEOS))
 	tl.Emissions = make([]Emission, 0, min(target, 4096))
 	s := &seq{tl: tl, promptTokens: r.promptTokens, encodeTokens: r.imageTokens, target: target, sink: sink}
 	if !e.cfg.DisablePrefixCaching {

@@ -120,8 +120,8 @@ func (c *heldClock) SleepUntil(ctx context.Context, t time.Duration) error {
 func TestOverloadQueue(t *testing.T) {
 	e, url := startEngine(t, Config{Faults: mustFaults(t, "overload=1"), MaxNumSeqs: 1, Clock: &heldClock{}})
 	r := &request{promptTokens: 4, maxTokens: 4, promptIDs: []int{1, 2, 3, 4}}
-	e.submit(r, "a", "a", 0, nil, nil)
-	e.submit(r, "b", "b", 0, nil, nil)
+	e.submit(r, "a", "a", nil, nil, nil)
+	e.submit(r, "b", "b", nil, nil, nil)
 	resp, body := post(t, url+"/v1/completions", `{"prompt":"x","max_tokens":2}`)
 	if resp.StatusCode != 429 || !strings.Contains(string(body), "overloaded") {
 		t.Fatalf("want 429 overloaded, got %d %s", resp.StatusCode, body)

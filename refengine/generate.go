@@ -23,6 +23,8 @@ type generation struct {
 	plan    *faultPlan
 	// reasoning is how many leading output tokens are reasoning (chat, Config.ReasoningFraction).
 	reasoning int
+	// out says what the output tokens read as (words, or an answer: output.go).
+	out *outPlan
 }
 
 // reasoningTokens is the reasoning part of the first n output tokens.
@@ -40,7 +42,6 @@ func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *gener
 		}
 		pend = g.st.take(pend)
 		for _, p := range pend {
-			text = appendOutput(text, g.base, p.start, p.n)
 			total = p.start + p.n
 			if p.final {
 				reason = p.reason
@@ -48,6 +49,12 @@ func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *gener
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if g.out.ans != nil && g.chat {
+		w.Write(e.appendAnswerResponse(nil, g, reason, total))
+		return true
+	}
+	text = g.out.appendText(text, 0, total)
+	reason = g.out.finish(total, reason)
 	if r := g.reasoningTokens(total); r > 0 {
 		w.Write(e.appendReasoningResponse(nil, g, text, reason, total, r))
 		return true
@@ -61,7 +68,7 @@ func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *gener
 // the personality hides reasoning, only the answer with reasoning_tokens in the usage.
 func (e *Engine) appendReasoningResponse(b []byte, g *generation, text []byte, reason string, total, r int) []byte {
 	p := e.wire
-	answer := appendOutput(nil, g.base, r, total-r)
+	answer := g.out.appendText(nil, r, total-r)
 	b = appendHead(b, g.respID, "chat.completion", g.created, g.req.model)
 	b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
 	b = appendJSONBytes(b, answer)
@@ -94,6 +101,8 @@ type streamOut struct {
 	buf  []byte
 	text []byte
 	cont bool // per-chunk usage
+	// tools holds the delta.tool_calls entries of one event.
+	tools []byte
 }
 
 func (o *streamOut) usageAt(n int) int {
@@ -118,11 +127,19 @@ func (o *streamOut) write(ev *wireEvent) bool {
 // puts the finish reason there; lastUsage is the usage that chunk carries instead of usageAt.
 func (o *streamOut) tokens(start, n int, finish string, lastUsage int) bool {
 	end := start + n
+	a, z := o.g.out.answerRange()
+	toolAnswer := o.g.chat && o.g.out.ans != nil && o.g.out.ans.kind == ansTool
 	for start < end {
 		stop := end
 		reasoning := start < o.g.reasoning
 		if reasoning {
 			stop = min(end, o.g.reasoning)
+		}
+		tool := toolAnswer && start >= a && start < z
+		if tool {
+			stop = min(stop, z)
+		} else if toolAnswer && start < a {
+			stop = min(stop, a)
 		}
 		if o.p.perToken {
 			stop = start + 1
@@ -131,8 +148,21 @@ func (o *streamOut) tokens(start, n int, finish string, lastUsage int) bool {
 			start = stop
 			continue
 		}
-		o.text = appendOutput(o.text[:0], o.g.base, start, stop-start)
-		ev := wireEvent{text: o.text, reasoning: reasoning, usage: o.usageAt(stop), reasoned: o.g.reasoningTokens(stop)}
+		ev := wireEvent{reasoning: reasoning, usage: o.usageAt(stop), reasoned: o.g.reasoningTokens(stop)}
+		if tool {
+			last := stop == end && finish != ""
+			o.tools = o.g.out.appendToolDeltas(o.tools[:0], start-a, stop-a, last)
+			if len(o.tools) == 0 && !last {
+				// No visible delta yet (a function name still incomplete): vLLM sends no
+				// chunk for such a step.
+				start = stop
+				continue
+			}
+			ev.tools = o.tools
+		} else {
+			o.text = o.g.out.appendText(o.text[:0], start, stop-start)
+			ev.text = o.text
+		}
 		if stop == end {
 			ev.finish = finish
 			if lastUsage != usageOmit {
@@ -198,6 +228,9 @@ func (e *Engine) writeStream(ctx context.Context, w http.ResponseWriter, g *gene
 				o.write(&wireEvent{role: true, usage: o.usageAt(0)})
 			}
 			finish, lastUsage := "", usageOmit
+			if pe.final {
+				pe.reason = g.out.finish(completion, pe.reason)
+			}
 			if pe.final && !p.finishSeparate {
 				finish = pe.reason
 				if p.usage == usageLastChoice && g.req.includeUsage {
@@ -256,4 +289,52 @@ func (e *Engine) timings(s *seq) *wireTimings {
 		t.predictedMs = float64(tl.Emissions[n-1].At-tl.Emissions[0].At) / 1e6
 	}
 	return t
+}
+
+// appendAnswerResponse appends a non-streamed chat response with an answer (output.go):
+// content (null when empty), the reasoning field as appendReasoningResponse writes it, and
+// the assembled tool calls.
+func (e *Engine) appendAnswerResponse(b []byte, g *generation, reason string, total int) []byte {
+	p := e.wire
+	o := g.out.output(total, reason, true)
+	b = appendHead(b, g.respID, "chat.completion", g.created, g.req.model)
+	b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
+	if o.Content == "" && len(o.ToolCalls) > 0 {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, o.Content)
+	}
+	r := g.reasoningTokens(total)
+	if r > 0 && !p.hideReasoning {
+		field := p.reasoning
+		if field == "" {
+			field = "reasoning_content"
+		}
+		b = append(b, `,"`+field+`":`...)
+		b = appendJSONString(b, o.Reasoning)
+	}
+	b = append(b, `,"tool_calls":[`...)
+	for i, c := range o.ToolCalls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = appendJSONString(b, c.ID)
+		b = append(b, `,"type":"function","function":{"name":`...)
+		b = appendJSONString(b, c.Name)
+		b = append(b, `,"arguments":`...)
+		b = appendJSONString(b, c.Arguments)
+		b = append(b, "}}"...)
+	}
+	b = append(b, `]},"logprobs":null,"finish_reason":`...)
+	b = appendJSONString(b, o.FinishReason)
+	b = append(b, `,"stop_reason":null}],"usage":`...)
+	b = appendUsage(b, g.req.promptTokens, total)
+	if r > 0 {
+		b = b[:len(b)-1]
+		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		b = strconv.AppendInt(b, int64(r), 10)
+		b = append(b, "}}"...)
+	}
+	return append(b, "}\n"...)
 }

@@ -166,6 +166,7 @@ type wireEvent struct {
 	usage     int    // completion tokens so far, usageOmit or usageNil
 	reasoned  int    // reasoning tokens so far (for usage details)
 	timings   *wireTimings
+	tools     []byte // delta.tool_calls entries (output.go), instead of text
 }
 
 type wireTimings struct {
@@ -234,6 +235,14 @@ func (w *wireEncoder) appendEvent(b []byte, ev *wireEvent) []byte {
 			if p.refusal {
 				b = append(b, `,"refusal":null`...)
 			}
+		case len(ev.tools) > 0:
+			// Tool calls are framed as vLLM frames them in every personality.
+			if p.roleEvery {
+				b = append(b, `"role":"assistant",`...)
+			}
+			b = append(b, `"tool_calls":[`...)
+			b = append(b, ev.tools...)
+			b = append(b, ']')
 		case len(ev.text) == 0 && p.roleEvery:
 			b = append(b, `"role":"assistant","content":""`...)
 		case len(ev.text) == 0:

@@ -114,6 +114,8 @@ type Info struct {
 	Wire              string    `json:"wire"`
 	ReasoningFraction float64   `json:"reasoning_fraction,omitempty"`
 	Noise             string    `json:"engine_noise,omitempty"`
+	// Quality is the answers' error model (ParseQuality's spec; omitted when off).
+	Quality string `json:"quality,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -132,7 +134,7 @@ func (r *resolved) info(scale float64) Info {
 		SpecK: r.SpecK, SpecAlpha: r.SpecAlpha, SpecDraftModel: r.draft.Name, Disaggregated: r.Disaggregated,
 		KVTransferBW: r.KVTransferBW, HashIDTokens: r.HashIDTokens, DefaultMaxTokens: r.DefaultMaxTokens,
 		TimeScale: scale, Faults: r.Faults.String(), Wire: wireName(r.Wire), ReasoningFraction: r.ReasoningFraction,
-		Noise: r.Noise.String(),
+		Noise: r.Noise.String(), Quality: qualityInfo(r.Quality),
 	}
 	if r.SpecK > 0 {
 		in.SpecMethod, in.SpecAlphas = r.specMethod, r.SpecAlphas
@@ -297,8 +299,9 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 	// replay of the same trace under the same Config.Seed gets the same outputs whatever
 	// order near-simultaneous requests arrive in.
 	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, faultKey))
+	out := e.outPlan(req, base)
 	st := newStream()
-	s := e.submit(req, key, respID, base, &plan, st)
+	s := e.submit(req, key, respID, out, &plan, st)
 	finished := false
 	defer func() {
 		if !finished {
@@ -313,10 +316,14 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 		}
 	}
 	w.Header().Set("X-Request-Id", key)
-	g := &generation{req: req, chat: chat, respID: respID, base: base, created: e.cfg.Now().Unix(), s: s, st: st, plan: &plan}
+	g := &generation{req: req, chat: chat, respID: respID, base: base, created: e.cfg.Now().Unix(), s: s, st: st, plan: &plan, out: out}
 	if chat {
 		g.reasoning = int(e.cfg.ReasoningFraction * float64(s.target))
+		if out.ans != nil {
+			g.reasoning = min(out.reasoning, s.target)
+		}
 	}
+	out.reasoning = g.reasoning
 	switch {
 	case api == apiResponses || api == apiMessages:
 		if req.stream {

@@ -39,6 +39,18 @@ type SimRequest struct {
 	// Images are the prompt's images, priced by the model's vision rule as over HTTP
 	// (images.go): their tokens join the prompt after its text.
 	Images []SimImage
+
+	// Answers (see the package doc, "Answers"). Tools, ToolChoice and ResponseFormat are
+	// the chat request's fields as JSON (nil: absent); with them, or a question in Prompt,
+	// the request gets an answer, whose length replaces MaxTokens as it would over HTTP
+	// (give IgnoreEOS false and MinTokens 0 to let it end). Output asks for the request's
+	// output in SimResult.Outputs; leave it false where nobody reads the text, so that no
+	// text is made.
+	Tools, ToolChoice, ResponseFormat []byte
+	Output                            bool
+	// AnswerText, when set, is the text answers are read from instead of Prompt (for a chat:
+	// each message's content followed by a newline, as the HTTP engine reads it).
+	AnswerText string
 }
 
 // SimImage is one image of a simulated prompt: its size and a key for the prefix cache (the
@@ -74,8 +86,11 @@ type SimResult struct {
 	// Timelines holds one timeline per request, in input order. Their Epoch is the Unix
 	// epoch and Scale 1: wall time = Epoch + offset.
 	Timelines []Timeline
-	Stats     SimStats
-	Info      Info
+	// Outputs holds, when any request asked for it (SimRequest.Output), each request's
+	// output in input order (the zero Output for those that did not ask); nil otherwise.
+	Outputs []Output
+	Stats   SimStats
+	Info    Info
 }
 
 // Simulate runs reqs through the same scheduler and step-time model as the HTTP engine on a
@@ -94,6 +109,8 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 	epoch := time.Unix(0, 0).UTC()
 	var tok tokenizer.Reference
 	vision := perf.VisionOf(r.model)
+	errs := newErrorModel(r.Quality, r.WeightDtype, r.Seed)
+	var plans []*outPlan // per request, only where an answer or an output is wanted
 	for i := range reqs {
 		q := &reqs[i]
 		order[i] = i
@@ -148,6 +165,17 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		*tl = Timeline{ID: q.ID, Epoch: epoch, Scale: 1, Arrival: q.Arrival, FirstScheduled: -1, Finish: -1,
 			PromptTokens: promptTokens, MaxTokens: q.MaxTokens,
 			OutputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
+		if q.Output || q.AnswerText != "" || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
+			op, err := simAnswer(q, promptTokens, tl.OutputSeed, errs, r.ReasoningFraction)
+			if err != nil {
+				return nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
+			}
+			target = op.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS, target)
+			if plans == nil {
+				plans = make([]*outPlan, len(reqs))
+			}
+			plans[i] = op
+		}
 		s := &seqs[i]
 		s.tl = tl
 		s.promptTokens = promptTokens
@@ -197,6 +225,19 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 	for i := range seqs {
 		seqs[i].hashes, seqs[i].blocks = nil, nil
 	}
+	for i, op := range plans {
+		if op != nil && reqs[i].Output {
+			if res.Outputs == nil {
+				res.Outputs = make([]Output, len(reqs))
+			}
+			tl := &res.Timelines[i]
+			if op.ans == nil {
+				op.reasoning = int(r.ReasoningFraction * float64(seqs[i].target))
+			}
+			op.reasoning = min(op.reasoning, tl.OutputTokens)
+			res.Outputs[i] = op.output(tl.OutputTokens, tl.FinishReason, true)
+		}
+	}
 	st := cl.stats()
 	res.Stats = SimStats{
 		Steps: st.Steps, BusyTime: st.BusyTime, Preemptions: st.Preemptions, PreemptedReqs: st.PreemptedRequests,
@@ -209,4 +250,27 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		res.Stats.Makespan = cl.now - reqs[order[0]].Arrival
 	}
 	return res, nil
+}
+
+// simAnswer plans the output of a simulated request: its answer, read from Prompt and the
+// structured fields validated as the HTTP engine validates them.
+func simAnswer(q *SimRequest, promptTokens int, base uint64, m *errorModel, frac float64) (*outPlan, *apiError) {
+	var r request
+	r.chat = true
+	wr := wireRequest{Tools: q.Tools, ToolChoice: q.ToolChoice, ResponseFormat: q.ResponseFormat}
+	if err := r.decodeStructured(&wr); err != nil {
+		return nil, err
+	}
+	p := &outPlan{base: base}
+	text := q.Prompt
+	if q.AnswerText != "" {
+		text = q.AnswerText
+	}
+	if !mayAnswer(text, r.tools != nil, r.format != nil) {
+		return p, nil
+	}
+	in := &answerInput{text: text, chat: true, tools: r.tools, toolChoice: r.toolChoice, format: r.format,
+		promptToks: promptTokens, maxTokens: q.MaxTokens, temperature: q.Temperature, key: base}
+	planAnswer(p, in, m, frac)
+	return p, nil
 }

@@ -77,6 +77,10 @@ type wireRequest struct {
 	StreamOptions       *wireStreamOpts `json:"stream_options"`
 	N                   *int            `json:"n"`
 	HashIDs             []int64         `json:"hash_ids"`
+	// Tools, tool choice and structured output (answer.go, wire_tools.go).
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type wireMessage struct {
@@ -125,6 +129,14 @@ type request struct {
 	// promptTokens; the vision encoder runs over imageTokens when the prefill starts.
 	images      int
 	imageTokens int
+
+	// What an answer is read from (answer.go): the chat contents (or the prompt text), the
+	// tools, tool_choice and response_format; question is set when a content asks one.
+	contents   []string
+	question   bool
+	tools      *jval
+	toolChoice *jval
+	format     *jval
 }
 
 // decodeLimits are the bounds a request is checked against.
@@ -247,6 +259,9 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 		}
 	}
 	r.hashIDs = wr.HashIDs
+	if err := r.decodeStructured(&wr); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -306,6 +321,8 @@ func (r *request) setTextPrompt(tok tokenizer.Reference, s string) {
 	r.promptIDs = tok.Encode(s)
 	r.promptTokens = len(r.promptIDs)
 	r.promptHash = hashString(fnvOffset, s)
+	r.contents = []string{s}
+	r.question = asksQuestion(s)
 }
 
 // messageContent returns a message's text and images: a string, or an array of content
@@ -363,6 +380,8 @@ func (r *request) addMessage(role string, content json.RawMessage, param string,
 	}
 	r.promptTokens += tok.Count(text)
 	r.promptIDs = append(r.promptIDs, tok.Encode(text)...)
+	r.contents = append(r.contents, text)
+	r.question = r.question || asksQuestion(text)
 	h := r.promptHash
 	h = hashString(h, role)
 	h = hashUint(h, 0)

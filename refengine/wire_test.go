@@ -62,11 +62,15 @@ func FuzzHandler(f *testing.F) {
 		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
 		`{"prompt":[1,2,3],"hash_ids":[1,2],"max_tokens":2,"min_tokens":1,"ignore_eos":true,"seed":3,"temperature":0.5}`,
 		`{"prompt":"x","max_tokens":-1}`, `nope`,
+		// Answers (answer.go): a tool call, a JSON output, a lookup.
+		`{"messages":[{"role":"user","content":"Get it.\n- a b: 2\n"}],"tools":[{"type":"function","function":{"name":"get_it","description":"Get it","parameters":{"type":"object","properties":{"aB":{"type":"integer"}},"required":["aB"]}}}],"max_tokens":9,"stream":true}`,
+		`{"messages":[{"role":"user","content":"- total: 3\n"}],"response_format":{"type":"json_object"},"max_tokens":6,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"prompt":"The key is K.\nWhat is the key?","max_tokens":8,"temperature":0}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
-	e, err := New(Config{MaxModelLen: 256, Clock: NewVirtualClock(fixedNow()), Now: fixedNow, HashIDTokens: 16})
+	e, err := New(Config{Quality: DefaultQuality(), MaxModelLen: 256, Clock: NewVirtualClock(fixedNow()), Now: fixedNow, HashIDTokens: 16})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -190,6 +190,12 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 		e.printf("\n")
 		e.field("outputs", equivalenceText(eq))
 	}
+	if c.Quality != nil {
+		e.field("quality", pairedQualityText(c.Quality))
+	}
+	if c.Judge != nil {
+		e.field("judge", judgeLine(c.Judge))
+	}
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\nConfiguration differences (base → candidate)\n")
 		for _, d := range c.ConfigDiff {

@@ -82,6 +82,9 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 	if c.Equivalence != nil {
 		p.Sections = append(p.Sections, equivalenceSection(c.Equivalence))
 	}
+	if sec, ok := pairedQualitySection(c); ok {
+		p.Sections = append(p.Sections, sec)
+	}
 	p.Sections = append(p.Sections, sidesSection(c))
 	if len(c.ConfigDiff) > 0 {
 		t := &table{Head: []string{"setting", "base: " + c.Base.Label, "cand: " + c.Cand.Label}}

@@ -95,6 +95,16 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.Cost != nil {
 		e.printf("- **Cost:** %s\n", mdEscape(costLine(s.Cost)))
 	}
+	if q := s.Quality; q != nil && q.Graded > 0 { // quality (issue 17)
+		line := qualityCore(q)
+		if f := gradeFailures(q.Failures); f != "" {
+			line += " · failed: " + f
+		}
+		e.printf("- **Quality:** %s\n", mdEscape(line))
+	}
+	if q := s.Quality; q != nil && q.Judge != nil {
+		e.printf("- **Judge:** %s\n", mdEscape(judgeLine(q.Judge)))
+	}
 	if len(s.ByClass) > 1 {
 		e.printf("\n")
 		e.mdHeader("Class", "requests", "failed", "req/s", "TTFT p50", "TTFT p99", "TPOT p99", "ITL p99", "E2E p99", "within SLO")

@@ -88,6 +88,9 @@ func runPage(s *metrics.Summary, o *HTMLOptions) *page {
 		p.Sections = append(p.Sections, sec)
 	}
 	p.Sections = append(p.Sections, outcomesSection(s))
+	if sec, ok := qualitySection(s, o.maxPoints()); ok {
+		p.Sections = append(p.Sections, sec)
+	}
 	if len(s.ByClass) > 0 {
 		p.Sections = append(p.Sections, classSection(s))
 	}

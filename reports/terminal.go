@@ -107,6 +107,9 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	if s.Cost != nil {
 		e.field("Cost", costLine(s.Cost))
 	}
+	if s.Quality != nil {
+		writeQualityTerminal(e, s.Quality)
+	}
 	if len(s.ByClass) > 1 {
 		e.printf("\n%-18s%9s%8s%9s%10s%10s%10s%10s%9s\n", "Class (ms)", "requests", "failed",
 			"req/s", "TTFT p99", "TPOT p99", "ITL p99", "E2E p99", "goodput")

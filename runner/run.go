@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/quality"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/traces"
 )
@@ -104,6 +105,10 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	startFacts.Start = now().UTC().Format(time.RFC3339)
 	opts.Info = startFacts
+	grader, err := quality.NewGrader(opts.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("the trace's expect checks: %w", err)
+	}
 	if err := writeRunFacts(opts.OutDir, RunFacts{Run: startFacts, Metrics: opts.Metrics, Workload: workloadOf(opts.Trace.Stats(), startFacts)}); err != nil {
 		return nil, err
 	}
@@ -116,6 +121,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	var writeErr atomic.Value
 	sink := func(r *metrics.Record) {
+		if grader != nil {
+			grader.Grade(r) // the request's timing is complete: grading is outside it
+		}
 		if err := rw.Write(r); err != nil {
 			writeErr.CompareAndSwap(nil, err)
 		}

@@ -263,6 +263,11 @@ type wireRequest struct {
 	Seed         *int64      `json:"seed,omitempty" msgpack:"seed,omitempty"`
 	Prompt       string      `json:"prompt,omitempty" msgpack:"prompt,omitempty"`
 	Messages     []Message   `json:"messages,omitempty" msgpack:"messages,omitempty"`
+	// Quality (issue 17); msgpack writes these as native values (wireMsgpack).
+	Tools          json.RawMessage `json:"tools,omitempty" msgpack:"-"`
+	ToolChoice     json.RawMessage `json:"tool_choice,omitempty" msgpack:"-"`
+	ResponseFormat json.RawMessage `json:"response_format,omitempty" msgpack:"-"`
+	Expect         []Expectation   `json:"expect,omitempty" msgpack:"-"`
 }
 
 func toWire(r *Request) wireRequest {
@@ -271,6 +276,7 @@ func toWire(r *Request) wireRequest {
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Session: r.Session,
 		Turn: r.Turn, HashIDs: r.HashIDs, Temperature: r.Temperature, Seed: r.Seed,
 		Prompt: r.Prompt, Messages: r.Messages,
+		Tools: r.Tools, ToolChoice: r.ToolChoice, ResponseFormat: r.ResponseFormat, Expect: r.Expect,
 	}
 	if r.Think != 0 {
 		w.ThinkS = json.Number(formatSeconds(r.Think))

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,11 @@ type wireMsgpack struct {
 	wireRequest `msgpack:",inline"`
 	ArrivalS    float64 `msgpack:"arrival_s"`
 	ThinkS      float64 `msgpack:"think_s,omitempty"`
+	// Quality (issue 17): the JSON values as msgpack maps, arrays and numbers.
+	Tools          any `msgpack:"tools,omitempty"`
+	ToolChoice     any `msgpack:"tool_choice,omitempty"`
+	ResponseFormat any `msgpack:"response_format,omitempty"`
+	Expect         any `msgpack:"expect,omitempty"`
 }
 
 // WriteMsgpack writes reqs as a msgpack trace (MsgpackMagic, then one map per request). Times
@@ -32,7 +38,15 @@ func WriteMsgpack(w io.Writer, reqs []Request) error {
 	enc.UseCompactInts(true)
 	for i := range reqs {
 		r := &reqs[i]
-		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds()}
+		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds(),
+			Tools: msgpackValue(r.Tools), ToolChoice: msgpackValue(r.ToolChoice), ResponseFormat: msgpackValue(r.ResponseFormat)}
+		if len(r.Expect) > 0 {
+			raw, err := json.Marshal(r.Expect)
+			if err != nil {
+				return fmt.Errorf("write trace: request %q: expect: %w", r.ID, err)
+			}
+			m.Expect = msgpackValue(raw)
+		}
 		if err := enc.Encode(&m); err != nil {
 			return fmt.Errorf("write trace: request %q: %w", r.ID, err)
 		}

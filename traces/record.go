@@ -28,7 +28,7 @@ const (
 
 // Fields lists every field of trace format v1 in canonical order.
 var Fields = []string{fID, fArrival, fClass, fInputTokens, fOutputTokens, fSession, fTurn,
-	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages}
+	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect}
 
 var knownField = func() map[string]bool {
 	m := make(map[string]bool, len(Fields))
@@ -77,6 +77,8 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 	var errs []fieldError
 	bad := func(field, reason string) { errs = append(errs, fieldError{field, reason}) }
 	seen := map[string]bool{}
+	var toolNames []string // quality (issue 17)
+	var choiceName string
 	for _, m := range ms {
 		if seen[m.key] {
 			bad(m.key, "appears more than once in the object (keep one)")
@@ -138,6 +140,20 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 			var fe []fieldError
 			r.Messages, fe = decodeMessages(m.val, opts)
 			errs = append(errs, fe...)
+		case fTools:
+			var fe []fieldError
+			r.Tools, toolNames, fe = decodeTools(m.val, opts)
+			errs = append(errs, fe...)
+		case fToolChoice:
+			r.ToolChoice, choiceName, why = decodeToolChoice(m.val)
+		case fResponseFormat:
+			var fe []fieldError
+			r.ResponseFormat, fe = decodeResponseFormat(m.val, opts)
+			errs = append(errs, fe...)
+		case fExpect:
+			var fe []fieldError
+			r.Expect, fe = decodeExpect(m.val)
+			errs = append(errs, fe...)
 		default:
 			if !opts.Lenient {
 				why = "unknown field (trace format v1 has " + strings.Join(Fields, ", ") +
@@ -161,6 +177,7 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 	if seen[fTurn] && !seen[fSession] {
 		bad(fTurn, "needs a session (add \"session\" or remove \"turn\")")
 	}
+	checkQuality(&r, seen, toolNames, choiceName, bad)
 	return r, errs
 }
 

@@ -10,7 +10,10 @@
 // the msgpack pair), Source, Stats, the importers and the tools (Scale, Slice, Sample, Filter).
 package traces
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Message is one chat message.
 type Message struct {
@@ -52,6 +55,15 @@ type Request struct {
 	// Temperature and Seed override sampling when set.
 	Temperature *float64
 	Seed        *int64
+
+	// Quality (issue 17). Tools, ToolChoice and ResponseFormat are sent as is in the chat
+	// request body (OpenAI format, compact JSON); Expect lists the checks package quality
+	// grades the response by. All are validated on read (traces/FORMAT.md).
+	Tools          json.RawMessage
+	ToolChoice     json.RawMessage
+	ResponseFormat json.RawMessage
+	Expect         []Expectation
+
 	// Line is the 1-based line of the trace file this request came from (0 if generated).
 	Line int
 }

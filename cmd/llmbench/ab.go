@@ -37,6 +37,7 @@ type abOptions struct {
 	output             *outputFlags
 	engine             *engineFlags
 	fail               *failureFlags
+	quality            *qualityFlags
 	fs                 *pflag.FlagSet
 }
 
@@ -55,6 +56,10 @@ Arms are two endpoints, or two configurations of the embedded reference engine g
 overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alpha=0.8).
 Intervals follow the two-level variance model (README, "Decisions under noise"): give
 --repeats 3 or more, or --repeats auto with --fail-on, for decisions that hold up on a rerun.
+
+Requests with expect checks (traces/FORMAT.md) are graded on both arms and compared per
+request (paired bootstrap of the pass/fail differences; --fail-on 'quality<-1pp' gates on it);
+--judge-endpoint adds a pairwise LLM judge after the measured runs (README, "Quality under load").
 
 Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
 than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
@@ -97,6 +102,7 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
 	o.load = addLoadFlags(fs)
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
+	o.quality = addQualityFlags(fs, true)
 	o.engine = addEngineFlags(fs)
 	o.fail = addFailureFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
@@ -143,6 +149,10 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		if !o.fs.Changed("repeats") {
 			repeats = 3
 		}
+	}
+	judgeOpts, err := o.quality.judgeOptions(app)
+	if err != nil {
+		return 2, err
 	}
 	reqs, err := o.traceFlags.read()
 	if err != nil {
@@ -205,6 +215,21 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	if res.StopReason != "" {
 		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
 	}
+	var judgeErr error
+	if judgeOpts != nil {
+		fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
+		js, err := runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
+		if err != nil {
+			// The measured comparison stands without the judge; the command fails at the end.
+			judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
+			res.Comparison.Warnings = append(res.Comparison.Warnings, judgeErr.Error())
+		} else {
+			res.Comparison.Judge = js
+		}
+		if err := runner.WriteJSON(filepath.Join(out, "ab.json"), res); err != nil {
+			return exitBadInput, err
+		}
+	}
 	pairs := runner.PairRecords(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
 	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
 		return 2, err
@@ -220,7 +245,10 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		return ee.code, ee.err
 	}
 	if res.Comparison.Regressed {
-		return exitRegression, nil
+		return exitRegression, judgeErr
+	}
+	if judgeErr != nil {
+		return exitBadInput, judgeErr
 	}
 	return exitOK, nil
 }
@@ -285,6 +313,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		closeArm()
 		return runner.Arm{}, nil, err
 	}
+	lo.KeepOutput = o.quality.keepOutput || o.quality.judgeEndpoint != ""
 	config["model"] = t.Model
 	config["backend"] = t.Backend
 	return runner.Arm{Name: name, Produce: runner.HTTPProducer(lo, timeScale), Info: info, Config: config}, closeArm, nil

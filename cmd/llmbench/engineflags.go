@@ -50,13 +50,14 @@ type engineFlags struct {
 	kvTransferGBps float64
 	wire           string
 	reasoning      float64
+	quality        string
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
 	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
-	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise"}
+	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise", "quality"}
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
@@ -88,6 +89,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
 	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see README)")
 	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
+	fs.StringVar(&f.quality, "quality", "on", "reference engine: the error model of its answers (tool calls, JSON outputs, lookups in long documents; README \"Quality probes and the engine's error model\"): on, off (every answer right), or items such as tool=5%,retry=3%,json=2%,recall=1%,middle=25%,half=16k,temp=1.5,fp8=1.5,int8=2,int4=3,seed=N changing the defaults")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
 	return f
 }
@@ -187,6 +189,9 @@ func (f *engineFlags) config() (refengine.Config, error) {
 	cfg.Faults = faults
 	if cfg.Noise, err = refengine.ParseNoise(f.noise); err != nil {
 		return cfg, fmt.Errorf("--engine-noise: %w", err)
+	}
+	if cfg.Quality, err = refengine.ParseQuality(f.quality); err != nil {
+		return cfg, fmt.Errorf("--quality: %w", err)
 	}
 	if f.profiles != "" {
 		data, err := os.ReadFile(f.profiles)

@@ -44,6 +44,7 @@ type genOptions struct {
 	maxContext         int
 	changed            func(name string) bool
 	loadEmpiricalTrace func(path string) ([]traces.Request, error)
+	probe              probeFlags // quality probe presets (genprobe.go)
 }
 
 func newGenCmd(app *App) *cobra.Command {
@@ -57,6 +58,11 @@ Presets, distributions and spec files are documented in traces/FORMAT.md and the
 package. Flags that shape classes (--input, --output, --correlation, --prefix-*, --session-*)
 apply to every class of the spec.
 
+Quality probes (` + strings.Join(workloads.ProbePresets, ", ") + `) generate graded chat
+requests with expect checks, one per arrival of --rate/--arrival over --duration (README,
+"Quality probes and the engine's error model"); --probe-lengths sets the long-context
+document lengths and --temperatures/--samples make a temperature sweep.
+
 Distributions: fixed:N, uniform:A-B, normal:mean=M,sd=S, lognormal:mean=M,sd=S,
 zipf:s=S,min=A,max=B, empirical:TRACE (lengths resampled from a trace); each may add
 min=,max= to clamp.`,
@@ -66,7 +72,11 @@ min=,max= to clamp.`,
   llmbench gen --preset rag --prefix-groups 4 --prefix-tokens 2048 --prefix-zipf 1.2 -o rag.jsonl
   llmbench gen --spec traces/examples/chat-small.spec.json -o traces/examples/chat-small.jsonl
   llmbench gen --preset agentic --print-spec > my.spec.json
-  llmbench gen --preset multimodal --rate 2 --duration 60s -o images.jsonl`,
+  llmbench gen --preset multimodal --rate 2 --duration 60s -o images.jsonl
+
+  llmbench gen --preset tool-calling --rate 5 --duration 60s -o tools.jsonl
+  llmbench gen --preset long-context-probe --probe-lengths 1k,8k,32k --max-requests 300 -o lc.jsonl
+  llmbench gen --preset json-output --temperatures 0,0.5,1,1.5 --samples 5 -o sweep.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.changed = cmd.Flags().Changed
@@ -75,7 +85,7 @@ min=,max= to clamp.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.preset, "preset", "chat", "preset: "+strings.Join(workloads.PresetNames(), ", "))
+	fs.StringVar(&o.preset, "preset", "chat", "preset: "+strings.Join(workloads.PresetNames(), ", ")+"; quality probes: "+strings.Join(workloads.ProbePresets, ", "))
 	fs.StringVar(&o.specFile, "spec", "", "spec file (JSON, as --print-spec writes); replaces --preset")
 	fs.StringVarP(&o.out, "out", "o", "-", "output trace (.jsonl, or .msgpack); - for stdout")
 	fs.BoolVar(&o.printSpec, "print-spec", false, "print the effective spec as JSON instead of generating")
@@ -105,10 +115,17 @@ min=,max= to clamp.`,
 	fs.StringVar(&o.think, "think", "lognormal:mean=3000,sd=2000,max=30000", "think time between turns, milliseconds (distribution)")
 	fs.Float64Var(&o.tpotMS, "tpot-ms", 20, "assumed ms per output token when placing later turns")
 	fs.IntVar(&o.maxContext, "max-context", 0, "end a session before its prompt exceeds this many tokens (0 = no limit)")
+	addProbeFlags(fs, &o.probe)
 	return cmd
 }
 
 func runGen(app *App, o *genOptions) error {
+	if workloads.IsProbePreset(o.preset) {
+		return runProbeGen(app, o)
+	}
+	if err := o.probe.unused(o.changed); err != nil {
+		return err
+	}
 	spec, err := genSpec(o)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ type runOptions struct {
 	engine  *engineFlags
 	shard   *shardFlags
 	fail    *failureFlags
+	quality *qualityFlags
 	args    []string
 }
 
@@ -37,6 +38,8 @@ func newRunCmd(app *App) *cobra.Command {
 intended time) against an OpenAI-compatible endpoint, or against the bundled reference engine
 when no --endpoint is given. Writes summary.json, requests.msgpack and report.html to the
 results directory and prints a summary table (run.json, the run facts, is written at start).
+Requests with expect checks (traces/FORMAT.md) are graded on their responses (summary.json's
+"quality"; llmbench grade re-grades offline); --judge-endpoint adds an LLM judge after the run.
 
 Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or more than
 --max-failure-rate failed; results are written); 130 when interrupted after writing results.`,
@@ -59,12 +62,17 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.engine = addEngineFlags(fs)
 	o.shard = addShardFlags(fs)
 	o.fail = addFailureFlags(fs)
+	o.quality = addQualityFlags(fs, false)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
 func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err := o.fail.check(); err != nil {
+		return err
+	}
+	judgeOpts, err := o.quality.judgeOptions(app)
+	if err != nil {
 		return err
 	}
 	trace, err := o.traceFlags.open(app.Stderr)
@@ -92,6 +100,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	lo.KeepOutput = o.quality.keepOutput || judgeOpts != nil
 	info.Command = commandLine(o.args)
 	info.Trace = o.traceFlags.path
 	info.Seed = o.load.seed
@@ -107,6 +116,18 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
 	})
+	var judgeErr error // a judge that cannot run fails the command after the results are shown
+	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {
+		reqs, rerr := trace.Requests()
+		if rerr == nil {
+			rerr = runJudge(ctx, app, judgeOpts, res.Dir, reqs, o.output.html(app))
+		}
+		if rerr != nil {
+			judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", rerr, res.Dir)
+		} else if s, rerr := runner.ReadSummary(res.Dir); rerr == nil {
+			res.Summary = s
+		}
+	}
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
 			err = werr
@@ -114,6 +135,9 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		if judgeErr != nil {
+			return judgeErr
+		}
 		return measuredExit(app, err, o.fail, res.Summary)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 // configuration (the endpoint is recorded redacted in run.endpoint).
 var secretFlags = map[string]bool{
 	"api-key": true, "api-key-env": true, "header": true, "endpoint": true, "a-endpoint": true, "b-endpoint": true,
+	"judge-endpoint": true, "judge-api-key-env": true, // quality (issue 17)
 }
 
 // flagConfig is every flag of the command with its value (defaults included), less

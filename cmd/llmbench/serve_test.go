@@ -90,7 +90,7 @@ func TestEngineFlagsConfig(t *testing.T) {
 	}
 	want := refengine.Config{Model: "llama-3.1-70b", GPU: "h200", TP: 2, WeightDtype: "fp8", KVDtype: "fp8", MaxNumSeqs: 64,
 		MaxNumBatchedTokens: 4096, BlockSize: 32, GPUMemUtil: 0.8, DisablePrefixCaching: true, SpecK: 4, SpecAlpha: 0.7,
-		Faults: refengine.Faults{Stall: 0.1, StallFor: time.Second}, Wire: "vllm", Seed: defaultEngineSeed}
+		Faults: refengine.Faults{Stall: 0.1, StallFor: time.Second}, Wire: "vllm", Seed: defaultEngineSeed, Quality: refengine.DefaultQuality()}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config\n got %+v\nwant %+v", cfg, want)
 	}

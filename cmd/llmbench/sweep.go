@@ -198,8 +198,16 @@ func printSweep(app *App, r *runner.SweepResult) {
 	if r.Mode == "concurrency" {
 		unit = "conc."
 	}
+	graded := false // quality (issue 17): a pass-rate column when the trace has checks
+	for _, p := range r.Points {
+		graded = graded || p.Quality != nil
+	}
 	tw := tabwriter.NewWriter(app.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "load (%s)\tachieved req/s\tout tok/s\tgoodput req/s\tgoodput %%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tfailed %%\t\n", unit)
+	qualityHead := ""
+	if graded {
+		qualityHead = "quality %\t"
+	}
+	fmt.Fprintf(tw, "load (%s)\tachieved req/s\tout tok/s\tgoodput req/s\tgoodput %%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tfailed %%\t%s\n", unit, qualityHead)
 	for _, p := range r.Points {
 		mark := ""
 		if p.GoodputFraction >= r.Target && !p.Saturated {
@@ -211,8 +219,15 @@ func printSweep(app *App, r *runner.SweepResult) {
 		if p.Limited != "" {
 			mark = " limited"
 		}
-		fmt.Fprintf(tw, "%.4g\t%.2f\t%.0f\t%.2f\t%.1f%s\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t\n", p.Rate, p.RequestsPerS, p.OutputTokensPerS, p.GoodputPerS,
-			100*p.GoodputFraction, mark, p.TTFTP50, p.TTFTP99, p.TPOTP50, p.TPOTP99, 100*p.FailedFraction)
+		quality := ""
+		switch {
+		case p.Quality != nil:
+			quality = fmt.Sprintf("%.1f [%.1f, %.1f]\t", 100*p.Quality.PassRate, 100*p.Quality.CILow, 100*p.Quality.CIHigh)
+		case graded:
+			quality = "-\t"
+		}
+		fmt.Fprintf(tw, "%.4g\t%.2f\t%.0f\t%.2f\t%.1f%s\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%s\n", p.Rate, p.RequestsPerS, p.OutputTokensPerS, p.GoodputPerS,
+			100*p.GoodputFraction, mark, p.TTFTP50, p.TTFTP99, p.TPOTP50, p.TPOTP99, 100*p.FailedFraction, quality)
 	}
 	tw.Flush()
 	if r.Capacity.Rate > 0 {

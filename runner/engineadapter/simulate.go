@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -26,6 +27,9 @@ type Simulator struct {
 	// Clock is the wall clock for the run's start (time.Now when nil); the run's times are on
 	// the engine's virtual clock.
 	Clock func() time.Time
+	// KeepOutput keeps every request's output text and tool calls in its Record; without it
+	// only requests with expect checks keep them (text is made only for those).
+	KeepOutput bool
 }
 
 func (a *Simulator) now() time.Time {
@@ -38,6 +42,10 @@ func (a *Simulator) now() time.Time {
 // SimRequests maps trace requests to the engine's simulated requests, arrivals divided by
 // rateScale.
 func SimRequests(reqs []traces.Request, rateScale float64) []refengine.SimRequest {
+	return simRequests(reqs, rateScale, false)
+}
+
+func simRequests(reqs []traces.Request, rateScale float64, keepOutput bool) []refengine.SimRequest {
 	out := make([]refengine.SimRequest, len(reqs))
 	for i, r := range reqs {
 		sr := refengine.SimRequest{
@@ -60,6 +68,21 @@ func SimRequests(reqs []traces.Request, rateScale float64) []refengine.SimReques
 		if r.Temperature != nil {
 			sr.Temperature = *r.Temperature
 		}
+		// Quality (issue 17): the structured fields, the natural end, and the output text
+		// only where someone grades or keeps it.
+		sr.Tools, sr.ToolChoice, sr.ResponseFormat = r.Tools, r.ToolChoice, r.ResponseFormat
+		if r.NaturalEnd() {
+			sr.MinTokens, sr.IgnoreEOS = 0, false
+			if len(r.Messages) > 0 {
+				var b strings.Builder
+				for _, m := range r.Messages {
+					b.WriteString(m.Content)
+					b.WriteByte('\n')
+				}
+				sr.AnswerText = b.String()
+			}
+		}
+		sr.Output = keepOutput || len(r.Expect) > 0
 		out[i] = sr
 	}
 	return out
@@ -74,7 +97,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, err
 	}
-	sims := SimRequests(reqs, a.RateScale)
+	sims := simRequests(reqs, a.RateScale, a.KeepOutput)
 	if err := addImages(sims, reqs); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
@@ -88,6 +111,9 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
 	for i := range res.Timelines {
 		rec := TimelineRecord(&res.Timelines[i], &reqs[i])
+		if res.Outputs != nil {
+			setOutput(rec, &res.Outputs[i])
+		}
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
 	}
@@ -118,11 +144,19 @@ func TimelineRecord(t *refengine.Timeline, req *traces.Request) *metrics.Record 
 		rec.End = 0
 	case t.OutputTokens == 0:
 		rec.Failure = metrics.FailEmpty
-	case t.OutputTokens < req.OutputTokens:
+	case t.OutputTokens < req.OutputTokens && !req.NaturalEnd():
 		rec.Failure = metrics.FailShortOutput
 		rec.Error = fmt.Sprintf("engine finished (%s) after %d of %d tokens", t.FinishReason, t.OutputTokens, req.OutputTokens)
 	}
 	return rec
+}
+
+// setOutput fills the record's output text and tool calls (bounded as loadgen bounds them).
+func setOutput(rec *metrics.Record, o *refengine.Output) {
+	rec.OutputText = metrics.TruncateOutput(o.Content)
+	for _, c := range o.ToolCalls {
+		rec.ToolCalls = append(rec.ToolCalls, metrics.ToolCall{ID: c.ID, Name: c.Name, Arguments: metrics.TruncateOutput(c.Arguments)})
+	}
 }
 
 // describeInfo flattens the engine's configuration into strings for run facts.

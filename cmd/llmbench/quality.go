@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/safetext"
+	"github.com/llmbench/llmbench/quality/judge"
+	"github.com/llmbench/llmbench/reports"
+	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// Quality under load (issue 17): --keep-output and the LLM judge flags of run and ab, and the
+// grade and judge-calibrate commands.
+
+func init() {
+	register("grade", newGradeCmd)
+	register("judge-calibrate", newJudgeCalibrateCmd)
+}
+
+// qualityFlags are the quality flags of run and ab.
+type qualityFlags struct {
+	fs             *pflag.FlagSet
+	keepOutput     bool
+	judgeEndpoint  string
+	judgeModel     string
+	judgeRubric    string
+	judgeConc      int
+	judgeAPIKeyEnv string
+}
+
+func addQualityFlags(fs *pflag.FlagSet, pairwise bool) *qualityFlags {
+	f := &qualityFlags{fs: fs}
+	fs.BoolVar(&f.keepOutput, "keep-output", false, "keep every response's answer text and tool calls in requests.msgpack (requests with expect checks always keep theirs)")
+	mode := "grades each kept answer against the rubric (rubric mode)"
+	if pairwise {
+		mode = "compares the two arms' answers pair by pair, each pair asked twice with the order swapped; only consistent verdicts count (pairwise mode)"
+	}
+	fs.StringVar(&f.judgeEndpoint, "judge-endpoint", "", "base URL of an OpenAI-compatible server used as LLM judge after the measured runs: it "+mode)
+	fs.StringVar(&f.judgeModel, "judge-model", "", "model name of the judge (needs --judge-endpoint)")
+	fs.StringVar(&f.judgeRubric, "judge-rubric", "", "file with the judge's rubric (default: correct, complete, responsive, follows the asked format)")
+	fs.IntVar(&f.judgeConc, "judge-concurrency", 4, "judge calls in flight at once")
+	fs.StringVar(&f.judgeAPIKeyEnv, "judge-api-key-env", "", "name of the environment variable holding the judge's API key")
+	return f
+}
+
+// judgeOptions returns the judge's options, or nil when no judge was asked for. It refuses
+// judge flags without an endpoint, which would do nothing.
+func (f *qualityFlags) judgeOptions(app *App) (*judge.Options, error) {
+	if f.judgeEndpoint == "" {
+		for _, name := range []string{"judge-model", "judge-rubric", "judge-concurrency", "judge-api-key-env"} {
+			if f.fs.Changed(name) {
+				return nil, fmt.Errorf("--%s needs --judge-endpoint (the judge's server)", name)
+			}
+		}
+		return nil, nil
+	}
+	o := judge.Options{Endpoint: f.judgeEndpoint, Model: f.judgeModel, Concurrency: f.judgeConc}
+	if f.judgeConc < 1 {
+		return nil, fmt.Errorf("--judge-concurrency %d: want at least 1", f.judgeConc)
+	}
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	if f.judgeRubric != "" {
+		b, err := os.ReadFile(f.judgeRubric)
+		if err != nil {
+			return nil, fmt.Errorf("--judge-rubric: %w", err)
+		}
+		if len(b) == 0 {
+			return nil, fmt.Errorf("--judge-rubric %s: the file is empty", safetext.Quote(f.judgeRubric, 200))
+		}
+		o.Rubric = string(b)
+	}
+	if f.judgeAPIKeyEnv != "" {
+		if o.APIKey = app.Getenv(f.judgeAPIKeyEnv); o.APIKey == "" {
+			return nil, fmt.Errorf("--judge-api-key-env %s: the variable is empty or unset", f.judgeAPIKeyEnv)
+		}
+	}
+	return &o, nil
+}
+
+type gradeOptions struct {
+	dir, trace string
+	lenient    bool
+	echartsJS  string
+}
+
+func newGradeCmd(app *App) *cobra.Command {
+	o := &gradeOptions{}
+	cmd := &cobra.Command{
+		Use:   "grade DIR",
+		Short: "Grade a finished run again, offline, against its trace's expect checks",
+		Long: `Grade every request of results directory DIR again against the expect checks of its trace
+(traces/FORMAT.md, "Quality checks"), from the answer text and tool calls the run kept in
+DIR/requests.msgpack: the grades in requests.msgpack and the quality block of summary.json are
+rewritten (every other number is left as it was) and report.html is rendered again. The same
+trace gives the same numbers as the run; a trace whose checks were edited since grades the
+same answers by the new checks. The trace must hold the run's request ids.`,
+		Example: `  llmbench grade results/20261201-120000
+  llmbench grade results/run1 --trace evals/support-v2.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dir = args[0]
+			return runGrade(app, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.trace, "trace", "", "the trace with the expect checks (default: the trace the run replayed, as named in summary.json)")
+	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
+	return cmd
+}
+
+func runGrade(app *App, o *gradeOptions) error {
+	path := o.trace
+	if path == "" {
+		sum, err := runner.ReadSummary(o.dir)
+		if err != nil {
+			return err
+		}
+		if path = sum.Run.Trace; path == "" {
+			return fmt.Errorf("%s does not name its trace: give --trace", o.dir)
+		}
+	}
+	src, err := traces.OpenFile(path, traces.ReadOptions{Lenient: o.lenient})
+	if err != nil {
+		return fmt.Errorf("%w (give the run's trace with --trace)", err)
+	}
+	res, err := runner.Regrade(o.dir, src, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(app.Stdout, "graded %d requests (%d grades changed)\n", res.Graded, res.Changed)
+	if err := reports.WriteQualityTerminal(app.Stdout, res.Summary.Quality); err != nil {
+		return err
+	}
+	fmt.Fprintf(app.Stdout, "\nresults: %s (requests.msgpack, summary.json, report.html rewritten)\n", o.dir)
+	return nil
+}
+
+type judgeCalibrateOptions struct {
+	dir, labels string
+}
+
+func newJudgeCalibrateCmd(app *App) *cobra.Command {
+	o := &judgeCalibrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "judge-calibrate --labels FILE DIR",
+		Short: "Measure how well a run's LLM-judge verdicts agree with human labels",
+		Long: `Compare the rubric verdicts an LLM judge gave in results directory DIR (DIR/judge.jsonl,
+written by run --judge-endpoint ... --judge-model ...) with human pass/fail labels, and report
+the agreement: accuracy, Cohen's kappa (agreement beyond chance) and the confusion counts.
+Calibrate a judge on a sample of about a hundred labelled answers before trusting it.
+
+The labels file is JSON Lines: {"id": "REQUEST-ID", "label": "pass"} or "fail" (or true/false).`,
+		Example: `  llmbench judge-calibrate --labels labels.jsonl results/run1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dir = args[0]
+			return runJudgeCalibrate(app, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.labels, "labels", "", "JSONL file of human labels {\"id\",\"label\"}")
+	_ = cmd.MarkFlagRequired("labels")
+	return cmd
+}
+
+func runJudgeCalibrate(app *App, o *judgeCalibrateOptions) error {
+	f, err := os.Open(o.labels)
+	if err != nil {
+		return fmt.Errorf("--labels: %w", err)
+	}
+	defer f.Close()
+	labels, err := judge.ReadLabels(f, o.labels)
+	if err != nil {
+		return err
+	}
+	vs, err := runner.ReadVerdicts(o.dir)
+	if err != nil {
+		return err
+	}
+	a := judge.Calibrate(vs, labels)
+	if a.Compared == 0 {
+		return fmt.Errorf("no request of %s has both a parsed verdict and a label (check the ids)", filepath.Join(o.dir, runner.JudgeFile))
+	}
+	kappa := "undefined (both raters gave a single label to everything)"
+	if !math.IsNaN(a.Kappa) {
+		kappa = fmt.Sprintf("%.3f", a.Kappa)
+	}
+	fmt.Fprintf(app.Stdout, "compared   %d answers with both a verdict and a label (%d verdicts without a label, %d labels without a verdict)\n", a.Compared, a.JudgeOnly, a.LabelOnly)
+	fmt.Fprintf(app.Stdout, "accuracy   %.1f%% (%d agree)\n", a.Accuracy*100, a.Agree)
+	fmt.Fprintf(app.Stdout, "kappa      %s\n", kappa)
+	fmt.Fprintf(app.Stdout, "confusion  judge pass/human pass %d · judge fail/human fail %d · judge pass/human fail %d · judge fail/human pass %d\n",
+		a.BothPass, a.BothFail, a.FalsePass, a.FalseFail)
+	return nil
+}
+
+// runJudge judges a finished run in rubric mode when a judge was asked for.
+func runJudge(ctx context.Context, app *App, jo *judge.Options, dir string, reqs []traces.Request, html reports.HTMLOptions) error {
+	fmt.Fprintf(app.Stderr, "judging the kept answers with %s (after the measured run)\n", jo.Model)
+	_, err := runner.JudgeRun(ctx, dir, reqs, *jo, html)
+	return err
+}
