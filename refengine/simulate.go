@@ -2,7 +2,6 @@ package refengine
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/llmbench/llmbench/tokenizer"
@@ -67,20 +66,20 @@ type SimResult struct {
 // virtual clock: no HTTP, no goroutines, no sleeping. It is deterministic for a given input and
 // Config (Config.Seed seeds unseeded sampling; HTTP-level faults do not apply, early-eos does).
 func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
-	r, err := cfg.resolve()
+	res, err := SimulateCluster(reqs, cfg, ClusterOptions{})
 	if err != nil {
 		return nil, err
 	}
-	cl := r.newCluster(nil, false)
-	cl.noise = newNoiser(r.Noise, r.Seed)
-	res := &SimResult{Timelines: make([]Timeline, len(reqs)), Info: r.info(1)}
+	return &res.SimResult, nil
+}
+
+// prepare checks reqs against the resolved engine and builds their sequences and timelines.
+func prepare(reqs []SimRequest, r *resolved, res *SimResult) ([]seq, error) {
 	seqs := make([]seq, len(reqs))
-	order := make([]int, len(reqs))
 	epoch := time.Unix(0, 0).UTC()
 	var tok tokenizer.Reference
 	for i := range reqs {
 		q := &reqs[i]
-		order[i] = i
 		if q.Arrival < 0 {
 			return nil, fmt.Errorf("refengine: request %d (%s): arrival %v is negative", i, q.ID, q.Arrival)
 		}
@@ -130,50 +129,5 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		}
 		s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
-	if len(reqs) > 0 {
-		cl.now = reqs[order[0]].Arrival
-	}
-	next := 0
-	for {
-		cl.advance()
-		for next < len(order) && reqs[order[next]].Arrival <= cl.now {
-			i := order[next]
-			emissionCap := seqs[i].target
-			if r.SpecK > 0 {
-				emissionCap = emissionCap/2 + 1
-			}
-			res.Timelines[i].Emissions = make([]Emission, 0, emissionCap)
-			cl.submit(&seqs[i])
-			next++
-		}
-		cl.planIdle()
-		t, ok := cl.nextEvent()
-		if next < len(order) && (!ok || reqs[order[next]].Arrival < t) {
-			t, ok = reqs[order[next]].Arrival, true
-		}
-		if !ok {
-			if cl.pending() {
-				return nil, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?)",
-					cl.running(), cl.waiting(), r.numBlocks)
-			}
-			break
-		}
-		cl.now = max(cl.now, t)
-	}
-	for i := range seqs {
-		seqs[i].hashes, seqs[i].blocks = nil, nil
-	}
-	st := cl.stats()
-	res.Stats = SimStats{
-		Steps: st.Steps, BusyTime: st.BusyTime, Preemptions: st.Preemptions, PreemptedReqs: st.PreemptedRequests,
-		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, SpecPasses: st.SpecPasses,
-		SpecDraftTokens: st.SpecDraftTokens, SpecAccepted: st.SpecAccepted, PromptTokens: st.PromptTokens,
-		GenerationTokens: st.GenerationTokens, ComputedTokens: st.ComputedTokens, MaxRunning: st.MaxRunning,
-		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: r.numBlocks, PrefixEvictions: st.PrefixEvictions,
-	}
-	if len(reqs) > 0 {
-		res.Stats.Makespan = cl.now - reqs[order[0]].Arrival
-	}
-	return res, nil
+	return seqs, nil
 }
