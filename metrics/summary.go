@@ -37,6 +37,10 @@ type Summary struct {
 	// Warnings are plain-language problems with the run (client-limited, token count
 	// mismatch, failures); a report shows them at the top.
 	Warnings []string `json:"warnings"`
+
+	// Cluster (simulate --replicas): the per-replica load of a simulated cluster, as the
+	// engine reported it; absent for a single engine and for runs over HTTP.
+	Cluster *Cluster `json:"cluster,omitempty"`
 }
 
 // RunInfo describes how the run was made.

@@ -26,6 +26,11 @@ type Simulator struct {
 	// Clock is the wall clock for the run's start (time.Now when nil); the run's times are on
 	// the engine's virtual clock.
 	Clock func() time.Time
+	// Replicas (> 1) simulates that many engines of Config behind Router (refengine.Routers;
+	// "" is round-robin) and reports their load in the summary's cluster block; 0 or 1 is one
+	// engine.
+	Replicas int
+	Router   string
 }
 
 func (a *Simulator) now() time.Time {
@@ -73,7 +78,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, err
 	}
-	res, err := refengine.Simulate(SimRequests(reqs, a.RateScale), a.Config)
+	res, err := refengine.SimulateCluster(SimRequests(reqs, a.RateScale), a.Config, refengine.ClusterOptions{Replicas: a.Replicas, Router: a.Router})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
@@ -86,7 +91,32 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
 	}
-	return &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}, nil
+	p := &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}
+	if a.Replicas > 1 {
+		p.Cluster = ClusterLoad(res)
+		if p.Engine == nil {
+			p.Engine = map[string]string{}
+		}
+		p.Engine["replicas"] = fmt.Sprint(len(res.Replicas))
+		p.Engine["router"] = res.Router
+	}
+	return p, nil
+}
+
+// ClusterLoad is the summary's cluster block of a cluster simulation.
+func ClusterLoad(res *refengine.ClusterResult) *metrics.Cluster {
+	c := &metrics.Cluster{Router: res.Router, Replicas: make([]metrics.ReplicaLoad, len(res.Replicas))}
+	for k, rs := range res.Replicas {
+		l := metrics.ReplicaLoad{Requests: rs.Requests, InputTokens: rs.PromptTokens, OutputTokens: rs.OutputTokens, Preemptions: rs.Preemptions}
+		if rs.PrefixQueries > 0 {
+			l.PrefixHitRate = float64(rs.PrefixHits) / float64(rs.PrefixQueries)
+		}
+		if res.Stats.Makespan > 0 {
+			l.BusyFraction = float64(rs.BusyTime) / float64(res.Stats.Makespan)
+		}
+		c.Replicas[k] = l
+	}
+	return c
 }
 
 // TimelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the
