@@ -1,6 +1,7 @@
 package refengine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,6 +34,14 @@ const (
 	RouterRoundRobin  = "round-robin"
 	RouterLeastLoaded = "least-loaded"
 	RouterPrefixAware = "prefix-aware"
+)
+
+// ErrTooLong is wrapped by Simulate's error when a request does not fit in the engine's
+// context (the model's, capped by the KV cache); ErrStalled when the engine can make no
+// progress with requests still queued.
+var (
+	ErrTooLong = errors.New("request longer than the max model length")
+	ErrStalled = errors.New("simulation stalled")
 )
 
 // BalanceAbsThreshold is the prefix-aware router's load guard: a replica whose outstanding
@@ -214,8 +223,8 @@ func SimulateCluster(reqs []SimRequest, cfg Config, o ClusterOptions) (*ClusterR
 				waiting += cl.waiting()
 			}
 			if running+waiting > 0 {
-				return nil, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?)",
-					running, waiting, r.numBlocks)
+				return nil, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?): %w",
+					running, waiting, r.numBlocks, ErrStalled)
 			}
 			break
 		}
@@ -359,10 +368,10 @@ func (rt *routing) route(s *seq, nth int) int {
 // prefixMatch is the number of leading blocks of hashes that replica k holds in its prefix
 // cache or is computing for a request routed to it.
 func (rt *routing) prefixMatch(k int, hashes []uint64) int {
-	cached := rt.cls[k].pools[0].c.pool.cached
+	pool := rt.cls[k].pools[0].c.pool
 	in := rt.inflight[k]
 	for i, h := range hashes {
-		if _, ok := cached[h]; ok {
+		if pool.holds(h) {
 			continue
 		}
 		if in[h] > 0 {

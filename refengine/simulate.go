@@ -102,8 +102,8 @@ func prepare(reqs []SimRequest, r *resolved, res *SimResult) ([]seq, error) {
 		case q.MaxTokens < 1:
 			return nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
 		case promptTokens > r.maxModelLen || q.MaxTokens > r.maxModelLen-promptTokens: // no sum: it could wrap
-			return nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory",
-				i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen)
+			return nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory: %w",
+				i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen, ErrTooLong)
 		case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:
 			return nil, fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
 		}

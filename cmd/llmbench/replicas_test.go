@@ -43,3 +43,61 @@ func TestSimulateReplicas(t *testing.T) {
 		t.Errorf("terminal output has no replica block:\n%s", out)
 	}
 }
+
+// TestPlanCommand: plan on the example trace prints the choice and its runner-ups, --format
+// json carries every candidate, -o writes the HTML report, and a target nothing meets exits 1.
+func TestPlanCommand(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "plan.html")
+	args := []string{"plan", "--trace", chatSmall, "--rate-scale", "4", "--slo", "ttft=400ms,tpot=40ms", "--gpus", "h100,a100",
+		"--dtypes", "bf16,fp8", "--replicas", "1..4", "--price-gpu-hour", "h100=$2.49", "--price-gpu-hour", "a100=1.79"}
+	app := newTestApp(nil)
+	if code := app.cli(append(args, "-o", html)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, app.err.String())
+	}
+	out := app.out.String()
+	for _, want := range []string{"cheapest deployment with goodput ≥ 90.0%", "chosen", "deployment", "per Mtok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "plan-goodput-price") || !strings.Contains(string(page), "chosen") {
+		t.Errorf("plan.html lacks the chart or the table")
+	}
+
+	app = newTestApp(nil)
+	if code := app.cli(append(args, "--format", "json")...); code != 0 {
+		t.Fatalf("json: exit %d: %s", code, app.err.String())
+	}
+	var res struct {
+		Best       *struct{ GPU string }
+		Candidates []struct {
+			Meets bool `json:"meets_target"`
+		}
+		Searched int
+	}
+	if err := json.Unmarshal([]byte(app.out.String()), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, app.out.String())
+	}
+	if res.Best == nil || len(res.Candidates) < 4 || res.Searched != len(res.Candidates) {
+		t.Errorf("json: best %v, %d candidates, searched %d", res.Best, len(res.Candidates), res.Searched)
+	}
+
+	app = newTestApp(nil)
+	if code := app.cli("plan", "--trace", chatSmall, "--slo", "ttft=1ms", "--replicas", "1..2", "--price-gpu-hour", "h100=2"); code != exitRegression {
+		t.Errorf("unreachable SLO: exit %d, want %d: %s", code, exitRegression, app.err.String())
+	}
+	for _, bad := range [][]string{
+		{"--replicas", "3..1"}, {"--price-gpu-hour", "h100=free"}, {"--gpus", "tpu"}, {"--format", "yaml"},
+	} {
+		app = newTestApp(nil)
+		a := append([]string{"plan", "--trace", chatSmall, "--slo", "ttft=1s", "--price-gpu-hour", "h100=2"}, bad...)
+		if code := app.cli(a...); code != exitBadInput {
+			t.Errorf("%v: exit %d, want %d", bad, code, exitBadInput)
+		}
+	}
+}

@@ -122,14 +122,26 @@ func ClusterLoad(res *refengine.ClusterResult) *metrics.Cluster {
 // TimelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the
 // arrival (a simulated client has no lag or queue); every chunk is one emission.
 func TimelineRecord(t *refengine.Timeline, req *traces.Request) *metrics.Record {
-	rec := &metrics.Record{
+	rec := &metrics.Record{}
+	FillRecord(rec, t, req)
+	return rec
+}
+
+// FillRecord is TimelineRecord into rec, whose Chunks' storage it reuses (a search that judges
+// many simulated requests one at a time allocates no record per request).
+func FillRecord(rec *metrics.Record, t *refengine.Timeline, req *traces.Request) {
+	chunks := rec.Chunks[:0]
+	if cap(chunks) < len(t.Emissions) {
+		chunks = make([]metrics.Chunk, 0, len(t.Emissions))
+	}
+	*rec = metrics.Record{
 		ID: req.ID, Class: req.Class, Session: req.Session, Turn: req.Turn,
 		Intended: int64(t.Arrival), Dispatched: int64(t.Arrival), Sent: int64(t.Arrival), Headers: int64(t.Arrival),
 		InputTokens: t.PromptTokens, OutputTokens: t.OutputTokens, TokenSource: metrics.TokensFromUsage,
 		RequestedTokens: req.OutputTokens, ServerInputTokens: t.PromptTokens, ServerOutputTokens: t.OutputTokens,
 		Status: 200,
 	}
-	rec.Chunks = make([]metrics.Chunk, 0, len(t.Emissions))
+	rec.Chunks = chunks
 	for _, e := range t.Emissions {
 		rec.Chunks = append(rec.Chunks, metrics.Chunk{T: int64(e.At), Tokens: int32(e.Tokens)})
 	}
@@ -147,7 +159,6 @@ func TimelineRecord(t *refengine.Timeline, req *traces.Request) *metrics.Record 
 		rec.Failure = metrics.FailShortOutput
 		rec.Error = fmt.Sprintf("engine finished (%s) after %d of %d tokens", t.FinishReason, t.OutputTokens, req.OutputTokens)
 	}
-	return rec
 }
 
 // describeInfo flattens the engine's configuration into strings for run facts.
