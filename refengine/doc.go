@@ -128,6 +128,15 @@
 // step independently: a request is prefilled (and gets its first token) in the first, its KV
 // cache moves to the second in tokens × KV bytes / KVTransferBW, and it decodes there.
 //
+// # Replicas
+//
+// SimulateCluster runs ClusterOptions.Replicas independent engines of one Config on one
+// virtual timeline, each request routed at its arrival by ClusterOptions.Router (see Routers:
+// round-robin, least-loaded, or prefix-aware as llm-d's inference scheduler scores replicas,
+// with a load guard). Simulate is its one-replica case. ClusterResult says where each request
+// went and what each replica did (ReplicaStats); OnFinish sees each finished request and can
+// stop the simulation, as `llmbench plan` does once a deployment cannot meet its target.
+//
 // # Clocks and ground truth
 //
 // All engine times are simulated offsets from an epoch. The HTTP engine runs on a ScaledClock

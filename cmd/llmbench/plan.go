@@ -58,11 +58,13 @@ cheapest by price per hour (GPUs × --price-gpu-hour) is chosen; its cost per mi
 that price over the simulated makespan per million input + output tokens.
 
 The search is pruned: shapes whose weights do not fit, or whose KV cache cannot hold the
-longest request, are ruled out without simulating; replicas are bisected (doubling first with
---replicas auto), assuming more replicas never lower goodput; a simulation stops as soon as
+longest request, are ruled out without simulating; replicas are doubled from the fewest
+allowed until a deployment meets the target, then bisected, assuming more replicas never
+lower goodput; a simulation stops as soon as
 enough requests have missed the SLO that the target is out of reach (its goodput is then
 shown as an upper bound, "≤"). The other engine flags (--model, --kv-dtype, --max-num-seqs,
---profiles, ...) describe every candidate alike.`,
+--profiles, ...) describe every candidate alike. Exit 0 with a choice, 1 when no deployment
+searched meets the target, 2 on bad input.`,
 		Example: `  llmbench plan --trace prod.jsonl --slo ttft=500ms,tpot=50ms --target 0.9 \
       --gpus h100,h200,a100 --dtypes bf16,fp8 --tp 1,2,4 --replicas 1..8 \
       --price-gpu-hour h100=2.49,h200=3.49,a100=1.79 -o plan.html
