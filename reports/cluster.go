@@ -19,3 +19,31 @@ func writeCluster(e *errWriter, c *metrics.Cluster) {
 	}
 	e.printf("%-14s%s\n", "", "router "+termSafe(c.Router))
 }
+
+// clusterSection is the HTML view of the cluster block: one row per replica, and a chart of
+// each replica's requests and prefix-cache hit rate.
+func clusterSection(c *metrics.Cluster) (section, bool) {
+	if c == nil || len(c.Replicas) == 0 {
+		return section{}, false
+	}
+	t := &table{ID: "replicas", Numeric: true,
+		Head: []string{"replica", "requests", "input tokens", "output tokens", "prefix hit", "busy", "preemptions"}}
+	cats := make([]string, len(c.Replicas))
+	reqs := make([]float64, len(c.Replicas))
+	hits := make([]float64, len(c.Replicas))
+	for i, r := range c.Replicas {
+		cats[i] = fmt.Sprintf("#%d", i)
+		reqs[i] = float64(r.Requests)
+		hits[i] = rnd(100 * r.PrefixHitRate)
+		t.add(txt(cats[i]), txt(fmtInt(int64(r.Requests))), txt(fmtInt(r.InputTokens)), txt(fmtInt(r.OutputTokens)),
+			txt(fmtPct(r.PrefixHitRate)), txt(fmtPct(r.BusyFraction)), txt(fmtInt(r.Preemptions)))
+	}
+	ch := &chartSpec{ID: "replica-load", Title: "Load per replica", Note: "requests routed to each replica (bars) and its prefix-cache hit rate",
+		XName: "replica", YName: "requests", Y2Name: "prefix hit %", XCats: cats, Y2Max: 100,
+		Series: []seriesSpec{{Name: "requests", Kind: "bar", Data: reqs, Color: colBlue},
+			{Name: "prefix hit %", Data: hits, YAxis: 1, Color: colOrange, Symbol: 6}},
+		Table: t}
+	return section{ID: "cluster", Title: "Replicas",
+		Intro:  fmt.Sprintf("%d engine replicas behind the %s router (simulated); the engine's own counts.", len(c.Replicas), c.Router),
+		Blocks: []block{{Charts: []*chartSpec{ch}}}}, true
+}

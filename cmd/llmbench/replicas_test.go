@@ -42,6 +42,9 @@ func TestSimulateReplicas(t *testing.T) {
 	if out := app.out.String(); !strings.Contains(out, "Replicas (3)") || !strings.Contains(out, "router round-robin") {
 		t.Errorf("terminal output has no replica block:\n%s", out)
 	}
+	if page, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(page), `id="replicas"`) {
+		t.Errorf("report.html has no replica table (%v)", err)
+	}
 }
 
 // TestPlanCommand: plan on the example trace prints the choice and its runner-ups, --format
