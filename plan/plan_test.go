@@ -177,3 +177,11 @@ func TestPlanRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestGrouped(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 149309995: "149,309,995", -12155: "-12,155"} {
+		if got := grouped(n); got != want {
+			t.Errorf("grouped(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

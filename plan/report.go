@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/llmbench/llmbench/reports"
@@ -22,7 +23,7 @@ func (r *Result) Report(trace, generator string) *reports.Plan {
 		p.Headline = fmt.Sprintf("no deployment searched reaches goodput %s: widen the search (--gpus, --tp, --replicas) or relax the SLO", pct(r.Target))
 	}
 	if trace != "" {
-		p.Facts = append(p.Facts, [2]string{"Trace", fmt.Sprintf("%s · %d requests · %d tokens (input + output)", trace, r.Requests, r.Tokens)})
+		p.Facts = append(p.Facts, [2]string{"Trace", fmt.Sprintf("%s · %s requests · %s tokens (input + output)", trace, grouped(int64(r.Requests)), grouped(r.Tokens))})
 	}
 	var slo []string
 	classes := make([]string, 0, len(r.SLO))
@@ -82,4 +83,18 @@ func money(v float64) string {
 		return fmt.Sprintf("%.3g", v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// grouped writes n with thousands separators.
+func grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
