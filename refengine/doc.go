@@ -185,7 +185,7 @@
 // # API
 //
 // refengine is a supported Go API for embedding the engine in a program or a test: New,
-// Handler, Simulate, Engine.Timeline (ground truth), Engine.Panics, OutputText (the output a
+// Handler, Simulate, SimulateCluster, Engine.Timeline (ground truth), Engine.Panics, OutputText (the output a
 // greedy or seeded request will get), the clocks (NewVirtualClock, NewScaledClock) and Config.
 // The wire format it serves is the OpenAI-compatible API, not this package. docs/ARCHITECTURE.md
 // explains how its timelines become Records (runner/engineadapter).
