@@ -150,7 +150,9 @@ func TestPrefixAwareBeatsRoundRobin(t *testing.T) {
 
 // TestReplicasScaleWithRate: N replicas at N times the rate see about the latency of one replica
 // at the base rate (each replica gets a thinned share of the same traffic); ground truth on
-// the virtual clock.
+// the virtual clock. Round-robin thinning makes each replica's arrivals more regular than the
+// Poisson stream one replica sees (Erlang-N gaps), so queueing, and with it TTFT, is a little
+// lower (about 8% here): TTFT is held within 15%, TPOT within 5%.
 func TestReplicasScaleWithRate(t *testing.T) {
 	const n = 4
 	base := synthTrace(4000, 6, 2000, 300)
@@ -173,8 +175,9 @@ func TestReplicasScaleWithRate(t *testing.T) {
 		for _, c := range []struct {
 			name     string
 			got, one float64
-		}{{"TTFT", median(ttftN), median(ttft1)}, {"TPOT", median(tpotN), median(tpot1)}} {
-			if d := (c.got - c.one) / c.one; math.Abs(d) > 0.10 {
+			tol      float64
+		}{{"TTFT", median(ttftN), median(ttft1), 0.15}, {"TPOT", median(tpotN), median(tpot1), 0.05}} {
+			if d := (c.got - c.one) / c.one; math.Abs(d) > c.tol {
 				t.Errorf("%s: %d replicas at %dx the rate: median %s %.2f ms vs one replica's %.2f ms (%+.1f%%)", router, n, n, c.name, c.got, c.one, 100*d)
 			}
 		}
