@@ -8,9 +8,11 @@
 //
 //   - a (GPU, dtype, TP) shape whose model does not fit in memory, or whose KV cache cannot
 //     hold the trace's longest request, is ruled out without simulating;
-//   - for every shape the fewest replicas that meet the target are found by doubling from the
-//     fewest allowed until one meets it, then bisecting, assuming goodput does not fall when
-//     replicas are added;
+//   - for every shape the fewest replicas that meet the target are found by stepping up one
+//     replica at a time from the fewest allowed (to LinearReplicas, then doubling and
+//     bisecting), assuming goodput does not fall when replicas are added: below
+//     LinearReplicas the first deployment that meets the target is the shape's answer, and
+//     the ones before it mostly stop early;
 //   - a simulation stops as soon as so many requests have missed the SLO that the target is
 //     out of reach (its goodput is then an upper bound, marked as such).
 //
@@ -39,8 +41,12 @@ import (
 	"github.com/llmbench/llmbench/refengine/perf"
 )
 
-// AutoMaxReplicas bounds the doubling search when Options.MaxReplicas is 0.
+// AutoMaxReplicas bounds the search when Options.MaxReplicas is 0.
 const AutoMaxReplicas = 64
+
+// LinearReplicas: up to this many replicas a shape is searched one replica at a time, beyond
+// it by doubling and bisection.
+const LinearReplicas = 8
 
 // Options say what to search and what counts as good enough.
 type Options struct {
@@ -340,14 +346,17 @@ func (o *Options) searchShape(sh shape) ([]Candidate, error) {
 		out = append(out, c)
 		return c, nil
 	}
-	// Double from the fewest replicas until a deployment meets the target (cheap probes
-	// first: a deployment far from the target stops early), then bisect.
+	// Step up one replica at a time from the fewest allowed to LinearReplicas, then double,
+	// until a deployment meets the target; then bisect what doubling skipped. Stepping keeps
+	// the full simulations few: a deployment far from the target stops early, and the first
+	// one that meets it below LinearReplicas is the fewest, with no dearer one simulated to
+	// the end before it.
 	top := o.MaxReplicas
 	if top == 0 {
 		top = AutoMaxReplicas
 	}
 	hi := top + 1 // replicas known to meet (top+1: none in range yet)
-	for r := lo + 1; ; r = min(2*r, top) {
+	for r := lo + 1; ; {
 		c, err := probe(r)
 		if err != nil {
 			return o.ruledOut(base, out, err)
@@ -359,6 +368,11 @@ func (o *Options) searchShape(sh shape) ([]Candidate, error) {
 		lo = r
 		if r == top {
 			break
+		}
+		if r < LinearReplicas {
+			r++
+		} else {
+			r = min(2*r, top)
 		}
 	}
 	for hi-lo > 1 {

@@ -58,9 +58,9 @@ cheapest by price per hour (GPUs × --price-gpu-hour) is chosen; its cost per mi
 that price over the simulated makespan per million input + output tokens.
 
 The search is pruned: shapes whose weights do not fit, or whose KV cache cannot hold the
-longest request, are ruled out without simulating; replicas are doubled from the fewest
-allowed until a deployment meets the target, then bisected, assuming more replicas never
-lower goodput; a simulation stops as soon as
+longest request, are ruled out without simulating; replicas are stepped up one at a time from
+the fewest allowed (to 8, then doubled and bisected) until a deployment meets the target,
+assuming more replicas never lower goodput; a simulation stops as soon as
 enough requests have missed the SLO that the target is out of reach (its goodput is then
 shown as an upper bound, "≤"). The other engine flags (--model, --kv-dtype, --max-num-seqs,
 --profiles, ...) describe every candidate alike. Exit 0 with a choice, 1 when no deployment
@@ -89,7 +89,7 @@ searched meets the target, 2 on bad input.`,
 	fs.StringSliceVar(&o.gpus, "gpus", []string{"h100"}, "GPU profiles to search ("+strings.Join(perf.GPUNames(), ", ")+"; a100, h100 are aliases)")
 	fs.StringSliceVar(&o.dtypes, "dtypes", []string{"bf16"}, "weight dtypes to search (bf16, fp8, int8, int4); the KV cache dtype is --kv-dtype for all")
 	fs.IntSliceVar(&o.tps, "tp", []int{1}, "tensor-parallel degrees to search (GPUs per replica)")
-	fs.StringVar(&o.replicas, "replicas", "auto", "replicas per deployment: MIN..MAX, N (exactly), or auto (1, 2, 4, … up to 64 until one meets the target)")
+	fs.StringVar(&o.replicas, "replicas", "auto", "replicas per deployment: MIN..MAX, N (exactly), or auto (1 to 64: one at a time to 8, then doubling)")
 	fs.StringVar(&o.router, "router", refengine.RouterRoundRobin, "how replicas share requests: "+strings.Join(refengine.Routers, ", "))
 	fs.StringArrayVar(&o.prices, "price-gpu-hour", nil, "price of one GPU-hour per GPU type, GPU=PRICE (comma-separated or repeated), e.g. h100=2.49,h200=3.49")
 	fs.StringVar(&o.currency, "currency", "USD", "currency label of the prices")
