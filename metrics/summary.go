@@ -39,6 +39,10 @@ type Summary struct {
 	Warnings []string `json:"warnings"`
 	// Quality is present when requests were graded against expect checks (issue 17).
 	Quality *Quality `json:"quality,omitempty"`
+
+	// Cluster (simulate --replicas): the per-replica load of a simulated cluster, as the
+	// engine reported it; absent for a single engine and for runs over HTTP.
+	Cluster *Cluster `json:"cluster,omitempty"`
 }
 
 // RunInfo describes how the run was made.

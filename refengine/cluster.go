@@ -14,6 +14,9 @@ type cluster struct {
 	transfer  func(tokens int) time.Duration
 	now       time.Duration
 	noise     *noiser // nil: step times are exactly as priced
+	// noiseBase numbers this cluster's pools in the noise draws (a replica's pools get their
+	// own; 0 for a single engine).
+	noiseBase int
 }
 
 type pool struct {
@@ -98,7 +101,7 @@ func (cl *cluster) planIdle() {
 		}
 		p.c.now = max(p.c.now, cl.now)
 		if d, ok := p.c.plan(); ok {
-			d = cl.noise.step(i, p.c.stats.Steps, cl.now, d)
+			d = cl.noise.step(cl.noiseBase+i, p.c.stats.Steps, cl.now, d)
 			p.busy, p.dur, p.end = true, d, cl.now+d
 		}
 	}
@@ -184,23 +187,8 @@ func (cl *cluster) stats() coreStats {
 	var st coreStats
 	for _, p := range cl.pools {
 		s := p.c.stats
-		st.Steps += s.Steps
-		st.BusyTime += s.BusyTime
-		st.Preemptions += s.Preemptions
-		st.PreemptedRequests += s.PreemptedRequests
-		st.PrefixQueries += s.PrefixQueries
-		st.PrefixHits += s.PrefixHits
-		st.SpecPasses += s.SpecPasses
-		st.SpecDraftTokens += s.SpecDraftTokens
-		st.SpecAccepted += s.SpecAccepted
-		st.PromptTokens += s.PromptTokens
-		st.GenerationTokens += s.GenerationTokens
-		st.ComputedTokens += s.ComputedTokens
-		st.FinishedRequests += s.FinishedRequests
-		st.AbortedRequests += s.AbortedRequests
-		st.MaxRunning = max(st.MaxRunning, s.MaxRunning)
-		st.MaxBlocksUsed = max(st.MaxBlocksUsed, s.MaxBlocksUsed)
-		st.PrefixEvictions += p.c.pool.evictions
+		s.PrefixEvictions = p.c.pool.evictions
+		st.add(s)
 	}
 	return st
 }

@@ -194,6 +194,15 @@
 // step independently: a request is prefilled (and gets its first token) in the first, its KV
 // cache moves to the second in tokens × KV bytes / KVTransferBW, and it decodes there.
 //
+// # Replicas
+//
+// SimulateCluster runs ClusterOptions.Replicas independent engines of one Config on one
+// virtual timeline, each request routed at its arrival by ClusterOptions.Router (see Routers:
+// round-robin, least-loaded, or prefix-aware as llm-d's inference scheduler scores replicas,
+// with a load guard). Simulate is its one-replica case. ClusterResult says where each request
+// went and what each replica did (ReplicaStats); OnFinish sees each finished request and can
+// stop the simulation, as `llmbench plan` does once a deployment cannot meet its target.
+//
 // # Clocks and ground truth
 //
 // All engine times are simulated offsets from an epoch. The HTTP engine runs on a ScaledClock
@@ -242,9 +251,9 @@
 // # API
 //
 // refengine is a supported Go API for embedding the engine in a program or a test: New,
-// Handler, Simulate, Engine.Timeline (ground truth), Engine.Panics, OutputText (the output a
-// greedy or seeded request without an answer will get), the clocks (NewVirtualClock,
-// NewScaledClock), Config, Quality (ParseQuality, DefaultQuality) and Output.
+// Handler, Simulate, SimulateCluster, Engine.Timeline (ground truth), Engine.Panics, OutputText
+// (the output a greedy or seeded request without an answer will get), the clocks
+// (NewVirtualClock, NewScaledClock), Config, Quality (ParseQuality, DefaultQuality) and Output.
 // The wire format it serves is the OpenAI-compatible API, not this package. docs/ARCHITECTURE.md
 // explains how its timelines become Records (runner/engineadapter).
 package refengine

@@ -2,7 +2,6 @@ package refengine
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/llmbench/llmbench/refengine/perf"
@@ -97,15 +96,17 @@ type SimResult struct {
 // virtual clock: no HTTP, no goroutines, no sleeping. It is deterministic for a given input and
 // Config (Config.Seed seeds unseeded sampling; HTTP-level faults do not apply, early-eos does).
 func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
-	r, err := cfg.resolve()
+	res, err := SimulateCluster(reqs, cfg, ClusterOptions{})
 	if err != nil {
 		return nil, err
 	}
-	cl := r.newCluster(nil, false)
-	cl.noise = newNoiser(r.Noise, r.Seed)
-	res := &SimResult{Timelines: make([]Timeline, len(reqs)), Info: r.info(1)}
+	return &res.SimResult, nil
+}
+
+// prepare checks reqs against the resolved engine and builds their sequences and timelines,
+// and the output plans of the requests that get an answer or asked for their output.
+func prepare(reqs []SimRequest, r *resolved, res *SimResult) ([]seq, []*outPlan, error) {
 	seqs := make([]seq, len(reqs))
-	order := make([]int, len(reqs))
 	epoch := time.Unix(0, 0).UTC()
 	var tok tokenizer.Reference
 	vision := perf.VisionOf(r.model)
@@ -113,9 +114,8 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 	var plans []*outPlan // per request, only where an answer or an output is wanted
 	for i := range reqs {
 		q := &reqs[i]
-		order[i] = i
 		if q.Arrival < 0 {
-			return nil, fmt.Errorf("refengine: request %d (%s): arrival %v is negative", i, q.ID, q.Arrival)
+			return nil, nil, fmt.Errorf("refengine: request %d (%s): arrival %v is negative", i, q.ID, q.Arrival)
 		}
 		var ids []int
 		promptTokens := q.PromptTokens
@@ -134,7 +134,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		for _, im := range q.Images {
 			n := vision.ImageTokens(im.Width, im.Height)
 			if n == 0 {
-				return nil, fmt.Errorf("refengine: request %d (%s): image of %dx%d pixels; give both sides >= 1", i, q.ID, im.Width, im.Height)
+				return nil, nil, fmt.Errorf("refengine: request %d (%s): image of %dx%d pixels; give both sides >= 1", i, q.ID, im.Width, im.Height)
 			}
 			if ids != nil {
 				for k := 0; k < n; k++ {
@@ -147,14 +147,14 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		promptTokens += imageTokens
 		switch {
 		case promptTokens < 1:
-			return nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
+			return nil, nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
 		case q.MaxTokens < 1:
-			return nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
+			return nil, nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
 		case promptTokens > r.maxModelLen || q.MaxTokens > r.maxModelLen-promptTokens: // no sum: it could wrap
-			return nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory",
-				i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen)
+			return nil, nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory: %w",
+				i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen, ErrTooLong)
 		case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:
-			return nil, fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
+			return nil, nil, fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
 		}
 		target := q.MaxTokens
 		if r.Faults.EarlyEOS > 0 {
@@ -168,7 +168,7 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		if q.Output || q.AnswerText != "" || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
 			op, err := simAnswer(q, promptTokens, tl.OutputSeed, errs, r.ReasoningFraction)
 			if err != nil {
-				return nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
+				return nil, nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
 			}
 			target = op.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS, target)
 			if plans == nil {
@@ -191,40 +191,12 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 		s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
 		s.rho = r.repetitionFor(q.Class)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
-	if len(reqs) > 0 {
-		cl.now = reqs[order[0]].Arrival
-	}
-	next := 0
-	for {
-		cl.advance()
-		for next < len(order) && reqs[order[next]].Arrival <= cl.now {
-			i := order[next]
-			emissionCap := seqs[i].target
-			if r.SpecK > 0 {
-				emissionCap = emissionCap/2 + 1
-			}
-			res.Timelines[i].Emissions = make([]Emission, 0, emissionCap)
-			cl.submit(&seqs[i])
-			next++
-		}
-		cl.planIdle()
-		t, ok := cl.nextEvent()
-		if next < len(order) && (!ok || reqs[order[next]].Arrival < t) {
-			t, ok = reqs[order[next]].Arrival, true
-		}
-		if !ok {
-			if cl.pending() {
-				return nil, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?)",
-					cl.running(), cl.waiting(), r.numBlocks)
-			}
-			break
-		}
-		cl.now = max(cl.now, t)
-	}
-	for i := range seqs {
-		seqs[i].hashes, seqs[i].blocks = nil, nil
-	}
+	return seqs, plans, nil
+}
+
+// fillOutputs sets res.Outputs for the requests that asked for their output (SimRequest.Output),
+// once their timelines are complete.
+func fillOutputs(reqs []SimRequest, plans []*outPlan, seqs []seq, r *resolved, res *SimResult) {
 	for i, op := range plans {
 		if op != nil && reqs[i].Output {
 			if res.Outputs == nil {
@@ -238,18 +210,6 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 			res.Outputs[i] = op.output(tl.OutputTokens, tl.FinishReason, true)
 		}
 	}
-	st := cl.stats()
-	res.Stats = SimStats{
-		Steps: st.Steps, BusyTime: st.BusyTime, Preemptions: st.Preemptions, PreemptedReqs: st.PreemptedRequests,
-		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, SpecPasses: st.SpecPasses,
-		SpecDraftTokens: st.SpecDraftTokens, SpecAccepted: st.SpecAccepted, PromptTokens: st.PromptTokens,
-		GenerationTokens: st.GenerationTokens, ComputedTokens: st.ComputedTokens, MaxRunning: st.MaxRunning,
-		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: r.numBlocks, PrefixEvictions: st.PrefixEvictions,
-	}
-	if len(reqs) > 0 {
-		res.Stats.Makespan = cl.now - reqs[order[0]].Arrival
-	}
-	return res, nil
 }
 
 // simAnswer plans the output of a simulated request: its answer, read from Prompt and the

@@ -95,6 +95,9 @@ func runPage(s *metrics.Summary, o *HTMLOptions) *page {
 		p.Sections = append(p.Sections, classSection(s))
 	}
 	p.Sections = append(p.Sections, deliverySection(s, o))
+	if sec, ok := clusterSection(s.Cluster); ok {
+		p.Sections = append(p.Sections, sec)
+	}
 	if sec, ok := workloadSection(s.Workload); ok {
 		p.Sections = append(p.Sections, sec)
 	} else if sec, ok := measuredWorkload(s.Requests); ok {

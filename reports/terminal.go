@@ -125,6 +125,7 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 				col(10, fmtDistMs(c.Latency.E2E, c.Latency.E2E.P99)), col(9, goodputCell(c.Goodput)))
 		}
 	}
+	writeCluster(e, s.Cluster)
 	if len(s.Warnings) > 0 {
 		e.printf("\nWarnings\n")
 		for _, wn := range s.Warnings {

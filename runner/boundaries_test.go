@@ -47,6 +47,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"k8sjob":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
 		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},
+		"plan":                 {mod + "loadgen", mod + "runner", mod + "traces"},
 		"quality":              {"net", "net/http", mod + "loadgen", mod + "refengine", mod + "reports", mod + "runner"},
 		"quality/judge":        {mod + "loadgen", mod + "refengine", mod + "reports", mod + "runner"},
 		"refengine":            {mod + "loadgen", mod + "metrics", mod + "reports", mod + "runner", mod + "traces"},
@@ -59,10 +60,10 @@ func TestPackageBoundaries(t *testing.T) {
 		"workloads":            {"net/http", mod + "loadgen", mod + "metrics"},
 	}
 	// reachEngine are the only packages allowed to depend on refengine.
-	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "cmd/llmbench"}
+	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "plan", "cmd/llmbench"}
 	// noNetwork packages must not import net or net/http directly (cmd parses flags and prints;
 	// servers and clients live in packages).
-	noNetwork := []string{"cmd/llmbench", "k8sjob", "calibrate"}
+	noNetwork := []string{"cmd/llmbench", "k8sjob", "calibrate", "plan"}
 	// adapterUsers are the only packages allowed to import runner/engineadapter.
 	adapterUsers := []string{"cmd/llmbench"}
 

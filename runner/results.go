@@ -102,6 +102,7 @@ func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metri
 	}
 	sum.Run = old.Run
 	sum.Workload = old.Workload
+	sum.Cluster = old.Cluster
 	if old.Run.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}

@@ -35,6 +35,9 @@ type Produced struct {
 	// Duration, when set, is the run's duration (a simulation's makespan on its virtual
 	// clock); otherwise the wall time from Start to the end of the run.
 	Duration time.Duration
+	// Cluster, when set, is the per-replica load of a simulated cluster, copied into the
+	// summary (simulate --replicas).
+	Cluster *metrics.Cluster
 	// Err, when set, ended the run early for a reason other than an interruption (the trace
 	// could not be read again): the results are still written, with a warning, and Execute
 	// returns Err.
@@ -187,6 +190,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	sum.Run = info
 	sum.Workload = workloadOf(opts.Trace.Stats(), info)
+	sum.Cluster = prod.Cluster
 	if prod.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}

@@ -37,6 +37,9 @@ func TestFlagAudit(t *testing.T) {
 		{"simulate no progress", []string{"simulate", "--trace", tr, "--no-progress"}, "--no-progress"},
 		{"simulate gpus without GPU-hour cost", []string{"simulate", "--trace", tr, "--gpus", "2"}, "--gpus"},
 		{"simulate draft model without k", []string{"simulate", "--trace", tr, "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
+		{"simulate router without replicas", []string{"simulate", "--trace", tr, "--router", "least-loaded"}, "--replicas"},
+		{"simulate unknown router", []string{"simulate", "--trace", tr, "--replicas", "2", "--router", "random"}, "--router"},
+		{"simulate zero replicas", []string{"simulate", "--trace", tr, "--replicas", "0"}, "--replicas"},
 		// serve
 		{"serve spec alpha without k", []string{"serve", "--spec-alpha", "0.5"}, "--spec-alpha"},
 		{"serve draft model without k", []string{"serve", "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
@@ -59,6 +62,7 @@ func TestFlagAudit(t *testing.T) {
 		{"sweep simulate wire", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--wire", "tgi"}, "--wire"},
 		{"sweep simulate timeout", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--timeout-idle", "5s"}, "--timeout-idle"},
 		{"sweep simulate HTTP faults", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--faults", "status-503=0.1"}, "status-503"},
+		{"sweep replicas over HTTP", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--replicas", "2"}, "--simulate"},
 		// gen
 		{"gen rate-end without a ramp", []string{"gen", "--rate-end", "4"}, "--rate-end"},
 		{"gen print-spec with out", []string{"gen", "--print-spec", "--out", "x.jsonl"}, "--out"},

@@ -289,26 +289,8 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 
 func (f *metricFlags) options() (metrics.Options, error) {
 	var o metrics.Options
-	if f.slo != "" {
-		s, err := metrics.ParseSLO(f.slo)
-		if err != nil {
-			return o, fmt.Errorf("--slo: %w", err)
-		}
-		o.SLO = s
-	}
-	for _, cs := range f.classSLO {
-		class, spec, ok := strings.Cut(cs, ":")
-		if !ok || class == "" {
-			return o, fmt.Errorf("--class-slo %q: want CLASS:ttft=…", cs)
-		}
-		s, err := metrics.ParseSLO(spec)
-		if err != nil {
-			return o, fmt.Errorf("--class-slo %s: %w", class, err)
-		}
-		if o.ClassSLO == nil {
-			o.ClassSLO = map[string]metrics.SLO{}
-		}
-		o.ClassSLO[class] = s
+	if err := parseSLOFlags(&o, f.slo, f.classSLO); err != nil {
+		return o, err
 	}
 	if st := strings.TrimSpace(f.stall); st != "" {
 		if m, ok := strings.CutSuffix(st, "x"); ok {
@@ -342,6 +324,32 @@ func (f *metricFlags) options() (metrics.Options, error) {
 	o.LagLimit = f.lagLimit
 	o.FluidityTTFT, o.FluidityTBT = f.fluidTTFT, f.fluidTBT
 	return o, nil
+}
+
+// parseSLOFlags sets o's SLO and ClassSLO from --slo and --class-slo values.
+func parseSLOFlags(o *metrics.Options, slo string, classSLO []string) error {
+	if slo != "" {
+		s, err := metrics.ParseSLO(slo)
+		if err != nil {
+			return fmt.Errorf("--slo: %w", err)
+		}
+		o.SLO = s
+	}
+	for _, cs := range classSLO {
+		class, spec, ok := strings.Cut(cs, ":")
+		if !ok || class == "" {
+			return fmt.Errorf("--class-slo %q: want CLASS:ttft=…", cs)
+		}
+		s, err := metrics.ParseSLO(spec)
+		if err != nil {
+			return fmt.Errorf("--class-slo %s: %w", class, err)
+		}
+		if o.ClassSLO == nil {
+			o.ClassSLO = map[string]metrics.SLO{}
+		}
+		o.ClassSLO[class] = s
+	}
+	return nil
 }
 
 // metricFlagNames lists the flags addMetricFlags defines.

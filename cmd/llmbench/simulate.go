@@ -23,6 +23,7 @@ type simulateOptions struct {
 	warmup      time.Duration
 	cooldown    time.Duration
 	engine      *engineFlags
+	replicas    *replicaFlags
 	metrics     *metricFlags
 	output      *outputFlags
 	fail        *failureFlags
@@ -37,11 +38,21 @@ func newSimulateCmd(app *App) *cobra.Command {
 		Long: `Run a trace through the reference engine's scheduler and step-time model on a virtual
 clock and write the same results directory and report as "run". A what-if tool: "what happens
 to P99 TTFT on H200 with FP8 and speculative decoding?" in seconds, without a GPU. Times are the
-engine's ground truth: there is no client or network in the numbers.`,
+engine's ground truth: there is no client or network in the numbers.
+
+--replicas N simulates N independent engines behind a router on one timeline ("what do four
+H100s behind a prefix-aware router do with this trace at 4x its rate?"); the summary then
+has a per-replica block (requests, tokens, prefix-cache hit rate, busy share). Routers:
+round-robin; least-loaded (fewest outstanding requests); prefix-aware (the replica holding
+the longest leading run of the prompt's KV blocks, scored as llm-d's inference scheduler
+does with its queue and KV-cache scorers, and never a replica more than 32 outstanding
+requests above the least-loaded one; least-loaded when no replica holds any of it).`,
 		Example: `  llmbench simulate --trace traces/examples/chat-small.jsonl --gpu h200 --weight-dtype fp8
   llmbench simulate --trace prod.jsonl --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-k 4 --spec-alpha 0.7 --rate-scale 2
   llmbench simulate --trace traces/examples/mixed-small.jsonl --spec-k 5 --spec-method eagle --spec-tree 8 --spec-alpha 0.9,0.8,0.7
-  llmbench simulate --trace traces/examples/mixed-small.jsonl --spec-k 4 --spec-method ngram --spec-repetition summarization=0.8,rag=0.6,0.3`,
+  llmbench simulate --trace traces/examples/mixed-small.jsonl --spec-k 4 --spec-method ngram --spec-repetition summarization=0.8,rag=0.6,0.3
+
+  llmbench simulate --trace rag.jsonl --rate-scale 4 --replicas 4 --router prefix-aware`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), app, o) },
 	}
@@ -53,6 +64,7 @@ engine's ground truth: there is no client or network in the numbers.`,
 	fs.DurationVar(&o.cooldown, "cooldown", 0, "requests arriving in the last D are cool-down (excluded, shown separately)")
 	fs.BoolVar(&o.keepOutput, "keep-output", false, "keep every response's answer text and tool calls in requests.msgpack (requests with expect checks always keep theirs; the text is made only for those kept)")
 	o.engine = addEngineFlags(fs)
+	o.replicas = addReplicaFlags(fs)
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
 	o.fail = addFailureFlags(fs)
@@ -81,11 +93,15 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	if err := simulateOnlyFlags(o, cfg); err != nil {
 		return err
 	}
+	if err := o.replicas.check(); err != nil {
+		return err
+	}
 	mopts, err := o.metrics.options()
 	if err != nil {
 		return err
 	}
-	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown, KeepOutput: o.keepOutput}
+	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown, KeepOutput: o.keepOutput,
+		Replicas: o.replicas.replicas, Router: o.replicas.router}
 	info := metrics.RunInfo{
 		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",

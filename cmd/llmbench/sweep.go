@@ -36,6 +36,7 @@ type sweepOptions struct {
 	metrics     *metricFlags
 	output      *outputFlags
 	engine      *engineFlags
+	replicas    *replicaFlags
 	fs          *pflag.FlagSet
 }
 
@@ -70,6 +71,7 @@ engine's virtual clock (seconds, no HTTP).`,
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
+	o.replicas = addReplicaFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -97,6 +99,12 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	}
 	if err := o.refuseIdleFlags(); err != nil {
 		return err
+	}
+	if err := o.replicas.check(); err != nil {
+		return err
+	}
+	if o.replicas.changed() && !o.simulate {
+		return fmt.Errorf("--replicas and --router simulate a cluster; they need --simulate")
 	}
 	var points []float64
 	if o.points != "" {
@@ -139,7 +147,8 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			if err != nil {
 				return nil, info, err
 			}
-			a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown}
+			a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown,
+				Replicas: o.replicas.replicas, Router: o.replicas.router}
 			info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
 			return a.Produce, info, nil
 		}

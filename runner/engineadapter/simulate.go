@@ -30,6 +30,11 @@ type Simulator struct {
 	// KeepOutput keeps every request's output text and tool calls in its Record; without it
 	// only requests with expect checks keep them (text is made only for those).
 	KeepOutput bool
+	// Replicas (> 1) simulates that many engines of Config behind Router (refengine.Routers;
+	// "" is round-robin) and reports their load in the summary's cluster block; 0 or 1 is one
+	// engine.
+	Replicas int
+	Router   string
 }
 
 func (a *Simulator) now() time.Time {
@@ -101,7 +106,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err := addImages(sims, reqs); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	res, err := refengine.Simulate(sims, a.Config)
+	res, err := refengine.SimulateCluster(sims, a.Config, refengine.ClusterOptions{Replicas: a.Replicas, Router: a.Router})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
@@ -117,20 +122,57 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
 	}
-	return &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}, nil
+	p := &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}
+	if a.Replicas > 1 {
+		p.Cluster = ClusterLoad(res)
+		if p.Engine == nil {
+			p.Engine = map[string]string{}
+		}
+		p.Engine["replicas"] = fmt.Sprint(len(res.Replicas))
+		p.Engine["router"] = res.Router
+	}
+	return p, nil
+}
+
+// ClusterLoad is the summary's cluster block of a cluster simulation.
+func ClusterLoad(res *refengine.ClusterResult) *metrics.Cluster {
+	c := &metrics.Cluster{Router: res.Router, Replicas: make([]metrics.ReplicaLoad, len(res.Replicas))}
+	for k, rs := range res.Replicas {
+		l := metrics.ReplicaLoad{Requests: rs.Requests, InputTokens: rs.PromptTokens, OutputTokens: rs.OutputTokens, Preemptions: rs.Preemptions}
+		if rs.PrefixQueries > 0 {
+			l.PrefixHitRate = float64(rs.PrefixHits) / float64(rs.PrefixQueries)
+		}
+		if res.Stats.Makespan > 0 {
+			l.BusyFraction = float64(rs.BusyTime) / float64(res.Stats.Makespan)
+		}
+		c.Replicas[k] = l
+	}
+	return c
 }
 
 // TimelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the
 // arrival (a simulated client has no lag or queue); every chunk is one emission.
 func TimelineRecord(t *refengine.Timeline, req *traces.Request) *metrics.Record {
-	rec := &metrics.Record{
+	rec := &metrics.Record{}
+	FillRecord(rec, t, req)
+	return rec
+}
+
+// FillRecord is TimelineRecord into rec, whose Chunks' storage it reuses (a search that judges
+// many simulated requests one at a time allocates no record per request).
+func FillRecord(rec *metrics.Record, t *refengine.Timeline, req *traces.Request) {
+	chunks := rec.Chunks[:0]
+	if cap(chunks) < len(t.Emissions) {
+		chunks = make([]metrics.Chunk, 0, len(t.Emissions))
+	}
+	*rec = metrics.Record{
 		ID: req.ID, Class: req.Class, Session: req.Session, Turn: req.Turn,
 		Intended: int64(t.Arrival), Dispatched: int64(t.Arrival), Sent: int64(t.Arrival), Headers: int64(t.Arrival),
 		InputTokens: t.PromptTokens, OutputTokens: t.OutputTokens, TokenSource: metrics.TokensFromUsage,
 		RequestedTokens: req.OutputTokens, ServerInputTokens: t.PromptTokens, ServerOutputTokens: t.OutputTokens,
 		Status: 200,
 	}
-	rec.Chunks = make([]metrics.Chunk, 0, len(t.Emissions))
+	rec.Chunks = chunks
 	for _, e := range t.Emissions {
 		rec.Chunks = append(rec.Chunks, metrics.Chunk{T: int64(e.At), Tokens: int32(e.Tokens)})
 	}
@@ -148,7 +190,6 @@ func TimelineRecord(t *refengine.Timeline, req *traces.Request) *metrics.Record 
 		rec.Failure = metrics.FailShortOutput
 		rec.Error = fmt.Sprintf("engine finished (%s) after %d of %d tokens", t.FinishReason, t.OutputTokens, req.OutputTokens)
 	}
-	return rec
 }
 
 // setOutput fills the record's output text and tool calls (bounded as loadgen bounds them).
