@@ -307,7 +307,7 @@ func fill(s *jval, name string, f *facts, depth int) (*jval, bool) {
 func typed(s *jval, typ, text string) *jval {
 	switch typ {
 	case "integer", "number":
-		if _, err := strconv.ParseFloat(text, 64); err == nil {
+		if isJSONNumber(text) && (typ == "number" || !strings.ContainsAny(text, ".eE")) {
 			return &jval{kind: 'n', str: text}
 		}
 	case "boolean":
@@ -649,10 +649,16 @@ func camel(label string) string {
 }
 
 func typedGuess(s string) *jval {
-	if _, err := strconv.ParseFloat(s, 64); err == nil && !strings.HasPrefix(s, "0") || s == "0" {
+	if isJSONNumber(s) {
 		return &jval{kind: 'n', str: s}
 	}
 	return &jval{kind: 's', str: s}
+}
+
+// isJSONNumber reports whether s is a number in JSON's grammar ("0042", "+1" and "Inf" are
+// not).
+func isJSONNumber(s string) bool {
+	return s != "" && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) && len(s) <= 64 && json.Valid([]byte(s))
 }
 
 // errorModelOff is the model of an engine without Quality: every answer right.

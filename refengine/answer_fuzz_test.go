@@ -1,6 +1,7 @@
 package refengine
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/llmbench/llmbench/tokenizer"
@@ -37,6 +38,17 @@ func FuzzAnswer(f *testing.F) {
 		for _, piece := range p.ans.toks {
 			if piece == "" || tok.Count(piece) != 1 {
 				t.Fatalf("answer token %q is not one token", piece)
+			}
+		}
+		if p.ans.wrong == "" {
+			// A right structured answer is valid JSON (a tool call's arguments, a JSON output).
+			for _, c := range p.ans.calls {
+				if args := appendTokens(nil, p.ans.toks, c.nameEnd, c.end); !json.Valid(args) {
+					t.Fatalf("arguments %s are not JSON", args)
+				}
+			}
+			if p.ans.kind == ansJSON && !json.Valid(appendTokens(nil, p.ans.toks, 0, len(p.ans.toks))) {
+				t.Fatalf("JSON answer %q is not JSON", appendTokens(nil, p.ans.toks, 0, len(p.ans.toks)))
 			}
 		}
 		total := p.target(int(n)+1, 0, false, int(n)+1)

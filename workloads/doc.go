@@ -15,10 +15,15 @@
 // counts into text with exactly InputTokens tokens under a tokenizer, deterministic from a seed,
 // with byte-identical leading text for requests that share leading hash_ids.
 //
+// GenerateProbes (ProbeSpec) makes quality probes: graded chat requests whose answers are
+// planted in the prompt (long-context-probe, tool-calling, json-output, and a temperature
+// sweep over any of them), each with its expect checks (see probes.go).
+//
 // The package must never talk to the network, read the clock, or measure anything; it reads no
 // files either (the CLI loads spec files and empirical source traces and passes them in).
 //
 // This package is a supported Go API: Spec (whose JSON form is the spec file of `llmbench
-// gen`), Generate, Arrivals, ParseDist, the presets and Prompter. A spec and seed give the
+// gen`), Generate, Arrivals, ParseDist, the presets, Prompter and the probes (GenerateProbes,
+// ProbePresets, ProbeTools, ProbeInvoiceSchema). A spec and seed give the
 // same trace in every release unless a release note says otherwise.
 package workloads

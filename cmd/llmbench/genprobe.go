@@ -46,6 +46,9 @@ func runProbeGen(app *App, o *genOptions) error {
 				n, o.preset, strings.Join(probeFlagNames, ", --"))
 		}
 	}
+	if o.changed("probe-lengths") && o.preset != "long-context-probe" {
+		return fmt.Errorf("--probe-lengths sets the documents of --preset long-context-probe; %s has none", o.preset)
+	}
 	p, err := o.probeSpec()
 	if err != nil {
 		return err

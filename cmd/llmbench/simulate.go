@@ -26,6 +26,7 @@ type simulateOptions struct {
 	metrics     *metricFlags
 	output      *outputFlags
 	fail        *failureFlags
+	keepOutput  bool // quality (issue 17): every record keeps its output
 }
 
 func newSimulateCmd(app *App) *cobra.Command {
@@ -48,6 +49,7 @@ engine's ground truth: there is no client or network in the numbers.`,
 	fs.IntVar(&o.maxRequests, "max-requests", 0, "simulate at most the first N requests (0 = all)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "requests arriving in the first D are warm-up (excluded, shown separately)")
 	fs.DurationVar(&o.cooldown, "cooldown", 0, "requests arriving in the last D are cool-down (excluded, shown separately)")
+	fs.BoolVar(&o.keepOutput, "keep-output", false, "keep every response's answer text and tool calls in requests.msgpack (requests with expect checks always keep theirs; the text is made only for those kept)")
 	o.engine = addEngineFlags(fs)
 	o.metrics = addMetricFlags(fs)
 	o.output = addOutputFlags(fs)
@@ -81,7 +83,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown}
+	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown, KeepOutput: o.keepOutput}
 	info := metrics.RunInfo{
 		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
 		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",

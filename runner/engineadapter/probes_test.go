@@ -2,6 +2,7 @@ package engineadapter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/workloads"
 )
@@ -94,5 +97,36 @@ func TestProbesAnsweredRight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimulatorOutputs: Produce fills OutputText and ToolCalls for graded requests only,
+// every request with KeepOutput (the text the engine streams: tokenizer.Text of the output
+// seed for words), and none otherwise.
+func TestSimulatorOutputs(t *testing.T) {
+	plain := []traces.Request{{ID: "p1", InputTokens: 30, OutputTokens: 12}, {ID: "p2", Arrival: time.Millisecond, InputTokens: 20, OutputTokens: 5}}
+	graded := probeTrace(t, "tool-calling", 3, nil)
+	for i := range graded {
+		graded[i].ID = fmt.Sprint("g", i)
+		graded[i].Arrival += 10 * time.Millisecond
+	}
+	reqs := append(plain, graded...)
+	for _, keep := range []bool{false, true} {
+		sim := &Simulator{Config: refengine.Config{Seed: 1}, RateScale: 1, KeepOutput: keep}
+		got := map[string]*metrics.Record{}
+		if _, err := sim.Produce(context.Background(), traces.FromSlice(reqs), func(r *metrics.Record) { got[r.ID] = r }); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range plain {
+			rec := got[r.ID]
+			if keep != (rec.OutputText != "") || (keep && (tokenizer.Reference{}).Count(rec.OutputText) != rec.OutputTokens) {
+				t.Errorf("keep=%v %s: output %q (%d tokens)", keep, r.ID, rec.OutputText, rec.OutputTokens)
+			}
+		}
+		for _, r := range graded {
+			if rec := got[r.ID]; len(rec.ToolCalls) != 1 || rec.ToolCalls[0].Name != r.Expect[0].Name || !rec.OK() {
+				t.Errorf("keep=%v %s: %+v %s", keep, r.ID, rec.ToolCalls, rec.Failure)
+			}
+		}
 	}
 }
