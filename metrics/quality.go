@@ -148,14 +148,16 @@ func (q *qualTally) counts() QualityCounts {
 // so its number of passes is Binomial(n, passed/n), drawn exactly by inverting the binomial
 // distribution function; the interval is the resampled rates of rank ⌊a·R⌋ and ⌊(1−a)·R⌋
 // (a = (1−conf)/2) in ascending order. The generator is seeded from n and passed, so the
-// same counts always give the same interval.
+// same counts always give the same interval. At 0% and 100% it is Wilson's score interval.
 func PassRateInterval(passed, n, resamples int, conf float64) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 0
 	}
 	p := float64(passed) / float64(n)
 	if passed == 0 || passed == n {
-		return p, p
+		// Every resample is the same: the bootstrap interval would have no width, which is
+		// no evidence. Wilson's score interval stays honest at 0% and 100% (proportion.go).
+		return wilson(p, float64(n), distuv.UnitNormal.Quantile(1-(1-conf)/2))
 	}
 	cdf := binomialCDF(n, p)
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(passed)^0x51a7e))
@@ -325,6 +327,19 @@ func finishPairedQuality(md *MetricDelta, qc *QualityComparison) {
 	}
 	md.Method = MethodPairedBootstrap
 	z := distuv.UnitNormal.Quantile(1 - (1-qc.Confidence)/2)
+	if md.CILow == md.CIHigh && md.Delta != 0 {
+		// Every paired request changed the same way (all passed on one side only): the
+		// bootstrap has nothing to resample, but the evidence is not nil. The share of
+		// requests that changed is then 1 of Paired, whose Wilson score interval bounds how
+		// far the difference can be from Delta.
+		lo, _ := wilson(1, float64(qc.Paired), z)
+		md.CILow, md.CIHigh = min(md.Delta, md.Delta*lo), max(md.Delta, md.Delta*lo)
+		qc.CILow, qc.CIHigh = md.CILow, md.CIHigh
+		if md.Base != 0 {
+			md.CILowPct, md.CIHighPct = md.CILow/md.Base*100, md.CIHigh/md.Base*100
+		}
+		md.Note = "every paired request changed the same way; the interval is the Wilson score bound on the share that changed"
+	}
 	md.SE = (md.CIHigh - md.CILow) / (2 * z)
 	if md.SE > 0 {
 		md.PValue = 2 * (1 - distuv.UnitNormal.CDF(math.Abs(md.Delta)/md.SE))

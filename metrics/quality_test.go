@@ -44,8 +44,12 @@ func TestPassRateIntervalMatchesSeed(t *testing.T) {
 			t.Errorf("n=%d: coverage %.3f of a 95%% interval", c.n, cov)
 		}
 	}
-	if lo, hi := PassRateInterval(50, 50, QualityResamples, QualityConfidence); lo != 1 || hi != 1 {
+	// All passed: Wilson's interval, 92.9%–100% at n = 50 (the rule of three says ≥ 94%).
+	if lo, hi := PassRateInterval(50, 50, QualityResamples, QualityConfidence); hi != 1 || lo < 0.92 || lo > 0.94 {
 		t.Errorf("all passed: [%v, %v]", lo, hi)
+	}
+	if lo, hi := PassRateInterval(0, 50, QualityResamples, QualityConfidence); lo != 0 || hi < 0.06 || hi > 0.08 {
+		t.Errorf("none passed: [%v, %v]", lo, hi)
 	}
 	a1, b1 := PassRateInterval(31, 50, QualityResamples, QualityConfidence)
 	a2, b2 := PassRateInterval(31, 50, QualityResamples, QualityConfidence)
@@ -229,6 +233,17 @@ func TestComparePairedQuality(t *testing.T) {
 	}
 	if md := metricByName(t, aa, "quality.pass_rate"); md.Verdict != VerdictUnchanged || aa.Regressed {
 		t.Errorf("A/A quality row %+v", md)
+	}
+	// A candidate that fails everything the base passed: no resample varies, yet the gate
+	// must see the regression.
+	allPass := gradedSide(60, func(int) string { return GradePass })
+	allFail := gradedSide(60, func(int) string { return GradeTool })
+	bc, err := Compare([]Source{allPass}, []Source{allFail}, CompareOptions{Thresholds: th, Resamples: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := metricByName(t, bc, "quality.pass_rate"); md.Delta != -1 || md.CIHigh >= -0.9 || md.CILow != -1 || md.Verdict != VerdictRegressed {
+		t.Errorf("all flipped: %+v", md)
 	}
 	plainSide := gradedSide(50, func(int) string { return "" })
 	nc, err := Compare([]Source{plainSide}, []Source{plainSide}, CompareOptions{Thresholds: th, Resamples: 50})
