@@ -259,6 +259,10 @@ type wireRequest struct {
 	Seed         *int64      `json:"seed,omitempty" msgpack:"seed,omitempty"`
 	Prompt       string      `json:"prompt,omitempty" msgpack:"prompt,omitempty"`
 	Messages     []Message   `json:"messages,omitempty" msgpack:"messages,omitempty"`
+	// Agentic sessions.
+	After      *[]int      `json:"after,omitempty" msgpack:"after,omitempty"`
+	ToolDelayS json.Number `json:"tool_delay_s,omitempty" msgpack:"-"`
+	Affinity   string      `json:"affinity,omitempty" msgpack:"affinity,omitempty"`
 }
 
 func toWire(r *Request) wireRequest {
@@ -271,6 +275,14 @@ func toWire(r *Request) wireRequest {
 	if r.Think != 0 {
 		w.ThinkS = json.Number(formatSeconds(r.Think))
 	}
+	if r.After != nil {
+		after := r.After
+		w.After = &after
+	}
+	if r.ToolDelay != 0 {
+		w.ToolDelayS = json.Number(formatSeconds(r.ToolDelay))
+	}
+	w.Affinity = r.Affinity
 	return w
 }
 

@@ -19,6 +19,7 @@ type wireMsgpack struct {
 	wireRequest `msgpack:",inline"`
 	ArrivalS    float64 `msgpack:"arrival_s"`
 	ThinkS      float64 `msgpack:"think_s,omitempty"`
+	ToolDelayS  float64 `msgpack:"tool_delay_s,omitempty"` // agentic sessions
 }
 
 // WriteMsgpack writes reqs as a msgpack trace (MsgpackMagic, then one map per request). Times
@@ -32,7 +33,7 @@ func WriteMsgpack(w io.Writer, reqs []Request) error {
 	enc.UseCompactInts(true)
 	for i := range reqs {
 		r := &reqs[i]
-		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds()}
+		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds(), ToolDelayS: r.ToolDelay.Seconds()}
 		if err := enc.Encode(&m); err != nil {
 			return fmt.Errorf("write trace: request %q: %w", r.ID, err)
 		}
