@@ -64,6 +64,11 @@ type Target struct {
 	CACertFile         string
 	InsecureSkipVerify bool
 	Timeouts           Timeouts
+	// SessionHeader names the header that carries each session turn's affinity key
+	// (traces.Request.Affinity, else its Session, with ".r<k>" for repeat k when Repeat > 1),
+	// so that a router can pin a session to one replica; "" sends none. The CLI's default is
+	// x-session-id.
+	SessionHeader string
 }
 
 // Options configure a run.

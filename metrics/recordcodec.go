@@ -63,6 +63,10 @@ var recordFields = [...]recordField{
 	{key: "error", omitEmpty: true, str: func(r *Record) *string { return &r.Error }},
 	{key: "output_hash", omitEmpty: true, str: func(r *Record) *string { return &r.OutputHash }},
 	{key: "response_id", omitEmpty: true, str: func(r *Record) *string { return &r.ResponseID }},
+	// Agentic sessions.
+	{key: "after", omitEmpty: true, str: func(r *Record) *string { return &r.After }},
+	{key: "think", omitEmpty: true, i64: func(r *Record) *int64 { return &r.Think }},
+	{key: "tool_delay", omitEmpty: true, i64: func(r *Record) *int64 { return &r.ToolDelay }},
 }
 
 // chunksKey is the key of the chunk array, written after recordFields.
