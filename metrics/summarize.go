@@ -28,6 +28,11 @@ const (
 	hTTFAT
 	hITLReasoning
 	hITLAnswer
+	// Agentic sessions: one value per session (sessions.go), recorded in the headline group.
+	hSessionWall
+	hSessionModel
+	hSessionTool
+	hSessionThink
 	nHist
 )
 
@@ -97,6 +102,7 @@ type summarizer struct {
 	ts         *tsBuilder
 	records    int
 	truncation error
+	sess       sessionTracker // agentic sessions
 }
 
 // Summarize computes a Summary from the records of src, following the package's measurement
@@ -202,6 +208,7 @@ func (s *summarizer) first(r *Record) {
 			s.warmEnd = r.Intended
 		}
 	}
+	s.sess.add(r, 0)
 	g, cg := s.groupsOf(r, true)
 	s.add(g, r, true)
 	if cg != nil {
@@ -441,6 +448,7 @@ func (s *summarizer) build() (*Summary, error) {
 		Histograms:     map[string]string{},
 		Warnings:       []string{},
 	}
+	sum.Sessions = s.sessions(h)
 	sum.Throughput = h.throughput(h.winStart, h.winEnd)
 	sum.Goodput = s.goodput(h, s.opts.SLO.millisMap(), sum.Throughput.WindowS)
 	if len(s.opts.ClassSLO) > 0 {
