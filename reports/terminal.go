@@ -97,6 +97,9 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	if s.Reasoning != nil {
 		e.field("Reasoning", reasoningLine(s.Reasoning))
 	}
+	if s.Sessions != nil {
+		e.field("Sessions", sessionsLine(s.Sessions))
+	}
 	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
 	e.field("Client", clientLine(s.Client))
 	if s.TokensPerChunk.Count > 0 {
