@@ -37,6 +37,8 @@ type targetFlags struct {
 	maxLine      int
 	tokenizer    string
 	scrapeMetric bool
+	// Agentic sessions.
+	sessionHeader string
 }
 
 func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
@@ -56,6 +58,7 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.IntVar(&f.maxLine, "max-line-bytes", loadgen.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", `header that carries each session turn's affinity key (the trace's "affinity", else its session) so a router can pin sessions; "" sends none`)
 	return f
 }
 
@@ -71,6 +74,7 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 		InsecureSkipVerify: f.insecure,
 		Timeouts:           loadgen.Timeouts{Connect: f.tConnect, FirstToken: f.tFirstToken, Idle: f.tIdle, Total: f.tTotal},
 		MaxLineBytes:       f.maxLine,
+		SessionHeader:      f.sessionHeader,
 	}
 	if f.tConnect < 0 || f.tFirstToken < 0 || f.tIdle < 0 || f.tTotal < 0 {
 		return t, fmt.Errorf("--timeout-connect, --timeout-first-token, --timeout-idle and --timeout-total must be >= 0 (0 = none)")
