@@ -1,6 +1,5 @@
 package metrics
 
-
 // Agentic sessions: per-session latency from the turns' records. A session is the records
 // with the same Session (and Repeat and Arm). Its wall time runs from its first turn's
 // intended send to its last turn's end. The critical path walks back from the turn that ended
@@ -49,14 +48,14 @@ type sessionKey struct {
 
 // sessionTurn is what the critical path needs of one turn's record.
 type sessionTurn struct {
-	id                string
-	turn              int
-	intended, end     int64
-	after             string
-	think, tool       int64
-	ok                bool
-	tag               int // the caller's handle on the record (Compare: its index)
-	steady            bool
+	id            string
+	turn          int
+	intended, end int64
+	after         string
+	think, tool   int64
+	ok            bool
+	tag           int // the caller's handle on the record (Compare: its index)
+	steady        bool
 }
 
 // sessionTracker groups turns into sessions.
