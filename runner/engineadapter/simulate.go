@@ -73,14 +73,22 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, err
 	}
+	first, last := trace.Span()
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
+	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
+	if hasSessions(reqs) {
+		// Session turns are released when their dependencies finish (simulate_sessions.go).
+		st, info, err := a.produceSessions(reqs, end, sink)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, nil
+	}
 	res, err := refengine.Simulate(SimRequests(reqs, a.RateScale), a.Config)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
-	first, last := trace.Span()
-	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
-	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
 	for i := range res.Timelines {
 		rec := TimelineRecord(&res.Timelines[i], &reqs[i])
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
