@@ -97,6 +97,9 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	if s.Reasoning != nil {
 		e.field("Reasoning", reasoningLine(s.Reasoning))
 	}
+	if ws, ok := workloadSessions(s.Workload); ok {
+		e.field("Workload", workloadSessionsLine(ws))
+	}
 	if s.Sessions != nil {
 		e.field("Sessions", sessionsLine(s.Sessions))
 	}
