@@ -659,7 +659,13 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	synthesized := false
 	text := q.Prompt
 	if text == "" && len(q.Messages) == 0 {
-		text = r.promptText(q)
+		// A turn with token counts only: its input_tokens are its whole prompt, the carried
+		// conversation included (workloads.Prompter.TurnText).
+		var carry bool
+		text, carry = r.prompter.TurnText(q, conv.tokens)
+		if !carry {
+			conv = &conversation{}
+		}
 		synthesized = true
 	}
 	if k.chat {
@@ -689,7 +695,7 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 			n = r.opts.Tokenizer.Count(k.prompt)
 		}
 		k.inputTokens = n
-	case i > 0:
+	case i > 0 && !synthesized:
 		k.inputTokens = conv.tokens + q.InputTokens
 	}
 	k.body, k.bodyErr = r.c.body(k)

@@ -58,13 +58,16 @@ func agenticTrace() []traces.Request {
 			return traces.Request{ID: s + "-" + string(rune('0'+n)), Session: s, Turn: n, InputTokens: in, OutputTokens: out,
 				After: after, Think: think, ToolDelay: tool, Arrival: start + ms(n*10), HashIDs: []int64{1, int64(10 + k)}}
 		}
+		// input_tokens are whole prompts: each turn's context grows past what it carries (the
+		// join's holds turn 2's prompt and reply and turns 3 and 4's replies: 1,600 tokens),
+		// except turn 4, which is shorter than turn 1's conversation (compacted: it carries none).
 		reqs = append(reqs,
 			turn(1, 1200, 40, nil, 0, 0),
-			turn(2, 300, 30, []int{1}, 0, ms(150)),
-			turn(3, 200, 50, []int{1}, 0, ms(40)),
-			turn(4, 500, 20, []int{1}, 0, ms(95)),
-			turn(5, 60, 60, []int{2, 3, 4}, ms(500), 0),
-			turn(6, 90, 25, nil, 0, ms(75)),
+			turn(2, 1500, 30, []int{1}, 0, ms(150)),
+			turn(3, 1400, 50, []int{1}, 0, ms(40)),
+			turn(4, 900, 20, []int{1}, 0, ms(95)),
+			turn(5, 1800, 60, []int{2, 3, 4}, ms(500), 0),
+			turn(6, 2000, 25, nil, 0, ms(75)),
 		)
 	}
 	reqs = append(reqs,
@@ -144,6 +147,9 @@ func TestSimulateSessionsAgreeWithRun(t *testing.T) {
 
 	for _, q := range reqs {
 		s, r := simTL[q.ID], runTL[q.ID]
+		if s.PromptTokens != q.InputTokens {
+			t.Errorf("%s: simulate sent %d prompt tokens, the trace's whole prompt is %d", q.ID, s.PromptTokens, q.InputTokens)
+		}
 		if s.PromptTokens != r.PromptTokens || s.Arrival != r.Arrival || s.Finish != r.Finish {
 			t.Errorf("%s: simulate %d prompt tokens %v..%v, run's engine %d prompt tokens %v..%v", q.ID,
 				s.PromptTokens, s.Arrival, s.Finish, r.PromptTokens, r.Arrival, r.Finish)

@@ -21,8 +21,9 @@ import (
 // its arrival; a dependent turn once its last dependency finished); the engine is stepped finish
 // by finish (refengine.Simulation.RunUntil), so that what a completion releases reaches the
 // engine exactly when it is due. The prompts are those run builds: a turn carries the prompt and
-// reply of its first dependency and the other dependencies' replies, then its own text, so the
-// prefix cache sees the growing context as it does over HTTP.
+// reply of its first dependency and the other dependencies' replies, then its own text (for a
+// turn with token counts only, what its whole input has beyond that: workloads.Prompter.TurnText),
+// so the prefix cache sees the growing context as it does over HTTP.
 
 // hasSessions reports whether any request belongs to a session.
 func hasSessions(reqs []traces.Request) bool {
@@ -74,11 +75,14 @@ type sessionSim struct {
 	prompt     []string // each request's prompt text, kept until its dependents are built
 	reply      []string
 	built      []bool
-	prompter   *workloads.Prompter
-	queue      releaseQueue
-	sim        *refengine.Simulation
-	emit       func(*metrics.Record)
-	err        error
+	// tokens is each finished request's conversation length (prompt and reply), replyTokens
+	// its reply's.
+	tokens, replyTokens []int
+	prompter            *workloads.Prompter
+	queue               releaseQueue
+	sim                 *refengine.Simulation
+	emit                func(*metrics.Record)
+	err                 error
 }
 
 // sessionDeps computes, per request, the positions in reqs of the turns it waits for: a turn's
@@ -159,7 +163,7 @@ func (a *Simulator) produceSessions(reqs []traces.Request, end time.Duration, si
 	}
 	n := len(reqs)
 	s := &sessionSim{a: a, reqs: reqs, deps: deps, dependents: make([][]int, n), left: make([]int, n),
-		state: make([]uint8, n), finish: make([]time.Duration, n), prompt: make([]string, n), reply: make([]string, n), built: make([]bool, n),
+		state: make([]uint8, n), finish: make([]time.Duration, n), prompt: make([]string, n), reply: make([]string, n), built: make([]bool, n), tokens: make([]int, n), replyTokens: make([]int, n),
 		prompter: workloads.NewPrompter(tokenizer.Reference{}, int64(a.Config.Seed), a.Config.HashIDTokens)}
 	s.emit = func(rec *metrics.Record) {
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
@@ -224,14 +228,19 @@ func (s *sessionSim) simRequest(r release) refengine.SimRequest {
 			own += m.Content
 		}
 	}
-	if own == "" {
-		own = s.prompter.Text(q)
-	}
-	prefix := ""
+	prefix, convTokens := "", 0
 	if ds := s.deps[r.pos]; len(ds) > 0 {
-		prefix = s.prompt[ds[0]] + s.reply[ds[0]]
+		prefix, convTokens = s.prompt[ds[0]]+s.reply[ds[0]], s.tokens[ds[0]]
 		for _, d := range ds[1:] {
 			prefix += s.reply[d]
+			convTokens += s.replyTokens[d]
+		}
+	}
+	if own == "" {
+		var carry bool
+		own, carry = s.prompter.TurnText(q, convTokens)
+		if !carry {
+			prefix = ""
 		}
 	}
 	sr.Prompt, sr.HashIDs = prefix+own, nil
@@ -274,6 +283,7 @@ func (s *sessionSim) done(pos int, tl *refengine.Timeline) {
 		rec.Think, rec.ToolDelay = int64(s.a.scale(q.Think)), int64(s.a.scale(q.ToolDelay))
 	}
 	s.finish[pos] = tl.Finish
+	s.tokens[pos], s.replyTokens[pos] = tl.PromptTokens+tl.OutputTokens, tl.OutputTokens
 	s.state[pos] = simOK
 	if !rec.OK() {
 		s.state[pos] = simFailed
