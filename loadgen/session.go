@@ -135,10 +135,15 @@ func (r *runner) runGraph(it *item, k *call, intended, dispatched int64) {
 		}
 	}
 	lead := it.turns[it.lead]
+	// The turns that wait for none, found before any is sent: a sent turn's finish changes
+	// left under g.mu.
+	var roots []int
 	for i := range it.turns {
-		if g.left[i] != 0 {
-			continue
+		if g.left[i] == 0 {
+			roots = append(roots, i)
 		}
+	}
+	for _, i := range roots {
 		if i == it.lead {
 			g.spawn(func() { g.sendRoot(i, k, intended, dispatched) })
 			continue
