@@ -3,6 +3,7 @@ package engineadapter
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -218,5 +219,48 @@ func TestSessionDepsOfACutTrace(t *testing.T) {
 	}
 	if _, err := sessionDeps([]traces.Request{{ID: "a", Session: "s", Turn: 1, After: []int{2}}, {ID: "b", Session: "s", Turn: 2, After: []int{1}}}); err == nil {
 		t.Error("a cycle was accepted")
+	}
+}
+
+// TestSimulatedFailureDropsDependents: a turn whose engine timeline did not finish (the record
+// fails) is not followed: its dependents are recorded as dropped, naming it, and so are theirs,
+// while a branch that does not depend on it is released.
+func TestSimulatedFailureDropsDependents(t *testing.T) {
+	reqs := []traces.Request{
+		{ID: "plan", Session: "s", Turn: 1, InputTokens: 10, OutputTokens: 5},
+		{ID: "sub", Session: "s", Turn: 2, After: []int{1}, InputTokens: 10, OutputTokens: 5},
+		{ID: "join", Session: "s", Turn: 3, After: []int{2}, InputTokens: 10, OutputTokens: 5},
+		{ID: "side", Session: "s", Turn: 4, After: []int{}, InputTokens: 10, OutputTokens: 5},
+	}
+	deps, err := sessionDeps(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(reqs)
+	var recs []*metrics.Record
+	s := &sessionSim{a: &Simulator{RateScale: 1}, reqs: reqs, deps: deps, dependents: make([][]int, n), left: make([]int, n),
+		state: make([]uint8, n), finish: make([]time.Duration, n), prompt: make([]string, n), reply: make([]string, n),
+		built: make([]bool, n), tokens: make([]int, n), replyTokens: make([]int, n),
+		emit: func(r *metrics.Record) { recs = append(recs, r) }}
+	for i, ds := range deps {
+		s.left[i] = len(ds)
+		for _, d := range ds {
+			s.dependents[d] = append(s.dependents[d], i)
+		}
+	}
+	s.done(0, &refengine.Timeline{ID: "plan", Arrival: 7 * time.Millisecond, Finish: -1, PromptTokens: 10})
+	if len(recs) != 3 || recs[0].ID != "plan" || recs[0].OK() {
+		t.Fatalf("records %+v", recs)
+	}
+	for _, r := range recs[1:] {
+		if r.Failure != metrics.FailDropped || r.Intended != int64(7*time.Millisecond) {
+			t.Errorf("%s: %q intended %d, want dropped when plan was", r.ID, r.Failure, r.Intended)
+		}
+	}
+	if recs[1].ID != "sub" || !strings.Contains(recs[1].Error, "turn 1 (plan)") || recs[2].ID != "join" || !strings.Contains(recs[2].Error, "turn 2 (sub)") {
+		t.Errorf("drops %q: %q / %q: %q", recs[1].ID, recs[1].Error, recs[2].ID, recs[2].Error)
+	}
+	if len(s.queue) != 0 || s.state[3] != simPending {
+		t.Errorf("the independent branch was touched: queue %v state %d", s.queue, s.state[3])
 	}
 }

@@ -282,7 +282,7 @@ func (s *sessionSim) done(pos int, tl *refengine.Timeline) {
 		rec.After = s.reqs[latest].ID
 		rec.Think, rec.ToolDelay = int64(s.a.scale(q.Think)), int64(s.a.scale(q.ToolDelay))
 	}
-	s.finish[pos] = tl.Finish
+	s.finish[pos] = max(tl.Finish, tl.Arrival) // a timeline that did not finish ends where it began
 	s.tokens[pos], s.replyTokens[pos] = tl.PromptTokens+tl.OutputTokens, tl.OutputTokens
 	s.state[pos] = simOK
 	if !rec.OK() {
