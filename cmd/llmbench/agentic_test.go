@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -152,4 +154,45 @@ func TestAgenticSessionsAgainstEngine(t *testing.T) {
 			t.Errorf("summary wall max %v model max %v, engine ground truth %v / %v", ss.WallMs.Max, ss.ModelMs.Max, wallMax, modelMax)
 		}
 	})
+}
+
+// TestImportAgenticCLI imports a Weka trace and a Mooncake toolagent trace through the CLI:
+// the sessions come out with their dependencies, the Weka block size is named with how to
+// replay it, and --tpot-ms changes the derived tool delays.
+func TestImportAgenticCLI(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "weka.jsonl")
+	app := newTestApp(nil)
+	if code := app.cli("import", "--format", "weka", "../../traces/testdata/import/weka.jsonl", "-o", out); code != 0 {
+		t.Fatalf("import weka: %s", app.err.String())
+	}
+	if !strings.Contains(app.err.String(), "--prefix-block-tokens 64") {
+		t.Errorf("no replay note for 64-token blocks: %s", app.err.String())
+	}
+	reqs, err := traces.ReadFile(out, traces.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := traces.ComputeStats(reqs); st.Sessions != 2 || st.Agentic == nil || st.Agentic.JoinTurns != 2 {
+		t.Fatalf("weka stats %+v", st)
+	}
+	delays := func(tpot string) time.Duration {
+		out := filepath.Join(dir, "ta-"+tpot+".jsonl")
+		app := newTestApp(nil)
+		if code := app.cli("import", "--format", "toolagent", "--drop-failed", "--tpot-ms", tpot, "../../traces/testdata/import/toolagent.jsonl", "-o", out); code != 0 {
+			t.Fatalf("import toolagent: %s", app.err.String())
+		}
+		reqs, err := traces.ReadFile(out, traces.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum time.Duration
+		for _, q := range reqs {
+			sum += q.ToolDelay
+		}
+		return sum
+	}
+	if a, b := delays("30"), delays("100"); a <= b || b <= 0 {
+		t.Errorf("tool delays %v at 30 ms per token, %v at 100 ms", a, b)
+	}
 }
