@@ -410,6 +410,7 @@ func TestImportWeka(t *testing.T) {
 		{`{"id":"a","block_size":64,"requests":[]}` + "\n" + `{"id":"b","block_size":16,"requests":[]}`, "x.json:2: block_size: 16 differs"},
 		{`{"id":"a","hash_id_scope":"x","requests":[]}`, `x.json:1: hash_id_scope: must be "local" or "global"`},
 		{"{\"id\":\"a\",\n\"requests\":[", "x.json:2: the file ends inside a JSON value"},
+		{`{"id":"a","requests":` + strings.Repeat(`[{"t":0,"type":"subagent","requests":`, 70) + `[]` + strings.Repeat(`}]`, 70) + `}`, "x.json:1: requests: sub-agents nested more than 64 deep"},
 	} {
 		_, err := Import("weka", strings.NewReader(bad.in), "x.json", ImportOptions{})
 		if err == nil || !strings.HasPrefix(err.Error(), bad.want) {

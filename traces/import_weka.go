@@ -26,6 +26,10 @@ import (
 // sub-agents that do not run in the background. A file holds one conversation, or several
 // one after another (JSON Lines).
 
+// MaxWekaDepth bounds the nesting of sub-agents in a Weka trace (each level is parsed again, so
+// the bound keeps a hostile file from costing time quadratic in its size).
+const MaxWekaDepth = 64
+
 // wekaTrace is the state of one conversation's import.
 type wekaTrace struct {
 	w       *wekaImport
@@ -249,7 +253,7 @@ func (w *wekaImport) conversation(off int, obj []byte) (bool, error) {
 	}
 	// The nested timestamp convention: relative when any sub-agent request is earlier than its
 	// marker.
-	rel, err := w.relativeNested(reqsAt, 0)
+	rel, err := w.relativeNested(reqsAt, 0, 0)
 	if err != nil {
 		return false, err
 	}
@@ -262,7 +266,11 @@ func (w *wekaImport) conversation(off int, obj []byte) (bool, error) {
 
 // relativeNested reports whether a sub-agent request in list (whose marker is at base seconds,
 // absolute-style) is earlier than its marker.
-func (w *wekaImport) relativeNested(list rawAt, base float64) (bool, error) {
+func (w *wekaImport) relativeNested(list rawAt, base float64, depth int) (bool, error) {
+	if depth > MaxWekaDepth {
+		return false, &LineError{File: w.name, Line: w.lines.at(list.off), Field: "requests",
+			Reason: fmt.Sprintf("sub-agents nested more than %d deep", MaxWekaDepth)}
+	}
 	elems, ok, err := w.elements(list)
 	if err != nil || !ok {
 		return false, err
@@ -278,7 +286,7 @@ func (w *wekaImport) relativeNested(list rawAt, base float64) (bool, error) {
 		}
 		if scalar(m["type"].raw) == "subagent" {
 			if inner, ok := m["requests"]; ok {
-				if rel, err := w.relativeNested(inner, tv.f); err != nil || rel {
+				if rel, err := w.relativeNested(inner, tv.f, depth+1); err != nil || rel {
 					return rel, err
 				}
 			}
