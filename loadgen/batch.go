@@ -137,7 +137,7 @@ func (r *runner) embeddingCall(k *call, q *traces.Request) {
 		case text == "" && len(m.Messages) > 0:
 			text = joinMessages(m.Messages)
 		case text == "":
-			text = r.promptText(m)
+			text = r.prompter.Text(m)
 		}
 		if r.opts.Tokenizer != nil && (m.Prompt != "" || len(m.Messages) > 0) {
 			n += r.opts.Tokenizer.Count(text)

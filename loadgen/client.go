@@ -99,6 +99,9 @@ func newClient(t Target, dial func(ctx context.Context, network, addr string) (n
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
+	if !validHeaderName(t.SessionHeader) {
+		return nil, fmt.Errorf("session header %s: not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", safetext.Quote(t.SessionHeader, 64))
+	}
 	switch t.API {
 	case "", "completions", "chat":
 	case "responses", "messages", "embeddings":
@@ -244,6 +247,13 @@ type call struct {
 	tools, toolChoice, responseFormat json.RawMessage
 	// natural sends neither ignore_eos nor min_tokens (traces.Request.NaturalEnd).
 	natural bool
+
+	// Agentic sessions: the session-affinity key (sent in Target.SessionHeader), and what the
+	// record says about the turn's wait: the dependency whose end released it, and the think
+	// and tool delays (ns, rate-scaled) it waited after that.
+	affinity        string
+	after           string
+	think, toolWait int64
 }
 
 type streamOptions struct {
@@ -402,6 +412,9 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	}
 	if k.requestID != "" {
 		req.Header.Set("X-Request-Id", k.requestID)
+	}
+	if c.target.SessionHeader != "" && k.affinity != "" {
+		req.Header.Set(c.target.SessionHeader, k.affinity)
 	}
 	to := c.target.Timeouts
 	tm := &timers{idleD: to.Idle}
@@ -709,4 +722,15 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 	n.finish()
 	n.complete()
 	return string(n.out)
+}
+
+// validHeaderName reports whether s is "" or an HTTP header field name (an RFC 9110 token).
+func validHeaderName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -84,6 +84,12 @@ type Target struct {
 	// http:// URL gets HTTP/1.1 and an https:// one what ALPN settles (HTTP/2 if offered).
 	// HTTP/2 multiplexes streams over few connections (Result.Connections).
 	HTTP2 bool
+
+	// SessionHeader names the header that carries each session turn's affinity key
+	// (traces.Request.Affinity, else its Session, with ".r<k>" for repeat k when Repeat > 1),
+	// so that a router can pin a session to one replica; "" sends none. The CLI's default is
+	// x-session-id.
+	SessionHeader string
 }
 
 // Options configure a run.

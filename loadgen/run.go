@@ -24,6 +24,12 @@ type item struct {
 	repeat   int
 	intended time.Duration // the first turn's intended offset from the run start
 	pos      int           // the position in the trace of the session's first request (ties)
+	// Agentic sessions: deps[i] are the positions turn i waits for (traces.SessionDeps), set
+	// only for a session whose turns do not simply follow one another (graph); lead is the turn
+	// sent first, at intended (the earliest of those that wait for none).
+	deps  [][]int
+	graph bool
+	lead  int
 }
 
 // runner holds one run's state.
@@ -101,7 +107,10 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	if r.progress == nil {
 		r.progress = &Progress{}
 	}
-	p := r.newPlanner(src)
+	p, err := r.newPlanner(src)
+	if err != nil {
+		return nil, err
+	}
 	if opts.MaxConcurrency > 0 {
 		r.sem = make(chan struct{}, opts.MaxConcurrency)
 	}
@@ -237,7 +246,7 @@ type planner struct {
 // errPlanStop ends a walk of the trace early.
 var errPlanStop = errors.New("plan stopped")
 
-func (r *runner) newPlanner(src traces.Source) *planner {
+func (r *runner) newPlanner(src traces.Source) (*planner, error) {
 	o := r.opts
 	p := &planner{src: src, o: o, total: src.Len() * o.Repeat}
 	first, last := src.Span()
@@ -258,8 +267,11 @@ func (r *runner) newPlanner(src traces.Source) *planner {
 		p.sessions = append(p.sessions, it)
 	})
 	for _, it := range p.sessions {
-		sort.SliceStable(it.turns, func(a, b int) bool { return it.turns[a].Turn < it.turns[b].Turn })
+		traces.SortTurns(it.turns)
 		it.intended = p.scale(it.turns[0].Arrival)
+		if err := p.sessionGraph(it); err != nil {
+			return nil, err
+		}
 	}
 	sort.Slice(p.sessions, func(a, b int) bool { return p.sessions[a].before(p.sessions[b].intended, p.sessions[b].pos) })
 	// The run's nominal end: Duration, else the length of the replay (the trace's span plus
@@ -268,7 +280,7 @@ func (r *runner) newPlanner(src traces.Source) *planner {
 	if r.runEnd == 0 {
 		r.runEnd = time.Duration(o.Repeat) * p.period
 	}
-	return p
+	return p, nil
 }
 
 func (p *planner) scale(d time.Duration) time.Duration {
@@ -296,6 +308,7 @@ func (p *planner) each(yield func(*item) bool) {
 			}
 			if len(it.turns) > left {
 				it.turns = it.turns[:left]
+				it.cut()
 			}
 			left -= len(it.turns)
 		}
@@ -306,7 +319,7 @@ func (p *planner) each(yield func(*item) bool) {
 		off := time.Duration(k) * p.period
 		session := func(i int) *item {
 			t := p.sessions[i]
-			return &item{turns: t.turns, repeat: k, intended: off + t.intended, pos: t.pos}
+			return &item{turns: t.turns, repeat: k, intended: off + t.intended, pos: t.pos, deps: t.deps, graph: t.graph, lead: t.lead}
 		}
 		si := 0
 		err := p.src.Singles(func(pos int, q *traces.Request) error {
@@ -376,7 +389,7 @@ func (r *runner) startPreparer(p *planner) *preparer {
 			n++
 			var k *call
 			if r.soft.Err() == nil {
-				k = r.buildCall(it, 0, nil)
+				k = r.buildCall(it, it.lead, nil)
 			}
 			select {
 			case pr.calls <- prepared{it, k}:
@@ -464,7 +477,7 @@ func (r *runner) closedLoop(p *planner) {
 				mu.Unlock()
 				return
 			}
-			k := r.buildCall(it, 0, nil)
+			k := r.buildCall(it, it.lead, nil)
 			now = r.c.now()
 			r.runItem(it, k, now, now)
 		}
@@ -481,22 +494,32 @@ type conversation struct {
 	messages []traces.Message
 	text     string
 	tokens   int
+	// reply is the turn's own output and its token count (a join carries its other
+	// dependencies' replies).
+	reply       string
+	replyTokens int
 }
 
 // runItem sends the turns of it in order: the first (k, already built) at intended and
 // dispatched already, each later one after the previous response plus its think time. A later
 // turn is built before its think time is slept, so building it costs no lag.
 func (r *runner) runItem(it *item, k *call, intended, dispatched int64) {
+	if it.graph {
+		r.runGraph(it, k, intended, dispatched)
+		return
+	}
 	var conv conversation
 	var prevEnd int64
 	for i, q := range it.turns {
 		if i > 0 {
-			intended = prevEnd + int64(float64(q.Think)/r.opts.RateScale)
+			think, tool := r.scaledNs(q.Think), r.scaledNs(q.ToolDelay)
+			intended = prevEnd + think + tool
 			if r.opts.Duration > 0 && time.Duration(intended) >= r.opts.Duration {
 				r.skipped.Add(int64(len(it.turns) - i))
 				return
 			}
 			k = r.buildCall(it, i, &conv)
+			k.after, k.think, k.toolWait = it.turns[i-1].ID, think, tool
 			if err := r.clock.SleepUntil(r.soft, r.start.Add(time.Duration(intended))); err != nil {
 				r.dropItem(it, i, intended, 0, "never sent: the run was interrupted during the think time")
 				return
@@ -567,6 +590,21 @@ func (r *runner) dropItem(it *item, turn int, intended, dispatched int64, why st
 	}
 }
 
+// dropSent records turn i, which send could not send, as dropped: with the turns after it in a
+// sequential session (they would have followed it), alone in a graph (runGraph drops its
+// dependents).
+func (r *runner) dropSent(it *item, i int, intended, dispatched int64, why string) {
+	if !it.graph {
+		r.dropItem(it, i, intended, dispatched, why)
+		return
+	}
+	rec := r.record(it, i, intended)
+	rec.Dispatched = dispatched
+	rec.Failure = metrics.FailDropped
+	rec.Error = why
+	r.emit(rec)
+}
+
 // send sends turn i of it (the call k) and emits its record; a success extends conv. It
 // reports whether the turn succeeded and when it ended.
 func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, dispatched int64) (bool, int64) {
@@ -582,13 +620,13 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 				<-r.sem
 			}
 			r.unwait(k)
-			r.dropItem(it, i, intended, dispatched, "never sent: the run was interrupted while the request waited for a concurrency slot")
+			r.dropSent(it, i, intended, dispatched, "never sent: the run was interrupted while the request waited for a concurrency slot")
 			return false, r.c.now()
 		}
 		defer func() { <-r.sem }()
 	} else if r.soft.Err() != nil {
 		r.unwait(k)
-		r.dropItem(it, i, intended, dispatched, "never sent: the run was interrupted")
+		r.dropSent(it, i, intended, dispatched, "never sent: the run was interrupted")
 		return false, r.c.now()
 	}
 	r.unwait(k)
@@ -597,6 +635,7 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 	if k.inputTokens > 0 {
 		rec.InputTokens = k.inputTokens
 	}
+	rec.After, rec.Think, rec.ToolDelay = k.after, k.think, k.toolWait
 	r.sent.Add(1)
 	r.progress.Sent.Add(1)
 	r.progress.InFlight.Add(1)
@@ -610,6 +649,7 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 			conv.text = k.prompt + out
 		}
 		conv.tokens = rec.InputTokens + rec.OutputTokens
+		conv.reply, conv.replyTokens = out, rec.OutputTokens
 	}
 	r.emit(rec)
 	return ok, end
@@ -648,6 +688,10 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	if r.opts.Repeat > 1 {
 		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)
 	}
+	k.affinity = r.affinity(it, q)
+	if it.graph {
+		k.keepText = true // a dependent may be any later turn
+	}
 	switch api := r.opts.Target.API; api {
 	case "chat":
 		k.chat = true
@@ -672,7 +716,13 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 	synthesized := false
 	text := q.Prompt
 	if text == "" && (len(q.Messages) == 0 || textless(q.Messages)) {
-		text = r.promptText(q)
+		// A turn with token counts only: its input_tokens are its whole prompt, the carried
+		// conversation included (workloads.Prompter.TurnText).
+		var carry bool
+		text, carry = r.prompter.TurnText(q, conv.tokens)
+		if !carry {
+			conv = &conversation{}
+		}
 		synthesized = true
 	}
 	if !k.chat && q.ImageCount() > 0 {
@@ -709,7 +759,7 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 			n = r.opts.Tokenizer.Count(k.prompt)
 		}
 		k.inputTokens = n
-	case i > 0:
+	case i > 0 && !synthesized:
 		k.inputTokens = conv.tokens + q.InputTokens
 	}
 	k.body, k.bodyErr = r.c.body(k)

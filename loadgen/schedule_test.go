@@ -30,6 +30,10 @@ type slowEngine struct {
 	received []string // X-Request-Id in arrival order
 	messages map[string][]traces.Message
 	arrived  map[string]time.Time
+	// Agentic sessions: fail answers these request ids with a 500; affinity books the
+	// x-session-id header per request id.
+	fail     map[string]bool
+	affinity map[string]string
 }
 
 func (e *slowEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +49,15 @@ func (e *slowEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.messages[id] = q.Messages
 	e.arrived[id] = time.Now()
+	if e.affinity == nil {
+		e.affinity = map[string]string{}
+	}
+	e.affinity[id] = r.Header.Get("X-Session-Id")
 	e.mu.Unlock()
+	if e.fail[id] {
+		http.Error(w, `{"error":{"message":"injected"}}`, http.StatusInternalServerError)
+		return
+	}
 	defer func() {
 		e.mu.Lock()
 		e.inFlight--
@@ -84,7 +96,7 @@ func virtualRunSource(t *testing.T, e *slowEngine, src traces.Source, opts Optio
 	synctest.Test(t, func(t *testing.T) {
 		pn, stop := serveVirtual(e)
 		defer stop()
-		opts.Target = Target{URL: "http://engine", Model: "m", Stream: true, Backend: "openai"}
+		opts.Target = Target{URL: "http://engine", Model: "m", Stream: true, Backend: "openai", SessionHeader: opts.Target.SessionHeader}
 		opts.Dial = pn.Dial
 		opts.Clock = timerClock{}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -110,7 +110,10 @@ func planOrder(t *testing.T, src traces.Source, o Options) []string {
 		t.Fatal(err)
 	}
 	r := &runner{opts: o}
-	p := r.newPlanner(src)
+	p, err := r.newPlanner(src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
 	p.each(func(it *item) bool {
 		for _, q := range it.turns {
@@ -213,7 +216,10 @@ func TestStreamedPlanHoldsNoTrace(t *testing.T) {
 	if err := validate(&o); err != nil {
 		t.Fatal(err)
 	}
-	p := (&runner{opts: o}).newPlanner(src)
+	p, err := (&runner{opts: o}).newPlanner(src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	heap := func() int64 {
 		runtime.GC()
 		var m runtime.MemStats

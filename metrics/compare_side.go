@@ -42,10 +42,13 @@ const (
 	sfNorm
 	sfFluid
 	sfTTFAT
+	sfSessionWall // agentic sessions: on each session's first turn (sessions.go)
+	sfSessionModel
 	nScalarFam
 )
 
-var scalarFamIdx = map[string]int{"ttft": sfTTFT, "tpot": sfTPOT, "e2e": sfE2E, "queue": sfQueue, "max_gap": sfMaxGap, "normalized": sfNorm, "fluidity": sfFluid, "ttfat": sfTTFAT}
+var scalarFamIdx = map[string]int{"ttft": sfTTFT, "tpot": sfTPOT, "e2e": sfE2E, "queue": sfQueue, "max_gap": sfMaxGap, "normalized": sfNorm, "fluidity": sfFluid, "ttfat": sfTTFAT,
+	"session_wall": sfSessionWall, "session_model": sfSessionModel}
 
 const (
 	bfITL = iota
@@ -95,6 +98,7 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 		var start, end int64
 		has := false
 		anon := 0
+		var sess sessionTracker
 		err := src.Each(func(r *Record) error {
 			if r.Phase != PhaseSteady {
 				return nil
@@ -126,6 +130,7 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 			var v reqVals
 			v.unit, v.run, v.at = u, run, r.Intended
 			scratch = fillReqVals(&v, r, dl, o, sm, scratch)
+			sess.add(r, len(d.recs))
 			d.recs = append(d.recs, v)
 			if r.OK() && r.OutputHash != "" {
 				hs := d.hashes[key]
@@ -144,6 +149,7 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 		if err != nil && !errors.Is(err, ErrTruncated) {
 			return nil, fmt.Errorf("run %d: %w", run+1, err)
 		}
+		setSessionValues(&sess, d.recs)
 		w := 0.0
 		if has {
 			w = seconds(end - start)

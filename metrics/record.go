@@ -147,6 +147,15 @@ type Record struct {
 	// completed; GradeNote says which check failed and why (at most MaxGradeNote bytes).
 	Grade     string
 	GradeNote string
+
+	// Agentic sessions (a turn of a session that waited for earlier turns). After is the id of
+	// the dependency whose end released the turn (the latest to finish; "" for a turn that
+	// waited for none); Think and ToolDelay are the user's think time and the agent's tool
+	// delay it waited after that end, in ns on the run's timeline (rate-scaled), so that
+	// Intended = that end + Think + ToolDelay. The sessions block (sessions.go) reads them.
+	After     string
+	Think     int64
+	ToolDelay int64
 }
 
 // ToolCall is one tool call of a response: the call id, the function name and the arguments

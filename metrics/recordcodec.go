@@ -71,6 +71,10 @@ var recordFields = [...]recordField{
 	{key: "tool_calls", omitEmpty: true, calls: func(r *Record) *[]ToolCall { return &r.ToolCalls }},
 	{key: "grade", omitEmpty: true, str: func(r *Record) *string { return &r.Grade }},
 	{key: "grade_note", omitEmpty: true, str: func(r *Record) *string { return &r.GradeNote }},
+	// Agentic sessions.
+	{key: "after", omitEmpty: true, str: func(r *Record) *string { return &r.After }},
+	{key: "think", omitEmpty: true, i64: func(r *Record) *int64 { return &r.Think }},
+	{key: "tool_delay", omitEmpty: true, i64: func(r *Record) *int64 { return &r.ToolDelay }},
 }
 
 // chunksKey is the key of the chunk array, written after recordFields.

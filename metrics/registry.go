@@ -153,6 +153,20 @@ var families = [nHist]Family{
 	{Name: "itl_answer", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageSummaryOnly,
 		Short: "ITL answer", Title: "ITL per token of the answer",
 		What: "of requests that reasoned first: per-token gaps of the answer after the reasoning"},
+	// Agentic sessions: one value per completed session (sessions.go); Compare pairs sessions
+	// by their first turn's id.
+	{Name: "session_wall", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageHistogram,
+		Short: "Session wall", Title: "Session wall time",
+		What: "per session: first turn's intended send to last turn's end"},
+	{Name: "session_model", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageHistogram,
+		Short: "Session model", Title: "Session time waiting on the model",
+		What: "per session: the turns' latencies along its critical path"},
+	{Name: "session_tool", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterNone, Storage: StorageSummaryOnly,
+		Short: "Session tools", Title: "Session time running tools",
+		What: "per session: the tool delays along its critical path (from the trace)"},
+	{Name: "session_think", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterNone, Storage: StorageSummaryOnly,
+		Short: "Session think", Title: "Session think time",
+		What: "per session: the users' think times along its critical path (from the trace)"},
 }
 
 // scalars are the per-run metrics, in report order.

@@ -29,6 +29,12 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 			r.Failure, r.Status, r.Chunks, r.FirstToken = FailHTTP5xx, 503, nil, 0
 		}
 		r.Grade = []string{GradePass, GradePass, GradeCheck}[i%3] // quality (issue 17)
+		// Agentic sessions of four turns, each after the previous one plus a tool delay and
+		// a think time.
+		r.Session, r.Turn = fmt.Sprintf("s%d", i/4), i%4+1
+		if i%4 > 0 {
+			r.After, r.ToolDelay, r.Think = fmt.Sprintf("r%03d", i-1), int64(10+i%3)*msNs, 5*msNs
+		}
 		out = append(out, r)
 	}
 	return out
@@ -36,7 +42,8 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 
 func TestRegistryOrderMatchesHistogramIndices(t *testing.T) {
 	want := map[int]string{hTTFT: "ttft", hTPOT: "tpot", hITL: "itl", hITLChunk: "itl_chunk", hE2E: "e2e", hQueue: "queue",
-		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat", hITLReasoning: "itl_reasoning", hITLAnswer: "itl_answer"}
+		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat", hITLReasoning: "itl_reasoning", hITLAnswer: "itl_answer",
+		hSessionWall: "session_wall", hSessionModel: "session_model", hSessionTool: "session_tool", hSessionThink: "session_think"}
 	if len(want) != nHist {
 		t.Fatalf("the test lists %d histograms, the package %d", len(want), nHist)
 	}

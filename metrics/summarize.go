@@ -28,6 +28,11 @@ const (
 	hTTFAT
 	hITLReasoning
 	hITLAnswer
+	// Agentic sessions: one value per session (sessions.go), recorded in the headline group.
+	hSessionWall
+	hSessionModel
+	hSessionTool
+	hSessionThink
 	nHist
 )
 
@@ -100,6 +105,7 @@ type summarizer struct {
 	truncation error
 	// gradeExamples holds the first failing request per grade (issue 17).
 	gradeExamples map[string]string
+	sess          sessionTracker // agentic sessions
 }
 
 // Summarize computes a Summary from the records of src, following the package's measurement
@@ -208,6 +214,7 @@ func (s *summarizer) first(r *Record) {
 	if r.Phase == PhaseSteady {
 		s.noteGrade(r)
 	}
+	s.sess.add(r, 0)
 	g, cg := s.groupsOf(r, true)
 	s.add(g, r, true)
 	if cg != nil {
@@ -448,6 +455,7 @@ func (s *summarizer) build() (*Summary, error) {
 		Histograms:     map[string]string{},
 		Warnings:       []string{},
 	}
+	sum.Sessions = s.sessions(h)
 	sum.Throughput = h.throughput(h.winStart, h.winEnd)
 	sum.Goodput = s.goodput(h, s.opts.SLO.millisMap(), sum.Throughput.WindowS)
 	if len(s.opts.ClassSLO) > 0 {

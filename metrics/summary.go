@@ -17,6 +17,9 @@ type Summary struct {
 	Client     Client     `json:"client"`
 	// Reasoning is present when requests streamed or reported reasoning before the answer.
 	Reasoning *Reasoning `json:"reasoning,omitempty"`
+	// Sessions is present when requests belonged to multi-turn or agentic sessions: per-session
+	// wall time and its split into model, tool and think time (sessions.go).
+	Sessions *Sessions `json:"sessions,omitempty"`
 	// TokensPerChunk is the distribution of tokens carried by each content chunk (1 for
 	// token-by-token streaming; more under speculative decoding or server-side batching).
 	TokensPerChunk Dist `json:"tokens_per_chunk"`

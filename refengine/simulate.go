@@ -107,91 +107,114 @@ func Simulate(reqs []SimRequest, cfg Config) (*SimResult, error) {
 // and the output plans of the requests that get an answer or asked for their output.
 func prepare(reqs []SimRequest, r *resolved, res *SimResult) ([]seq, []*outPlan, error) {
 	seqs := make([]seq, len(reqs))
-	epoch := time.Unix(0, 0).UTC()
-	var tok tokenizer.Reference
-	vision := perf.VisionOf(r.model)
-	errs := newErrorModel(r.Quality, r.WeightDtype, r.Seed)
+	p := newPreparer(r)
 	var plans []*outPlan // per request, only where an answer or an output is wanted
 	for i := range reqs {
-		q := &reqs[i]
-		if q.Arrival < 0 {
-			return nil, nil, fmt.Errorf("refengine: request %d (%s): arrival %v is negative", i, q.ID, q.Arrival)
+		op, err := p.prepareOne(&seqs[i], &res.Timelines[i], i, &reqs[i])
+		if err != nil {
+			return nil, nil, err
 		}
-		var ids []int
-		promptTokens := q.PromptTokens
-		var promptHash uint64
-		if q.Prompt != "" {
-			ids = tok.Encode(q.Prompt)
-			promptTokens = len(ids)
-			promptHash = hashString(fnvOffset, q.Prompt)
-		} else {
-			promptHash = hashString(hashUint(fnvOffset, uint64(q.PromptTokens)), q.ID)
-			for _, h := range q.HashIDs {
-				promptHash = hashUint(promptHash, uint64(h))
-			}
-		}
-		imageTokens := 0
-		for _, im := range q.Images {
-			n := vision.ImageTokens(im.Width, im.Height)
-			if n == 0 {
-				return nil, nil, fmt.Errorf("refengine: request %d (%s): image of %dx%d pixels; give both sides >= 1", i, q.ID, im.Width, im.Height)
-			}
-			if ids != nil {
-				for k := 0; k < n; k++ {
-					ids = append(ids, int(hashUint(im.Key, uint64(k))&0x7fffffff))
-				}
-			}
-			promptHash = hashUint(promptHash, im.Key)
-			imageTokens += n
-		}
-		promptTokens += imageTokens
-		switch {
-		case promptTokens < 1:
-			return nil, nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
-		case q.MaxTokens < 1:
-			return nil, nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
-		case promptTokens > r.maxModelLen || q.MaxTokens > r.maxModelLen-promptTokens: // no sum: it could wrap
-			return nil, nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory: %w",
-				i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen, ErrTooLong)
-		case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:
-			return nil, nil, fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
-		}
-		target := q.MaxTokens
-		if r.Faults.EarlyEOS > 0 {
-			plan := r.Faults.plan(hashString(fnvOffset, q.ID), q.Arrival)
-			target = plan.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS)
-		}
-		tl := &res.Timelines[i]
-		*tl = Timeline{ID: q.ID, Epoch: epoch, Scale: 1, Arrival: q.Arrival, FirstScheduled: -1, Finish: -1,
-			PromptTokens: promptTokens, MaxTokens: q.MaxTokens,
-			OutputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
-		if q.Output || q.AnswerText != "" || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
-			op, err := simAnswer(q, promptTokens, tl.OutputSeed, errs, r.ReasoningFraction)
-			if err != nil {
-				return nil, nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
-			}
-			target = op.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS, target)
+		if op != nil {
 			if plans == nil {
 				plans = make([]*outPlan, len(reqs))
 			}
 			plans[i] = op
 		}
-		s := &seqs[i]
-		s.tl = tl
-		s.promptTokens = promptTokens
-		s.encodeTokens = imageTokens
-		s.target = target
-		if !r.DisablePrefixCaching {
-			s.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)
-		}
-		seed := promptHash
-		if q.Seed != nil {
-			seed = uint64(*q.Seed)
-		}
-		s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
-		s.rho = r.repetitionFor(q.Class)
 	}
 	return seqs, plans, nil
+}
+
+// preparer turns SimRequests into sequences for one resolved engine (prepare, Simulation).
+type preparer struct {
+	r      *resolved
+	tok    tokenizer.Reference
+	vision perf.Vision
+	errs   *errorModel
+	epoch  time.Time
+}
+
+func newPreparer(r *resolved) *preparer {
+	return &preparer{r: r, vision: perf.VisionOf(r.model), errs: newErrorModel(r.Quality, r.WeightDtype, r.Seed), epoch: time.Unix(0, 0).UTC()}
+}
+
+// prepareOne validates request i (q) and sets up its sequence s and timeline tl; it returns the
+// request's output plan when it gets an answer or asked for its output (nil otherwise).
+func (p *preparer) prepareOne(s *seq, tl *Timeline, i int, q *SimRequest) (*outPlan, error) {
+	r, tok, vision, errs, epoch := p.r, &p.tok, p.vision, p.errs, p.epoch
+	var out *outPlan // the answer or output plan, when there is one
+	if q.Arrival < 0 {
+		return nil, fmt.Errorf("refengine: request %d (%s): arrival %v is negative", i, q.ID, q.Arrival)
+	}
+	var ids []int
+	promptTokens := q.PromptTokens
+	var promptHash uint64
+	if q.Prompt != "" {
+		ids = tok.Encode(q.Prompt)
+		promptTokens = len(ids)
+		promptHash = hashString(fnvOffset, q.Prompt)
+	} else {
+		promptHash = hashString(hashUint(fnvOffset, uint64(q.PromptTokens)), q.ID)
+		for _, h := range q.HashIDs {
+			promptHash = hashUint(promptHash, uint64(h))
+		}
+	}
+	imageTokens := 0
+	for _, im := range q.Images {
+		n := vision.ImageTokens(im.Width, im.Height)
+		if n == 0 {
+			return nil, fmt.Errorf("refengine: request %d (%s): image of %dx%d pixels; give both sides >= 1", i, q.ID, im.Width, im.Height)
+		}
+		if ids != nil {
+			for k := 0; k < n; k++ {
+				ids = append(ids, int(hashUint(im.Key, uint64(k))&0x7fffffff))
+			}
+		}
+		promptHash = hashUint(promptHash, im.Key)
+		imageTokens += n
+	}
+	promptTokens += imageTokens
+	switch {
+	case promptTokens < 1:
+		return nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
+	case q.MaxTokens < 1:
+		return nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
+	case promptTokens > r.maxModelLen || q.MaxTokens > r.maxModelLen-promptTokens: // no sum: it could wrap
+		return nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory: %w",
+			i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen, ErrTooLong)
+	case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:
+		return nil, fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
+	}
+	target := q.MaxTokens
+	if r.Faults.EarlyEOS > 0 {
+		plan := r.Faults.plan(hashString(fnvOffset, q.ID), q.Arrival)
+		target = plan.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS)
+	}
+	*tl = Timeline{ID: q.ID, Epoch: epoch, Scale: 1, Arrival: q.Arrival, FirstScheduled: -1, Finish: -1,
+		PromptTokens: promptTokens, MaxTokens: q.MaxTokens,
+		OutputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
+	if q.Output || q.AnswerText != "" || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
+		op, err := simAnswer(q, promptTokens, tl.OutputSeed, errs, r.ReasoningFraction)
+		if err != nil {
+			return nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
+		}
+		target = op.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS, target)
+		out = op
+	}
+	s.tl = tl
+	s.pos = i
+	s.promptTokens = promptTokens
+	s.encodeTokens = imageTokens
+	s.target = target
+	if !r.DisablePrefixCaching {
+		s.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)
+	}
+	seed := promptHash
+	if q.Seed != nil {
+		seed = uint64(*q.Seed)
+	}
+	s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
+	s.rho = r.repetitionFor(q.Class)
+	return out, nil
 }
 
 // fillOutputs sets res.Outputs for the requests that asked for their output (SimRequest.Output),

@@ -197,6 +197,9 @@ func workloadSection(w any) (section, bool) {
 	var facts []workloadFact
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
+		if prefix == "agentic" {
+			return // the sessions table shows it (workload_sessions.go): its distributions are not token lengths
+		}
 		switch x := v.(type) {
 		case []member:
 			if d, ok := asDist(x); ok && prefix != "" {
@@ -225,6 +228,9 @@ func workloadSection(w any) (section, bool) {
 	}
 	if classes != nil {
 		blocks = append(blocks, block{Table: classes})
+	}
+	if ss, ok := workloadSessions(w); ok {
+		blocks = append(blocks, block{Table: workloadSessionsTable(ss)})
 	}
 	if len(blocks) == 0 {
 		return section{}, false

@@ -347,6 +347,9 @@ func throughputSection(s *metrics.Summary) section {
 		fmtDistMs(s.Client.LagMs, s.Client.LagMs.P99)+" / "+fmtDistMs(s.Client.LagMs, s.Client.LagMs.Max)+" ms"))
 	cl.add(txt("client CPU"), txt(fmtPct(s.Client.CPUFraction)))
 	kv := []*table{tp, gp, sf, cl}
+	if ss := s.Sessions; ss != nil {
+		kv = append(kv, sessionsTable(ss))
+	}
 	if c := s.Cost; c != nil {
 		ct := &table{Caption: "Cost (" + c.Basis + ")", Numeric: true}
 		ct.add(txt("total"), txt(fmtMoney(c.Total, c.Currency)))

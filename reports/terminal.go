@@ -97,6 +97,12 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	if s.Reasoning != nil {
 		e.field("Reasoning", reasoningLine(s.Reasoning))
 	}
+	if ws, ok := workloadSessions(s.Workload); ok {
+		e.field("Workload", workloadSessionsLine(ws))
+	}
+	if s.Sessions != nil {
+		e.field("Sessions", sessionsLine(s.Sessions))
+	}
 	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
 	e.field("Client", clientLine(s.Client))
 	if s.TokensPerChunk.Count > 0 {

@@ -53,13 +53,21 @@ type synthShard struct {
 // shard's own epoch).
 func writeShards(t *testing.T, n, count int, shards []synthShard) (string, []string, []metrics.Record) {
 	t.Helper()
-	dir := t.TempDir()
 	reqs := shardTrace(n)
 	for i := range reqs {
 		reqs[i].Session, reqs[i].Turn = "", 0
 		reqs[i].Arrival = time.Duration(i) * 30 * time.Second / time.Duration(n) // 30 s, whatever n
 		reqs[i].Class = []string{"chat", "code"}[i%2]
 	}
+	return writeShardsOf(t, reqs, count, shards, func(i int) metrics.Record { return synthRecord(&reqs[i], i) })
+}
+
+// writeShardsOf writes the trace reqs and the results directories of the given shards of it,
+// with record(i) as request i's record.
+func writeShardsOf(t *testing.T, reqs []traces.Request, count int, shards []synthShard, record func(i int) metrics.Record) (string, []string, []metrics.Record) {
+	t.Helper()
+	dir := t.TempDir()
+	n := len(reqs)
 	tracePath := filepath.Join(dir, "trace.jsonl")
 	if err := traces.WriteFile(tracePath, reqs); err != nil {
 		t.Fatal(err)
@@ -101,7 +109,7 @@ func writeShards(t *testing.T, n, count int, shards []synthShard) (string, []str
 			if ShardOf(&reqs[i], count) != s.index || (s.keep >= 0 && written >= s.keep) {
 				continue
 			}
-			r := synthRecord(&reqs[i], i)
+			r := record(i)
 			if err := w.Write(&r); err != nil {
 				t.Fatal(err)
 			}

@@ -78,4 +78,6 @@ func scaleRecordTimes(r *metrics.Record, f float64) {
 	for i := range r.Chunks {
 		r.Chunks[i].T = s(r.Chunks[i].T)
 	}
+	// Agentic sessions: the waits a turn's Intended includes.
+	r.Think, r.ToolDelay = s(r.Think), s(r.ToolDelay)
 }

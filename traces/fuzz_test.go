@@ -128,3 +128,7 @@ func FuzzImportAzure(f *testing.F)    { fuzzImport(f, "azure", "testdata/import/
 func FuzzImportBurstGPT(f *testing.F) { fuzzImport(f, "burstgpt", "testdata/import/burstgpt*.csv") }
 func FuzzImportMooncake(f *testing.F) { fuzzImport(f, "mooncake", "testdata/import/mooncake*.jsonl") }
 func FuzzImportShareGPT(f *testing.F) { fuzzImport(f, "sharegpt", "testdata/import/sharegpt*.json") }
+func FuzzImportToolAgent(f *testing.F) {
+	fuzzImport(f, "toolagent", "testdata/import/toolagent*.jsonl")
+}
+func FuzzImportWeka(f *testing.F) { fuzzImport(f, "weka", "testdata/import/weka*.json*") }

@@ -15,7 +15,7 @@ import (
 )
 
 // ImportFormats lists the formats Import understands.
-var ImportFormats = []string{"azure", "burstgpt", "mooncake", "sharegpt", "jsonl", "msgpack"}
+var ImportFormats = []string{"azure", "burstgpt", "mooncake", "toolagent", "weka", "sharegpt", "jsonl", "msgpack"}
 
 // ImportOptions controls Import. The zero value imports every valid row and fails on the first
 // bad one.
@@ -39,6 +39,17 @@ type ImportOptions struct {
 	// OnSkip, if set, is told about every skipped row (failed rows with DropFailed, malformed
 	// rows with SkipBad, unusable ShareGPT conversations).
 	OnSkip func(line int, reason string)
+
+	// Agentic traces (toolagent, weka; FORMAT.md "Importers").
+
+	// TPOT is the time per output token that estimates a recorded response's duration where
+	// the trace does not record it (the wait before the next call is the gap less that
+	// estimate); 0 means DefaultImportTPOT.
+	TPOT time.Duration
+	// OnBlockTokens, if set, is told the number of tokens per hash_ids block of the imported
+	// trace when it is not DefaultBlockTokens (weka traces record theirs in block_size), so
+	// that the caller can say how to replay it (run --prefix-block-tokens).
+	OnBlockTokens func(tokens int)
 
 	// The remaining options apply to ShareGPT, which has text but neither token counts nor times.
 
@@ -64,7 +75,9 @@ type ImportOptions struct {
 // fields are ignored. Problems are *LineError values naming name, the line and the column.
 //
 // Formats: "azure" (Azure LLM inference traces 2023/2024 CSV), "burstgpt" (BurstGPT CSV, both
-// layouts), "mooncake" (Mooncake JSONL with 512-token hash_ids), "sharegpt" (ShareGPT JSON),
+// layouts), "mooncake" (Mooncake JSONL with 512-token hash_ids), "toolagent" (Mooncake's
+// toolagent trace, sessions rebuilt from hash_ids chains), "weka" (Weka / kv-cache-tester
+// agentic coding traces with sub-agents), "sharegpt" (ShareGPT JSON),
 // "jsonl" and "msgpack" (llmbench's own encodings). See FORMAT.md for the column mapping.
 func Import(format string, r io.Reader, name string, opts ImportOptions) ([]Request, error) {
 	if opts.Model != "" && format != "burstgpt" {
@@ -82,6 +95,10 @@ func Import(format string, r io.Reader, name string, opts ImportOptions) ([]Requ
 		reqs, err = importBurstGPT(r, name, opts)
 	case "mooncake":
 		reqs, err = importMooncake(r, name, opts)
+	case "toolagent":
+		reqs, err = importToolAgent(r, name, opts)
+	case "weka":
+		reqs, err = importWeka(r, name, opts)
 	case "sharegpt":
 		reqs, err = importShareGPT(r, name, opts)
 	case "jsonl":

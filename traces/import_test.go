@@ -259,3 +259,162 @@ func TestImportOwnFormats(t *testing.T) {
 		t.Fatalf("unknown format: %v", err)
 	}
 }
+
+// agenticBrief is what the agentic importers set on a request.
+type agenticBrief struct {
+	ID      string
+	Arrival time.Duration
+	Session string
+	Turn    int
+	After   []int
+	Think   time.Duration
+	Tool    time.Duration
+}
+
+func agenticBriefs(reqs []Request) []agenticBrief {
+	out := make([]agenticBrief, len(reqs))
+	for i, r := range reqs {
+		out[i] = agenticBrief{r.ID, r.Arrival, r.Session, r.Turn, r.After, r.Think, r.ToolDelay}
+	}
+	return out
+}
+
+// TestImportToolAgent imports rows in the Mooncake FAST'25 trace format (the release's
+// README: timestamp in ms, input_length, output_length, hash_ids of 512-token blocks) and
+// checks the sessions rebuilt from the hash_ids chains: continuation needs every full block of
+// the earlier request and room for its prompt and reply, the most specific match wins (line 9
+// continues line 6, whose partial block it shares, not line 1 or 7), an earlier request
+// continued twice fans out (lines 1 and 2), a request too short to hold its candidate's reply
+// starts a session (line 5), and the tool delay is the gap less output × 30 ms.
+func TestImportToolAgent(t *testing.T) {
+	_, err := importFile(t, "toolagent", "toolagent.jsonl", ImportOptions{})
+	wantErr(t, err, "toolagent.jsonl:8: output_length: is 0", 8)
+	got, err := importFile(t, "toolagent", "toolagent.jsonl", ImportOptions{DropFailed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	want := []agenticBrief{
+		{"r1", 0, "a1", 1, nil, 0, 0},
+		{"r2", ms(1000), "a2", 1, nil, 0, 0},
+		{"r3", ms(3000), "a2", 2, []int{1}, 0, ms(3000 - 1000 - 10*30)},
+		{"r4", ms(3500), "a2", 3, []int{1}, 0, ms(3500 - 1000 - 10*30)},
+		{"r5", ms(4000), "a3", 1, nil, 0, 0},
+		{"r6", ms(5000), "a1", 2, []int{1}, 0, ms(5000 - 40*30)},
+		{"r7", ms(5200), "a1", 3, []int{1}, 0, ms(5200 - 40*30)},
+		{"r9", ms(9000), "a1", 4, []int{2}, 0, ms(9000 - 5000 - 30*30)},
+	}
+	if b := agenticBriefs(got); !reflect.DeepEqual(b, want) {
+		t.Fatalf("got  %+v\nwant %+v", b, want)
+	}
+	st := ComputeStats(got)
+	if st.Sessions != 3 || st.Agentic == nil || st.Agentic.FanOutTurns != 2 || st.Agentic.JoinTurns != 0 || st.Agentic.ToolDelayMs.Count != 5 {
+		t.Fatalf("stats %+v %+v", st, st.Agentic)
+	}
+	// A slower engine estimate leaves less for the tools, floored at 0.
+	got, err = importFile(t, "toolagent", "toolagent.jsonl", ImportOptions{DropFailed: true, TPOT: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[2].ToolDelay != 0 || got[3].ToolDelay != ms(3500-1000-10*200) {
+		t.Fatalf("tool delays %v %v", got[2].ToolDelay, got[3].ToolDelay)
+	}
+}
+
+// TestImportWeka imports two conversations in the Weka / kv-cache-tester trace format
+// (kv-cache-tester docs/trace_replay_tester.md "Trace Format"; the fields and the two nested
+// timestamp conventions as AIPerf's Weka loader documents them): sub-agents fan out from the
+// call before their marker, the parent's next call joins those that do not run in the
+// background, nested sub-agents nest, and the waits come from think_time, else from the gap
+// after the latest dependency's api_time (or out × 30 ms), as tool delays after a tool call.
+func TestImportWeka(t *testing.T) {
+	var blocks int
+	got, err := importFile(t, "weka", "weka.jsonl", ImportOptions{OnBlockTokens: func(n int) { blocks = n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blocks != 64 {
+		t.Fatalf("block size reported %d", blocks)
+	}
+	s, ms := time.Second, time.Millisecond
+	byID := map[string]agenticBrief{}
+	for _, b := range agenticBriefs(got) {
+		byID[b.ID] = b
+	}
+	want := []agenticBrief{
+		// Absolute nested timestamps; a sub-agent first: its first call waits for none.
+		{"trace_abs.requests[0].requests[0]", 5 * s, "trace_abs", 1, []int{}, 0, 0},
+		{"trace_abs.requests[0].requests[1].requests[0]", 6500 * ms, "trace_abs", 2, []int{1}, 0, 1200 * ms},
+		{"trace_abs.requests[0].requests[2]", 8 * s, "trace_abs", 3, []int{1, 2}, 0, 1350 * ms},
+		{"trace_abs.requests[1]", 10 * s, "trace_abs", 4, []int{3}, 1700 * ms, 0},
+		// Relative nested timestamps (every sub-agent call is earlier than its marker).
+		{"trace_demo.requests[0]", 0, "trace_demo", 1, []int{}, 0, 0},
+		{"trace_demo.requests[1]", 15 * s, "trace_demo", 2, []int{1}, 0, 0},
+		{"trace_demo.requests[2].requests[0]", 20500 * ms, "trace_demo", 3, []int{2}, 0, 0},
+		{"trace_demo.requests[2].requests[1]", 24 * s, "trace_demo", 4, []int{3}, 0, 400 * ms},
+		{"trace_demo.requests[3].requests[0]", 21500 * ms, "trace_demo", 5, []int{2}, 0, 0},
+		{"trace_demo.requests[4].requests[0]", 22 * s, "trace_demo", 6, []int{2}, 0, 0},
+		{"trace_demo.requests[5]", 40 * s, "trace_demo", 7, []int{2, 4, 5}, 0, 40*s - (15*s + 771*30*ms)},
+		{"trace_demo.requests[6]", 95 * s, "trace_demo", 8, []int{7}, 12500 * ms, 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d requests: %+v", len(got), agenticBriefs(got))
+	}
+	for _, w := range want {
+		if g := byID[w.ID]; !reflect.DeepEqual(g, w) {
+			t.Errorf("got  %+v\nwant %+v", g, w)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Arrival < got[i-1].Arrival {
+			t.Fatal("not sorted by arrival")
+		}
+	}
+	// Local hash ids are the conversation's own: the second's are moved past the first's.
+	for _, q := range got {
+		if q.ID == "trace_demo.requests[0]" && q.HashIDs[0] != 1+1<<40 {
+			t.Fatalf("local hash ids %v", q.HashIDs)
+		}
+		if q.ID == "trace_abs.requests[1]" && q.HashIDs[2] != 3 {
+			t.Fatalf("global hash ids %v", q.HashIDs)
+		}
+	}
+	st := ComputeStats(got)
+	if st.Agentic == nil || st.Agentic.JoinTurns != 2 || st.Agentic.FanOutTurns != 2 || st.Sessions != 2 {
+		t.Fatalf("stats %+v", st.Agentic)
+	}
+
+	_, err = importFile(t, "weka", "weka_bad.json", ImportOptions{})
+	wantErr(t, err, "weka_bad.json:8: requests[1].in: must be an integer >= 1 (got 0)", 8)
+	var skipped []string
+	got, err = importFile(t, "weka", "weka_bad.json", ImportOptions{SkipBad: true, DropFailed: true,
+		OnSkip: func(line int, why string) { skipped = append(skipped, fmt.Sprint(line, ": ", why)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSkips := []string{"8: requests[1].in", "9: requests[2].type", "10: requests[3].t: missing", "11: requests[4].out is 0", "12: requests[5].hash_ids[1]"}
+	if len(skipped) != len(wantSkips) {
+		t.Fatalf("skipped %q", skipped)
+	}
+	for i, w := range wantSkips {
+		if !strings.HasPrefix(skipped[i], w) {
+			t.Fatalf("skip %d = %q, want prefix %q", i, skipped[i], w)
+		}
+	}
+	if b := agenticBriefs(got); len(b) != 2 || !reflect.DeepEqual(b[1].After, []int{1}) {
+		t.Fatalf("after skipping: %+v", b)
+	}
+	for _, bad := range []struct{ in, want string }{
+		{`[1]`, "x.json:1: each conversation must be a JSON object"},
+		{`{"id":"a","requests":[{"t":0,"type":"n","in":1,"out":1}]} {"id":"b"}`, "x.json:1: requests: missing"},
+		{`{"id":"a","block_size":64,"requests":[]}` + "\n" + `{"id":"b","block_size":16,"requests":[]}`, "x.json:2: block_size: 16 differs"},
+		{`{"id":"a","hash_id_scope":"x","requests":[]}`, `x.json:1: hash_id_scope: must be "local" or "global"`},
+		{"{\"id\":\"a\",\n\"requests\":[", "x.json:2: the file ends inside a JSON value"},
+		{`{"id":"a","requests":` + strings.Repeat(`[{"t":0,"type":"subagent","requests":`, 70) + `[]` + strings.Repeat(`}]`, 70) + `}`, "x.json:1: requests: sub-agents nested more than 64 deep"},
+	} {
+		_, err := Import("weka", strings.NewReader(bad.in), "x.json", ImportOptions{})
+		if err == nil || !strings.HasPrefix(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.in, err, bad.want)
+		}
+	}
+}

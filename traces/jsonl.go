@@ -268,6 +268,10 @@ type wireRequest struct {
 	ToolChoice     json.RawMessage `json:"tool_choice,omitempty" msgpack:"-"`
 	ResponseFormat json.RawMessage `json:"response_format,omitempty" msgpack:"-"`
 	Expect         []Expectation   `json:"expect,omitempty" msgpack:"-"`
+	// Agentic sessions.
+	After      *[]int      `json:"after,omitempty" msgpack:"after,omitempty"`
+	ToolDelayS json.Number `json:"tool_delay_s,omitempty" msgpack:"-"`
+	Affinity   string      `json:"affinity,omitempty" msgpack:"affinity,omitempty"`
 }
 
 func toWire(r *Request) wireRequest {
@@ -281,6 +285,14 @@ func toWire(r *Request) wireRequest {
 	if r.Think != 0 {
 		w.ThinkS = json.Number(formatSeconds(r.Think))
 	}
+	if r.After != nil {
+		after := r.After
+		w.After = &after
+	}
+	if r.ToolDelay != 0 {
+		w.ToolDelayS = json.Number(formatSeconds(r.ToolDelay))
+	}
+	w.Affinity = r.Affinity
 	return w
 }
 

@@ -21,10 +21,11 @@ type wireMsgpack struct {
 	ArrivalS    float64 `msgpack:"arrival_s"`
 	ThinkS      float64 `msgpack:"think_s,omitempty"`
 	// Quality (issue 17): the JSON values as msgpack maps, arrays and numbers.
-	Tools          any `msgpack:"tools,omitempty"`
-	ToolChoice     any `msgpack:"tool_choice,omitempty"`
-	ResponseFormat any `msgpack:"response_format,omitempty"`
-	Expect         any `msgpack:"expect,omitempty"`
+	Tools          any     `msgpack:"tools,omitempty"`
+	ToolChoice     any     `msgpack:"tool_choice,omitempty"`
+	ResponseFormat any     `msgpack:"response_format,omitempty"`
+	Expect         any     `msgpack:"expect,omitempty"`
+	ToolDelayS     float64 `msgpack:"tool_delay_s,omitempty"` // agentic sessions
 }
 
 // WriteMsgpack writes reqs as a msgpack trace (MsgpackMagic, then one map per request). Times
@@ -38,7 +39,7 @@ func WriteMsgpack(w io.Writer, reqs []Request) error {
 	enc.UseCompactInts(true)
 	for i := range reqs {
 		r := &reqs[i]
-		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds(),
+		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds(), ToolDelayS: r.ToolDelay.Seconds(),
 			Tools: msgpackValue(r.Tools), ToolChoice: msgpackValue(r.ToolChoice), ResponseFormat: msgpackValue(r.ResponseFormat)}
 		if len(r.Expect) > 0 {
 			raw, err := json.Marshal(r.Expect)

@@ -24,11 +24,15 @@ const (
 	fSeed         = "seed"
 	fPrompt       = "prompt"
 	fMessages     = "messages"
+	// Agentic sessions.
+	fAfter     = "after"
+	fToolDelay = "tool_delay_s"
+	fAffinity  = "affinity"
 )
 
 // Fields lists every field of trace format v1 in canonical order.
 var Fields = []string{fID, fArrival, fClass, fInputTokens, fOutputTokens, fSession, fTurn,
-	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect}
+	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect, fAfter, fToolDelay, fAffinity}
 
 var knownField = func() map[string]bool {
 	m := make(map[string]bool, len(Fields))
@@ -154,6 +158,20 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 			var fe []fieldError
 			r.Expect, fe = decodeExpect(m.val)
 			errs = append(errs, fe...)
+		case fAfter:
+			var fe []fieldError
+			r.afterRefs, fe = decodeAfter(m.val)
+			errs = append(errs, fe...)
+		case fToolDelay:
+			r.ToolDelay, why = secondsField(m.val, reasonSeconds)
+			if why == "" && r.ToolDelay > MaxSeconds*time.Second {
+				why = boundSeconds + " (got " + describe(m.val) + ")"
+			}
+		case fAffinity:
+			r.Affinity, why = stringField(m.val, true, "must be a non-empty string")
+			if why == "" {
+				why = checkHeaderValue(r.Affinity)
+			}
 		default:
 			if !opts.Lenient {
 				why = "unknown field (trace format v1 has " + strings.Join(Fields, ", ") +
@@ -178,6 +196,12 @@ func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
 		bad(fTurn, "needs a session (add \"session\" or remove \"turn\")")
 	}
 	checkQuality(&r, seen, toolNames, choiceName, bad)
+	if seen[fAfter] && !seen[fSession] {
+		bad(fAfter, "needs a session (the turns it names are turns of the same session)")
+	}
+	if seen[fAfter] && r.afterRefs == nil {
+		r.afterRefs = []afterRef{} // "after": [] starts a branch of its own
+	}
 	return r, errs
 }
 
@@ -335,6 +359,9 @@ func finish(reqs []Request, name string, errf func(*LineError) bool) []Request {
 				turnLine[k] = r.Line
 			}
 		}
+	}
+	if !resolveAfter(reqs, name, errf) {
+		return nil
 	}
 	SortByArrival(reqs)
 	return reqs

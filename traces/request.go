@@ -66,4 +66,22 @@ type Request struct {
 
 	// Line is the 1-based line of the trace file this request came from (0 if generated).
 	Line int
+
+	// Agentic sessions (FORMAT.md "Agentic sessions").
+	//
+	// After lists the turns of the same Session this turn depends on: it is sent once all of
+	// them have completed, plus Think and ToolDelay. nil means the previous turn in Turn order
+	// (a plain multi-turn session); an empty, non-nil list means none: the turn starts a branch
+	// of its own at its Arrival. Several entries join sub-agents; several turns after one fan
+	// out to them.
+	After []int
+	// ToolDelay is the time the agent spends running a tool after its dependencies completed
+	// and before this call, distinct from the user's Think.
+	ToolDelay time.Duration
+	// Affinity is the session-affinity key sent in the session header so that a router can
+	// pin the session to one replica; empty means the Session itself.
+	Affinity string
+	// afterRefs are the "after" entries as read, turn numbers or ids, until finish resolves
+	// them into After.
+	afterRefs []afterRef
 }

@@ -164,6 +164,10 @@ func OpenFile(path string, opts ReadOptions) (Source, error) {
 			q.ID = fmt.Sprintf("r%d", q.Line)
 		}
 		ids = append(ids, maphash.String(seed, q.ID))
+		if q.hasAgentic() {
+			fallback = true // dependencies are resolved across lines: let ReadFile decide
+			return false
+		}
 		if fs.n > 0 && q.Arrival < fs.last {
 			fallback = true
 			return false

@@ -54,6 +54,112 @@ type Stats struct {
 	// images, Images the images in all.
 	WithImages int `json:"with_images,omitempty"`
 	Images     int `json:"images,omitempty"`
+	// Agentic describes the shape of agentic sessions; present when a request has after,
+	// tool_delay_s or affinity.
+	Agentic *AgenticStats `json:"agentic,omitempty"`
+}
+
+// AgenticStats is the shape of a trace's sessions: how many turns, how much fan-out to
+// sub-agents and joining, and the tool delays.
+type AgenticStats struct {
+	// TurnsPerSession is the distribution of the number of turns per session.
+	TurnsPerSession LengthStats `json:"turns_per_session"`
+	// FanOut is the distribution, over turns that other turns wait for, of how many wait for
+	// each; FanOutTurns counts the turns that two or more wait for (a fan-out to sub-agents),
+	// JoinTurns the turns that wait for two or more.
+	FanOut      LengthStats `json:"fan_out"`
+	FanOutTurns int         `json:"fan_out_turns"`
+	JoinTurns   int         `json:"join_turns"`
+	// ToolDelayMs is the distribution of the tool delays of the turns that have one (Count of
+	// them), in ms.
+	ToolDelayMs DelayStats `json:"tool_delay_ms"`
+	// WithAffinity counts the requests that carry an explicit affinity key.
+	WithAffinity int `json:"with_affinity"`
+}
+
+// DelayStats summarizes a distribution of delays in ms (percentiles by nearest rank, to the µs).
+type DelayStats struct {
+	Count int     `json:"count"`
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// agenticBuilder accumulates AgenticStats.
+type agenticBuilder struct {
+	any        bool
+	turns      map[string]int
+	dependents map[sessionTurn]int // explicit after edges, per depended-on turn
+	prevTurn   map[string]int      // implicit edges: the highest turn seen per session
+	joins      int
+	toolUs     map[int]int
+	tools      int
+	affinity   int
+}
+
+type sessionTurn struct {
+	session string
+	turn    int
+}
+
+func (a *agenticBuilder) add(r *Request) {
+	if r.Session == "" {
+		return
+	}
+	if a.turns == nil {
+		a.turns, a.dependents, a.prevTurn, a.toolUs = map[string]int{}, map[sessionTurn]int{}, map[string]int{}, map[int]int{}
+	}
+	a.turns[r.Session]++
+	if r.After != nil || r.ToolDelay > 0 || r.Affinity != "" {
+		a.any = true
+	}
+	switch {
+	case r.After != nil:
+		for _, t := range r.After {
+			a.dependents[sessionTurn{r.Session, t}]++
+		}
+		if len(r.After) > 1 {
+			a.joins++
+		}
+	case r.Turn > 1:
+		a.dependents[sessionTurn{r.Session, r.Turn - 1}]++
+	}
+	if r.ToolDelay > 0 {
+		a.tools++
+		a.toolUs[int(r.ToolDelay/time.Microsecond)]++
+	}
+	if r.Affinity != "" {
+		a.affinity++
+	}
+}
+
+func (a *agenticBuilder) stats() *AgenticStats {
+	if !a.any {
+		return nil
+	}
+	per := map[int]int{}
+	for _, n := range a.turns {
+		per[n]++
+	}
+	fan := map[int]int{}
+	fanTurns := 0
+	for _, n := range a.dependents {
+		fan[n]++
+		if n >= 2 {
+			fanTurns++
+		}
+	}
+	st := &AgenticStats{TurnsPerSession: lengthStats(per, len(a.turns)), FanOut: lengthStats(fan, len(a.dependents)),
+		FanOutTurns: fanTurns, JoinTurns: a.joins, WithAffinity: a.affinity}
+	if a.tools > 0 {
+		l := lengthStats(a.toolUs, a.tools)
+		st.ToolDelayMs = DelayStats{Count: a.tools, Min: float64(l.Min) / 1e3, Mean: l.Mean / 1e3, P50: float64(l.P50) / 1e3,
+			P90: float64(l.P90) / 1e3, P99: float64(l.P99) / 1e3, Max: float64(l.Max) / 1e3}
+	}
+	return st
 }
 
 // LengthStats summarizes a token-length distribution. Percentiles use the nearest-rank method:
@@ -97,6 +203,7 @@ type StatsBuilder struct {
 	classes     map[string]int
 	sessions    map[string]struct{}
 	prefix      prefixCache
+	agentic     agenticBuilder
 }
 
 // NewStatsBuilder starts Stats with blockTokens tokens per hash_ids block (<= 0 means
@@ -148,6 +255,7 @@ func (b *StatsBuilder) Add(r *Request) {
 		s.WithPrompt++
 	}
 	s.PrefixReuseTokens += b.prefix.add(r)
+	b.agentic.add(r)
 }
 
 // Stats returns the statistics of the requests added so far.
@@ -174,6 +282,7 @@ func (b *StatsBuilder) Stats() Stats {
 		}
 	}
 	s.Sessions = len(b.sessions)
+	s.Agentic = b.agentic.stats()
 	s.InputTokens = lengthStats(b.in, s.Count)
 	s.OutputTokens = lengthStats(b.out, s.Count)
 	if s.TotalOutputTokens > 0 {

@@ -21,6 +21,7 @@ func Scale(reqs []Request, factor float64) ([]Request, error) {
 	for i, r := range reqs {
 		r.Arrival = scaleDur(r.Arrival, factor)
 		r.Think = scaleDur(r.Think, factor)
+		r.ToolDelay = scaleDur(r.ToolDelay, factor) // agentic sessions: tool delays are on the timeline too
 		out[i] = r
 	}
 	return out, nil

@@ -14,6 +14,7 @@ type compiledClass struct {
 	spec                   *ClassSpec
 	input, output          *sampler
 	turns, newInput, think *sampler
+	tool, fanOut           *sampler  // agentic sessions; nil when unset
 	groups                 [][]int64 // prefix block ids per group
 	groupCDF               []float64
 	prefixTokens           int
@@ -117,6 +118,16 @@ func (g *generator) compileClass(cc *compiledClass, c *ClassSpec) error {
 		if cc.think, err = s.ThinkMS.compile(); err != nil {
 			return fmt.Errorf("class %q think_ms: %w", c.Name, err)
 		}
+		if !s.ToolMS.IsZero() {
+			if cc.tool, err = s.ToolMS.compile(); err != nil {
+				return fmt.Errorf("class %q tool_ms: %w", c.Name, err)
+			}
+		}
+		if !s.FanOut.IsZero() {
+			if cc.fanOut, err = s.FanOut.compile(); err != nil {
+				return fmt.Errorf("class %q fan_out: %w", c.Name, err)
+			}
+		}
 	}
 	if im := c.Images; im != nil {
 		if cc.imageCount, err = im.Count.compile(); err != nil {
@@ -191,32 +202,91 @@ func (g *generator) drawSession(r *rng, cc *compiledClass, at time.Duration, tot
 	g.sessions++
 	session := fmt.Sprintf("s%d", g.sessions)
 	turns := min(MaxTurns, max(1, cc.turns.at(r.norm())))
-	var think time.Duration
-	for k := 1; k <= turns; k++ {
-		if k > 1 {
-			think = time.Duration(cc.think.at(r.norm())) * time.Millisecond
-			gap := time.Duration(math.Round(float64(out)*tpot*1e3)) * time.Microsecond
-			at += gap + think
-			total += out + max(1, cc.newInput.at(r.norm()))
-			out = max(1, cc.output.at(r.norm()))
+	answer := func(out int) time.Duration {
+		return time.Duration(math.Round(float64(out)*tpot*1e3)) * time.Microsecond
+	}
+	toolDelay := func() time.Duration {
+		if cc.tool == nil {
+			return 0
 		}
-		if at >= g.duration || (s.MaxInput > 0 && total > s.MaxInput) || total > MaxPromptTokens {
-			break
-		}
+		return time.Duration(cc.tool.at(r.norm())) * time.Millisecond
+	}
+	// extend grows ids to cover total tokens with fresh blocks, within the hash id budget.
+	extend := func(ids []int64, total int) ([]int64, error) {
+		ids = append([]int64(nil), ids...)
 		for len(ids)*g.blockTokens < total {
 			ids = append(ids, g.nextID)
 			g.nextID++
 		}
 		g.idBudget -= len(ids)
 		if g.idBudget < 0 {
-			return fmt.Errorf("the spec's sessions need more than %d hash ids in all; lower the turns, the context or raise block_tokens", maxHashIDs)
+			return nil, fmt.Errorf("the spec's sessions need more than %d hash ids in all; lower the turns, the context or raise block_tokens", maxHashIDs)
 		}
-		req := traces.Request{Arrival: at, InputTokens: total, OutputTokens: out, Class: c.Name,
-			Session: session, Turn: k, HashIDs: append([]int64(nil), ids...), Temperature: c.Temperature}
+		return ids, nil
+	}
+	fits := func(at time.Duration, total int) bool {
+		return at < g.duration && (s.MaxInput <= 0 || total <= s.MaxInput) && total <= MaxPromptTokens
+	}
+	var think, tool time.Duration
+	var after []int // the previous turn and its sub-agents (nil: just the previous turn)
+	var subOut int  // output tokens of the previous turn's sub-agents
+	var joinAt time.Duration
+	n := 0 // turn numbers, main turns and sub-agents alike
+	for k := 1; k <= turns; k++ {
 		if k > 1 {
-			req.Think = think
+			think = time.Duration(cc.think.at(r.norm())) * time.Millisecond
+			tool = toolDelay()
+			at = max(at+answer(out), joinAt) + think + tool
+			total += out + subOut + max(1, cc.newInput.at(r.norm()))
+			out = max(1, cc.output.at(r.norm()))
+		}
+		if !fits(at, total) {
+			break
+		}
+		var err error
+		if ids, err = extend(ids, total); err != nil {
+			return err
+		}
+		n++
+		req := traces.Request{Arrival: at, InputTokens: total, OutputTokens: out, Class: c.Name,
+			Session: session, Turn: n, HashIDs: ids, Temperature: c.Temperature, After: after}
+		if k > 1 {
+			req.Think, req.ToolDelay = think, tool
 		}
 		g.reqs = append(g.reqs, req)
+		main := n
+		after, subOut, joinAt = nil, 0, 0
+		// Sub-agents: drawn after every turn but the last (the draws come in a fixed order).
+		if cc.fanOut == nil || k == turns {
+			continue
+		}
+		if u := r.float(); u >= s.FanOutProb {
+			continue
+		}
+		m := max(1, cc.fanOut.at(r.norm()))
+		after = []int{main}
+		for j := 0; j < m; j++ {
+			st := toolDelay()
+			sat := at + answer(out) + st
+			stotal := total + out + max(1, cc.newInput.at(r.norm()))
+			sout := max(1, cc.output.at(r.norm()))
+			if !fits(sat, stotal) {
+				continue
+			}
+			sids, err := extend(ids, stotal)
+			if err != nil {
+				return err
+			}
+			n++
+			g.reqs = append(g.reqs, traces.Request{Arrival: sat, InputTokens: stotal, OutputTokens: sout, Class: c.Name,
+				Session: session, Turn: n, HashIDs: sids, Temperature: c.Temperature, After: []int{main}, ToolDelay: st})
+			after = append(after, n)
+			subOut += sout
+			joinAt = max(joinAt, sat+answer(sout))
+		}
+		if len(after) == 1 {
+			after = nil
+		}
 	}
 	return nil
 }

@@ -152,11 +152,21 @@ func TestSessions(t *testing.T) {
 		}
 		bySession[r.Session] = append(bySession[r.Session], r)
 	}
-	multi := 0
+	// The agentic preset fans out to sub-agents and joins them (after), so turns are checked
+	// against the turn they wait for first: each extends that turn's context and blocks.
+	multi, joins, tools := 0, 0, 0
 	for s, turns := range bySession {
-		for k, r := range turns {
-			if r.Turn != k+1 {
-				t.Fatalf("session %s: turn %d at position %d", s, r.Turn, k)
+		byTurn := map[int]traces.Request{}
+		for _, r := range turns {
+			if _, dup := byTurn[r.Turn]; dup {
+				t.Fatalf("session %s: turn %d twice", s, r.Turn)
+			}
+			byTurn[r.Turn] = r
+		}
+		for k := 1; k <= len(turns); k++ {
+			r, ok := byTurn[k]
+			if !ok {
+				t.Fatalf("session %s: turns not numbered 1..%d (no %d)", s, len(turns), k)
 			}
 			if len(r.HashIDs) != (r.InputTokens+63)/64 {
 				t.Fatalf("session %s turn %d: %d hash ids for %d tokens", s, r.Turn, len(r.HashIDs), r.InputTokens)
@@ -164,21 +174,34 @@ func TestSessions(t *testing.T) {
 			if r.InputTokens > 65536 {
 				t.Fatalf("context cap exceeded: %d", r.InputTokens)
 			}
-			if k == 0 {
+			if k == 1 {
 				continue
 			}
 			multi++
-			prev := turns[k-1]
+			dep := k - 1
+			if r.After != nil {
+				dep = r.After[0]
+				if len(r.After) > 1 {
+					joins++
+				}
+			}
+			prev := byTurn[dep]
 			if r.InputTokens <= prev.InputTokens+prev.OutputTokens {
 				t.Fatalf("session %s turn %d did not grow: %d after %d+%d", s, r.Turn, r.InputTokens, prev.InputTokens, prev.OutputTokens)
 			}
 			if !reflect.DeepEqual(r.HashIDs[:len(prev.HashIDs)], prev.HashIDs) {
-				t.Fatalf("session %s turn %d does not extend the previous turn's blocks", s, r.Turn)
+				t.Fatalf("session %s turn %d does not extend the blocks of turn %d", s, r.Turn, dep)
 			}
-			if r.Think <= 0 || r.Arrival < prev.Arrival+r.Think {
-				t.Fatalf("session %s turn %d: think %v, arrival %v after %v", s, r.Turn, r.Think, r.Arrival, prev.Arrival)
+			if r.Arrival < prev.Arrival+r.Think+r.ToolDelay {
+				t.Fatalf("session %s turn %d: think %v tool %v, arrival %v after %v", s, r.Turn, r.Think, r.ToolDelay, r.Arrival, prev.Arrival)
+			}
+			if r.ToolDelay > 0 {
+				tools++
 			}
 		}
+	}
+	if joins == 0 || tools == 0 {
+		t.Fatalf("the agentic preset made %d joins and %d tool delays", joins, tools)
 	}
 	if multi == 0 || len(bySession) < 200 {
 		t.Fatalf("%d sessions, %d later turns", len(bySession), multi)

@@ -90,6 +90,11 @@ func agenticClass() ClassSpec {
 			NewInput: logn(600, 500, 8000),
 			ThinkMS:  Dist{Kind: LogNormal, Mean: 1500, SD: 1000, Max: 30000},
 			MaxInput: 65536,
+			// Tool calls between the agent's turns, and sub-agents fanned out after a quarter
+			// of them, two to four at a time.
+			ToolMS:     Dist{Kind: LogNormal, Mean: 800, SD: 600, Max: 20000},
+			FanOutProb: 0.25,
+			FanOut:     Dist{Kind: Uniform, Min: 2, Max: 4},
 		}}
 }
 

@@ -83,6 +83,16 @@ type SessionSpec struct {
 	TPOTMS float64 `json:"tpot_ms,omitempty"`
 	// MaxInput ends a session before a turn whose prompt would exceed it (0 = no limit).
 	MaxInput int `json:"max_input,omitempty"`
+
+	// Agentic sessions. ToolMS, when set, is the agent's tool time before each later call
+	// (tool_delay_s, on top of think_ms). FanOut, with probability FanOutProb after each turn
+	// but the last, spawns that many sub-agent calls: each waits for the turn (after) plus a
+	// tool delay and extends its context (prompt, output, new input: its hash_ids extend the
+	// turn's), and the next turn joins them all, its context holding the turn's and every
+	// sub-agent's output.
+	ToolMS     Dist    `json:"tool_ms,omitempty"`
+	FanOutProb float64 `json:"fan_out_prob,omitempty"`
+	FanOut     Dist    `json:"fan_out,omitempty"`
 }
 
 // Duration returns DurationS as a time.Duration.
@@ -207,6 +217,16 @@ func (c *ClassSpec) check() error {
 		}
 		if !(s.TPOTMS >= 0) || !finite(s.TPOTMS) || s.MaxInput < 0 {
 			return fmt.Errorf("session tpot_ms and max_input must be >= 0")
+		}
+		for _, d := range []Dist{s.ToolMS, s.FanOut} {
+			if !d.IsZero() {
+				if err := d.check(); err != nil {
+					return err
+				}
+			}
+		}
+		if !(s.FanOutProb >= 0 && s.FanOutProb <= 1) || s.FanOutProb > 0 && s.FanOut.IsZero() {
+			return fmt.Errorf("session fan_out_prob must be in [0, 1] and needs a fan_out distribution")
 		}
 	}
 	if im := c.Images; im != nil {

@@ -68,6 +68,8 @@ func TestFlagAudit(t *testing.T) {
 		{"gen print-spec with out", []string{"gen", "--print-spec", "--out", "x.jsonl"}, "--out"},
 		// import
 		{"import rate for azure", []string{"import", "--format", "azure", "--rate", "3", "in.csv"}, "--rate"},
+		{"import tpot for mooncake", []string{"import", "--format", "mooncake", "--tpot-ms", "20", "in.jsonl"}, "--tpot-ms"},
+		{"import tpot not positive", []string{"import", "--format", "weka", "--tpot-ms", "0", "../../traces/testdata/import/weka.jsonl"}, "--tpot-ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ func init() { register("import", newImportCmd) }
 
 type importOptions struct {
 	format, in, out, tok string
+	tpotMs               float64
 	opts                 traces.ImportOptions
 }
 
@@ -25,7 +26,7 @@ func newImportCmd(app *App) *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
 		Use:   "import --format " + strings.Join(traces.ImportFormats, "|") + " IN [-o OUT.jsonl]",
-		Short: "Convert a public trace (Azure, BurstGPT, Mooncake, ShareGPT) to an llmbench trace",
+		Short: "Convert a public trace (Azure, BurstGPT, Mooncake, Weka, ShareGPT) to an llmbench trace",
 		Long: `Convert a trace in a public format to llmbench's trace format (JSONL v1, or msgpack when OUT
 ends in .msgpack). Columns and fields are read by name; extra ones are ignored; arrivals become
 offsets from the earliest row. A bad row stops the import with FILE:LINE: COLUMN: REASON unless
@@ -33,10 +34,18 @@ offsets from the earliest row. A bad row stops the import with FILE:LINE: COLUMN
 The column mapping of each format is documented in traces/FORMAT.md.
 
 ShareGPT has text but no token counts or times: counts come from --tokenizer, arrivals from
---rate (constant spacing, or --poisson with --seed).`,
+--rate (constant spacing, or --poisson with --seed).
+
+Agentic traces become sessions whose turns wait for one another (after, tool_delay_s, think_s):
+toolagent (Mooncake's FAST'25 toolagent trace) rebuilds its sessions from hash_ids chains, weka
+(Weka / kv-cache-tester coding traces, one JSON conversation per file or one per line) maps
+sub-agents to fan-out and join. Where a trace does not record a response's duration, it is
+estimated as output tokens x --tpot-ms and the rest of the gap is the wait before the next call.`,
 		Example: `  llmbench import --format azure AzureLLMInferenceTrace_conv.csv -o azure-conv.jsonl --drop-failed
   llmbench import --format burstgpt BurstGPT_1.csv --model ChatGPT --drop-failed -o burst.jsonl
   llmbench import --format mooncake mooncake_trace.jsonl -o mooncake.jsonl
+  llmbench import --format toolagent toolagent_trace.jsonl -o toolagent.jsonl
+  llmbench import --format weka traces/trace_0001.json -o weka-0001.jsonl
   llmbench import --format sharegpt ShareGPT_V3.json --limit 1000 --rate 4 --poisson --sessions -o sharegpt.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +72,7 @@ ShareGPT has text but no token counts or times: counts come from --tokenizer, ar
 	fs.BoolVar(&o.opts.Chat, "chat", false, "sharegpt: emit messages instead of prompt text")
 	fs.BoolVar(&o.opts.Sessions, "sessions", false, "sharegpt: every user turn becomes a turn of a multi-turn session (implies --chat)")
 	fs.DurationVar(&o.opts.Think, "think", 10*time.Second, "sharegpt --sessions: time between turns")
+	fs.Float64Var(&o.tpotMs, "tpot-ms", float64(traces.DefaultImportTPOT)/1e6, "toolagent, weka: ms per output token that estimates a recorded response's duration where the trace has none")
 	_ = cmd.MarkFlagRequired("format")
 	return cmd
 }
@@ -72,7 +82,8 @@ func checkImportFlags(format string, changed func(string) bool) error {
 	only := map[string][]string{
 		"tokenizer": {"sharegpt"}, "rate": {"sharegpt"}, "poisson": {"sharegpt"}, "seed": {"sharegpt"},
 		"chat": {"sharegpt"}, "sessions": {"sharegpt"}, "think": {"sharegpt"}, "model": {"burstgpt"},
-		"lenient": {"jsonl", "msgpack"}, "drop-failed": {"azure", "burstgpt", "mooncake"},
+		"lenient": {"jsonl", "msgpack"}, "drop-failed": {"azure", "burstgpt", "mooncake", "toolagent", "weka"},
+		"tpot-ms": {"toolagent", "weka"},
 	}
 	names := make([]string, 0, len(only))
 	for n := range only {
@@ -94,6 +105,14 @@ func runImport(app *App, o *importOptions) error {
 			return fmt.Errorf("--tokenizer: %w", err)
 		}
 		o.opts.Tokenizer = tok
+	}
+	if !(o.tpotMs > 0) || o.tpotMs > 60e3 {
+		return fmt.Errorf("--tpot-ms must be a number of milliseconds in (0, 60000] (got %v)", o.tpotMs)
+	}
+	o.opts.TPOT = time.Duration(o.tpotMs * 1e6)
+	blockNote := ""
+	o.opts.OnBlockTokens = func(n int) {
+		blockNote = fmt.Sprintf("import: hash_ids are blocks of %d tokens: replay with run --prefix-block-tokens %d and describe with trace stats --block-tokens %d\n", n, n, n)
 	}
 	skips := map[string]int{}
 	var examples []string
@@ -122,6 +141,7 @@ func runImport(app *App, o *importOptions) error {
 		return err
 	}
 	fmt.Fprintf(app.Stderr, "import: %s from %s to %s\n", traceLine(reqs), o.in, outName(o.out))
+	fmt.Fprint(app.Stderr, blockNote)
 	if skipped > 0 {
 		keys := make([]string, 0, len(skips))
 		for k := range skips {

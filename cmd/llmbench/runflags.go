@@ -42,6 +42,8 @@ type targetFlags struct {
 	// Connections at scale (issue 18).
 	sourceAddrs string
 	http2       bool
+	// Agentic sessions.
+	sessionHeader string
 }
 
 func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
@@ -64,6 +66,7 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.StringVar(&f.sourceAddrs, "source-addrs", "", "dial new connections from these local addresses in turn, so that tens of thousands of connections to one host do not run out of ephemeral ports: a comma-separated list of IPs and ranges, e.g. 127.0.0.2-127.0.0.9 on loopback")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2: h2c with prior knowledge to http:// endpoints (the embedded engine and serve accept it), only ALPN h2 to https:// ones; streams then share connections")
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", `header that carries each session turn's affinity key (the trace's "affinity", else its session) so a router can pin sessions; "" sends none`)
 	return f
 }
 
@@ -80,6 +83,7 @@ func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error
 		InsecureSkipVerify: f.insecure,
 		Timeouts:           loadgen.Timeouts{Connect: f.tConnect, FirstToken: f.tFirstToken, Idle: f.tIdle, Total: f.tTotal},
 		MaxLineBytes:       f.maxLine,
+		SessionHeader:      f.sessionHeader,
 		HTTP2:              f.http2,
 	}
 	if f.sourceAddrs != "" {

@@ -38,7 +38,9 @@ func newSimulateCmd(app *App) *cobra.Command {
 		Long: `Run a trace through the reference engine's scheduler and step-time model on a virtual
 clock and write the same results directory and report as "run". A what-if tool: "what happens
 to P99 TTFT on H200 with FP8 and speculative decoding?" in seconds, without a GPU. Times are the
-engine's ground truth: there is no client or network in the numbers.
+engine's ground truth: there is no client or network in the numbers. Session turns are sent as
+run sends them: once every turn they depend on has finished on the engine's clock, plus their
+think time and tool delay, carrying the conversation so far.
 
 --replicas N simulates N independent engines behind a router on one timeline ("what do four
 H100s behind a prefix-aware router do with this trace at 4x its rate?"); the summary then

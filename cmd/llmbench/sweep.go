@@ -271,7 +271,7 @@ var searchOnly = []string{"start", "precision", "max-points"}
 var httpOnlySweep = []string{"api", "api-key-env", "backend", "batch-size", "ca-cert", "duration", "grace", "header",
 	"insecure", "max-concurrency", "max-line-bytes", "max-requests", "no-stream", "repeat",
 	"time-scale", "timeout-connect", "timeout-first-token", "timeout-idle", "timeout-total", "tokenizer",
-	"wire", "reasoning"}
+	"wire", "reasoning", "session-header"}
 
 // refuseIdleFlags makes a flag that would do nothing in this sweep an error that says why.
 func (o *sweepOptions) refuseIdleFlags() error {

@@ -121,6 +121,17 @@ func printStats(w io.Writer, name string, st traces.Stats) {
 	if st.Images > 0 {
 		fmt.Fprintf(w, "images          %d in %d requests\n", st.Images, st.WithImages)
 	}
+	if a := st.Agentic; a != nil {
+		t := a.TurnsPerSession
+		fmt.Fprintf(w, "turns/session   min %d  mean %.1f  p50 %d  p90 %d  max %d\n", t.Min, t.Mean, t.P50, t.P90, t.Max)
+		f := a.FanOut
+		fmt.Fprintf(w, "fan-out         %d turns fan out to 2+ (mean %.2f, max %d waiting on one turn), %d joins\n", a.FanOutTurns, f.Mean, f.Max, a.JoinTurns)
+		d := a.ToolDelayMs
+		fmt.Fprintf(w, "tool delay      %d turns · mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f ms\n", d.Count, d.Mean, d.P50, d.P90, d.P99, d.Max)
+		if a.WithAffinity > 0 {
+			fmt.Fprintf(w, "affinity        %d requests carry an explicit key\n", a.WithAffinity)
+		}
+	}
 }
 
 func newTraceScaleCmd(app *App) *cobra.Command {

@@ -102,6 +102,21 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, err
 	}
+	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
+	first, last := trace.Span()
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
+	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
+	if hasSessions(reqs) {
+		if a.Replicas > 1 {
+			return nil, fmt.Errorf("simulate: --replicas %d: this trace's sessions release their turns as earlier turns finish, which the cluster simulation does not follow; simulate it on one engine, or replay it with run against a cluster", a.Replicas)
+		}
+		// Session turns are released when their dependencies finish (simulate_sessions.go).
+		st, info, err := a.produceSessions(reqs, end, sink)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, nil
+	}
 	sims := simRequests(reqs, a.RateScale, a.KeepOutput)
 	if err := addImages(sims, reqs); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
@@ -110,10 +125,6 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
-	first, last := trace.Span()
-	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
-	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
 	for i := range res.Timelines {
 		rec := TimelineRecord(&res.Timelines[i], &reqs[i])
 		if res.Outputs != nil {
