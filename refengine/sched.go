@@ -18,7 +18,8 @@ const (
 
 // seq is one request inside the scheduler.
 type seq struct {
-	tl *Timeline // ground truth; owned by the scheduler goroutine
+	tl  *Timeline // ground truth; owned by the scheduler goroutine
+	pos int       // the request's index in a simulated trace (Simulation); 0 over HTTP
 
 	promptTokens int
 	target       int // output tokens this request generates
