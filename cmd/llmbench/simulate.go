@@ -12,6 +12,7 @@ import (
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/traces"
 )
 
 func init() { register("simulate", newSimulateCmd) }
@@ -60,15 +61,17 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	if err := o.fail.check(); err != nil {
 		return err
 	}
-	reqs, err := o.traceFlags.read()
-	if err != nil {
-		return err
-	}
 	if o.rateScale <= 0 {
 		return fmt.Errorf("--rate-scale must be > 0")
 	}
-	if o.maxRequests > 0 && o.maxRequests < len(reqs) {
-		reqs = reqs[:o.maxRequests]
+	// The trace is read as it is simulated (checked first, as run does): records are written
+	// as requests finish, so memory does not grow with the trace.
+	trace, err := o.traceFlags.open(app.Stderr)
+	if err != nil {
+		return err
+	}
+	if trace, err = traces.Head(trace, o.maxRequests); err != nil {
+		return err
 	}
 	cfg, err := o.engine.config()
 	if err != nil {
@@ -89,7 +92,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 		Config:     flagConfig(app.flags),
 	}
 	res, err := runner.Execute(ctx, runner.Options{
-		Requests: reqs, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
+		Trace: trace, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
 	}, adapter.Produce)
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {

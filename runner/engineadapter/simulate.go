@@ -39,54 +39,74 @@ func (a *Simulator) now() time.Time {
 // rateScale.
 func SimRequests(reqs []traces.Request, rateScale float64) []refengine.SimRequest {
 	out := make([]refengine.SimRequest, len(reqs))
-	for i, r := range reqs {
-		sr := refengine.SimRequest{
-			ID:           r.ID,
-			Arrival:      time.Duration(float64(r.Arrival) / rateScale),
-			PromptTokens: r.InputTokens,
-			Prompt:       r.Prompt,
-			HashIDs:      r.HashIDs,
-			MaxTokens:    r.OutputTokens,
-			MinTokens:    r.OutputTokens,
-			IgnoreEOS:    true,
-			Seed:         r.Seed,
-		}
-		if len(r.Messages) > 0 && r.Prompt == "" {
-			for _, m := range r.Messages {
-				sr.Prompt += m.Content
-			}
-		}
-		if r.Temperature != nil {
-			sr.Temperature = *r.Temperature
-		}
-		out[i] = sr
+	for i := range reqs {
+		out[i] = SimRequest(&reqs[i], rateScale)
 	}
 	return out
 }
 
-// Produce simulates the whole trace and hands every request's Record to sink.
+// SimRequest maps one trace request to the engine's simulated request, its arrival divided by
+// rateScale.
+func SimRequest(r *traces.Request, rateScale float64) refengine.SimRequest {
+	sr := refengine.SimRequest{
+		ID:           r.ID,
+		Arrival:      time.Duration(float64(r.Arrival) / rateScale),
+		PromptTokens: r.InputTokens,
+		Prompt:       r.Prompt,
+		HashIDs:      r.HashIDs,
+		MaxTokens:    r.OutputTokens,
+		MinTokens:    r.OutputTokens,
+		IgnoreEOS:    true,
+		Seed:         r.Seed,
+	}
+	if len(r.Messages) > 0 && r.Prompt == "" {
+		for _, m := range r.Messages {
+			sr.Prompt += m.Content
+		}
+	}
+	if r.Temperature != nil {
+		sr.Temperature = *r.Temperature
+	}
+	return sr
+}
+
+// Produce simulates the trace as it is read and hands every request's Record to sink in
+// arrival order (trace order among equal arrivals), each as soon as it and every request
+// before it have finished: memory holds the requests in flight (and finished ones waiting for
+// an earlier one), not the trace.
 func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	reqs, err := trace.Requests()
-	if err != nil {
-		return nil, err
-	}
-	res, err := refengine.Simulate(SimRequests(reqs, a.RateScale), a.Config)
-	if err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
-	}
 	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
 	first, last := trace.Span()
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
-	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
-	for i := range res.Timelines {
-		rec := TimelineRecord(&res.Timelines[i], &reqs[i])
+	end := metrics.ReplayLength(scale(first), scale(last), trace.Len())
+	out := newInOrder(sink)
+	sim, err := refengine.NewSimulation(a.Config, func(pos int, tl *refengine.Timeline) {
+		req := out.request(pos)
+		rec := TimelineRecord(tl, &req)
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
-		sink(rec)
+		out.done(pos, rec)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	return &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}, nil
+	feed := &arrivals{sim: sim, out: out, rateScale: a.RateScale}
+	if err := walkArrivalOrder(ctx, trace, feed.add); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if err := feed.flush(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	st, err := sim.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if out.next != trace.Len() {
+		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", out.next, trace.Len())
+	}
+	return &runner.Produced{Start: a.now(), Model: sim.Info().ServedModelName, Engine: describeInfo(sim.Info()), Duration: st.Makespan}, nil
 }
 
 // TimelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the
