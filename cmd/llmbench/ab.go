@@ -144,12 +144,14 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 			repeats = 3
 		}
 	}
-	reqs, err := o.traceFlags.read()
+	trace, err := o.traceFlags.open(app.Stderr) // read again for each run, not held
 	if err != nil {
 		return 2, err
 	}
 	if !o.keepTemperature {
-		reqs = runner.Greedy(reqs)
+		if trace, err = runner.Greedy(trace); err != nil {
+			return 2, err
+		}
 	}
 	thresholds, err := metrics.ParseFailOn(o.failOn)
 	if err != nil {
@@ -180,7 +182,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
 	defer stop()
 	abOpts := runner.ABOptions{
-		Requests: reqs, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
+		Trace: trace, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
 		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
 		OutDir: out, Metrics: mopts, HTML: o.output.html(app),
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},

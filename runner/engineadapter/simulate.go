@@ -73,7 +73,8 @@ func SimRequest(r *traces.Request, rateScale float64) refengine.SimRequest {
 // Produce simulates the trace as it is read and hands every request's Record to sink in
 // arrival order (trace order among equal arrivals), each as soon as it and every request
 // before it have finished: memory holds the requests in flight (and finished ones waiting for
-// an earlier one), not the trace.
+// an earlier one), not the trace. Reading the trace, simulating and making and writing the
+// records run as three stages of a pipeline (see simulate_stream.go).
 func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -82,31 +83,20 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	first, last := trace.Span()
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
 	end := metrics.ReplayLength(scale(first), scale(last), trace.Len())
-	out := newInOrder(sink)
-	sim, err := refengine.NewSimulation(a.Config, func(pos int, tl *refengine.Timeline) {
-		req := out.request(pos)
-		rec := TimelineRecord(tl, &req)
+	toRecord := func(f *finished) *metrics.Record {
+		rec := TimelineRecord(f.tl, &f.req)
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
-		out.done(pos, rec)
-	})
+		return rec
+	}
+	p := &pipeline{rateScale: a.RateScale}
+	st, info, n, err := p.run(ctx, trace, a.Config, toRecord, sink)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	feed := &arrivals{sim: sim, out: out, rateScale: a.RateScale}
-	if err := walkArrivalOrder(ctx, trace, feed.add); err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
+	if n != trace.Len() {
+		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", n, trace.Len())
 	}
-	if err := feed.flush(); err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
-	}
-	st, err := sim.Finish()
-	if err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
-	}
-	if out.next != trace.Len() {
-		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", out.next, trace.Len())
-	}
-	return &runner.Produced{Start: a.now(), Model: sim.Info().ServedModelName, Engine: describeInfo(sim.Info()), Duration: st.Makespan}, nil
+	return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, nil
 }
 
 // TimelineRecord converts one ground-truth timeline. Intended, dispatched and sent are the

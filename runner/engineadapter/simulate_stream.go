@@ -10,6 +10,151 @@ import (
 	"github.com/llmbench/llmbench/traces"
 )
 
+// A simulation of a trace read as it goes is a pipeline of three goroutines joined by channels
+// of batches: the reader walks the trace in arrival order (parsing it), the simulator feeds
+// the engine and collects finished timelines, and the writer turns them into Records and hands
+// them to the sink in walk order. On two cores the reader's and the writer's work come off
+// the simulator's path. Each stage holds only what is in flight.
+
+// batchLen is the number of requests or timelines a channel message carries.
+const batchLen = 256
+
+// arriving is a request on its way to the engine.
+type arriving struct {
+	pos int
+	q   refengine.SimRequest
+	req traces.Request // what TimelineRecord reads of the trace request
+}
+
+// finished is a timeline on its way to the writer, with its index in the walk.
+type finished struct {
+	k   int
+	tl  *refengine.Timeline
+	req traces.Request
+}
+
+type pipeline struct {
+	rateScale float64
+}
+
+// run simulates trace on cfg and hands the records to sink in walk order. n is the number of
+// records handed over.
+func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.Config,
+	toRecord func(*finished) *metrics.Record, sink func(*metrics.Record)) (refengine.SimStats, refengine.Info, int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// The writer: records in walk order.
+	done := make(chan []finished, 4)
+	written := make(chan int)
+	go func() {
+		out := reorder{sink: sink, ready: map[int]*metrics.Record{}}
+		for b := range done {
+			for i := range b {
+				out.add(b[i].k, toRecord(&b[i]))
+			}
+		}
+		written <- out.next
+	}()
+
+	// The simulator, on this goroutine: what it holds of each request in flight, by position.
+	type held struct {
+		k   int
+		req traces.Request
+	}
+	inFlight := map[int]held{}
+	var outBatch []finished
+	sim, err := refengine.NewSimulation(cfg, func(pos int, tl *refengine.Timeline) {
+		h := inFlight[pos]
+		delete(inFlight, pos)
+		outBatch = append(outBatch, finished{h.k, tl, h.req})
+		if len(outBatch) == batchLen {
+			done <- outBatch
+			outBatch = make([]finished, 0, batchLen)
+		}
+	})
+	if err != nil {
+		close(done)
+		<-written
+		return refengine.SimStats{}, refengine.Info{}, 0, err
+	}
+
+	// The reader.
+	arrive := make(chan []arriving, 4)
+	var readErr error
+	go func() {
+		defer close(arrive)
+		b := make([]arriving, 0, batchLen)
+		readErr = walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
+			b = append(b, arriving{pos, SimRequest(q, p.rateScale),
+				traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens}})
+			if len(b) == batchLen {
+				select {
+				case arrive <- b:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				b = make([]arriving, 0, batchLen)
+			}
+			return nil
+		})
+		if readErr == nil && len(b) > 0 {
+			arrive <- b
+		}
+	}()
+
+	// Scaling by the rate can make distinct arrivals equal, and Simulate orders equal (scaled)
+	// arrivals by position: the requests of one scaled arrival are added in position order.
+	var tie []arriving
+	var tieAt time.Duration
+	addTie := func() error {
+		slices.SortFunc(tie, func(a, b arriving) int { return a.pos - b.pos })
+		for i := range tie {
+			if err := sim.Add(tie[i].pos, &tie[i].q); err != nil {
+				return err
+			}
+		}
+		clear(tie)
+		tie = tie[:0]
+		return nil
+	}
+	k := 0
+	var simErr error
+	for b := range arrive {
+		if simErr != nil {
+			continue // drain: the reader stops at the cancel
+		}
+		for i := range b {
+			if len(tie) > 0 && b[i].q.Arrival != tieAt {
+				if simErr = addTie(); simErr != nil {
+					cancel()
+					break
+				}
+			}
+			tieAt = b[i].q.Arrival
+			inFlight[b[i].pos] = held{k, b[i].req}
+			k++
+			tie = append(tie, b[i])
+		}
+	}
+	var st refengine.SimStats
+	if simErr == nil {
+		simErr = readErr
+	}
+	if simErr == nil {
+		simErr = addTie()
+	}
+	if simErr == nil {
+		st, simErr = sim.Finish()
+	}
+	if len(outBatch) > 0 {
+		done <- outBatch
+	}
+	close(done)
+	n := <-written
+	return st, sim.Info(), n, simErr
+}
+
 // walkArrivalOrder calls fn for every request of trace in arrival order, trace order among
 // equal arrivals (Simulate's order), checking ctx as it goes.
 func walkArrivalOrder(ctx context.Context, trace traces.Source, fn func(pos int, q *traces.Request) error) error {
@@ -28,81 +173,15 @@ func walkArrivalOrder(ctx context.Context, trace traces.Source, fn func(pos int,
 	return ctx.Err()
 }
 
-// arrivals feeds a Simulation. Scaling by the rate can make distinct arrivals equal, and
-// Simulate orders equal (scaled) arrivals by position: requests of one scaled arrival are
-// gathered and added in position order.
-type arrivals struct {
-	sim       *refengine.Simulation
-	out       *inOrder
-	rateScale float64
-	at        time.Duration
-	batch     []pending
-}
-
-type pending struct {
-	pos int
-	q   refengine.SimRequest
-}
-
-func (f *arrivals) add(pos int, q *traces.Request) error {
-	sr := SimRequest(q, f.rateScale)
-	if len(f.batch) > 0 && sr.Arrival != f.at {
-		if err := f.flush(); err != nil {
-			return err
-		}
-	}
-	f.at = sr.Arrival
-	f.out.hold(pos, q)
-	f.batch = append(f.batch, pending{pos, sr})
-	return nil
-}
-
-func (f *arrivals) flush() error {
-	slices.SortFunc(f.batch, func(a, b pending) int { return a.pos - b.pos })
-	for i := range f.batch {
-		if err := f.sim.Add(f.batch[i].pos, &f.batch[i].q); err != nil {
-			return err
-		}
-	}
-	clear(f.batch)
-	f.batch = f.batch[:0]
-	return nil
-}
-
-// inOrder keeps what a record needs of each request in flight and hands records to the sink
-// in the order of the walk (arrival order, trace order among equal arrivals: the trace's own
-// order for a sorted file): a finished request waits only for the ones before it.
-type inOrder struct {
+// reorder hands records to the sink in walk order: a finished request waits only for the
+// ones before it.
+type reorder struct {
 	sink  func(*metrics.Record)
-	reqs  map[int]held // in flight, by position
 	ready map[int]*metrics.Record
-	added int // requests held so far
 	next  int // the walk index of the next record to hand over
 }
 
-// held is a request in flight: its index in the walk and the fields TimelineRecord reads.
-type held struct {
-	k   int
-	req traces.Request
-}
-
-func newInOrder(sink func(*metrics.Record)) *inOrder {
-	return &inOrder{sink: sink, reqs: map[int]held{}, ready: map[int]*metrics.Record{}}
-}
-
-func (o *inOrder) hold(pos int, q *traces.Request) {
-	o.reqs[pos] = held{o.added, traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens}}
-	o.added++
-}
-
-// request returns the held fields of the request at pos.
-func (o *inOrder) request(pos int) traces.Request { return o.reqs[pos].req }
-
-// done hands rec, the record of the request at pos, to the sink, with every record after it in
-// the walk that was waiting for it.
-func (o *inOrder) done(pos int, rec *metrics.Record) {
-	k := o.reqs[pos].k
-	delete(o.reqs, pos)
+func (o *reorder) add(k int, rec *metrics.Record) {
 	if k != o.next {
 		o.ready[k] = rec
 		return

@@ -92,7 +92,8 @@ func TestSimulatorProduce(t *testing.T) {
 
 // TestSimulatorProduceHoldsNoTrace: simulating a trace file keeps neither the trace nor the
 // finished requests: when the 15,000th record is written the heap has not grown by them since
-// Produce started (held, the trace and the timelines would be ≈ 2 KB a request here, 60 MB).
+// Produce started (held, the trace and the timelines would be ≈ 6 KB a request here, 89 MB
+// measured; the pipeline's channels hold up to ≈ 1,500 timelines in flight, ≈ 5 MB).
 func TestSimulatorProduceHoldsNoTrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 30,000 requests")
@@ -135,7 +136,7 @@ func TestSimulatorProduceHoldsNoTrace(t *testing.T) {
 	if seen != n {
 		t.Fatalf("%d records of %d", seen, n)
 	}
-	if grown > 4<<20 {
+	if grown > 16<<20 {
 		t.Errorf("the heap grew by %d bytes by 15,000 records: the trace or finished requests are being held", grown)
 	}
 }
