@@ -154,7 +154,25 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	mopts := opts.Metrics
 	mopts.ClientCPUFraction = prod.ClientCPUFraction
+	// The report's sampled token timelines are picked in a pass of their own over the records,
+	// on another core while the summary makes its two (a million-request simulation: seconds).
+	var samples []metrics.Record
+	var reasons []string
+	var sampleErr error
+	sampled := make(chan struct{})
+	if opts.HTML.Samples == nil {
+		go func() {
+			defer close(sampled)
+			samples, reasons, sampleErr = reports.SampleRecords(metrics.FileSource(recPath).Each)
+		}()
+	} else {
+		close(sampled)
+	}
 	sum, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
+	<-sampled
+	if opts.HTML.Samples == nil && sampleErr == nil {
+		opts.HTML.Samples, opts.HTML.SampleReasons = samples, reasons // else RenderReport says why there are none
+	}
 	if err != nil {
 		return &Result{Dir: opts.OutDir, Records: rw.Count()}, fmt.Errorf("summarize: %w", err)
 	}
