@@ -94,6 +94,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	}
 	res, err := runner.Execute(ctx, runner.Options{
 		Trace: trace, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
+		SummarizeLive: true, // the adapter never touches a Record it handed over
 	}, adapter.Produce)
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
