@@ -8,14 +8,14 @@ package refengine
 // a cached prefix goes to the tail, so cached blocks are evicted in least-recently-freed order
 // (LRU); a freed block without a hash goes to the head, so it is reused before any cached block
 // is evicted. A cached block found by a later request is taken out of the queue and shared
-// (reference count above one). Nothing here allocates after construction except map inserts.
+// (reference count above one). Nothing here allocates after the first cached block.
 type blockPool struct {
 	ref        []int32
 	hash       []uint64 // 0: not cached
 	prev, next []int32
 	head, tail int32
 	free       int
-	cached     map[uint64]int32
+	cached     blockTable
 	evictions  int64
 }
 
@@ -29,7 +29,7 @@ func newBlockPool(n int) *blockPool {
 		next:   make([]int32, n),
 		head:   noBlock,
 		tail:   noBlock,
-		cached: make(map[uint64]int32),
+		cached: newBlockTable(n),
 	}
 	for i := 0; i < n; i++ {
 		p.pushTail(int32(i))
@@ -88,7 +88,7 @@ func (p *blockPool) alloc() (int32, bool) {
 	}
 	p.unlink(b)
 	if h := p.hash[b]; h != 0 {
-		delete(p.cached, h)
+		p.cached.del(h)
 		p.hash[b] = 0
 		p.evictions++
 	}
@@ -111,7 +111,7 @@ func (p *blockPool) release(b int32) {
 
 // lookup returns the block caching hash h, taking a reference to it.
 func (p *blockPool) lookup(h uint64) (int32, bool) {
-	b, ok := p.cached[h]
+	b, ok := p.cached.get(h)
 	if !ok {
 		return noBlock, false
 	}
@@ -128,12 +128,12 @@ func (p *blockPool) register(b int32, h uint64) {
 	if h == 0 || p.hash[b] != 0 {
 		return
 	}
-	if _, dup := p.cached[h]; dup {
+	if _, dup := p.cached.get(h); dup {
 		return
 	}
 	p.hash[b] = h
-	p.cached[h] = b
+	p.cached.put(h, b)
 }
 
 // cachedBlocks is the number of blocks holding a cached prefix.
-func (p *blockPool) cachedBlocks() int { return len(p.cached) }
+func (p *blockPool) cachedBlocks() int { return p.cached.len() }
