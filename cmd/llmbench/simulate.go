@@ -143,8 +143,8 @@ func simulateCommand(args []string) bool {
 // simulateTuning sets GOGC=400 for simulate unless the environment sets GOGC. simulate's live
 // heap is small and flat (the trace is read as it is simulated and records go to disk as they
 // finish, ≈ 25 MB), while every request allocates its timeline and record, so a collector
-// sized to the live heap runs often: 100,000 requests took 8.2–9.3 s of CPU with GOGC=100 and
-// 7.4–7.6 s with 400, the peak RSS 57–62 MB and 114–115 MB.
+// sized to the live heap runs often: 100,000 requests took 8.2–9.6 s of user CPU with GOGC=100
+// and 7.4–7.7 s with 400, the peak RSS 57–62 MB and 103–115 MB (refengine/BENCHMARKS.md).
 func simulateTuning(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
