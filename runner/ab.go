@@ -27,6 +27,9 @@ type Arm struct {
 // against both arms from the same client, in interleaved repeats A B B A A B …, after a
 // warm-up of each arm that is not measured.
 type ABOptions struct {
+	// Trace is the trace both arms replay (read again for each run); when nil, Requests (held
+	// in memory) is.
+	Trace    traces.Source
 	Requests []traces.Request
 	Repeats  int // measured runs per arm (default 2)
 	// AutoRepeats keeps adding interleaved repeats, from 2 up to MaxRepeats (default 10),
@@ -87,15 +90,18 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 	if opts.WarmupRequests == 0 && !opts.NoWarmup {
 		opts.WarmupRequests = 8
 	}
+	if opts.Trace == nil {
+		opts.Trace = traces.FromSlice(opts.Requests)
+	}
 	arms := []Arm{a, b}
 	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: DiffConfig(a.Config, b.Config)}
 	if !opts.NoWarmup && opts.WarmupRequests > 0 {
-		warm := opts.Requests
-		if len(warm) > opts.WarmupRequests {
-			warm = warm[:opts.WarmupRequests]
+		warm, err := traces.Head(opts.Trace, opts.WarmupRequests)
+		if err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 		for _, arm := range arms {
-			if _, err := arm.Produce(ctx, traces.FromSlice(warm), func(*metrics.Record) {}); err != nil {
+			if _, err := arm.Produce(ctx, warm, func(*metrics.Record) {}); err != nil {
 				return nil, fmt.Errorf("warm-up of arm %s: %w", arm.Name, err)
 			}
 		}
@@ -138,7 +144,7 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, count[arm.Name]))
 			info := arm.Info
 			info.Repeat = count[arm.Name]
-			r, err := Execute(ctx, Options{Requests: opts.Requests, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, arm.Produce)
+			r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, arm.Produce)
 			if err != nil {
 				return res, fmt.Errorf("arm %s run %d: %w", arm.Name, count[arm.Name], err)
 			}

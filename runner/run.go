@@ -60,6 +60,12 @@ type Options struct {
 	OnRecords func(*metrics.RecordWriter)
 	// Now is the wall clock for the run's start time (time.Now when nil).
 	Now func() time.Time
+	// SummarizeLive makes the summary's first pass read the Records as produce hands them
+	// over, beside the run, instead of reading them back from the records file afterwards (the
+	// summary is the same). For a producer that never changes a Record once handed over and
+	// reports no ClientCPUFraction (which Summarize needs from the start): simulate. With
+	// another producer, or when the run reports one, the summary is made from the file.
+	SummarizeLive bool
 	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	scraper *scraper
@@ -131,10 +137,25 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 			writeErr.CompareAndSwap(nil, err)
 		}
 	}
+	var live *liveSummary
+	if opts.SummarizeLive {
+		live = startLiveSummary(metrics.FileSource(recPath), opts.Metrics)
+		sink = live.sink(sink)
+	}
 	started := now()
 	prod, perr := produce(ctx, opts.Trace, sink)
+	if live != nil {
+		live.produced()
+	}
 	if cerr := rw.Close(); cerr != nil && perr == nil {
 		perr = fmt.Errorf("records file: %w", cerr)
+	}
+	if live != nil {
+		live.fileReady()
+		if perr != nil || (prod != nil && prod.ClientCPUFraction != 0) {
+			live.result() // not used: wait for it to let go of the file
+			live = nil
+		}
 	}
 	if werr, ok := writeErr.Load().(error); ok && perr == nil {
 		perr = fmt.Errorf("records file: %w", werr)
@@ -165,7 +186,30 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	mopts := opts.Metrics
 	mopts.ClientCPUFraction = prod.ClientCPUFraction
-	sum, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
+	// The report's sampled token timelines are picked in a pass of their own over the records,
+	// on another core while the summary makes its two (a million-request simulation: seconds).
+	var samples []metrics.Record
+	var reasons []string
+	var sampleErr error
+	sampled := make(chan struct{})
+	if opts.HTML.Samples == nil {
+		go func() {
+			defer close(sampled)
+			samples, reasons, sampleErr = reports.SampleRecords(metrics.FileSource(recPath).Each)
+		}()
+	} else {
+		close(sampled)
+	}
+	var sum *metrics.Summary
+	if live != nil {
+		sum, err = live.result()
+	} else {
+		sum, err = metrics.Summarize(metrics.FileSource(recPath), mopts)
+	}
+	<-sampled
+	if opts.HTML.Samples == nil && sampleErr == nil {
+		opts.HTML.Samples, opts.HTML.SampleReasons = samples, reasons // else RenderReport says why there are none
+	}
 	if err != nil {
 		return &Result{Dir: opts.OutDir, Records: rw.Count()}, fmt.Errorf("summarize: %w", err)
 	}

@@ -46,10 +46,10 @@ func TestTileShiftsAndRenames(t *testing.T) {
 		t.Fatal("one copy must be the trace itself")
 	}
 	// 6 s per copy at rate scale 1: 30 s needs 5 copies; at rate scale 2 (3 s per copy), 10.
-	if n := copiesFor(reqs, 30*time.Second, 1); n != 5 {
+	if n := copiesFor(traces.FromSlice(reqs), 30*time.Second, 1); n != 5 {
 		t.Fatalf("copiesFor = %d, want 5", n)
 	}
-	if n := copiesFor(reqs, 30*time.Second, 2); n != 10 {
+	if n := copiesFor(traces.FromSlice(reqs), 30*time.Second, 2); n != 10 {
 		t.Fatalf("copiesFor at 2x = %d, want 10", n)
 	}
 }

@@ -20,6 +20,9 @@ import (
 // chosen by CapacitySearch (bracketing, then bisection) to find the highest load whose
 // goodput fraction still meets Target; or at exactly the given Points.
 type SweepOptions struct {
+	// Trace is the trace each point replays (read again for each point); when nil, Requests
+	// (held in memory) is.
+	Trace    traces.Source
 	Requests []traces.Request
 	// Concurrency switches from arrival-rate points (req/s, open loop) to concurrency points
 	// (closed loop).
@@ -117,6 +120,9 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 	if opts.Target <= 0 || opts.Target > 1 {
 		return nil, fmt.Errorf("goodput target %.3g: want a fraction in (0, 1]", opts.Target)
 	}
+	if opts.Trace == nil {
+		opts.Trace = traces.FromSlice(opts.Requests)
+	}
 	mode := "rate"
 	if opts.Concurrency {
 		mode = "concurrency"
@@ -136,11 +142,11 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 			return err
 		}
 		dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%s", mode, strconv.FormatFloat(load, 'g', 6, 64)))
-		reqs := opts.Requests
+		trace := opts.Trace
 		if !opts.Concurrency && opts.MinDuration > 0 && opts.BaseRate > 0 {
-			reqs = Tile(reqs, copiesFor(reqs, opts.MinDuration, load/opts.BaseRate))
+			trace = traces.Tile(trace, copiesFor(trace, opts.MinDuration, load/opts.BaseRate))
 		}
-		r, err := Execute(ctx, Options{Requests: reqs, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
+		r, err := Execute(ctx, Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
 		if err != nil {
 			return fmt.Errorf("load %g: %w", load, err)
 		}
@@ -204,30 +210,17 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 	return res, err
 }
 
-// copiesFor returns how many back-to-back copies of reqs last at least min at rate scale.
-func copiesFor(reqs []traces.Request, min time.Duration, scale float64) int {
-	if len(reqs) == 0 || scale <= 0 {
+// copiesFor returns how many back-to-back copies of trace last at least min at rate scale.
+func copiesFor(trace traces.Source, min time.Duration, scale float64) int {
+	if trace.Len() == 0 || scale <= 0 {
 		return 1
 	}
-	span := float64(period(reqs)) / scale
+	first, last := trace.Span()
+	span := float64(traces.TilePeriod(first, last, trace.Len())) / scale
 	if span <= 0 {
 		return 1
 	}
 	return max(1, int(math.Ceil(float64(min)/span)))
-}
-
-// period is the trace's arrival span plus one mean inter-arrival gap: the offset at which a
-// back-to-back copy starts.
-func period(reqs []traces.Request) time.Duration {
-	first, last := reqs[0].Arrival, reqs[0].Arrival
-	for _, r := range reqs {
-		first, last = min(first, r.Arrival), max(last, r.Arrival)
-	}
-	span := last - first
-	if len(reqs) > 1 {
-		return span + span/time.Duration(len(reqs)-1)
-	}
-	return time.Second
 }
 
 // Tile replays reqs n times back to back: copy k (from 1) has every arrival shifted by k
@@ -237,20 +230,6 @@ func Tile(reqs []traces.Request, n int) []traces.Request {
 	if n <= 1 || len(reqs) == 0 {
 		return reqs
 	}
-	p := period(reqs)
-	out := make([]traces.Request, 0, n*len(reqs))
-	for k := 0; k < n; k++ {
-		for _, r := range reqs {
-			if k > 0 {
-				suffix := "~" + strconv.Itoa(k)
-				r.ID += suffix
-				if r.Session != "" {
-					r.Session += suffix
-				}
-				r.Arrival += time.Duration(k) * p
-			}
-			out = append(out, r)
-		}
-	}
+	out, _ := traces.Tile(traces.FromSlice(reqs), n).Requests() // a slice is read without error
 	return out
 }

@@ -6,27 +6,29 @@ import (
 
 // TraceRate is the trace's mean arrival rate: requests after the first over the arrival span
 // (1 for fewer than two requests; the count when they all arrive at once).
-func TraceRate(reqs []traces.Request) float64 {
-	if len(reqs) < 2 {
+func TraceRate(reqs []traces.Request) float64 { return SourceRate(traces.FromSlice(reqs)) }
+
+// SourceRate is TraceRate of a Source.
+func SourceRate(src traces.Source) float64 {
+	n := src.Len()
+	if n < 2 {
 		return 1
 	}
-	span := (reqs[len(reqs)-1].Arrival - reqs[0].Arrival).Seconds()
+	first, last := src.Span()
+	span := (last - first).Seconds()
 	if span <= 0 {
-		return float64(len(reqs))
+		return float64(n)
 	}
-	return float64(len(reqs)-1) / span
+	return float64(n-1) / span
 }
 
-// Greedy returns reqs with temperature 0 where the trace gave none, so that outputs can be
-// checked for equivalence between the arms.
-func Greedy(reqs []traces.Request) []traces.Request {
-	out := make([]traces.Request, len(reqs))
+// Greedy is src with temperature 0 where the trace gave none, so that outputs can be checked
+// for equivalence between the arms. It reads src once (the workload's statistics).
+func Greedy(src traces.Source) (traces.Source, error) {
 	zero := 0.0
-	for i, r := range reqs {
-		if r.Temperature == nil {
-			r.Temperature = &zero
+	return traces.Map(src, func(q *traces.Request) {
+		if q.Temperature == nil {
+			q.Temperature = &zero
 		}
-		out[i] = r
-	}
-	return out
+	})
 }

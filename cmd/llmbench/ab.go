@@ -154,12 +154,14 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	reqs, err := o.traceFlags.read()
+	trace, err := o.traceFlags.open(app.Stderr) // read again for each run, not held
 	if err != nil {
 		return 2, err
 	}
 	if !o.keepTemperature {
-		reqs = runner.Greedy(reqs)
+		if trace, err = runner.Greedy(trace); err != nil {
+			return 2, err
+		}
 	}
 	thresholds, err := metrics.ParseFailOn(o.failOn)
 	if err != nil {
@@ -190,7 +192,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
 	defer stop()
 	abOpts := runner.ABOptions{
-		Requests: reqs, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
+		Trace: trace, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
 		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
 		OutDir: out, Metrics: mopts, HTML: o.output.html(app),
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
@@ -218,7 +220,12 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	var judgeErr error
 	if judgeOpts != nil {
 		fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
-		js, err := runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
+		// The judge reads the prompts: only it holds the trace.
+		reqs, err := trace.Requests()
+		var js *metrics.JudgeSummary
+		if err == nil {
+			js, err = runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
+		}
 		if err != nil {
 			// The measured comparison stands without the judge; the command fails at the end.
 			judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", err, out)

@@ -121,6 +121,8 @@ func execute(ctx context.Context, app *App, args []string) int {
 func main() {
 	if loadCommand(os.Args[1:]) {
 		runtimeTuning(os.Getenv)
+	} else if simulateCommand(os.Args[1:]) {
+		simulateTuning(os.Getenv)
 	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -138,7 +140,7 @@ func main() {
 
 // loadCommand reports whether args run a command that sends or serves requests over the
 // network (run, ab, sweep, serve, bench): the ones runtimeTuning is for. simulate, by contrast,
-// is one CPU-bound loop with a large heap, which GOGC=400 makes slower and bigger.
+// is CPU-bound; it gets only the collector's setting (simulateTuning).
 func loadCommand(args []string) bool {
 	for _, a := range args {
 		if a == "help" {

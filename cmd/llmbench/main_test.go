@@ -38,6 +38,24 @@ func TestRuntimeTuning(t *testing.T) {
 	}
 }
 
+func TestSimulateTuning(t *testing.T) {
+	gc := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(gc)
+	simulateTuning(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Errorf("GC percent %d, want 400", got)
+	}
+	simulateTuning(func(k string) string { return map[string]string{"GOGC": "50"}[k] })
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent %d with $GOGC set, want it left alone", got)
+	}
+	for args, want := range map[string]bool{"simulate --trace t.jsonl": true, "--cpuprofile p simulate": true, "run --trace simulate": false, "help simulate": false, "": false} {
+		if got := simulateCommand(strings.Fields(args)); got != want {
+			t.Errorf("simulateCommand(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
+
 func TestLoadCommand(t *testing.T) {
 	for args, want := range map[string]bool{
 		"run --trace t.jsonl": true, "--cpuprofile p ab --spec s": true, "sweep": true, "serve": true, "bench --json": true,

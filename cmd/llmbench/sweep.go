@@ -80,7 +80,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	if o.tgt.scrapeMetric {
 		return fmt.Errorf("--scrape-metrics applies to run; scrape one load point with run --rate-scale")
 	}
-	reqs, err := o.traceFlags.read()
+	trace, err := o.traceFlags.open(app.Stderr) // read again for each point, not held
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			points = append(points, v)
 		}
 	}
-	baseRate := runner.TraceRate(reqs)
+	baseRate := runner.SourceRate(trace)
 	start := o.start
 	if start == 0 {
 		if o.concurrency {
@@ -176,7 +176,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, nil
 	}
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
-		Requests: reqs, Concurrency: o.concurrency, Points: points, Start: start,
+		Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
 		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
 		OnPoint: func(load float64) {
 			if !o.output.noProgress { // a sweep's progress is a line per point

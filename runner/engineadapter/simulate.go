@@ -52,60 +52,102 @@ func SimRequests(reqs []traces.Request, rateScale float64) []refengine.SimReques
 
 func simRequests(reqs []traces.Request, rateScale float64, keepOutput bool) []refengine.SimRequest {
 	out := make([]refengine.SimRequest, len(reqs))
-	for i, r := range reqs {
-		sr := refengine.SimRequest{
-			ID:           r.ID,
-			Arrival:      time.Duration(float64(r.Arrival) / rateScale),
-			PromptTokens: r.InputTokens,
-			Prompt:       r.Prompt,
-			HashIDs:      r.HashIDs,
-			MaxTokens:    r.OutputTokens,
-			MinTokens:    r.OutputTokens,
-			IgnoreEOS:    true,
-			Seed:         r.Seed,
-			Class:        r.Class,
-		}
-		if len(r.Messages) > 0 && r.Prompt == "" {
-			for _, m := range r.Messages {
-				sr.Prompt += m.Content
-			}
-		}
-		if r.Temperature != nil {
-			sr.Temperature = *r.Temperature
-		}
-		// Quality (issue 17): the structured fields, the natural end, and the output text
-		// only where someone grades or keeps it.
-		sr.Tools, sr.ToolChoice, sr.ResponseFormat = r.Tools, r.ToolChoice, r.ResponseFormat
-		if r.NaturalEnd() {
-			sr.MinTokens, sr.IgnoreEOS = 0, false
-			if len(r.Messages) > 0 {
-				var b strings.Builder
-				for _, m := range r.Messages {
-					b.WriteString(m.Content)
-					b.WriteByte('\n')
-				}
-				sr.AnswerText = b.String()
-			}
-		}
-		sr.Output = keepOutput || len(r.Expect) > 0
-		out[i] = sr
+	for i := range reqs {
+		out[i] = simRequest(&reqs[i], rateScale, keepOutput)
 	}
 	return out
 }
 
-// Produce simulates the whole trace and hands every request's Record to sink.
+// SimRequest maps one trace request to the engine's simulated request, its arrival divided by
+// rateScale.
+func SimRequest(r *traces.Request, rateScale float64) refengine.SimRequest {
+	return simRequest(r, rateScale, false)
+}
+
+// simRequest is SimRequest with the output kept for every request when keepOutput is set (else
+// only for requests with expect checks). Images are added by addImages.
+func simRequest(r *traces.Request, rateScale float64, keepOutput bool) refengine.SimRequest {
+	sr := refengine.SimRequest{
+		ID:           r.ID,
+		Arrival:      time.Duration(float64(r.Arrival) / rateScale),
+		PromptTokens: r.InputTokens,
+		Prompt:       r.Prompt,
+		HashIDs:      r.HashIDs,
+		MaxTokens:    r.OutputTokens,
+		MinTokens:    r.OutputTokens,
+		IgnoreEOS:    true,
+		Seed:         r.Seed,
+		Class:        r.Class,
+	}
+	if len(r.Messages) > 0 && r.Prompt == "" {
+		for _, m := range r.Messages {
+			sr.Prompt += m.Content
+		}
+	}
+	if r.Temperature != nil {
+		sr.Temperature = *r.Temperature
+	}
+	// Quality (issue 17): the structured fields, the natural end, and the output text
+	// only where someone grades or keeps it.
+	sr.Tools, sr.ToolChoice, sr.ResponseFormat = r.Tools, r.ToolChoice, r.ResponseFormat
+	if r.NaturalEnd() {
+		sr.MinTokens, sr.IgnoreEOS = 0, false
+		if len(r.Messages) > 0 {
+			var b strings.Builder
+			for _, m := range r.Messages {
+				b.WriteString(m.Content)
+				b.WriteByte('\n')
+			}
+			sr.AnswerText = b.String()
+		}
+	}
+	sr.Output = keepOutput || len(r.Expect) > 0
+	return sr
+}
+
+// Produce simulates the trace as it is read and hands every request's Record to sink in
+// arrival order (trace order among equal arrivals), each as soon as it and every request
+// before it have finished: memory holds the requests in flight (and finished ones waiting for
+// an earlier one), not the trace. Reading the trace, simulating and making and writing the
+// records run as three stages of a pipeline (see simulate_stream.go).
 func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*runner.Produced, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	reqs, err := trace.Requests()
-	if err != nil {
 		return nil, err
 	}
 	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
 	first, last := trace.Span()
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
-	end := metrics.ReplayLength(scale(first), scale(last), len(reqs))
+	end := metrics.ReplayLength(scale(first), scale(last), trace.Len())
+	if trace.Stats().Sessions > 0 || a.Replicas > 1 {
+		return a.produceHeld(trace, end, sink)
+	}
+	toRecord := func(f *finished) *metrics.Record {
+		rec := TimelineRecord(f.tl, &f.req)
+		if f.out != nil {
+			setOutput(rec, f.out)
+		}
+		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
+		return rec
+	}
+	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput}
+	st, info, n, err := p.run(ctx, trace, a.Config, toRecord, sink)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if n != trace.Len() {
+		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", n, trace.Len())
+	}
+	return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, nil
+}
+
+// produceHeld simulates a trace that the streaming pipeline cannot: one whose sessions release
+// turns as earlier turns finish (simulate_sessions.go), or a cluster of replicas
+// (refengine.SimulateCluster). Both hold the whole trace.
+func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, sink func(*metrics.Record)) (*runner.Produced, error) {
+	reqs, err := trace.Requests()
+	if err != nil {
+		return nil, err
+	}
 	if hasSessions(reqs) {
 		if a.Replicas > 1 {
 			return nil, fmt.Errorf("simulate: --replicas %d: this trace's sessions release their turns as earlier turns finish, which the cluster simulation does not follow; simulate it on one engine, or replay it with run against a cluster", a.Replicas)

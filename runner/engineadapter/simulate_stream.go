@@ -1,0 +1,217 @@
+package engineadapter
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// A simulation of a trace read as it goes is a pipeline of three goroutines joined by channels
+// of batches: the reader walks the trace in arrival order (parsing it), the simulator feeds
+// the engine and collects finished timelines, and the writer turns them into Records and hands
+// them to the sink in walk order. On two cores the reader's and the writer's work come off
+// the simulator's path. Each stage holds only what is in flight.
+
+// batchLen is the number of requests or timelines a channel message carries.
+const batchLen = 256
+
+// arriving is a request on its way to the engine.
+type arriving struct {
+	pos int
+	q   refengine.SimRequest
+	req traces.Request // what TimelineRecord reads of the trace request
+}
+
+// finished is a timeline on its way to the writer, with its index in the walk, and its output
+// when the request asked for it (expect checks, --keep-output).
+type finished struct {
+	k   int
+	tl  *refengine.Timeline
+	req traces.Request
+	out *refengine.Output
+}
+
+type pipeline struct {
+	rateScale  float64
+	keepOutput bool
+}
+
+// run simulates trace on cfg and hands the records to sink in walk order. n is the number of
+// records handed over.
+func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.Config,
+	toRecord func(*finished) *metrics.Record, sink func(*metrics.Record)) (refengine.SimStats, refengine.Info, int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// The writer: records in walk order.
+	done := make(chan []finished, 4)
+	written := make(chan int)
+	go func() {
+		out := reorder{sink: sink, ready: map[int]*metrics.Record{}}
+		for b := range done {
+			for i := range b {
+				out.add(b[i].k, toRecord(&b[i]))
+			}
+		}
+		written <- out.next
+	}()
+
+	// The simulator, on this goroutine: what it holds of each request in flight, by position.
+	type held struct {
+		k   int
+		req traces.Request
+	}
+	inFlight := map[int]held{}
+	var outBatch []finished
+	outputs := map[int]*refengine.Output{} // of finished requests, until their timeline follows
+	sim, err := refengine.NewSimulation(cfg, func(pos int, tl *refengine.Timeline) {
+		h := inFlight[pos]
+		delete(inFlight, pos)
+		out := outputs[pos]
+		delete(outputs, pos)
+		outBatch = append(outBatch, finished{h.k, tl, h.req, out})
+		if len(outBatch) == batchLen {
+			done <- outBatch
+			outBatch = make([]finished, 0, batchLen)
+		}
+	})
+	if err != nil {
+		close(done)
+		<-written
+		return refengine.SimStats{}, refengine.Info{}, 0, err
+	}
+	sim.OnOutput = func(pos int, out refengine.Output) { outputs[pos] = &out }
+
+	// The reader.
+	arrive := make(chan []arriving, 4)
+	var readErr error
+	go func() {
+		defer close(arrive)
+		b := make([]arriving, 0, batchLen)
+		readErr = walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
+			sr := simRequest(q, p.rateScale, p.keepOutput)
+			if q.ImageCount() > 0 {
+				one := []refengine.SimRequest{sr}
+				if err := addImages(one, []traces.Request{*q}); err != nil {
+					return err
+				}
+				sr = one[0]
+			}
+			b = append(b, arriving{pos, sr,
+				// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
+				traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
+					Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat}})
+			if len(b) == batchLen {
+				select {
+				case arrive <- b:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				b = make([]arriving, 0, batchLen)
+			}
+			return nil
+		})
+		if readErr == nil && len(b) > 0 {
+			arrive <- b
+		}
+	}()
+
+	// Scaling by the rate can make distinct arrivals equal, and Simulate orders equal (scaled)
+	// arrivals by position: the requests of one scaled arrival are added in position order.
+	var tie []arriving
+	var tieAt time.Duration
+	addTie := func() error {
+		slices.SortFunc(tie, func(a, b arriving) int { return a.pos - b.pos })
+		for i := range tie {
+			if err := sim.Add(tie[i].pos, &tie[i].q); err != nil {
+				return err
+			}
+		}
+		clear(tie)
+		tie = tie[:0]
+		return nil
+	}
+	k := 0
+	var simErr error
+	for b := range arrive {
+		if simErr != nil {
+			continue // drain: the reader stops at the cancel
+		}
+		for i := range b {
+			if len(tie) > 0 && b[i].q.Arrival != tieAt {
+				if simErr = addTie(); simErr != nil {
+					cancel()
+					break
+				}
+			}
+			tieAt = b[i].q.Arrival
+			inFlight[b[i].pos] = held{k, b[i].req}
+			k++
+			tie = append(tie, b[i])
+		}
+	}
+	var st refengine.SimStats
+	if simErr == nil {
+		simErr = readErr
+	}
+	if simErr == nil {
+		simErr = addTie()
+	}
+	if simErr == nil {
+		st, simErr = sim.Finish()
+	}
+	if len(outBatch) > 0 {
+		done <- outBatch
+	}
+	close(done)
+	n := <-written
+	return st, sim.Info(), n, simErr
+}
+
+// walkArrivalOrder calls fn for every request of trace in arrival order, trace order among
+// equal arrivals (Simulate's order), checking ctx as it goes.
+func walkArrivalOrder(ctx context.Context, trace traces.Source, fn func(pos int, q *traces.Request) error) error {
+	n := 0
+	err := traces.InArrivalOrder(trace, func(pos int, q *traces.Request) error {
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return fn(pos, q)
+	})
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// reorder hands records to the sink in walk order: a finished request waits only for the
+// ones before it.
+type reorder struct {
+	sink  func(*metrics.Record)
+	ready map[int]*metrics.Record
+	next  int // the walk index of the next record to hand over
+}
+
+func (o *reorder) add(k int, rec *metrics.Record) {
+	if k != o.next {
+		o.ready[k] = rec
+		return
+	}
+	o.sink(rec)
+	o.next++
+	for {
+		r, ok := o.ready[o.next]
+		if !ok {
+			return
+		}
+		delete(o.ready, o.next)
+		o.sink(r)
+		o.next++
+	}
+}
