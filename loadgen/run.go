@@ -729,6 +729,10 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 		k.bodyErr = fmt.Errorf("request %s carries images: replay it with --api chat, responses or messages", q.ID)
 		return k
 	}
+	if q.HoldsHistory() {
+		// The turn's messages are the whole conversation (traces.Request.HoldsHistory).
+		conv = &conversation{}
+	}
 	if k.chat {
 		msgs := make([]traces.Message, 0, len(conv.messages)+len(q.Messages)+1)
 		msgs = append(msgs, conv.messages...)

@@ -234,6 +234,27 @@ func TestSessionsOrderedWithHistory(t *testing.T) {
 	}
 }
 
+// TestSessionTurnHoldingItsHistory: a turn whose messages already hold the conversation (an
+// assistant message among them, as ShareGPT --sessions imports write every turn) is sent as it
+// is, not after the conversation the replay carried, which would send the history twice.
+func TestSessionTurnHoldingItsHistory(t *testing.T) {
+	e := &slowEngine{service: 50 * time.Millisecond, chunks: 1}
+	msg := func(role, content string) traces.Message { return traces.Message{Role: role, Content: content} }
+	t1 := at("t1", 0)
+	t1.Session, t1.Turn = "s1", 1
+	t1.Messages = []traces.Message{msg("user", "hello")}
+	t2 := at("t2", 0)
+	t2.Session, t2.Turn = "s1", 2
+	t2.Messages = []traces.Message{msg("user", "hello"), msg("assistant", "recorded reply"), msg("user", "and then?")}
+	res, _ := virtualRun(t, e, []traces.Request{t1, t2}, Options{}, 0)
+	if res.Succeeded != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := e.messages["t2"]; !reflect.DeepEqual(got, t2.Messages) {
+		t.Errorf("t2 sent %+v, want its own messages %+v (the history once)", got, t2.Messages)
+	}
+}
+
 // TestInterruptedRunOneRecordPerRequest: canceling mid-run drops what was never sent,
 // cancels what is still in flight when the grace period ends, and keeps one record each.
 func TestInterruptedRunOneRecordPerRequest(t *testing.T) {

@@ -243,7 +243,7 @@ func (s *sessionSim) simRequest(r release) (refengine.SimRequest, error) {
 		}
 	}
 	prefix, convTokens := "", 0
-	if ds := s.deps[r.pos]; len(ds) > 0 {
+	if ds := s.deps[r.pos]; len(ds) > 0 && !q.HoldsHistory() { // messages holding the history carry none
 		prefix, convTokens = s.prompt[ds[0]]+s.reply[ds[0]], s.tokens[ds[0]]
 		for _, d := range ds[1:] {
 			prefix += s.reply[d]
