@@ -445,7 +445,24 @@ func (s *scanner) choices(f *chunkFields, scratch []byte) ([]byte, error) {
 	return scratch, nil
 }
 
-func (s *scanner) usage(f *chunkFields) bool {
+func (s *scanner) usage(f *chunkFields) bool { return s.usageOf(f, &openAIUsage) }
+
+// usageKeys names an API's usage fields: the prompt and completion counts and the details
+// object holding reasoning_tokens ("" when the API has none).
+type usageKeys struct {
+	prompt, completion, details string
+	reasoning                   string // details + ".reasoning_tokens", for messages
+}
+
+var (
+	openAIUsage    = usageKeys{"prompt_tokens", "completion_tokens", "completion_tokens_details", "completion_tokens_details.reasoning_tokens"}
+	responsesUsage = usageKeys{"input_tokens", "output_tokens", "output_tokens_details", "output_tokens_details.reasoning_tokens"}
+	messagesUsage  = usageKeys{prompt: "input_tokens", completion: "output_tokens"}
+)
+
+// usageOf reads a usage object named by k: the prompt and completion counts and, inside the
+// details object, the reasoning tokens.
+func (s *scanner) usageOf(f *chunkFields, k *usageKeys) bool {
 	if s.null() {
 		return true
 	}
@@ -453,20 +470,20 @@ func (s *scanner) usage(f *chunkFields) bool {
 	return s.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
-		case "prompt_tokens":
-			f.promptTokens, ok = s.count("prompt_tokens", &f.usageBad)
+		case k.prompt:
+			f.promptTokens, ok = s.count(k.prompt, &f.usageBad)
 			return ok
-		case "completion_tokens":
-			f.completionTokens, ok = s.count("completion_tokens", &f.usageBad)
+		case k.completion:
+			f.completionTokens, ok = s.count(k.completion, &f.usageBad)
 			return ok
-		case "completion_tokens_details":
-			if s.peek() != '{' {
+		case k.details:
+			if k.details == "" || s.peek() != '{' {
 				return s.skip()
 			}
-			return s.object(func(k []byte) bool {
-				if string(k) == "reasoning_tokens" {
+			return s.object(func(d []byte) bool {
+				if string(d) == "reasoning_tokens" {
 					var ok bool
-					f.reasoningTokens, ok = s.count("completion_tokens_details.reasoning_tokens", &f.usageBad)
+					f.reasoningTokens, ok = s.count(k.reasoning, &f.usageBad)
 					return ok
 				}
 				return s.skip()
@@ -476,8 +493,27 @@ func (s *scanner) usage(f *chunkFields) bool {
 	})
 }
 
-// toolCalls consumes a tool_calls array (or any other value), appending the function name
-// and arguments fragments of each element to dst: they are generated output.
+// elements walks an array, calling each once per element positioned at it; each must consume
+// the element. A value that is not an array is skipped.
+func (s *scanner) elements(each func() bool) bool {
+	if s.peek() != '[' {
+		return s.skip()
+	}
+	s.i++
+	if s.consume(']') {
+		return true
+	}
+	for {
+		if !each() {
+			return false
+		}
+		if s.consume(',') {
+			continue
+		}
+		return s.consume(']')
+	}
+}
+
 func (s *scanner) toolCalls(dst []byte) ([]byte, bool) {
 	if s.peek() != '[' {
 		return dst, s.skip()

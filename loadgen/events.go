@@ -154,7 +154,7 @@ func (s *scanner) responseObject(f *chunkFields) bool {
 			}
 			return ok
 		case "usage":
-			return s.responsesUsage(f)
+			return s.usageOf(f, &responsesUsage)
 		case "error":
 			if s.null() {
 				return true
@@ -166,49 +166,10 @@ func (s *scanner) responseObject(f *chunkFields) bool {
 	})
 }
 
-// responsesUsage reads {input_tokens, output_tokens, output_tokens_details.reasoning_tokens}.
-func (s *scanner) responsesUsage(f *chunkFields) bool {
-	if s.null() {
-		return true
-	}
-	f.usage = true
-	return s.object(func(key []byte) bool {
-		var ok bool
-		switch string(key) {
-		case "input_tokens":
-			f.promptTokens, ok = s.count("input_tokens", &f.usageBad)
-			return ok
-		case "output_tokens":
-			f.completionTokens, ok = s.count("output_tokens", &f.usageBad)
-			return ok
-		case "output_tokens_details":
-			if s.peek() != '{' {
-				return s.skip()
-			}
-			return s.object(func(k []byte) bool {
-				if string(k) == "reasoning_tokens" {
-					var ok bool
-					f.reasoningTokens, ok = s.count("output_tokens_details.reasoning_tokens", &f.usageBad)
-					return ok
-				}
-				return s.skip()
-			})
-		}
-		return s.skip()
-	})
-}
-
 // outputItems reads a Responses "output" array: the text of each item's content parts (a
 // "reasoning" item's is reasoning, a "message" item's the answer) and function call arguments.
 func (s *scanner) outputItems(f *chunkFields, scratch []byte) ([]byte, bool) {
-	if s.peek() != '[' {
-		return scratch, s.skip()
-	}
-	s.i++
-	if s.consume(']') {
-		return scratch, true
-	}
-	for {
+	ok := s.elements(func() bool {
 		start := len(scratch)
 		var typ []byte
 		ok := s.object(func(k []byte) bool {
@@ -222,15 +183,8 @@ func (s *scanner) outputItems(f *chunkFields, scratch []byte) ([]byte, bool) {
 				scratch, ok = s.appendText(scratch)
 				return ok
 			case "content", "summary":
-				if s.peek() != '[' {
-					return s.skip()
-				}
-				s.i++
-				if s.consume(']') {
-					return true
-				}
-				for {
-					ok := s.object(func(k []byte) bool {
+				return s.elements(func() bool {
+					return s.object(func(k []byte) bool {
 						if string(k) == "text" || string(k) == "refusal" {
 							var ok bool
 							scratch, ok = s.appendText(scratch)
@@ -238,21 +192,11 @@ func (s *scanner) outputItems(f *chunkFields, scratch []byte) ([]byte, bool) {
 						}
 						return s.skip()
 					})
-					if !ok {
-						return false
-					}
-					if s.consume(',') {
-						continue
-					}
-					return s.consume(']')
-				}
+				})
 			}
 			return s.skip()
 		})
-		if !ok {
-			return scratch, false
-		}
-		if n := len(scratch) - start; n > 0 {
+		if n := len(scratch) - start; ok && n > 0 {
 			switch string(typ) {
 			case "reasoning":
 				f.reasoningBytes += n
@@ -262,11 +206,9 @@ func (s *scanner) outputItems(f *chunkFields, scratch []byte) ([]byte, bool) {
 				f.answer = true
 			}
 		}
-		if s.consume(',') {
-			continue
-		}
-		return scratch, s.consume(']')
-	}
+		return ok
+	})
+	return scratch, ok
 }
 
 // parseResponseObject reads a non-streaming Responses body (a response object, or an error).
@@ -283,7 +225,7 @@ func parseResponseObject(b []byte, f *chunkFields, scratch []byte) ([]byte, erro
 			}
 			return ok
 		case "usage":
-			return s.responsesUsage(f)
+			return s.usageOf(f, &responsesUsage)
 		case "status":
 			var ok bool
 			status, ok = s.strValue()
@@ -355,7 +297,7 @@ func parseMessagesEvent(b []byte, f *chunkFields, scratch []byte) ([]byte, bool,
 				return s.skip()
 			})
 		case "usage":
-			return s.messagesUsage(f)
+			return s.usageOf(f, &messagesUsage)
 		case "error":
 			f.isError = true
 			return s.errorValue(f)
@@ -375,26 +317,6 @@ func parseMessagesEvent(b []byte, f *chunkFields, scratch []byte) ([]byte, bool,
 	return scratch, string(typ) == "message_stop", nil
 }
 
-// messagesUsage reads Anthropic usage {input_tokens, output_tokens}.
-func (s *scanner) messagesUsage(f *chunkFields) bool {
-	if s.null() {
-		return true
-	}
-	f.usage = true
-	return s.object(func(key []byte) bool {
-		var ok bool
-		switch string(key) {
-		case "input_tokens":
-			f.promptTokens, ok = s.count("input_tokens", &f.usageBad)
-			return ok
-		case "output_tokens":
-			f.completionTokens, ok = s.count("output_tokens", &f.usageBad)
-			return ok
-		}
-		return s.skip()
-	})
-}
-
 // messageObject reads the message of message_start: its id and usage (its content is empty).
 func (s *scanner) messageObject(f *chunkFields) bool {
 	if s.peek() != '{' {
@@ -409,7 +331,7 @@ func (s *scanner) messageObject(f *chunkFields) bool {
 			}
 			return ok
 		case "usage":
-			return s.messagesUsage(f)
+			return s.usageOf(f, &messagesUsage)
 		}
 		return s.skip()
 	})
@@ -418,15 +340,8 @@ func (s *scanner) messageObject(f *chunkFields) bool {
 // contentBlocks reads an Anthropic content array: "text" blocks are the answer, "thinking"
 // blocks reasoning.
 func (s *scanner) contentBlocks(f *chunkFields, scratch []byte) ([]byte, bool) {
-	if s.peek() != '[' {
-		return scratch, s.skip()
-	}
-	s.i++
-	if s.consume(']') {
-		return scratch, true
-	}
-	for {
-		ok := s.object(func(k []byte) bool {
+	ok := s.elements(func() bool {
+		return s.object(func(k []byte) bool {
 			var n int
 			var ok bool
 			switch string(k) {
@@ -441,14 +356,8 @@ func (s *scanner) contentBlocks(f *chunkFields, scratch []byte) ([]byte, bool) {
 			}
 			return s.skip()
 		})
-		if !ok {
-			return scratch, false
-		}
-		if s.consume(',') {
-			continue
-		}
-		return scratch, s.consume(']')
-	}
+	})
+	return scratch, ok
 }
 
 // parseMessageObject reads a non-streaming Messages body (a message, or an error object).
@@ -469,7 +378,7 @@ func parseMessageObject(b []byte, f *chunkFields, scratch []byte) ([]byte, error
 			}
 			return ok
 		case "usage":
-			return s.messagesUsage(f)
+			return s.usageOf(f, &messagesUsage)
 		case "content":
 			var ok bool
 			scratch, ok = s.contentBlocks(f, scratch)

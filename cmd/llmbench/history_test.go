@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/pgtest"
+	"github.com/llmbench/llmbench/internal/racebuild"
 )
 
 // TestHistoryNightly is the end-to-end nightly job: 30 nights of simulate with engine noise
@@ -18,6 +19,7 @@ import (
 // names night 18 and the changed flag and exits 1; the same 30 nights without the change exit
 // 0. Nights 1-17 are shared by both histories.
 func TestHistoryNightly(t *testing.T) {
+	racebuild.Heavy(t)
 	root := t.TempDir()
 	simulate := func(name string, seed int, specK string) string {
 		dir := filepath.Join(root, name)

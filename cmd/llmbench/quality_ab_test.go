@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/runner"
@@ -96,6 +97,7 @@ func checkDrop(t *testing.T, q *metrics.QualityComparison, n int, implied float6
 // tripled under INT4) with a paired interval excluding zero, and --fail-on 'quality<-1pp'
 // gates on it.
 func TestABQualityINT4ToolCalling(t *testing.T) {
+	racebuild.Heavy(t)
 	trace, reqs := probeTraceFile(t, "tool-calling", 200, 20, nil)
 	res, code := runQualityAB(t, trace, "5", "--b-engine", "weight-dtype=int4", "--fail-on", "quality<-1pp")
 	q := refengine.DefaultQuality()
@@ -113,6 +115,7 @@ func TestABQualityINT4ToolCalling(t *testing.T) {
 // TestABQualityINT4LongContext: the same on the long-context probe, where the implied drop
 // follows the recall curve (depth of the asked fact, document length).
 func TestABQualityINT4LongContext(t *testing.T) {
+	racebuild.Heavy(t)
 	trace, reqs := probeTraceFile(t, "long-context-probe", 150, 3, []int{4096, 16384})
 	res, _ := runQualityAB(t, trace, "10", "--b-engine", "weight-dtype=int4")
 	q := refengine.DefaultQuality()
@@ -128,6 +131,7 @@ func TestABQualityINT4LongContext(t *testing.T) {
 // spec-k=4 against none on the tool-calling probe grades identically (no discordant pair,
 // delta 0) and every tool call is byte-identical.
 func TestABQualitySpeculativeIdentical(t *testing.T) {
+	racebuild.Heavy(t)
 	trace, reqs := probeTraceFile(t, "tool-calling", 120, 20, nil)
 	res, _ := runQualityAB(t, trace, "5", "--b-engine", "spec-k=4,spec-alpha=0.8")
 	q := res.Comparison.Quality

@@ -17,11 +17,11 @@ import (
 // -short mode.
 func TestSweepHTTPAgreesWithSimulate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("sweeps in real time for about 3 minutes: skipped in -short mode")
+		t.Skip("sweeps in real time for about 80 s: skipped in -short mode")
 	}
 	quietMachine(t)
 	dir := t.TempDir()
-	args := []string{"sweep", "--trace", chatSmall, "--slo", "ttft=500ms,tpot=30ms", "--start", "40", "--min-duration", "15s", "--no-progress"}
+	args := []string{"sweep", "--trace", chatSmall, "--slo", "ttft=500ms,tpot=30ms", "--start", "40", "--min-duration", "8s", "--no-progress"}
 	capacity := func(name string, extra ...string) float64 {
 		out := filepath.Join(dir, name)
 		app := newTestApp(nil)
