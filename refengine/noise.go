@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/tokenizer"
 )
 
@@ -66,33 +67,33 @@ func ParseNoise(spec string) (Noise, error) {
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
 		if item == "" || !ok {
-			return Noise{}, fmt.Errorf("engine noise: item %d %q: want key=value with key jitter, drift, pause or seed, or a preset (realistic, off)", i+1, truncate(item, 40))
+			return Noise{}, fmt.Errorf("engine noise: item %d %s: want key=value with key jitter, drift, pause or seed, or a preset (realistic, off)", i+1, safetext.Quote(item, 24))
 		}
 		if seen[key] {
-			return Noise{}, fmt.Errorf("engine noise: %q is given twice", key)
+			return Noise{}, fmt.Errorf("engine noise: %s is given twice", safetext.Quote(key, 24))
 		}
 		seen[key] = true
 		switch key {
 		case "seed":
 			s, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
-				return Noise{}, fmt.Errorf("engine noise: seed=%q: want a non-negative integer", truncate(val, 40))
+				return Noise{}, fmt.Errorf("engine noise: seed=%s: want a non-negative integer", safetext.Quote(val, 24))
 			}
 			n.Seed = s
 		case "jitter", "drift", "pause":
 			ps, ds, hasDur := strings.Cut(val, ":")
 			p, err := parseFraction(ps)
 			if err != nil {
-				return Noise{}, fmt.Errorf("engine noise: %s=%q: %v", key, truncate(val, 40), err)
+				return Noise{}, fmt.Errorf("engine noise: %s=%s: %v", key, safetext.Quote(val, 24), err)
 			}
 			var d time.Duration
 			if hasDur {
 				if key == "jitter" {
-					return Noise{}, fmt.Errorf("engine noise: jitter=%q takes no duration (drift=P:PERIOD and pause=P:DURATION do)", truncate(val, 40))
+					return Noise{}, fmt.Errorf("engine noise: jitter=%s takes no duration (drift=P:PERIOD and pause=P:DURATION do)", safetext.Quote(val, 24))
 				}
 				d, err = time.ParseDuration(strings.TrimSpace(ds))
 				if err != nil || d <= 0 {
-					return Noise{}, fmt.Errorf("engine noise: %s=%q: the duration after ':' must be positive, like 20ms", key, truncate(val, 40))
+					return Noise{}, fmt.Errorf("engine noise: %s=%s: the duration after ':' must be positive, like 20ms", key, safetext.Quote(val, 24))
 				}
 			}
 			if p == 0 {
@@ -107,7 +108,7 @@ func ParseNoise(spec string) (Noise, error) {
 				n.Pause, n.PauseFor = p, d
 			}
 		default:
-			return Noise{}, fmt.Errorf("engine noise: unknown key %q in %q; keys: jitter, drift, pause, seed; presets: realistic, off", truncate(key, 40), truncate(item, 40))
+			return Noise{}, fmt.Errorf("engine noise: unknown key %s in %s; keys: jitter, drift, pause, seed; presets: realistic, off", safetext.Quote(key, 24), safetext.Quote(item, 24))
 		}
 	}
 	return n, n.validate()
@@ -126,13 +127,6 @@ func parseFraction(s string) (float64, error) {
 		return 0, fmt.Errorf("want a fraction in [0, 1] such as 0.02 or 2%%")
 	}
 	return v, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func (n Noise) validate() error {

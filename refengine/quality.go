@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/tokenizer"
 )
 
@@ -112,17 +113,17 @@ func ParseQuality(spec string) (Quality, error) {
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
 		if item == "" || !ok {
-			return Quality{}, fmt.Errorf("quality: item %d %q: want on, off or key=value items (keys: %s)", i+1, truncate(item, 40), qualityKeyList())
+			return Quality{}, fmt.Errorf("quality: item %d %s: want on, off or key=value items (keys: %s)", i+1, safetext.Quote(item, 24), qualityKeyList())
 		}
 		if seen[key] {
-			return Quality{}, fmt.Errorf("quality: %q is given twice", key)
+			return Quality{}, fmt.Errorf("quality: %s is given twice", safetext.Quote(key, 24))
 		}
 		seen[key] = true
 		switch {
 		case qualityKeys[key] != nil:
 			v, err := parseFraction(val)
 			if err != nil {
-				return Quality{}, fmt.Errorf("quality: %s=%q: %v", key, truncate(val, 40), err)
+				return Quality{}, fmt.Errorf("quality: %s=%s: %v", key, safetext.Quote(val, 24), err)
 			}
 			*qualityKeys[key](&q) = v
 		case qualityFactors[key] != nil:
@@ -132,23 +133,23 @@ func ParseQuality(spec string) (Quality, error) {
 				min = 0
 			}
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < min {
-				return Quality{}, fmt.Errorf("quality: %s=%q: want a number >= %g", key, truncate(val, 40), min)
+				return Quality{}, fmt.Errorf("quality: %s=%s: want a number >= %g", key, safetext.Quote(val, 24), min)
 			}
 			*qualityFactors[key](&q) = v
 		case key == "half":
 			n, err := parseTokenCount(val)
 			if err != nil {
-				return Quality{}, fmt.Errorf("quality: half=%q: %v", truncate(val, 40), err)
+				return Quality{}, fmt.Errorf("quality: half=%s: %v", safetext.Quote(val, 24), err)
 			}
 			q.HalfContext = n
 		case key == "seed":
 			n, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
-				return Quality{}, fmt.Errorf("quality: seed=%q: want a non-negative integer", truncate(val, 40))
+				return Quality{}, fmt.Errorf("quality: seed=%s: want a non-negative integer", safetext.Quote(val, 24))
 			}
 			q.Seed = n
 		default:
-			return Quality{}, fmt.Errorf("quality: unknown key %q in %q; keys: %s (or on, off)", truncate(key, 40), truncate(item, 40), qualityKeyList())
+			return Quality{}, fmt.Errorf("quality: unknown key %s in %s; keys: %s (or on, off)", safetext.Quote(key, 24), safetext.Quote(item, 24), qualityKeyList())
 		}
 	}
 	return q, nil

@@ -18,9 +18,15 @@ const SecondPassEnv = "LLMBENCH_QUIET_TESTS"
 // concurrency, and would be most of CI's time. A -race test binary skips it unless
 // $LLMBENCH_QUIET_TESTS is set; .ci/run lists every test that calls Heavy and runs it in the
 // second pass, without -race. A build without -race runs it as usual.
-func Heavy(t testing.TB) {
+//
+// A heavy test runs in parallel with the package's other parallel tests (t.Parallel): Go
+// starts those only after the package's sequential tests have finished, so the second pass's
+// wall-clock tests (quietMachine) still run alone, and then the heavy ones share the cores.
+// A heavy test must therefore not use t.Setenv or change the process's state.
+func Heavy(t *testing.T) {
 	t.Helper()
 	if Enabled && os.Getenv(SecondPassEnv) == "" {
 		t.Skip("many trials or whole simulations: skipped under -race; .ci/run's second pass runs it without -race")
 	}
+	t.Parallel()
 }
