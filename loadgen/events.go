@@ -139,6 +139,15 @@ func parseResponsesEvent(b []byte, f *chunkFields, scratch []byte) ([]byte, bool
 	return scratch, t == "response.completed" || t == "response.incomplete", nil
 }
 
+// idValue reads a response or message id into f.id (a null leaves it unset).
+func (s *scanner) idValue(f *chunkFields) bool {
+	raw, ok := s.strValue()
+	if raw != nil {
+		f.id = raw
+	}
+	return ok
+}
+
 // responseObject reads the "response" object of a streamed event: its id, usage and error
 // (its output repeats text already streamed and is skipped).
 func (s *scanner) responseObject(f *chunkFields) bool {
@@ -148,11 +157,7 @@ func (s *scanner) responseObject(f *chunkFields) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "id":
-			raw, ok := s.strValue()
-			if raw != nil {
-				f.id = raw
-			}
-			return ok
+			return s.idValue(f)
 		case "usage":
 			return s.usageOf(f, &responsesUsage)
 		case "error":
@@ -219,11 +224,7 @@ func parseResponseObject(b []byte, f *chunkFields, scratch []byte) ([]byte, erro
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "id":
-			raw, ok := s.strValue()
-			if raw != nil {
-				f.id = raw
-			}
-			return ok
+			return s.idValue(f)
 		case "usage":
 			return s.usageOf(f, &responsesUsage)
 		case "status":
@@ -325,11 +326,7 @@ func (s *scanner) messageObject(f *chunkFields) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "id":
-			raw, ok := s.strValue()
-			if raw != nil {
-				f.id = raw
-			}
-			return ok
+			return s.idValue(f)
 		case "usage":
 			return s.usageOf(f, &messagesUsage)
 		}
@@ -372,11 +369,7 @@ func parseMessageObject(b []byte, f *chunkFields, scratch []byte) ([]byte, error
 			typ, ok = s.strValue()
 			return ok
 		case "id":
-			raw, ok := s.strValue()
-			if raw != nil {
-				f.id = raw
-			}
-			return ok
+			return s.idValue(f)
 		case "usage":
 			return s.usageOf(f, &messagesUsage)
 		case "content":

@@ -34,25 +34,7 @@ func fuzzAPIStream(t *testing.T, api string, body []byte) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		c.stream(ctx, cancel, resp, &call{api: api, chat: true, maxTokens: 2, keepText: true}, rec, &timers{})
 		cancel(nil)
-		sum := 0
-		for _, ch := range rec.Chunks {
-			if ch.Tokens < 0 {
-				t.Fatalf("chunk with %d tokens", ch.Tokens)
-			}
-			sum += int(ch.Tokens)
-		}
-		if sum != rec.OutputTokens {
-			t.Fatalf("chunks carry %d tokens, record says %d", sum, rec.OutputTokens)
-		}
-		if len(rec.Chunks) > 0 && rec.FirstToken != rec.Chunks[0].T {
-			t.Fatalf("first token %d, first chunk %d", rec.FirstToken, rec.Chunks[0].T)
-		}
-		if rec.TokenSource == "" || (rec.OK() && len(rec.Chunks) == 0) {
-			t.Fatalf("record %+v", rec)
-		}
-		if len(rec.Error) > metrics.MaxErrorLen+len("…") {
-			t.Fatalf("error of %d bytes", len(rec.Error))
-		}
+		checkStreamedRecord(t, rec)
 	}
 }
 

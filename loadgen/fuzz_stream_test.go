@@ -31,25 +31,33 @@ func FuzzStream(f *testing.F) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			c.stream(ctx, cancel, resp, &call{maxTokens: 2, keepText: true}, rec, &timers{})
 			cancel(nil)
-			sum := 0
-			for _, ch := range rec.Chunks {
-				if ch.Tokens < 0 {
-					t.Fatalf("chunk with %d tokens", ch.Tokens)
-				}
-				sum += int(ch.Tokens)
-			}
-			if sum != rec.OutputTokens {
-				t.Fatalf("chunks carry %d tokens, record says %d", sum, rec.OutputTokens)
-			}
-			if len(rec.Chunks) > 0 && rec.FirstToken != rec.Chunks[0].T {
-				t.Fatalf("first token %d, first chunk %d", rec.FirstToken, rec.Chunks[0].T)
-			}
-			if rec.TokenSource == "" || (rec.OK() && len(rec.Chunks) == 0) {
-				t.Fatalf("record %+v", rec)
-			}
-			if len(rec.Error) > metrics.MaxErrorLen+len("…") {
-				t.Fatalf("error of %d bytes", len(rec.Error))
-			}
+			checkStreamedRecord(t, rec)
 		}
 	})
+}
+
+// checkStreamedRecord fails t unless rec, left by a stream of arbitrary bytes, is consistent:
+// chunks carry the record's token count with none negative, the first token is the first
+// chunk, a token source is named, a success has chunks, and the error is bounded.
+func checkStreamedRecord(t *testing.T, rec *metrics.Record) {
+	t.Helper()
+	sum := 0
+	for _, ch := range rec.Chunks {
+		if ch.Tokens < 0 {
+			t.Fatalf("chunk with %d tokens", ch.Tokens)
+		}
+		sum += int(ch.Tokens)
+	}
+	if sum != rec.OutputTokens {
+		t.Fatalf("chunks carry %d tokens, record says %d", sum, rec.OutputTokens)
+	}
+	if len(rec.Chunks) > 0 && rec.FirstToken != rec.Chunks[0].T {
+		t.Fatalf("first token %d, first chunk %d", rec.FirstToken, rec.Chunks[0].T)
+	}
+	if rec.TokenSource == "" || (rec.OK() && len(rec.Chunks) == 0) {
+		t.Fatalf("record %+v", rec)
+	}
+	if len(rec.Error) > metrics.MaxErrorLen+len("…") {
+		t.Fatalf("error of %d bytes", len(rec.Error))
+	}
 }

@@ -126,17 +126,8 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 	if !o.json {
 		so.Log = app.Stderr
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := app.cancelOnInterrupt(ctx)
 	defer cancel()
-	if app.Interrupts != nil {
-		go func() {
-			select {
-			case <-app.Interrupts:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	load0 := runner.LoadAverage()
 	f, err := selfbench.Run(ctx, so)
 	if err != nil {
@@ -185,4 +176,20 @@ func runsOf(v []float64, format string) string {
 		s += fmt.Sprintf(format, x)
 	}
 	return s
+}
+
+// cancelOnInterrupt returns ctx canceled at the first interrupt (bench stops the measurement
+// and reports nothing); cancel releases it.
+func (app *App) cancelOnInterrupt(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if app.Interrupts != nil {
+		go func() {
+			select {
+			case <-app.Interrupts:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }

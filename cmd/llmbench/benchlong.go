@@ -50,17 +50,8 @@ func runLongBench(ctx context.Context, app *App, o *benchOptions) error {
 	if !o.json {
 		lo.Log = app.Stderr
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := app.cancelOnInterrupt(ctx)
 	defer cancel()
-	if app.Interrupts != nil {
-		go func() {
-			select {
-			case <-app.Interrupts:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	load0 := runner.LoadAverage()
 	f, err := selfbench.RunLong(ctx, lo)
 	if err != nil {
