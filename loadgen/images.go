@@ -13,9 +13,8 @@ import (
 	"github.com/llmbench/llmbench/traces"
 )
 
-// MaxImageBytes bounds an image file a trace names: a larger one is refused rather than read
-// into every request body (hosted APIs take 20 MB at most).
-const MaxImageBytes = 20 << 20
+// MaxImageBytes bounds an image file a trace names (traces.MaxImageBytes).
+const MaxImageBytes = traces.MaxImageBytes
 
 // encodedImage is an image ready for a request body.
 type encodedImage struct {

@@ -25,6 +25,10 @@ const (
 	MaxImagesPerMessage = 64
 	// MaxImageSide bounds a synthetic image's width and height, in pixels.
 	MaxImageSide = 8192
+	// MaxImageBytes bounds an image file a trace names: a larger one is refused rather than
+	// read into every request body or hashed for the simulated prefix cache (hosted APIs take
+	// 20 MB at most).
+	MaxImageBytes = 20 << 20
 )
 
 // imageTypes maps the file extensions an image path may have to the media type it is sent as.

@@ -18,7 +18,15 @@ import (
 // prices them as the engine does over HTTP: a synthetic image by its size, a file by the size
 // in its header (PNG, JPEG, GIF) and keyed by its bytes, as the engine keys an image by its data.
 func addImages(sims []refengine.SimRequest, reqs []traces.Request) error {
-	files := map[string]refengine.SimImage{}
+	return imageFiles{}.add(sims, reqs)
+}
+
+// imageFiles remembers the image files already read (by path), so that a trace naming one
+// file in many requests reads it once; a streamed simulation keeps one for the whole trace.
+type imageFiles map[string]refengine.SimImage
+
+// add is addImages with the files already read kept in files.
+func (files imageFiles) add(sims []refengine.SimRequest, reqs []traces.Request) error {
 	for i := range reqs {
 		for _, m := range reqs[i].Messages {
 			for _, im := range m.Images {
@@ -49,6 +57,9 @@ func fileImage(path string) (refengine.SimImage, error) {
 		return refengine.SimImage{}, fmt.Errorf("image: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > traces.MaxImageBytes {
+		return refengine.SimImage{}, fmt.Errorf("image %s: not a regular file of at most %d bytes", path, traces.MaxImageBytes)
+	}
 	cfg, _, err := image.DecodeConfig(f)
 	if err != nil {
 		return refengine.SimImage{}, fmt.Errorf("image %s: not a PNG, JPEG or GIF whose size can be read: %v", path, err)
@@ -57,7 +68,7 @@ func fileImage(path string) (refengine.SimImage, error) {
 		return refengine.SimImage{}, fmt.Errorf("image %s: %w", path, err)
 	}
 	h := fnv.New64a()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, io.LimitReader(f, traces.MaxImageBytes)); err != nil {
 		return refengine.SimImage{}, fmt.Errorf("image %s: %w", path, err)
 	}
 	return refengine.SimImage{Width: cfg.Width, Height: cfg.Height, Key: h.Sum64()}, nil

@@ -129,7 +129,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		return rec
 	}
-	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput}
+	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput, images: imageFiles{}}
 	st, info, n, err := p.run(ctx, trace, a.Config, toRecord, sink)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)

@@ -82,6 +82,7 @@ type sessionSim struct {
 	queue               releaseQueue
 	sim                 *refengine.Simulation
 	outputs             map[int]*refengine.Output // finished requests' outputs, until done takes them
+	images              imageFiles                // image files read so far
 	emit                func(*metrics.Record)
 	err                 error
 }
@@ -165,7 +166,7 @@ func (a *Simulator) produceSessions(reqs []traces.Request, end time.Duration, si
 	n := len(reqs)
 	s := &sessionSim{a: a, reqs: reqs, deps: deps, dependents: make([][]int, n), left: make([]int, n),
 		state: make([]uint8, n), finish: make([]time.Duration, n), prompt: make([]string, n), reply: make([]string, n), built: make([]bool, n), tokens: make([]int, n), replyTokens: make([]int, n),
-		prompter: workloads.NewPrompter(tokenizer.Reference{}, int64(a.Config.Seed), a.Config.HashIDTokens)}
+		prompter: workloads.NewPrompter(tokenizer.Reference{}, int64(a.Config.Seed), a.Config.HashIDTokens), images: imageFiles{}}
 	s.emit = func(rec *metrics.Record) {
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
@@ -231,7 +232,7 @@ func (a *Simulator) scale(d time.Duration) time.Duration {
 func (s *sessionSim) simRequest(r release) (refengine.SimRequest, error) {
 	q := &s.reqs[r.pos]
 	one := simRequests(s.reqs[r.pos:r.pos+1], s.a.RateScale, s.a.KeepOutput)
-	if err := addImages(one, s.reqs[r.pos:r.pos+1]); err != nil {
+	if err := s.images.add(one, s.reqs[r.pos:r.pos+1]); err != nil {
 		return refengine.SimRequest{}, err
 	}
 	sr := one[0]

@@ -38,6 +38,7 @@ type finished struct {
 type pipeline struct {
 	rateScale  float64
 	keepOutput bool
+	images     imageFiles // the reader's: each image file is read once
 }
 
 // run simulates trace on cfg and hands the records to sink in walk order. n is the number of
@@ -96,7 +97,7 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 			sr := simRequest(q, p.rateScale, p.keepOutput)
 			if q.ImageCount() > 0 {
 				one := []refengine.SimRequest{sr}
-				if err := addImages(one, []traces.Request{*q}); err != nil {
+				if err := p.images.add(one, []traces.Request{*q}); err != nil {
 					return err
 				}
 				sr = one[0]
