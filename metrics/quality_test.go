@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/racebuild"
 )
 
 // TestPassRateIntervalMatchesSeed reproduces seed 000's point about eval-set size: at p = 0.7
@@ -263,5 +265,55 @@ func TestComparePairedQuality(t *testing.T) {
 		if m.Name == "quality.pass_rate" {
 			t.Errorf("ungraded comparison has a quality row")
 		}
+	}
+}
+
+// TestPairedQualityFalseAlarmsAndPower: over seeded trials of two systems whose requests pass
+// independently with the same per-request probability (difficulty varies by request), the
+// paired quality row calls a change in about 5% of them (the interval's level), never far
+// more; when the candidate loses 12 points (about 3.4 standard errors of the paired
+// difference at n = 300) it calls the regression in most trials.
+func TestPairedQualityFalseAlarmsAndPower(t *testing.T) {
+	racebuild.Heavy(t)
+	const trials, n = 200, 300
+	side := func(r *rand.Rand, p []float64, drop float64) SliceSource {
+		return gradedSide(n, func(i int) string {
+			if r.Float64() < p[i]-drop {
+				return GradePass
+			}
+			return GradeCheck
+		})
+	}
+	calls := func(drop float64) (changed, regressed int) {
+		for trial := 0; trial < trials; trial++ {
+			r := rand.New(rand.NewPCG(uint64(trial), uint64(drop*1000)+17))
+			p := make([]float64, n)
+			for i := range p {
+				p[i] = 0.5 + 0.5*r.Float64() // request difficulty: pass probability 50–100%
+			}
+			base, cand := side(r, p, 0), side(r, p, drop)
+			c, err := Compare([]Source{base}, []Source{cand}, CompareOptions{Metrics: []string{"quality.pass_rate"}, Resamples: 400, Seed: uint64(trial)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := metricByName(t, c, "quality.pass_rate")
+			if md.CILow > 0 || md.CIHigh < 0 {
+				changed++
+			}
+			if md.CIHigh < 0 {
+				regressed++
+			}
+		}
+		return changed, regressed
+	}
+	if fa, _ := calls(0); fa > trials*9/100 || fa == 0 {
+		t.Errorf("A/A: the interval excluded zero in %d of %d trials, want about 5%% (1–9%%)", fa, trials)
+	} else {
+		t.Logf("A/A: %d of %d trials called a change", fa, trials)
+	}
+	if _, reg := calls(0.12); reg < trials*8/10 {
+		t.Errorf("a 12-point drop called in %d of %d trials, want at least 80%%", reg, trials)
+	} else {
+		t.Logf("12-point drop: called in %d of %d trials", reg, trials)
 	}
 }
