@@ -104,3 +104,18 @@ func TestPlanCommand(t *testing.T) {
 		}
 	}
 }
+
+// A trace whose session turns wait for earlier turns cannot be simulated on a cluster (the
+// cluster simulation takes every arrival up front): --replicas is refused with a message
+// that says why, before anything is written.
+func TestSimulateReplicasRefusesSessions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	app := newTestApp(nil)
+	code := app.cli("simulate", "--trace", filepath.Join("..", "..", "traces", "examples", "sessions-small.jsonl"), "--replicas", "2", "--out", dir)
+	if code != exitBadInput || !strings.Contains(app.err.String(), "--replicas 2") || !strings.Contains(app.err.String(), "sessions") {
+		t.Fatalf("exit %d, stderr %q: want exit %d naming --replicas and the sessions", code, app.err.String(), exitBadInput)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		t.Error("a refused simulation wrote summary.json")
+	}
+}
