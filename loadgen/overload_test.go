@@ -47,12 +47,18 @@ func TestOverloadKeepsLateRequestsBounded(t *testing.T) {
 			want = n - capN
 		}
 		measured := make(chan struct{})
+		var stuck string
 		go func() {
 			defer close(measured)
 			defer release()
 			// Wait (on the counters, not on time) until the backlog is as large as it gets:
 			// the cap is full and the dispatcher has put out all it may.
+			deadline := time.Now().Add(time.Minute) // a bound for a broken run, not a timing
 			for prog.Sent.Load() < capN || prog.Waiting.Load() < want-capN {
+				if time.Now().After(deadline) {
+					stuck = fmt.Sprintf("the backlog never reached %d waiting (sent %d, waiting %d)", want-capN, prog.Sent.Load(), prog.Waiting.Load())
+					return
+				}
 				time.Sleep(time.Millisecond)
 			}
 			grew = heapInUse()
@@ -61,6 +67,9 @@ func TestOverloadKeepsLateRequestsBounded(t *testing.T) {
 		base := heapInUse()
 		res, err := Run(context.Background(), reqs, Options{Target: target(srv.URL), MaxConcurrency: capN, MaxWaiting: maxWaiting, Progress: &prog}, nil)
 		<-measured
+		if stuck != "" {
+			t.Fatalf("MaxWaiting %d: %s", maxWaiting, stuck)
+		}
 		if err != nil || res.Succeeded != n {
 			t.Fatalf("%v %+v", err, res)
 		}
