@@ -45,6 +45,8 @@ type Added struct {
 	Intervals int
 	// Backfilled: the run was recorded before without intervals, and they were added now.
 	Backfilled bool
+	// IntervalsLeftOut is Run.IntervalsLeftOut.
+	IntervalsLeftOut string
 }
 
 // Run is one recorded run: its facts, tags and metrics.
@@ -73,8 +75,11 @@ type Run struct {
 	Metrics map[string]float64
 	// Intervals are the run's own (within-run) intervals of its metrics, from a block
 	// bootstrap of its records (metrics.RunIntervals); empty for a run added without its
-	// requests.msgpack. Each interval's Value is the run's metric.
+	// requests.msgpack or of more than MaxIntervalRequests requests (IntervalsLeftOut says
+	// why). Each interval's Value is the run's metric.
 	Intervals map[string]metrics.RunInterval
+	// IntervalsLeftOut says why a run with records has no intervals ("" when it has them).
+	IntervalsLeftOut string
 }
 
 var tagKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -166,7 +171,10 @@ func ReadResults(dir string) (*Run, error) {
 	run := runOf(sum, raw)
 	run.Dir = abs
 	run.Hash = hex.EncodeToString(h.Sum(nil))
-	if hasRecords {
+	switch {
+	case hasRecords && sum.Requests.Total > MaxIntervalRequests:
+		run.IntervalsLeftOut = fmt.Sprintf("its own intervals are left out: %d requests is more than the %d whose bootstrap history add computes (it holds every request's values)", sum.Requests.Total, MaxIntervalRequests)
+	case hasRecords:
 		iv, err := runIntervals(abs, recPath, run)
 		if err != nil {
 			return nil, fmt.Errorf("history: %s: %w", filepath.Join(dir, "requests.msgpack"), err)
@@ -175,6 +183,11 @@ func ReadResults(dir string) (*Run, error) {
 	}
 	return run, nil
 }
+
+// MaxIntervalRequests bounds the runs whose own intervals Add computes: the block bootstrap holds
+// every request's values (about 4 KB each) and resamples them 200 times, which for 100,000
+// requests takes about 10 s and 400 MB; a larger run is recorded without intervals.
+const MaxIntervalRequests = 200_000
 
 // runIntervals computes the run's own intervals from its records, with the metric options
 // of its run.json (the SLOs and thresholds its summary was made with; without run.json, the
@@ -388,7 +401,7 @@ func firstNonEmpty(v ...string) string {
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 func (s *Store) insert(ctx context.Context, run *Run) (Added, error) {
-	a := Added{Dir: run.Dir, Hash: run.Hash, Metrics: len(run.Metrics)}
+	a := Added{Dir: run.Dir, Hash: run.Hash, Metrics: len(run.Metrics), IntervalsLeftOut: run.IntervalsLeftOut}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return a, err

@@ -79,6 +79,9 @@ func RunAdd(ctx context.Context, env Env, a AddArgs) error {
 	defer st.Close()
 	added, err := st.Add(ctx, a.Dirs, AddOptions{Tags: tags, Revision: strings.TrimSpace(a.Revision), Now: env.Now})
 	for _, x := range added {
+		if x.IntervalsLeftOut != "" {
+			fmt.Fprintf(env.Stdout, "note: %s: %s\n", clean(x.Dir), x.IntervalsLeftOut)
+		}
 		if x.New {
 			fmt.Fprintf(env.Stdout, "added run %d from %s (%d metrics, %d with the run's own interval; hash %s)\n", x.ID, clean(x.Dir), x.Metrics, x.Intervals, x.Hash[:12])
 		} else if x.Backfilled {

@@ -175,3 +175,33 @@ func TestCheckWeighsEachRunsOwnNoise(t *testing.T) {
 		}
 	}
 }
+
+// A run of more requests than MaxIntervalRequests is recorded without its own intervals, and
+// add says so rather than holding every request's values for the bootstrap.
+func TestStoreLeavesOutIntervalsOfHugeRuns(t *testing.T) {
+	dir := writeRun(t, filepath.Join(t.TempDir(), "night"), rand.New(rand.NewPCG(4, 4)), 40, 10, time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC))
+	// The summary claims more requests than the bound (the records are not read then).
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum metrics.Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	sum.Requests.Total = MaxIntervalRequests + 1
+	raw, _ = json.Marshal(sum)
+	writeResults(t, dir, raw)
+	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "h.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	added, err := st.Add(context.Background(), []string{dir}, AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := added[0]; a.Intervals != 0 || !strings.Contains(a.IntervalsLeftOut, "left out") || !strings.Contains(a.IntervalsLeftOut, fmt.Sprint(MaxIntervalRequests)) {
+		t.Errorf("added %+v: want no intervals and a note naming the bound", a)
+	}
+}
