@@ -166,6 +166,8 @@ func loadCommand(args []string) bool {
 //     shares the CPUs at a finer grain. `llmbench bench` on 2 cores: token arrival error P99
 //     1.1–2.2 ms with 2 Ps, 0.4–0.6 ms with 4, the client's CPU use alike. loadgen.CPUs keeps
 //     the CPU capacity for the client-CPU figures.
+//   - The open files limit: raised to the hard limit, and the descriptor table reserved for
+//     it (runner.ReserveFDTable: growing it later pauses the process for milliseconds).
 //   - GOGC: 400. A run's live heap is small (the trace is read as it is replayed and records
 //     go to disk: ≈ 20 MB), but every request allocates ≈ 10 KB in net/http, so at thousands of
 //     requests per second the collector would run tens of times a second, and its pauses and
@@ -180,6 +182,9 @@ func runtimeTuning(getenv func(string) string) {
 		debug.SetGCPercent(400)
 	}
 	// Every stream in flight holds a file descriptor (two with the embedded engine): the
-	// soft limit goes to the hard limit (issue 18; the run facts say what it was).
-	_, _, _ = runner.RaiseFDLimit()
+	// soft limit goes to the hard limit (issue 18; the run facts say what it was), and the
+	// kernel's descriptor table is grown to it now, before the run, instead of doubling (and
+	// stalling the process) as connections open.
+	soft, _, _ := runner.RaiseFDLimit()
+	runner.ReserveFDTable(soft)
 }
