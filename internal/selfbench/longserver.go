@@ -15,12 +15,12 @@ import (
 )
 
 // longServer streams tokens to many long-lived streams at a fixed gap, spending as little
-// memory per stream as it can so that the process's memory per stream is mostly the
-// client's. Over HTTP/1.1 it is not net/http: a short-lived goroutine reads each request and
-// writes the headers and the first token, and then the stream is only an entry in a timing
-// heap (a connection and a few words, no goroutine, no buffer); two emitter goroutines
-// write every stream's next token when it is due and close the connection after [DONE].
-// Over HTTP/2 (h2c) it is net/http's server, whose handlers hold a goroutine per stream.
+// memory and CPU per stream as it can so that the process's figures are mostly the client's.
+// It is not net/http: a short-lived goroutine reads each HTTP/1.1 request and writes the
+// headers and the first token (over HTTP/2 a goroutine per connection reads the client's
+// frames and does the same, longh2.go), and then the stream is only an entry in a timing heap
+// (a connection and a few words, no goroutine, no buffer); two emitter goroutines write every
+// stream's next token when it is due and end the stream after [DONE].
 //
 // It books the send time of every token of the sampled streams (IDs whose number is a
 // multiple of sample), for the arrival-error figure, and the first-token time of every
@@ -29,7 +29,7 @@ type longServer struct {
 	epoch  time.Time
 	url    string
 	l      net.Listener
-	srv    *http.Server // HTTP/2 only
+	http2  bool
 	done   chan struct{}
 	words  [][]byte
 	sample int
@@ -40,18 +40,25 @@ type longServer struct {
 
 	mu     sync.Mutex
 	booked map[string][]int64 // sampled id -> send time of each token
+	conns  map[*h2conn]bool   // HTTP/2 connections open; nil once the server closed
+	reader sync.WaitGroup     // HTTP/2 connections' reader goroutines
 }
 
-// longStream is one stream in flight on the HTTP/1.1 path.
+// longStream is one stream in flight: on its own HTTP/1.1 connection c, or stream sid of an
+// HTTP/2 connection h2.
 type longStream struct {
 	c      net.Conn
+	h2     *h2conn
+	sid    uint32
+	win    int64 // HTTP/2 send window
+	gone   bool  // HTTP/2: ended or reset (guarded by h2.mu)
 	id     string
 	sent   int
 	tokens int
 	gap    time.Duration
-	start  time.Time
+	start  int64   // ns after the server's epoch, as due
 	times  []int64 // sampled streams only
-	due    time.Time
+	due    int64
 }
 
 type emitShard struct {
@@ -60,10 +67,12 @@ type emitShard struct {
 	wake chan struct{}
 }
 
+func (sh *emitShard) push(st *longStream) { heap.Push(&sh.h, st) }
+
 type streamHeap []*longStream
 
 func (h streamHeap) Len() int           { return len(h) }
-func (h streamHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h streamHeap) Less(i, j int) bool { return h[i].due < h[j].due }
 func (h streamHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *streamHeap) Push(x any)        { *h = append(*h, x.(*longStream)) }
 func (h *streamHeap) Pop() any {
@@ -79,25 +88,11 @@ func startLongServer(http2 bool, sample int) (*longServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench server: %w", err)
 	}
-	s := &longServer{epoch: time.Now(), url: "http://" + l.Addr().String(), l: l, done: make(chan struct{}), sample: sample,
-		booked: map[string][]int64{}}
+	s := &longServer{epoch: time.Now(), url: "http://" + l.Addr().String(), l: l, http2: http2, done: make(chan struct{}), sample: sample,
+		booked: map[string][]int64{}, conns: map[*h2conn]bool{}}
 	s.words = renderWords()
 	for i := range s.shards {
 		s.shards[i].wake = make(chan struct{}, 1)
-	}
-	if http2 {
-		p := new(http.Protocols)
-		p.SetHTTP1(true)
-		p.SetUnencryptedHTTP2(true)
-		// 1,000 streams per connection (net/http's default is 250), so that tens of thousands
-		// of streams need tens of connections.
-		s.srv = &http.Server{Handler: http.HandlerFunc(s.serveH2), ReadHeaderTimeout: 10 * time.Second, Protocols: p,
-			HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000}}
-		go func() {
-			s.srv.Serve(l)
-			close(s.done)
-		}()
-		return s, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -110,6 +105,8 @@ func startLongServer(http2 bool, sample int) (*longServer, error) {
 	}
 	go func() {
 		s.accept()
+		s.closeConns()
+		s.reader.Wait()
 		cancel()
 		wg.Wait()
 		close(s.done)
@@ -117,22 +114,39 @@ func startLongServer(http2 bool, sample int) (*longServer, error) {
 	return s, nil
 }
 
-func (s *longServer) close() {
-	if s.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if s.srv.Shutdown(ctx) != nil {
-			s.srv.Close()
-		}
-	} else {
-		s.l.Close()
+// addConn registers an HTTP/2 connection (and its reader goroutine, which calls
+// s.reader.Done when it returns); false once the server is closing.
+func (s *longServer) addConn(hc *h2conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		return false
 	}
+	s.conns[hc] = true
+	return true
+}
+
+// closeConns closes every HTTP/2 connection and refuses new ones.
+func (s *longServer) closeConns() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for hc := range conns {
+		hc.kill()
+	}
+}
+
+func (s *longServer) close() {
+	s.l.Close()
 	<-s.done
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for _, st := range sh.h {
-			st.c.Close()
+			if st.c != nil {
+				st.c.Close()
+			}
 		}
 		sh.h = nil
 		sh.mu.Unlock()
@@ -181,6 +195,15 @@ func (s *longServer) accept() {
 			}
 			return
 		}
+		if s.http2 {
+			s.reader.Add(1)
+			sh := &s.shards[n%len(s.shards)]
+			go func() {
+				defer s.reader.Done()
+				s.serveH2(c, sh)
+			}()
+			continue
+		}
 		go s.begin(c, &s.shards[n%len(s.shards)])
 	}
 }
@@ -200,7 +223,7 @@ func (s *longServer) begin(c net.Conn, sh *emitShard) {
 	io.Copy(io.Discard, req.Body)
 	tokens, _ := strconv.Atoi(req.Header.Get(tokensHeader))
 	gap, _ := time.ParseDuration(req.Header.Get(gapHeader))
-	st := &longStream{c: c, id: req.Header.Get("X-Request-Id"), tokens: max(tokens, 1), gap: gap, start: time.Now()}
+	st := &longStream{c: c, id: req.Header.Get("X-Request-Id"), tokens: max(tokens, 1), gap: gap, start: s.now()}
 	if s.sampled(st.id) {
 		st.times = make([]int64, 0, st.tokens)
 	}
@@ -213,9 +236,9 @@ func (s *longServer) begin(c net.Conn, sh *emitShard) {
 	if !s.write(st) {
 		return
 	}
-	st.due = st.start.Add(st.gap)
+	st.due = st.start + int64(st.gap)
 	sh.mu.Lock()
-	heap.Push(&sh.h, st)
+	sh.push(st)
 	sh.mu.Unlock()
 	select {
 	case sh.wake <- struct{}{}:
@@ -253,31 +276,73 @@ func (s *longServer) write(st *longStream) bool {
 }
 
 // emit writes the due tokens of one shard's streams, in due order, on an absolute schedule.
+// HTTP/1.1 streams are written one by one as they fall due. HTTP/2 streams are written in
+// steps of h2Step: a pass queues every due token in its connection's buffer and then writes
+// each connection once.
 func (s *longServer) emit(ctx context.Context, sh *emitShard) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var dirty []*h2conn
+	var lastPass int64
 	for {
 		sh.mu.Lock()
-		var next time.Time
+		next := int64(-1)
+		now := s.now()
 		for len(sh.h) > 0 {
 			st := sh.h[0]
-			if now := time.Now(); st.due.After(now) {
+			if st.h2 == nil {
+				now = s.now()
+			}
+			if st.due > now {
 				next = st.due
 				break
 			}
 			heap.Pop(&sh.h)
+			if st.h2 != nil {
+				hc := st.h2
+				hc.mu.Lock()
+				state := hc.queueLocked(st)
+				if !hc.dirty {
+					hc.dirty = true
+					dirty = append(dirty, hc)
+				}
+				hc.mu.Unlock()
+				switch state {
+				case h2Queued:
+					st.due = st.start + int64(st.sent)*int64(st.gap)
+					sh.push(st)
+				case h2Blocked:
+					st.due = now + int64(h2Step)
+					sh.push(st)
+				}
+				continue
+			}
 			sh.mu.Unlock()
 			goOn := s.write(st)
 			sh.mu.Lock()
 			if goOn {
-				st.due = st.start.Add(time.Duration(st.sent) * st.gap)
-				heap.Push(&sh.h, st)
+				st.due = st.start + int64(st.sent)*int64(st.gap)
+				sh.push(st)
 			}
 		}
 		sh.mu.Unlock()
+		for _, hc := range dirty {
+			hc.mu.Lock()
+			hc.dirty = false
+			hc.flushLocked()
+			hc.mu.Unlock()
+		}
+		if len(dirty) > 0 {
+			clear(dirty)
+			dirty = dirty[:0]
+			lastPass = now
+		}
 		wait := time.Hour
-		if !next.IsZero() {
-			wait = time.Until(next)
+		if next >= 0 {
+			if s.http2 {
+				next = max(next, lastPass+int64(h2Step))
+			}
+			wait = time.Duration(next - s.now())
 		}
 		timer.Reset(max(wait, 0))
 		select {
@@ -290,50 +355,4 @@ func (s *longServer) emit(ctx context.Context, sh *emitShard) {
 		case <-timer.C:
 		}
 	}
-}
-
-// serveH2 is the HTTP/2 path: one handler per stream, as net/http's server runs them.
-func (s *longServer) serveH2(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
-	tokens, _ := strconv.Atoi(r.Header.Get(tokensHeader))
-	tokens = max(tokens, 1)
-	gap, _ := time.ParseDuration(r.Header.Get(gapHeader))
-	id := r.Header.Get("X-Request-Id")
-	var times []int64
-	if s.sampled(id) {
-		times = make([]int64, 0, tokens)
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	f := w.(http.Flusher)
-	s.open.Add(1)
-	start := time.Now()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
-	for i := range tokens {
-		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-r.Context().Done():
-				s.finish(id, nil)
-				return
-			}
-		}
-		t := s.now()
-		if i == 0 {
-			s.noteFirst(t)
-		}
-		if times != nil {
-			times = append(times, t)
-		}
-		if _, err := w.Write(s.words[i%len(s.words)]); err != nil {
-			s.finish(id, nil)
-			return
-		}
-		f.Flush()
-	}
-	s.finish(id, times) // before the end is written (see write)
-	w.Write(usage(tokens))
 }
