@@ -20,6 +20,7 @@ package selfbench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"strconv"
@@ -200,11 +201,18 @@ func (s *longServer) beginH2(hc *h2conn, f *http2.MetaHeadersFrame) bool {
 	}
 	sh := hc.shard
 	sh.mu.Lock()
-	sh.push(st)
+	idle := sh.w.n == 0
+	if idle {
+		// The emitter has been asleep and not counting ticks: the wheel resumes now.
+		sh.w.tick = max(sh.w.tick, s.now()/int64(h2Step))
+	}
+	sh.w.insert(st, sh.w.tick)
 	sh.mu.Unlock()
-	select {
-	case sh.wake <- struct{}{}:
-	default:
+	if idle {
+		select {
+		case sh.wake <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -327,5 +335,102 @@ func (hc *h2conn) killLocked() {
 	hc.c.Close()
 	for _, st := range hc.streams {
 		hc.endLocked(st, false)
+	}
+}
+
+// wheelSlots is the timing wheel's horizon in h2Step ticks (4.096 s at 1 ms); a stream due
+// further ahead goes round again.
+const wheelSlots = 4096
+
+// wheel holds HTTP/2 streams by the tick their next token is due in: adding one and taking a
+// tick's streams cost O(1), where a heap of 20,000 streams cost 14 levels of comparisons per
+// token (7% of the process's CPU, mostly cache misses on the streams compared).
+type wheel struct {
+	slots [][]*longStream
+	spare []*longStream
+	tick  int64 // the next tick to emit
+	n     int   // streams held
+}
+
+// insert adds st at the tick of st.due, or at min if that is earlier.
+func (w *wheel) insert(st *longStream, min int64) {
+	if w.slots == nil {
+		w.slots = make([][]*longStream, wheelSlots)
+	}
+	t := max((st.due+int64(h2Step)-1)/int64(h2Step), min)
+	w.slots[t%wheelSlots] = append(w.slots[t%wheelSlots], st)
+	w.n++
+}
+
+// take removes and returns the streams of the current tick's slot (those due rounds later
+// included: the caller puts them back); the slice is valid until the next take.
+func (w *wheel) take() []*longStream {
+	if w.slots == nil {
+		return nil
+	}
+	i := w.tick % wheelSlots
+	list := w.slots[i]
+	w.slots[i] = w.spare[:0]
+	w.spare = list
+	w.n -= len(list)
+	return list
+}
+
+// emitH2 writes the due tokens of one shard's HTTP/2 streams once a tick: each pass queues the
+// tokens of every tick that has come in their connections' buffers, then writes each
+// connection once.
+func (s *longServer) emitH2(ctx context.Context, sh *emitShard) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	step := int64(h2Step)
+	var dirty []*h2conn
+	sh.mu.Lock()
+	sh.w.tick = s.now() / step
+	sh.mu.Unlock()
+	for {
+		now := s.now()
+		sh.mu.Lock()
+		for w := &sh.w; w.tick <= now/step; w.tick++ {
+			for _, st := range w.take() {
+				if (st.due+step-1)/step > w.tick { // due rounds later
+					w.insert(st, w.tick+1)
+					continue
+				}
+				hc := st.h2
+				hc.mu.Lock()
+				state := hc.queueLocked(st)
+				if !hc.dirty {
+					hc.dirty = true
+					dirty = append(dirty, hc)
+				}
+				hc.mu.Unlock()
+				switch state {
+				case h2Queued:
+					st.due = st.start + int64(st.sent)*int64(st.gap)
+					w.insert(st, w.tick+1)
+				case h2Blocked:
+					st.due = now + step
+					w.insert(st, w.tick+1)
+				}
+			}
+		}
+		clear(sh.w.spare)
+		idle := sh.w.n == 0
+		sh.mu.Unlock()
+		for _, hc := range dirty {
+			hc.mu.Lock()
+			hc.dirty = false
+			hc.flushLocked()
+			hc.mu.Unlock()
+		}
+		clear(dirty)
+		dirty = dirty[:0]
+		wait := time.Hour
+		if !idle {
+			wait = time.Duration((now/step+1)*step - s.now())
+		}
+		if !sh.sleep(ctx, timer, wait) {
+			return
+		}
 	}
 }

@@ -61,9 +61,12 @@ type longStream struct {
 	due    int64
 }
 
+// emitShard is one emitter's streams: a heap in due order (HTTP/1.1) or a timing wheel of
+// h2Step ticks (HTTP/2).
 type emitShard struct {
 	mu   sync.Mutex
 	h    streamHeap
+	w    wheel
 	wake chan struct{}
 }
 
@@ -100,7 +103,11 @@ func startLongServer(http2 bool, sample int) (*longServer, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.emit(ctx, &s.shards[i])
+			if http2 {
+				s.emitH2(ctx, &s.shards[i])
+			} else {
+				s.emit(ctx, &s.shards[i])
+			}
 		}()
 	}
 	go func() {
@@ -144,11 +151,10 @@ func (s *longServer) close() {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for _, st := range sh.h {
-			if st.c != nil {
-				st.c.Close()
-			}
+			st.c.Close()
 		}
 		sh.h = nil
+		sh.w = wheel{}
 		sh.mu.Unlock()
 	}
 }
@@ -275,48 +281,21 @@ func (s *longServer) write(st *longStream) bool {
 	return true
 }
 
-// emit writes the due tokens of one shard's streams, in due order, on an absolute schedule.
-// HTTP/1.1 streams are written one by one as they fall due. HTTP/2 streams are written in
-// steps of h2Step: a pass queues every due token in its connection's buffer and then writes
-// each connection once.
+// emit writes the due tokens of one shard's HTTP/1.1 streams, in due order, on an absolute
+// schedule, one by one as they fall due.
 func (s *longServer) emit(ctx context.Context, sh *emitShard) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var dirty []*h2conn
-	var lastPass int64
 	for {
 		sh.mu.Lock()
 		next := int64(-1)
-		now := s.now()
 		for len(sh.h) > 0 {
 			st := sh.h[0]
-			if st.h2 == nil {
-				now = s.now()
-			}
-			if st.due > now {
+			if st.due > s.now() {
 				next = st.due
 				break
 			}
 			heap.Pop(&sh.h)
-			if st.h2 != nil {
-				hc := st.h2
-				hc.mu.Lock()
-				state := hc.queueLocked(st)
-				if !hc.dirty {
-					hc.dirty = true
-					dirty = append(dirty, hc)
-				}
-				hc.mu.Unlock()
-				switch state {
-				case h2Queued:
-					st.due = st.start + int64(st.sent)*int64(st.gap)
-					sh.push(st)
-				case h2Blocked:
-					st.due = now + int64(h2Step)
-					sh.push(st)
-				}
-				continue
-			}
 			sh.mu.Unlock()
 			goOn := s.write(st)
 			sh.mu.Lock()
@@ -326,33 +305,27 @@ func (s *longServer) emit(ctx context.Context, sh *emitShard) {
 			}
 		}
 		sh.mu.Unlock()
-		for _, hc := range dirty {
-			hc.mu.Lock()
-			hc.dirty = false
-			hc.flushLocked()
-			hc.mu.Unlock()
-		}
-		if len(dirty) > 0 {
-			clear(dirty)
-			dirty = dirty[:0]
-			lastPass = now
-		}
 		wait := time.Hour
 		if next >= 0 {
-			if s.http2 {
-				next = max(next, lastPass+int64(h2Step))
-			}
 			wait = time.Duration(next - s.now())
 		}
-		timer.Reset(max(wait, 0))
-		select {
-		case <-ctx.Done():
+		if !sh.sleep(ctx, timer, wait) {
 			return
-		case <-sh.wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
 		}
 	}
+}
+
+// sleep waits d, or until a stream is added; false when ctx is done.
+func (sh *emitShard) sleep(ctx context.Context, timer *time.Timer, d time.Duration) bool {
+	timer.Reset(max(d, 0))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-sh.wake:
+		if !timer.Stop() {
+			<-timer.C
+		}
+	case <-timer.C:
+	}
+	return true
 }
