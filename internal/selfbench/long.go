@@ -37,9 +37,8 @@ type LongOptions struct {
 	Window time.Duration
 	// RampRate is how many new streams start per second before the window [2000].
 	RampRate float64
-	// HTTP2 and SourceAddrs configure the client's connections (loadgen.Target). Over
-	// HTTP/2 the server is net/http's (a goroutine per stream); over HTTP/1.1 it holds no
-	// goroutine or buffer per stream.
+	// HTTP2 and SourceAddrs configure the client's connections (loadgen.Target). The server
+	// holds no goroutine or buffer per stream over either protocol (longServer).
 	HTTP2       bool
 	SourceAddrs []netip.Addr
 	// RSS reads the process's resident set size in bytes (0: unknown); FDLimit is the limit
