@@ -14,15 +14,15 @@ type bootResult struct {
 // bootstrap resamples both sides at two levels (see variance.go): runs, then time blocks of
 // request ids (the same blocks on both sides when paired), and returns the changes per
 // metric. Per-run scalars are resampled too, but their intervals come from the runs' spread.
-func bootstrap(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired bool, opts CompareOptions) bootResult {
+func bootstrap(bd, cd *sideData, bg, cg *sideCells, specs []metricSpec, paired bool, opts CompareOptions) bootResult {
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	res := bootResult{abs: make([][]float64, len(specs)), rel: make([][]float64, len(specs))}
-	bw := make([]int32, len(bd.recs))
-	cw := make([]int32, len(cd.recs))
+	bw := make([]int32, bg.cells)
+	cw := make([]int32, cg.cells)
 	brun := make([]int32, max(1, bd.runs))
 	crun := make([]int32, max(1, cd.runs))
-	bblk := make([]int32, max(1, bp.blocks))
-	cblk := make([]int32, max(1, cp.blocks))
+	bblk := make([]int32, bg.blocks)
+	cblk := make([]int32, cg.blocks)
 	for b := 0; b < opts.Resamples; b++ {
 		drawCounts(brun, rng.IntN)
 		drawCounts(crun, rng.IntN)
@@ -32,10 +32,10 @@ func bootstrap(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired b
 		} else {
 			drawCounts(cblk, rng.IntN)
 		}
-		bwin := resampleWeights(bd, bp, brun, bblk, bw)
-		cwin := resampleWeights(cd, cp, crun, cblk, cw)
-		bv := bd.eval(specs, bw, bwin)
-		cv := cd.eval(specs, cw, cwin)
+		bg.weigh(brun, bblk, bw)
+		cg.weigh(crun, cblk, cw)
+		bv := bg.eval(specs, bw, resampledWindow(bd, brun))
+		cv := cg.eval(specs, cw, resampledWindow(cd, crun))
 		for i := range specs {
 			if math.IsNaN(bv[i]) || math.IsNaN(cv[i]) {
 				continue

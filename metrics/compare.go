@@ -216,15 +216,16 @@ func pairSides(cmp *Comparison, bd, cd *sideData, opts CompareOptions) (*sideDat
 // calls for: per-run scalars from the spread between runs, proportions from score intervals
 // on effective sample sizes, everything else from the two-level bootstrap.
 func metricDeltas(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired, baseSpread, candSpread bool, opts CompareOptions) []MetricDelta {
-	baseVals := bd.eval(specs, nil, bd.window)
-	candVals := cd.eval(specs, nil, cd.window)
-	deltas := bootstrap(bd, cd, bp, cp, specs, paired, opts)
+	bg, cg := cellsOf(bd, bp), cellsOf(cd, cp)
+	baseVals := bg.eval(specs, nil, bd.window)
+	candVals := cg.eval(specs, nil, cd.window)
+	deltas := bootstrap(bd, cd, bg, cg, specs, paired, opts)
 	factor := runFactor(bd.runs, cd.runs)
 	df := bootDF(bd.runs, cd.runs, min(bp.blocks, cp.blocks))
 	out := make([]MetricDelta, 0, len(specs))
 	for i, sp := range specs {
 		md := MetricDelta{Name: sp.info.Name, Unit: sp.info.Unit, Better: sp.info.Better, Base: baseVals[i], Cand: candVals[i]}
-		bs, cs := bd.spread(sp), cd.spread(sp)
+		bs, cs := bg.spread(sp, bd.runs, bd.runWin), cg.spread(sp, cd.runs, cd.runWin)
 		switch {
 		case perRunScalar(sp.info.Name):
 			finishPerRun(&md, bs.Values, cs.Values, opts.Confidence)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 )
 
@@ -71,9 +70,8 @@ type sideData struct {
 	runWin   []float64 // steady window per run, seconds
 	window   float64   // sum of runWin
 	hashes   map[string]*hashSeen
-	// sorted[f] lists the records with a defined scalar family f, by value.
-	sorted [nScalarFam][]int32
-	// csr[f] packs every record's bins of binned family f contiguously.
+	// csr[f] packs every record's bins of binned family f contiguously (cellsOf merges them
+	// by resampling cell).
 	csr [nBinFam]binCSR
 }
 
@@ -159,7 +157,7 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 		d.runWin = append(d.runWin, w)
 		d.window += w
 	}
-	d.sortFamilies()
+	d.closeBins()
 	return d, nil
 }
 
@@ -243,20 +241,10 @@ func (d *sideData) packBins(v *reqVals) {
 	}
 }
 
-// sortFamilies closes the packed bins (their last record's end) and sorts each scalar family.
-func (d *sideData) sortFamilies() {
+// closeBins ends the packed bins (their last record's end).
+func (d *sideData) closeBins() {
 	for f := range d.csr {
 		d.csr[f].start = append(d.csr[f].start, int32(len(d.csr[f].bin)))
-	}
-	for f := range d.sorted {
-		var idx []int32
-		for i := range d.recs {
-			if !math.IsNaN(d.recs[i].sc[f]) {
-				idx = append(idx, int32(i))
-			}
-		}
-		sort.SliceStable(idx, func(a, b int) bool { return d.recs[idx[a]].sc[f] < d.recs[idx[b]].sc[f] })
-		d.sorted[f] = idx
 	}
 }
 
@@ -296,6 +284,6 @@ func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
 		}
 		nd.unitRecs = append(nd.unitRecs, list)
 	}
-	nd.sortFamilies()
+	nd.closeBins()
 	return nd
 }

@@ -5,49 +5,6 @@ import (
 	"sort"
 )
 
-// eval computes every metric with per-record weights w (nil: all 1) over window seconds.
-func (d *sideData) eval(specs []metricSpec, w []int32, window float64) []float64 {
-	out := make([]float64, len(specs))
-	var acc *scalarAcc
-	var famStats [nScalarFam]*famStat
-	var binStats [nBinFam]*famStat
-	var dense []int64
-	var needQ [nBinFam]bool
-	for _, sp := range specs {
-		if sp.info.Storage == StorageBins && sp.stat != "mean" {
-			needQ[binFamIdx[sp.family]] = true
-		}
-	}
-	for k, sp := range specs {
-		if sp.family != "" {
-			var st *famStat
-			if sp.info.Storage == StorageHistogram {
-				f := scalarFamIdx[sp.family]
-				if famStats[f] == nil {
-					famStats[f] = d.scalarStat(f, w)
-				}
-				st = famStats[f]
-			} else {
-				f := binFamIdx[sp.family]
-				if binStats[f] == nil {
-					if dense == nil {
-						dense = make([]int64, maxBin+1)
-					}
-					binStats[f] = d.binStat(f, w, dense, sp.info.Unit == "ms", needQ[f])
-				}
-				st = binStats[f]
-			}
-			out[k] = st.get(sp.stat)
-			continue
-		}
-		if acc == nil {
-			acc = d.scalars(w)
-		}
-		out[k] = acc.metric(sp.scalar, window)
-	}
-	return out
-}
-
 // scalarAcc holds the weighted sums behind every scalar metric.
 type scalarAcc struct {
 	all, ok, met, failed float64
@@ -58,48 +15,65 @@ type scalarAcc struct {
 	qGraded, qPassed     float64 // quality (issue 17)
 }
 
-func (d *sideData) scalars(w []int32) *scalarAcc {
+// scalars sums every record of d, each weighing 1.
+func (d *sideData) scalars() *scalarAcc {
 	a := &scalarAcc{}
 	for i := range d.recs {
-		x := 1.0
-		if w != nil {
-			if w[i] == 0 {
-				continue
-			}
-			x = float64(w[i])
-		}
-		r := &d.recs[i]
-		a.all += x
-		if r.graded {
-			a.qGraded += x
-			if r.passed {
-				a.qPassed += x
-			}
-		}
-		if !r.ok {
-			a.failed += x
-			continue
-		}
-		a.ok += x
-		a.okIn += x * float64(r.inTok)
-		a.okOut += x * float64(r.outTok)
-		if r.met {
-			a.met += x
-		}
-		if r.stalls > 0 {
-			a.stallReqs += x
-		}
-		a.stalls += x * float64(r.stalls)
-		a.stalledNs += x * float64(r.stalledNs)
-		a.decNs += x * float64(r.decNs)
-		if r.hasFlu {
-			a.fluN += x
-			if r.fluidGE90 {
-				a.fluGE += x
-			}
-		}
+		a.add(&d.recs[i], 1)
 	}
 	return a
+}
+
+// add counts record r with weight x.
+func (a *scalarAcc) add(r *reqVals, x float64) {
+	a.all += x
+	if r.graded {
+		a.qGraded += x
+		if r.passed {
+			a.qPassed += x
+		}
+	}
+	if !r.ok {
+		a.failed += x
+		return
+	}
+	a.ok += x
+	a.okIn += x * float64(r.inTok)
+	a.okOut += x * float64(r.outTok)
+	if r.met {
+		a.met += x
+	}
+	if r.stalls > 0 {
+		a.stallReqs += x
+	}
+	a.stalls += x * float64(r.stalls)
+	a.stalledNs += x * float64(r.stalledNs)
+	a.decNs += x * float64(r.decNs)
+	if r.hasFlu {
+		a.fluN += x
+		if r.fluidGE90 {
+			a.fluGE += x
+		}
+	}
+}
+
+// addScaled adds x times b's sums (TestScalarAccAddScaledCoversEveryField checks that it
+// names every field).
+func (a *scalarAcc) addScaled(b *scalarAcc, x float64) {
+	a.all += x * b.all
+	a.ok += x * b.ok
+	a.met += x * b.met
+	a.failed += x * b.failed
+	a.okIn += x * b.okIn
+	a.okOut += x * b.okOut
+	a.stallReqs += x * b.stallReqs
+	a.stalls += x * b.stalls
+	a.stalledNs += x * b.stalledNs
+	a.decNs += x * b.decNs
+	a.fluN += x * b.fluN
+	a.fluGE += x * b.fluGE
+	a.qGraded += x * b.qGraded
+	a.qPassed += x * b.qPassed
 }
 
 // metric evaluates a scalar metric of the registry (NaN when its denominator is 0).
@@ -131,121 +105,22 @@ func ranksFor(total float64) (r [len(statQuantiles)]float64) {
 	return r
 }
 
-func (d *sideData) scalarStat(f int, w []int32) *famStat {
-	var total, sum float64
-	for _, i := range d.sorted[f] {
-		x := 1.0
-		if w != nil {
-			x = float64(w[i])
-		}
-		total += x
-		sum += x * d.recs[i].sc[f]
-	}
-	if total == 0 {
-		return &famStat{empty: true}
-	}
-	st := &famStat{mean: sum / total}
-	targets := [len(statQuantiles)]*float64{&st.p50, &st.p90, &st.p95, &st.p99, &st.p999}
-	ranks := ranksFor(total)
-	var cum float64
-	q := 0
-	var last float64
-	for _, i := range d.sorted[f] {
-		x := 1.0
-		if w != nil {
-			x = float64(w[i])
-		}
-		if x == 0 {
-			continue
-		}
-		cum += x
-		last = d.recs[i].sc[f]
-		for q < len(ranks) && cum >= ranks[q] {
-			*targets[q] = last
-			q++
-		}
-	}
-	st.max = last
-	return st
-}
-
 // maxBin is the largest bin index binOf returns for values up to one hour in µs.
 var maxBin = int(binOf(histHighest))
 
-func (d *sideData) binStat(f int, w []int32, dense []int64, micros, quantiles bool) *famStat {
-	var total int64
-	var sum float64
-	lo, hi := len(dense), -1
-	c := &d.csr[f]
-	for i := range d.recs {
-		x := int64(1)
-		if w != nil {
-			x = int64(w[i])
-		}
-		if x == 0 {
-			continue
-		}
-		r := &d.recs[i]
-		total += x * r.cnt[f]
-		sum += float64(x) * r.sums[f]
-		if !quantiles {
-			continue
-		}
-		a, b := c.start[i], c.start[i+1]
-		if a == b {
-			continue
-		}
-		bins, cnts := c.bin[a:b], c.cnt[a:b]
-		lo, hi = min(lo, int(bins[0])), max(hi, int(bins[len(bins)-1]))
-		for k, bin := range bins {
-			dense[bin] += x * int64(cnts[k])
-		}
-	}
-	if total == 0 {
-		return &famStat{empty: true}
-	}
-	st := &famStat{mean: sum / float64(total)}
-	if !quantiles {
-		return st
-	}
-	scale := 1.0
-	if micros {
-		scale = 1e-3
-	}
-	targets := [len(statQuantiles)]*float64{&st.p50, &st.p90, &st.p95, &st.p99, &st.p999}
-	ranks := ranksFor(float64(total))
-	var cum int64
-	q := 0
-	for b := lo; b <= hi; b++ {
-		n := dense[b]
-		if n == 0 {
-			continue
-		}
-		dense[b] = 0
-		cum += n
-		v := binValue(uint32(b)) * scale
-		for q < len(ranks) && float64(cum) >= ranks[q] {
-			*targets[q] = v
-			q++
-		}
-		st.max = v
-	}
-	return st
-}
-
-// spread computes metric k per run of the side.
-func (d *sideData) spread(sp metricSpec) *Spread {
-	w := make([]int32, len(d.recs))
-	s := &Spread{Runs: d.runs}
+// spread computes metric sp per run of the side.
+func (g *sideCells) spread(sp metricSpec, runs int, runWin []float64) *Spread {
+	w := make([]int32, g.cells)
+	s := &Spread{Runs: runs}
 	one := []metricSpec{sp}
-	for run := 0; run < d.runs; run++ {
-		for i := range d.recs {
-			w[i] = 0
-			if d.recs[i].run == run {
-				w[i] = 1
+	for run := 0; run < runs; run++ {
+		for c := range w {
+			w[c] = 0
+			if c/g.blocks == run {
+				w[c] = 1
 			}
 		}
-		v := d.eval(one, w, d.runWin[run])[0]
+		v := g.eval(one, w, runWin[run])[0]
 		s.Values = append(s.Values, zeroNaN(v))
 	}
 	s.Min, s.Max = s.Values[0], s.Values[0]

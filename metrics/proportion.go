@@ -69,7 +69,7 @@ func (p propSide) p() float64 { return p.x / p.n }
 // or more. The design effect is at least 1 (never narrower than independent requests) and is
 // 1 when the fraction is 0 or 1 (nothing varies to measure it).
 func proportionSide(d *sideData, plan *blockPlan, name string) (propSide, bool) {
-	all := d.scalars(nil)
+	all := d.scalars()
 	x, n, ok := proportionOf(name, all)
 	if !ok || n <= 0 {
 		return propSide{}, false

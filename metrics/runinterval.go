@@ -85,19 +85,20 @@ func RunIntervals(srcs []Source, o RunIntervalOptions) (map[string]RunInterval, 
 	if p.blocks < 2 {
 		return map[string]RunInterval{}, nil
 	}
-	values := d.eval(specs, nil, d.window)
+	g := cellsOf(d, &p)
+	values := g.eval(specs, nil, d.window)
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5851f42d4c957f2d))
 	runs := make([]int32, max(1, d.runs))
 	blocks := make([]int32, p.blocks)
-	w := make([]int32, len(d.recs))
+	w := make([]int32, g.cells)
 	draws := make([][]float64, len(specs))
 	for b := 0; b < o.Resamples; b++ {
 		drawCounts(blocks, rng.IntN)
 		for i := range runs {
 			runs[i] = 1
 		}
-		win := resampleWeights(d, &p, runs, blocks, w)
-		for i, v := range d.eval(specs, w, win) {
+		g.weigh(runs, blocks, w)
+		for i, v := range g.eval(specs, w, resampledWindow(d, runs)) {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
 				draws[i] = append(draws[i], v)
 			}

@@ -147,13 +147,8 @@ func drawCounts(counts []int32, intN func(int) int) {
 	}
 }
 
-// resampleWeights sets w[i] = runs[run of i] × blocks[block of i's unit] and returns the
-// resampled window (Σ runs[r] × the run's window).
-func resampleWeights(d *sideData, p *blockPlan, runs, blocks, w []int32) float64 {
-	for i := range d.recs {
-		r := &d.recs[i]
-		w[i] = runs[r.run] * blocks[p.of[r.unit]]
-	}
+// resampledWindow is the steady window of a resample that drew run r runs[r] times.
+func resampledWindow(d *sideData, runs []int32) float64 {
 	var win float64
 	for r, n := range runs {
 		win += float64(n) * d.runWin[r]

@@ -1,0 +1,204 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"unsafe"
+)
+
+// addScaled must name every field of scalarAcc: a field added later and left out would be
+// silently zero in every resample.
+func TestScalarAccAddScaledCoversEveryField(t *testing.T) {
+	typ := reflect.TypeFor[scalarAcc]()
+	for i := range typ.NumField() {
+		if typ.Field(i).Type.Kind() != reflect.Float64 {
+			t.Fatalf("scalarAcc.%s is not a float64: this test reads the struct as an array", typ.Field(i).Name)
+		}
+	}
+	const n = unsafe.Sizeof(scalarAcc{}) / 8
+	var b scalarAcc
+	bs := (*[n]float64)(unsafe.Pointer(&b))
+	for i := range bs {
+		bs[i] = float64(i + 1)
+	}
+	var a scalarAcc
+	a.addScaled(&b, 2)
+	as := (*[n]float64)(unsafe.Pointer(&a))
+	for i := range as {
+		if as[i] != 2*float64(i+1) {
+			t.Errorf("scalarAcc.%s: %v after addScaled(b, 2), want %v", typ.Field(i).Name, as[i], 2*float64(i+1))
+		}
+	}
+}
+
+// cellRecords is a side of n requests with varied TTFT, gaps and chunk sizes, a few failed.
+func cellRecords(rng *rand.Rand, n int) SliceSource {
+	out := make(SliceSource, n)
+	for i := range out {
+		gaps := make([]float64, 3+rng.IntN(12))
+		tokens := make([]int32, len(gaps)+1)
+		for k := range gaps {
+			gaps[k] = 5 + rng.ExpFloat64()*20
+		}
+		for k := range tokens {
+			tokens[k] = int32(1 + rng.IntN(3))
+		}
+		r := timeline(fmt.Sprintf("r%04d", i), float64(i)*50, 20+rng.ExpFloat64()*200, gaps, tokens)
+		r.Phase = PhaseSteady
+		if rng.IntN(20) == 0 {
+			r.Failure, r.Error, r.Status = FailHTTP5xx, "503", 503
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// A resample weighs each cell of records alike, so evaluating the cells with weights w must
+// give what evaluating the resample itself gives: every record repeated w(its cell) times,
+// each weighing 1. Quantiles are the same values exactly; means and ratios agree to rounding.
+func TestCellWeightsEqualTheMaterializedResample(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	src := cellRecords(rng, 600)
+	opts := Options{}.withDefaults()
+	d, err := loadSide([]Source{src}, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planBlocks(d)
+	if p.blocks < 2 {
+		t.Fatalf("%d blocks", p.blocks)
+	}
+	g := cellsOf(d, &p)
+	names := []string{"ttft.mean", "ttft.p50", "ttft.p90", "ttft.p95", "ttft.p99", "ttft.p999", "ttft.max", "e2e.p99", "tpot.mean",
+		"itl.mean", "itl.p50", "itl.p99", "itl_chunk.p95", "tokens_per_chunk.mean", "tokens_per_chunk.p90",
+		"failures.fraction", "throughput.output_tokens_per_s", "stalls.per_request", "goodput.fraction"}
+	specs, err := compileMetrics(names, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := range 20 {
+		runs, blocks := []int32{1}, make([]int32, p.blocks)
+		drawCounts(blocks, rng.IntN)
+		w := make([]int32, g.cells)
+		g.weigh(runs, blocks, w)
+		got := g.eval(specs, w, d.window)
+
+		var resample SliceSource
+		for i, r := range src {
+			for range w[d.recs[i].run*g.blocks+int(p.of[d.recs[i].unit])] {
+				c := r
+				c.ID = fmt.Sprintf("%s/%d", r.ID, len(resample))
+				resample = append(resample, c)
+			}
+		}
+		d2, err := loadSide([]Source{resample}, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2 := planBlocks(d2)
+		want := cellsOf(d2, &p2).eval(specs, nil, d.window)
+		for k, sp := range specs {
+			a, b := got[k], want[k]
+			ok := a == b || math.IsNaN(a) && math.IsNaN(b)
+			if !ok && sp.info.Stat == "mean" || !ok && sp.family == "" {
+				ok = math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
+			}
+			if !ok {
+				t.Errorf("trial %d, %s: %v with cell weights, %v over the materialized resample", trial, sp.info.Name, a, b)
+			}
+		}
+	}
+}
+
+// Unweighted, the cells give what the records give, computed here directly from each
+// record's values and packed bins (an independent reading of the same rules).
+// One run (10 cells: quantiles through the checkpoints) and two runs of independent requests
+// (a block a request: more cells than checkpoints are kept for, a walk over every value).
+func TestCellsUnweightedEqualTheRecords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	for _, runs := range [][]Source{{cellRecords(rng, 700)}, {cellRecords(rng, 500), cellRecords(rng, 300)}} {
+		opts := Options{}.withDefaults()
+		d, err := loadSide(runs, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := planBlocks(d)
+		g := cellsOf(d, &p)
+		t.Logf("%d runs: %d cells", len(runs), g.cells)
+		if len(runs) == 1 && g.chk[sfTTFT] == nil || len(runs) == 2 && g.chk[sfTTFT] != nil {
+			t.Fatalf("%d runs, %d cells: checkpoints %v", len(runs), g.cells, g.chk[sfTTFT] != nil)
+		}
+		checkCellsAgainstRecords(t, d, g)
+	}
+}
+
+func checkCellsAgainstRecords(t *testing.T, d *sideData, g *sideCells) {
+	t.Helper()
+	quantiles := func(sorted []float64) []float64 {
+		var out []float64
+		ranks := ranksFor(float64(len(sorted)))
+		for _, r := range ranks {
+			k := max(0, int(math.Ceil(r))-1)
+			out = append(out, sorted[min(k, len(sorted)-1)])
+		}
+		return append(out, sorted[len(sorted)-1])
+	}
+	for name, f := range scalarFamIdx {
+		var vals []float64
+		var sum float64
+		for i := range d.recs {
+			if v := d.recs[i].sc[f]; !math.IsNaN(v) {
+				vals = append(vals, v)
+				sum += v
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		slices.Sort(vals)
+		st := g.scalarStat(f, nil)
+		got := []float64{st.p50, st.p90, st.p95, st.p99, st.p999, st.max}
+		if want := quantiles(vals); !slices.Equal(got, want) {
+			t.Errorf("%s quantiles %v, want %v", name, got, want)
+		}
+		if mean := sum / float64(len(vals)); math.Abs(st.mean-mean) > 1e-9*math.Abs(mean) {
+			t.Errorf("%s mean %v, want %v", name, st.mean, mean)
+		}
+	}
+	for name, f := range binFamIdx {
+		var vals []float64
+		var sum float64
+		var cnt int64
+		c := &d.csr[f]
+		for i := range d.recs {
+			sum += d.recs[i].sums[f]
+			cnt += d.recs[i].cnt[f]
+			for k := c.start[i]; k < c.start[i+1]; k++ {
+				for range c.cnt[k] {
+					vals = append(vals, binValue(uint32(c.bin[k])))
+				}
+			}
+		}
+		slices.Sort(vals)
+		st := g.binStat(f, nil, make([]int64, maxBin+1), false, true)
+		got := []float64{st.p50, st.p90, st.p95, st.p99, st.p999, st.max}
+		if want := quantiles(vals); int64(len(vals)) != cnt || !slices.Equal(got, want) {
+			t.Errorf("%s: %d values (counts %d), quantiles %v, want %v", name, len(vals), cnt, got, want)
+		}
+		if mean := sum / float64(cnt); math.Abs(st.mean-mean) > 1e-9*math.Abs(mean) {
+			t.Errorf("%s mean %v, want %v", name, st.mean, mean)
+		}
+	}
+	want := d.scalars()
+	var got scalarAcc
+	for c := range g.acc {
+		got.addScaled(&g.acc[c], 1)
+	}
+	if math.Abs(got.okOut-want.okOut) > 1e-9*want.okOut || got.all != want.all || got.failed != want.failed || got.met != want.met {
+		t.Errorf("scalar sums %+v, want %+v", got, *want)
+	}
+}
