@@ -117,7 +117,15 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	if cmp.Paired && hasSpec(specs, qualityMetric) {
 		cmp.Quality = pairedQuality(bd, cd, opts.Confidence, opts.Seed)
 	}
-	cmp.Metrics = metricDeltas(bd, cd, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
+	bg, err := cellsOf(bd, &bp)
+	if err != nil {
+		return nil, fmt.Errorf("base: %w", err)
+	}
+	cg, err := cellsOf(cd, &cp)
+	if err != nil {
+		return nil, fmt.Errorf("cand: %w", err)
+	}
+	cmp.Metrics = metricDeltas(bd, cd, bg, cg, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
 	for i := range cmp.Metrics {
 		if md := &cmp.Metrics[i]; md.Name == qualityMetric && cmp.Quality != nil {
 			finishPairedQuality(md, cmp.Quality)
@@ -215,8 +223,7 @@ func pairSides(cmp *Comparison, bd, cd *sideData, opts CompareOptions) (*sideDat
 // metricDeltas computes every metric's change with its interval, by the method its kind
 // calls for: per-run scalars from the spread between runs, proportions from score intervals
 // on effective sample sizes, everything else from the two-level bootstrap.
-func metricDeltas(bd, cd *sideData, bp, cp *blockPlan, specs []metricSpec, paired, baseSpread, candSpread bool, opts CompareOptions) []MetricDelta {
-	bg, cg := cellsOf(bd, bp), cellsOf(cd, cp)
+func metricDeltas(bd, cd *sideData, bg, cg *sideCells, bp, cp *blockPlan, specs []metricSpec, paired, baseSpread, candSpread bool, opts CompareOptions) []MetricDelta {
 	baseVals := bg.eval(specs, nil, bd.window)
 	candVals := cg.eval(specs, nil, cd.window)
 	deltas := bootstrap(bd, cd, bg, cg, specs, paired, opts)

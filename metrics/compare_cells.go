@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -46,8 +48,8 @@ const (
 	maxChkCells = 64 // memory: 4 bytes × cells per chkStride values (≤ 4 bytes a value)
 )
 
-// cellsOf merges d's records by cell under plan p. d's packed bins are not needed afterwards.
-func cellsOf(d *sideData, p *blockPlan) *sideCells {
+// cellsOf merges d's records by cell under plan p, reading the records again for their bins.
+func cellsOf(d *sideData, p *blockPlan) (*sideCells, error) {
 	g := &sideCells{blocks: max(1, p.blocks)}
 	g.cells = max(1, d.runs) * g.blocks
 	g.acc = make([]scalarAcc, g.cells)
@@ -100,33 +102,99 @@ func cellsOf(d *sideData, p *blockPlan) *sideCells {
 			g.chk[f] = chk
 		}
 	}
-	dense := make([]int64, maxBin+1)
 	for f := range g.bins {
 		g.bcnt[f], g.bsum[f] = make([]int64, g.cells), make([]float64, g.cells)
-		src, dst := &d.csr[f], &g.bins[f]
-		for c, recs := range perCell {
+		for i := range d.recs {
+			g.bcnt[f][cell[i]] += d.recs[i].cnt[f]
+			g.bsum[f][cell[i]] += d.recs[i].sums[f]
+		}
+	}
+	if err := g.readBins(d, cell); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// maxDenseCells bounds the cells whose bins are merged in dense arrays (3 families × 3,287
+// bins × 8 bytes, 79 KB a cell); more cells (short blocks over several runs: a record or a
+// few each) are merged in sparse histograms.
+const maxDenseCells = 512
+
+// readBins reads d's records again and merges each one's bins into its cell.
+func (g *sideCells) readBins(d *sideData, cell []int32) error {
+	at := make([][]int32, len(d.srcs)) // cell of each steady record of each run; -1: not compared
+	for run := range at {
+		at[run] = make([]int32, d.steady[run])
+		for k := range at[run] {
+			at[run][k] = -1
+		}
+	}
+	for i := range d.recs {
+		at[d.recs[i].run][d.recs[i].pos] = cell[i]
+	}
+	width := maxBin + 1
+	var dense []int64
+	var sparse [nBinFam][]sparseHist
+	if g.cells <= maxDenseCells {
+		dense = make([]int64, nBinFam*g.cells*width)
+	} else {
+		for f := range sparse {
+			sparse[f] = make([]sparseHist, g.cells)
+		}
+	}
+	for run, src := range d.srcs {
+		k := 0
+		err := src.Each(func(r *Record) error {
+			if r.Phase != PhaseSteady {
+				return nil
+			}
+			if k >= len(at[run]) {
+				return fmt.Errorf("the records changed while they were compared: more steady-state records than the first reading's %d", len(at[run]))
+			}
+			c := at[run][k]
+			k++
+			if c < 0 {
+				return nil
+			}
+			eachChunkValue(r, func(f int, v, n int64, _ float64) {
+				if dense != nil {
+					dense[(f*g.cells+int(c))*width+min(int(binOf(v)), maxBin)] += n
+				} else {
+					sparse[f][c] = sparse[f][c].add(v, n)
+				}
+			})
+			return nil
+		})
+		if err != nil && !errors.Is(err, ErrTruncated) {
+			return fmt.Errorf("run %d: %w", run+1, err)
+		}
+		if k != len(at[run]) {
+			return fmt.Errorf("run %d: the records changed while they were compared: %d steady-state records, %d at the first reading", run+1, k, len(at[run]))
+		}
+	}
+	for f := range g.bins {
+		dst := &g.bins[f]
+		for c := range g.cells {
 			dst.start = append(dst.start, int32(len(dst.bin)))
-			lo, hi := len(dense), -1
-			for _, i := range recs {
-				g.bcnt[f][c] += d.recs[i].cnt[f]
-				g.bsum[f][c] += d.recs[i].sums[f]
-				for k := src.start[i]; k < src.start[i+1]; k++ {
-					b := int(src.bin[k])
-					dense[b] += int64(src.cnt[k])
-					lo, hi = min(lo, b), max(hi, b)
+			if dense != nil {
+				row := dense[(f*g.cells+c)*width : (f*g.cells+c+1)*width]
+				for b, n := range row {
+					if n != 0 {
+						dst.bin = append(dst.bin, uint16(b))
+						dst.cnt = append(dst.cnt, n)
+					}
 				}
+				continue
 			}
-			for b := lo; b <= hi; b++ {
-				if dense[b] != 0 {
-					dst.bin = append(dst.bin, uint16(b))
-					dst.cnt = append(dst.cnt, dense[b])
-					dense[b] = 0
-				}
+			for _, bc := range sparse[f][c] {
+				dst.bin = append(dst.bin, uint16(min(int(bc.bin), maxBin)))
+				dst.cnt = append(dst.cnt, bc.count)
 			}
+			sparse[f][c] = nil
 		}
 		dst.start = append(dst.start, int32(len(dst.bin)))
 	}
-	return g
+	return nil
 }
 
 // weigh sets w[c] = runs[run of c] × blocks[block of c].

@@ -72,7 +72,10 @@ func TestCellWeightsEqualTheMaterializedResample(t *testing.T) {
 	if p.blocks < 2 {
 		t.Fatalf("%d blocks", p.blocks)
 	}
-	g := cellsOf(d, &p)
+	g, err := cellsOf(d, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	names := []string{"ttft.mean", "ttft.p50", "ttft.p90", "ttft.p95", "ttft.p99", "ttft.p999", "ttft.max", "e2e.p99", "tpot.mean",
 		"itl.mean", "itl.p50", "itl.p99", "itl_chunk.p95", "tokens_per_chunk.mean", "tokens_per_chunk.p90",
 		"failures.fraction", "throughput.output_tokens_per_s", "stalls.per_request", "goodput.fraction"}
@@ -100,7 +103,11 @@ func TestCellWeightsEqualTheMaterializedResample(t *testing.T) {
 			t.Fatal(err)
 		}
 		p2 := planBlocks(d2)
-		want := cellsOf(d2, &p2).eval(specs, nil, d.window)
+		g2, err := cellsOf(d2, &p2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := g2.eval(specs, nil, d.window)
 		for k, sp := range specs {
 			a, b := got[k], want[k]
 			ok := a == b || math.IsNaN(a) && math.IsNaN(b)
@@ -127,16 +134,19 @@ func TestCellsUnweightedEqualTheRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := planBlocks(d)
-		g := cellsOf(d, &p)
+		g, err := cellsOf(d, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Logf("%d runs: %d cells", len(runs), g.cells)
 		if len(runs) == 1 && g.chk[sfTTFT] == nil || len(runs) == 2 && g.chk[sfTTFT] != nil {
 			t.Fatalf("%d runs, %d cells: checkpoints %v", len(runs), g.cells, g.chk[sfTTFT] != nil)
 		}
-		checkCellsAgainstRecords(t, d, g)
+		checkCellsAgainstRecords(t, d, g, runs)
 	}
 }
 
-func checkCellsAgainstRecords(t *testing.T, d *sideData, g *sideCells) {
+func checkCellsAgainstRecords(t *testing.T, d *sideData, g *sideCells, runs []Source) {
 	t.Helper()
 	quantiles := func(sorted []float64) []float64 {
 		var out []float64
@@ -169,20 +179,33 @@ func checkCellsAgainstRecords(t *testing.T, d *sideData, g *sideCells) {
 			t.Errorf("%s mean %v, want %v", name, st.mean, mean)
 		}
 	}
-	for name, f := range binFamIdx {
-		var vals []float64
-		var sum float64
-		var cnt int64
-		c := &d.csr[f]
-		for i := range d.recs {
-			sum += d.recs[i].sums[f]
-			cnt += d.recs[i].cnt[f]
-			for k := c.start[i]; k < c.start[i+1]; k++ {
-				for range c.cnt[k] {
-					vals = append(vals, binValue(uint32(c.bin[k])))
+	// Every binned value of the successful steady records, straight from their chunks.
+	var binned [nBinFam][]float64
+	var sums [nBinFam]float64
+	bin := func(v int64) float64 { return binValue(uint32(min(int(binOf(v)), maxBin))) }
+	for _, src := range runs {
+		for _, r := range src.(SliceSource) {
+			if r.Phase != PhaseSteady || !r.OK() {
+				continue
+			}
+			for i, c := range r.Chunks {
+				binned[bfTPC] = append(binned[bfTPC], bin(int64(c.Tokens)))
+				sums[bfTPC] += float64(c.Tokens)
+				if i > 0 {
+					gap := c.T - r.Chunks[i-1].T
+					for _, f := range []int{bfITL, bfChunk} {
+						binned[f] = append(binned[f], bin(gap/1000))
+						sums[f] += float64(gap) / 1e6
+					}
+				}
+				for range c.Tokens - 1 {
+					binned[bfITL] = append(binned[bfITL], bin(0))
 				}
 			}
 		}
+	}
+	for name, f := range binFamIdx {
+		vals, sum, cnt := binned[f], sums[f], int64(len(binned[f]))
 		slices.Sort(vals)
 		st := g.binStat(f, nil, make([]int64, maxBin+1), false, true)
 		got := []float64{st.p50, st.p90, st.p95, st.p99, st.p999, st.max}

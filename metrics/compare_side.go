@@ -11,6 +11,7 @@ import (
 type reqVals struct {
 	unit int // index into sideData.units
 	run  int
+	pos  int32 // the record's place among its run's steady records (the second pass finds it so)
 	at   int64 // intended send time (ns from the run's epoch): orders the time blocks
 	ok   bool
 	met  bool
@@ -18,9 +19,9 @@ type reqVals struct {
 	// Scalar families in ms (NaN: undefined for this request), indexed by scalarFam.
 	sc [nScalarFam]float64
 
-	// Binned families: ITL per token, per chunk (µs bins) and tokens per chunk, with exact sums.
-	// bins is filled while the record is read and then packed into sideData.csr (nil after).
-	bins [nBinFam]sparseHist
+	// Binned families: ITL per token, per chunk (µs bins) and tokens per chunk: the count and
+	// exact sum; their bins are merged by resampling cell straight from a second reading of the
+	// records (cellsOf), never held per record.
 	sums [nBinFam]float64 // sum of values (ms, or tokens)
 	cnt  [nBinFam]int64
 
@@ -70,16 +71,10 @@ type sideData struct {
 	runWin   []float64 // steady window per run, seconds
 	window   float64   // sum of runWin
 	hashes   map[string]*hashSeen
-	// csr[f] packs every record's bins of binned family f contiguously (cellsOf merges them
-	// by resampling cell).
-	csr [nBinFam]binCSR
-}
-
-// binCSR stores per-record sparse bins in flat arrays: record i owns [start[i], start[i+1]).
-type binCSR struct {
-	start []int32
-	bin   []uint16
-	cnt   []int32
+	// srcs are the runs' records, read again by cellsOf for the bins; steady[r] counts run
+	// r's steady-state records.
+	srcs   []Source
+	steady []int32
 }
 
 type hashSeen struct {
@@ -89,7 +84,7 @@ type hashSeen struct {
 }
 
 func loadSide(srcs []Source, o *Options) (*sideData, error) {
-	d := &sideData{unitIdx: map[string]int{}, hashes: map[string]*hashSeen{}, runs: len(srcs)}
+	d := &sideData{unitIdx: map[string]int{}, hashes: map[string]*hashSeen{}, runs: len(srcs), srcs: srcs, steady: make([]int32, len(srcs))}
 	dl := o.deadlines()
 	sm := &summarizer{opts: *o}
 	var scratch []int64
@@ -127,10 +122,10 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 			}
 			d.unitRecs[u] = append(d.unitRecs[u], int32(len(d.recs)))
 			var v reqVals
-			v.unit, v.run, v.at = u, run, r.Intended
+			v.unit, v.run, v.at, v.pos = u, run, r.Intended, d.steady[run]
+			d.steady[run]++
 			scratch = fillReqVals(&v, r, dl, o, sm, scratch)
 			sess.add(r, len(d.recs))
-			d.packBins(&v)
 			d.recs = append(d.recs, v)
 			if r.OK() && r.OutputHash != "" {
 				hs := d.hashes[key]
@@ -157,7 +152,6 @@ func loadSide(srcs []Source, o *Options) (*sideData, error) {
 		d.runWin = append(d.runWin, w)
 		d.window += w
 	}
-	d.closeBins()
 	return d, nil
 }
 
@@ -200,26 +194,10 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 		v.hasFlu = true
 		v.fluidGE90 = idx >= 0.9
 	}
-	for i, c := range r.Chunks {
-		k := chunkTokens(c)
-		v.bins[bfTPC] = v.bins[bfTPC].add(k, 1)
-		v.sums[bfTPC] += float64(k)
-		v.cnt[bfTPC]++
-		if i > 0 {
-			gap := c.T - r.Chunks[i-1].T
-			us := nsToMicros(gap)
-			v.bins[bfChunk] = v.bins[bfChunk].add(us, 1)
-			v.bins[bfITL] = v.bins[bfITL].add(us, 1)
-			v.sums[bfChunk] += toMs(gap)
-			v.sums[bfITL] += toMs(gap)
-			v.cnt[bfChunk]++
-			v.cnt[bfITL]++
-		}
-		if k > 1 {
-			v.bins[bfITL] = v.bins[bfITL].add(0, k-1)
-			v.cnt[bfITL] += k - 1
-		}
-	}
+	eachChunkValue(r, func(f int, _, n int64, sum float64) {
+		v.sums[f] += sum
+		v.cnt[f] += n
+	})
 	v.stalls, v.stalledNs = stallStats(r.Chunks, int64(o.StallThreshold))
 	if r.FirstToken > 0 && r.End > r.FirstToken {
 		v.decNs = r.End - r.FirstToken
@@ -227,24 +205,28 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 	return scratch
 }
 
-// packBins appends v's bins, the record about to be appended, to the packed arrays and lets
-// go of them: 6 bytes a bin there instead of 16 in a sparseHist, held once.
-func (d *sideData) packBins(v *reqVals) {
-	for f := range d.csr {
-		c := &d.csr[f]
-		c.start = append(c.start, int32(len(c.bin)))
-		for _, bc := range v.bins[f] {
-			c.bin = append(c.bin, uint16(min(int(bc.bin), maxBin)))
-			c.cnt = append(c.cnt, int32(bc.count))
-		}
-		v.bins[f] = nil
+// eachChunkValue calls fn with every value of the binned families in a successful record:
+// family f, the value (µs, or tokens for tokens_per_chunk) counted n times, adding sum to the
+// family's exact sum (ms, or tokens). Each chunk gives its tokens and, after the first, the gap
+// since the previous chunk (itl_chunk and itl); a chunk of k tokens gives itl k−1 more gaps of
+// 0, as its tokens arrived together.
+func eachChunkValue(r *Record, fn func(f int, v, n int64, sum float64)) {
+	if !r.OK() {
+		return
 	}
-}
-
-// closeBins ends the packed bins (their last record's end).
-func (d *sideData) closeBins() {
-	for f := range d.csr {
-		d.csr[f].start = append(d.csr[f].start, int32(len(d.csr[f].bin)))
+	for i, c := range r.Chunks {
+		k := chunkTokens(c)
+		fn(bfTPC, k, 1, float64(k))
+		if i > 0 {
+			gap := c.T - r.Chunks[i-1].T
+			us := nsToMicros(gap)
+			ms := float64(gap) / 1e6
+			fn(bfChunk, us, 1, ms)
+			fn(bfITL, us, 1, ms)
+		}
+		if k > 1 {
+			fn(bfITL, 0, k-1, 0)
+		}
 	}
 }
 
@@ -262,7 +244,7 @@ func matchUnits(b, c *sideData) [][2]int {
 // restrict keeps only the records of the matched units, renumbering units in pair order so
 // that unit i on both sides is the same id.
 func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
-	nd := &sideData{unitIdx: map[string]int{}, hashes: d.hashes, runs: d.runs, runWin: d.runWin, window: d.window}
+	nd := &sideData{unitIdx: map[string]int{}, hashes: d.hashes, runs: d.runs, runWin: d.runWin, window: d.window, srcs: d.srcs, steady: d.steady}
 	for newU, p := range pairs {
 		old := p[which]
 		id := d.units[old]
@@ -274,16 +256,8 @@ func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
 			v.unit = newU
 			list = append(list, int32(len(nd.recs)))
 			nd.recs = append(nd.recs, v)
-			for f := range nd.csr {
-				c, oc := &nd.csr[f], &d.csr[f]
-				c.start = append(c.start, int32(len(c.bin)))
-				lo, hi := oc.start[ri], oc.start[ri+1]
-				c.bin = append(c.bin, oc.bin[lo:hi]...)
-				c.cnt = append(c.cnt, oc.cnt[lo:hi]...)
-			}
 		}
 		nd.unitRecs = append(nd.unitRecs, list)
 	}
-	nd.closeBins()
 	return nd
 }

@@ -85,7 +85,10 @@ func RunIntervals(srcs []Source, o RunIntervalOptions) (map[string]RunInterval, 
 	if p.blocks < 2 {
 		return map[string]RunInterval{}, nil
 	}
-	g := cellsOf(d, &p)
+	g, err := cellsOf(d, &p)
+	if err != nil {
+		return nil, err
+	}
 	values := g.eval(specs, nil, d.window)
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5851f42d4c957f2d))
 	runs := make([]int32, max(1, d.runs))
