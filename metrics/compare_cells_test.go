@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -223,5 +224,27 @@ func checkCellsAgainstRecords(t *testing.T, d *sideData, g *sideCells, runs []So
 	}
 	if math.Abs(got.okOut-want.okOut) > 1e-9*want.okOut || got.all != want.all || got.failed != want.failed || got.met != want.met {
 		t.Errorf("scalar sums %+v, want %+v", got, *want)
+	}
+}
+
+// changingSource yields one more record each time it is read.
+type changingSource struct {
+	recs  SliceSource
+	reads int
+}
+
+func (s *changingSource) Each(fn func(*Record) error) error {
+	s.reads++
+	return s.recs[:min(len(s.recs), 50+s.reads)].Each(fn)
+}
+
+// Records that change between compare's readings (a file rewritten during the comparison)
+// give an error that says so, never a wrong or a panicking comparison.
+func TestCompareRefusesRecordsThatChangeBetweenReadings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	recs := cellRecords(rng, 200)
+	_, err := Compare([]Source{&changingSource{recs: recs}}, []Source{recs[:60]}, CompareOptions{Resamples: 20})
+	if err == nil || !strings.Contains(err.Error(), "changed while they were compared") {
+		t.Fatalf("err = %v", err)
 	}
 }
