@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -54,12 +55,10 @@ func cellsOf(d *sideData, p *blockPlan) (*sideCells, error) {
 	g.cells = max(1, d.runs) * g.blocks
 	g.acc = make([]scalarAcc, g.cells)
 	cell := make([]int32, len(d.recs))
-	perCell := make([][]int32, g.cells) // records of each cell, in record order
 	for i := range d.recs {
 		r := &d.recs[i]
 		c := int32(r.run*g.blocks + int(p.of[r.unit]))
 		cell[i] = c
-		perCell[c] = append(perCell[c], int32(i))
 		g.acc[c].add(r, 1)
 	}
 	for f := range g.vals {
@@ -72,16 +71,7 @@ func cellsOf(d *sideData, p *blockPlan) (*sideCells, error) {
 				g.ssum[f][cell[i]] += v
 			}
 		}
-		slices.SortStableFunc(idx, func(a, b int32) int {
-			x, y := d.recs[a].sc[f], d.recs[b].sc[f]
-			switch {
-			case x < y:
-				return -1
-			case x > y:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(d.recs[a].sc[f], d.recs[b].sc[f]) })
 		g.vals[f], g.cellOf[f] = make([]float64, len(idx)), make([]int32, len(idx))
 		for k, i := range idx {
 			g.vals[f][k], g.cellOf[f][k] = d.recs[i].sc[f], cell[i]
