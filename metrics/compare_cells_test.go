@@ -248,3 +248,41 @@ func TestCompareRefusesRecordsThatChangeBetweenReadings(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Pairing is by request id, whatever order each side's records are in: every id matched
+// (renumbered in place) or one dropped (restricted by copy), the candidate read backwards
+// compares as it does read forwards.
+func TestComparePairsByIDWhateverTheRecordOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	base := cellRecords(rng, 300)
+	cand := cellRecords(rng, 300)
+	for _, drop := range []bool{false, true} {
+		c := cand
+		if drop {
+			c = cand[1:]
+		}
+		backwards := slices.Clone(c)
+		slices.Reverse(backwards)
+		opts := CompareOptions{Metrics: []string{"ttft.mean", "ttft.p90", "itl.p50", "e2e.p99"}, Resamples: 300}
+		fwd, err := Compare([]Source{base}, []Source{c}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bwd, err := Compare([]Source{base}, []Source{backwards}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fwd.Paired || !bwd.Paired || fwd.MatchedIDs != len(c) || bwd.MatchedIDs != len(c) {
+			t.Fatalf("drop=%v: paired %v/%v, matched %d/%d", drop, fwd.Paired, bwd.Paired, fwd.MatchedIDs, bwd.MatchedIDs)
+		}
+		for i, m := range fwd.Metrics {
+			b := bwd.Metrics[i]
+			for _, v := range [][2]float64{{m.Delta, b.Delta}, {m.CILow, b.CILow}, {m.CIHigh, b.CIHigh}} {
+				if math.Abs(v[0]-v[1]) > 1e-9*math.Max(1, math.Abs(v[0])) {
+					t.Errorf("drop=%v, %s: forwards delta %v [%v, %v], backwards %v [%v, %v]", drop, m.Name, m.Delta, m.CILow, m.CIHigh, b.Delta, b.CILow, b.CIHigh)
+					break
+				}
+			}
+		}
+	}
+}

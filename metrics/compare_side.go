@@ -244,6 +244,9 @@ func matchUnits(b, c *sideData) [][2]int {
 // restrict keeps only the records of the matched units, renumbering units in pair order so
 // that unit i on both sides is the same id.
 func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
+	if len(pairs) == len(d.units) {
+		return d.renumber(pairs, which)
+	}
 	nd := &sideData{unitIdx: map[string]int{}, hashes: d.hashes, runs: d.runs, runWin: d.runWin, window: d.window, srcs: d.srcs, steady: d.steady}
 	for newU, p := range pairs {
 		old := p[which]
@@ -260,4 +263,24 @@ func (d *sideData) restrict(pairs [][2]int, which int) *sideData {
 		nd.unitRecs = append(nd.unitRecs, list)
 	}
 	return nd
+}
+
+// renumber is restrict when every unit of d is matched: nothing is dropped, so the records
+// stay where they are (a copy of them would double the side's memory) and only the units are
+// put in pair order.
+func (d *sideData) renumber(pairs [][2]int, which int) *sideData {
+	newOf := make([]int, len(d.units))
+	units := make([]string, len(pairs))
+	unitRecs := make([][]int32, len(pairs))
+	for newU, p := range pairs {
+		old := p[which]
+		newOf[old] = newU
+		units[newU], unitRecs[newU] = d.units[old], d.unitRecs[old]
+		d.unitIdx[d.units[old]] = newU
+	}
+	for i := range d.recs {
+		d.recs[i].unit = newOf[d.recs[i].unit]
+	}
+	d.units, d.unitRecs = units, unitRecs
+	return d
 }
