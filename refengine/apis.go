@@ -655,56 +655,23 @@ func (e *Engine) writeAPIStream(ctx context.Context, w http.ResponseWriter, g *g
 	buf := enc.appendStart(make([]byte, 0, 1024))
 	w.Write(buf)
 	rc.Flush()
-	s, plan := g.s, g.plan
-	threshold := max(1, int(plan.midAt*float64(s.target)))
-	midDone := !plan.midStream()
-	sent := 0
 	var piece []byte
-	var pend []pendingEmit
-	for {
-		if !e.wait(ctx, g.st) {
-			return false
+	return e.emitLoop(ctx, w, rc, g, enc.appendError, func(pe pendingEmit, completion int) (last, ok bool) {
+		// One emission is one delta, split where the reasoning ends.
+		buf = buf[:0]
+		for start := pe.start; start < completion; {
+			stop, reasoning := completion, start < g.reasoning
+			if reasoning {
+				stop = min(completion, g.reasoning)
+			}
+			piece = appendOutput(piece[:0], g.base, start, stop-start)
+			buf = enc.appendPiece(buf, piece, reasoning)
+			start = stop
 		}
-		pend = g.st.take(pend)
-		for _, pe := range pend {
-			completion := pe.start + pe.n
-			if !midDone && sent > 0 && completion >= threshold {
-				midDone = true
-				if plan.errorMid {
-					e.faultCount("error-mid")
-					w.Write(enc.appendError(nil, "injected fault: the engine failed while generating"))
-					rc.Flush()
-					e.abort(s)
-					return true
-				}
-				if !e.injectMid(ctx, w, rc, plan, g.respID, s) {
-					return false
-				}
-			}
-			// One emission is one delta, split where the reasoning ends.
-			buf = buf[:0]
-			for start := pe.start; start < completion; {
-				stop, reasoning := completion, start < g.reasoning
-				if reasoning {
-					stop = min(completion, g.reasoning)
-				}
-				piece = appendOutput(piece[:0], g.base, start, stop-start)
-				buf = enc.appendPiece(buf, piece, reasoning)
-				start = stop
-			}
-			sent++
-			if pe.final {
-				buf = enc.appendEnd(buf, pe.reason, completion, g.reasoningTokens(completion))
-				w.Write(buf)
-				rc.Flush()
-				e.noteSent(s, sent)
-				return true
-			}
-			if _, err := w.Write(buf); err != nil {
-				return false
-			}
+		if pe.final {
+			buf = enc.appendEnd(buf, pe.reason, completion, g.reasoningTokens(completion))
 		}
-		rc.Flush()
-		e.noteSent(s, sent)
-	}
+		_, err := w.Write(buf)
+		return pe.final, pe.final || err == nil
+	})
 }

@@ -198,6 +198,45 @@ func (e *Engine) writeStream(ctx context.Context, w http.ResponseWriter, g *gene
 		roleSent = true
 	}
 	o.rc.Flush()
+	return e.emitLoop(ctx, w, o.rc, g, o.enc.appendStreamError, func(pe pendingEmit, completion int) (last, ok bool) {
+		if !roleSent {
+			roleSent = true
+			o.write(&wireEvent{role: true, usage: o.usageAt(0)})
+		}
+		finish, lastUsage := "", usageOmit
+		if pe.final {
+			pe.reason = g.out.finish(completion, pe.reason)
+		}
+		if pe.final && !p.finishSeparate {
+			finish = pe.reason
+			if p.usage == usageLastChoice && g.req.includeUsage {
+				lastUsage = completion
+			}
+		}
+		if !o.tokens(pe.start, pe.n, finish, lastUsage) {
+			return false, false
+		}
+		if !pe.final {
+			return false, true
+		}
+		e.finishStream(o, pe.reason, completion)
+		if g.plan.noDone {
+			e.faultCount("no-done")
+		} else {
+			io.WriteString(w, doneEvent)
+		}
+		return true, true
+	})
+}
+
+// emitLoop is the emission loop of every streamed response, whatever its framing: it waits
+// for the sequence's emissions and hands each to emit, which writes it (last: it ended the
+// response; ok false: the client is gone). Once the stream has sent something and passed the
+// plan's mid-stream threshold it first injects the plan's fault: an error event in the
+// framing's own shape (errorEvent), or injectMid's reset, stall or malformed data. It flushes
+// after each batch of emissions, records what was sent, and reports whether the request
+// finished.
+func (e *Engine) emitLoop(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, g *generation, errorEvent func(b []byte, msg string) []byte, emit func(pe pendingEmit, completion int) (last, ok bool)) bool {
 	s, plan := g.s, g.plan
 	threshold := max(1, int(plan.midAt*float64(s.target)))
 	midDone := !plan.midStream()
@@ -214,46 +253,27 @@ func (e *Engine) writeStream(ctx context.Context, w http.ResponseWriter, g *gene
 				midDone = true
 				if plan.errorMid {
 					e.faultCount("error-mid")
-					w.Write(o.enc.appendStreamError(nil, "injected fault: the engine failed while generating"))
-					o.rc.Flush()
+					w.Write(errorEvent(nil, "injected fault: the engine failed while generating"))
+					rc.Flush()
 					e.abort(s)
 					return true // the request ended (with an error) as planned
 				}
-				if !e.injectMid(ctx, w, o.rc, plan, g.respID, s) {
+				if !e.injectMid(ctx, w, rc, plan, g.respID, s) {
 					return false
 				}
 			}
-			if !roleSent {
-				roleSent = true
-				o.write(&wireEvent{role: true, usage: o.usageAt(0)})
-			}
-			finish, lastUsage := "", usageOmit
-			if pe.final {
-				pe.reason = g.out.finish(completion, pe.reason)
-			}
-			if pe.final && !p.finishSeparate {
-				finish = pe.reason
-				if p.usage == usageLastChoice && g.req.includeUsage {
-					lastUsage = completion
-				}
-			}
-			if !o.tokens(pe.start, pe.n, finish, lastUsage) {
+			last, ok := emit(pe, completion)
+			if !ok {
 				return false
 			}
 			sent++
-			if pe.final {
-				e.finishStream(o, pe.reason, completion)
-				if plan.noDone {
-					e.faultCount("no-done")
-				} else {
-					io.WriteString(w, doneEvent)
-				}
-				o.rc.Flush()
+			if last {
+				rc.Flush()
 				e.noteSent(s, sent)
 				return true
 			}
 		}
-		o.rc.Flush()
+		rc.Flush()
 		e.noteSent(s, sent)
 	}
 }
