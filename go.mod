@@ -11,6 +11,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	golang.org/x/image v0.48.0
 	golang.org/x/net v0.57.0
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0

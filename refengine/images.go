@@ -8,13 +8,15 @@ import (
 	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
 	_ "image/jpeg"
 	_ "image/png"
+
+	_ "golang.org/x/image/webp" // and WebP's (VP8, VP8L and VP8X)
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/safetext"
 )
 
 // Images in prompts. The engine reads an image's size from its header (image.DecodeConfig:
-// PNG, JPEG, GIF; no pixel is decoded) and prices it with the model's vision rule
+// PNG, JPEG, GIF, WebP; no pixel is decoded) and prices it with the model's vision rule
 // (perf.Vision, perf.DefaultVision for the built-in profiles): its tokens join the prompt, and
 // the vision encoder's work runs in the step that starts the request's prefill. Images arrive
 // as data URLs (OpenAI image_url / input_image parts) or base64 sources (Anthropic image
@@ -69,7 +71,7 @@ func decodeImagePart(p *wirePart, at string) (imageInfo, *apiError) {
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
-		return imageInfo{}, badRequest(at, "the image is not a PNG, JPEG or GIF the engine can read: %v", err)
+		return imageInfo{}, badRequest(at, "the image is not a PNG, JPEG, GIF or WebP the engine can read: %v", err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return imageInfo{}, badRequest(at, "the image is empty (%dx%d)", cfg.Width, cfg.Height)

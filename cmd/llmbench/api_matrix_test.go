@@ -392,6 +392,38 @@ func TestSimulateImagesAgree(t *testing.T) {
 	}
 }
 
+// TestWebPImagesAreRead: WebP images (a lossy VP8 and a lossless VP8L file, made with cwebp)
+// are sent with their media type, sized from their headers by the engine over HTTP and by
+// simulate, and priced by the vision rule; both agree on the prompt and the TTFT.
+func TestWebPImagesAreRead(t *testing.T) {
+	const text = "What differs between these?"
+	imgs := []traces.Image{{Path: "testdata/images/lossy-1024x768.webp"}, {Path: "testdata/images/lossless-640x480.webp"}}
+	reqs := []traces.Request{{ID: "w", InputTokens: tokenizer.Reference{}.Count(text), OutputTokens: 4,
+		Messages: []traces.Message{{Role: "user", Content: text, Images: imgs}}}}
+	want := reqs[0].InputTokens + perf.DefaultVision.ImageTokens(1024, 768) + perf.DefaultVision.ImageTokens(640, 480)
+	var httpTTFT int64
+	synctest.Test(t, func(t *testing.T) {
+		recs, eng, stop := runVirtualAPI(t, apiCell{api: "chat"}, reqs, nil, nil)
+		defer stop()
+		if !recs[0].OK() {
+			t.Fatalf("over HTTP: %s %s", recs[0].Failure, recs[0].Error)
+		}
+		tl := timeline(t, eng, "w")
+		if tl.PromptTokens != want || recs[0].ServerInputTokens != want {
+			t.Errorf("over HTTP: engine prompt %d, server usage %d, want %d", tl.PromptTokens, recs[0].ServerInputTokens, want)
+		}
+		httpTTFT = int64(tl.Emissions[0].At - tl.Arrival)
+	})
+	sim := engineadapter.Simulator{Config: refengine.Config{Seed: 7}, RateScale: 1}
+	var recs []metrics.Record
+	if _, err := sim.Produce(context.Background(), traces.FromSlice(reqs), func(r *metrics.Record) { recs = append(recs, *r) }); err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[0]; !r.OK() || r.ServerInputTokens != want || r.FirstToken-r.Intended != httpTTFT {
+		t.Errorf("simulate: %s %s, %d prompt tokens, TTFT %v; over HTTP %d, %v", r.Failure, r.Error, r.ServerInputTokens, time.Duration(r.FirstToken-r.Intended), want, time.Duration(httpTTFT))
+	}
+}
+
 // TestAPIReasoning: with the engine's reasoning mode the Responses API streams a reasoning
 // item (response.reasoning_text.delta) before the message and reports
 // output_tokens_details.reasoning_tokens; the Messages API streams a thinking block

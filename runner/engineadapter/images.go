@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"image"
-	_ "image/gif" // image.DecodeConfig reads the sizes of GIF, JPEG and PNG files
+	_ "image/gif" // image.DecodeConfig reads the sizes of GIF, JPEG, PNG and WebP files
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
 	"os"
+
+	_ "golang.org/x/image/webp"
 
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/traces"
@@ -62,7 +64,7 @@ func fileImage(path string) (refengine.SimImage, error) {
 	}
 	cfg, _, err := image.DecodeConfig(f)
 	if err != nil {
-		return refengine.SimImage{}, fmt.Errorf("image %s: not a PNG, JPEG or GIF whose size can be read: %v", path, err)
+		return refengine.SimImage{}, fmt.Errorf("image %s: not a PNG, JPEG, GIF or WebP whose size can be read: %v", path, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return refengine.SimImage{}, fmt.Errorf("image %s: %w", path, err)
