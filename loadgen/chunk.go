@@ -41,6 +41,9 @@ type chunkFields struct {
 	// its message, unescaped.
 	isError bool
 	errMsg  []byte
+	// message is a top-level "message" string, unescaped: the message of an error that comes
+	// as an SSE "error" field holding {"code","message","type"} (llama.cpp before late 2025).
+	message []byte
 }
 
 var errJSON = errors.New("invalid JSON")
@@ -102,6 +105,7 @@ func parseChunk(b []byte, f *chunkFields, scratch []byte) ([]byte, error) {
 	if s.i != len(s.b) {
 		return scratch, s.fail()
 	}
+	f.message = topMsg
 	if isErrObject {
 		f.isError = true
 		if f.errMsg == nil {

@@ -635,6 +635,9 @@ func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, res
 			n.finish()
 			msg := string(f.errMsg)
 			if msg == "" {
+				msg = string(f.message)
+			}
+			if msg == "" {
 				msg = string(clip(data, 200))
 			}
 			c.fail(rec, metrics.FailServerError, "error in stream: "+msg)

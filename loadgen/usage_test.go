@@ -179,3 +179,27 @@ func TestSSEErrorField(t *testing.T) {
 		t.Fatalf("error event %q %q %v", d, ev, err)
 	}
 }
+
+// TestStreamErrorFramesOfLlamacpp: a started stream that ends in an error is a server error
+// with the server's message, in both framings llama.cpp has used: today's data line with an
+// "error" object (and no [DONE]), and earlier builds' "error:" field holding the bare
+// {"code","message","type"} object, followed by data: [DONE].
+func TestStreamErrorFramesOfLlamacpp(t *testing.T) {
+	for name, tail := range map[string]string{
+		"data line":  "data: {\"error\":{\"code\":500,\"message\":\"slot failed\",\"type\":\"server_error\"}}\n\n",
+		"error line": "error: {\"code\":500,\"message\":\"slot failed\",\"type\":\"server_error\"}\n\ndata: [DONE]\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				decodeReq(t, r)
+				s := startSSE(w)
+				s.data(textChunk(" a", -1))
+				s.raw(tail)
+			})
+			rec := runOne(t, Options{Target: target(srv.URL)}, oneReq("e", 8))
+			if rec.Failure != metrics.FailServerError || rec.Error != "error in stream: slot failed" || len(rec.Chunks) != 1 {
+				t.Fatalf("failure %q, error %q, %d chunks", rec.Failure, rec.Error, len(rec.Chunks))
+			}
+		})
+	}
+}

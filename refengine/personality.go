@@ -78,7 +78,7 @@ const (
 	errorOpenAI   errorFrame = iota // data: {"error":{"message","type","param","code"}}
 	errorThenDone                   // the same, then data: [DONE] (vLLM)
 	errorTGI                        // data: {"error":"…","error_type":"…"}
-	errorLlamacpp                   // error: {"error":{"code","message","type"}} (a non-data SSE field)
+	errorLlamacpp                   // data: {"error":{"code","message","type"}}, then the stream ends (no [DONE])
 )
 
 var personalities = map[string]*personality{
@@ -323,7 +323,10 @@ func (w *wireEncoder) appendStreamError(b []byte, msg string) []byte {
 		b = appendJSONString(b, msg)
 		return append(b, `,"error_type":"generation"}`+"\n\n"...)
 	case errorLlamacpp:
-		b = append(b, `error: {"error":{"code":500,"message":`...)
+		// llama.cpp's server (tools/server/server-context.cpp: format_oai_sse({"error", …}) and
+		// "terminate on error"). Builds before it wrote `error: {"code","message","type"}` (an
+		// SSE field of its own) and then data: [DONE]; the client reads both.
+		b = append(b, `data: {"error":{"code":500,"message":`...)
 		b = appendJSONString(b, msg)
 		return append(b, `,"type":"server_error"}}`+"\n\n"...)
 	}
