@@ -42,7 +42,7 @@ type chunkFields struct {
 	isError bool
 	errMsg  []byte
 	// message is a top-level "message" string, unescaped: the message of an error that comes
-	// as an SSE "error" field holding {"code","message","type"} (llama.cpp before late 2025).
+	// as an SSE "error" field holding {"code","message","type"} (earlier llama.cpp builds).
 	message []byte
 }
 
