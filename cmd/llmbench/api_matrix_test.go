@@ -360,6 +360,36 @@ func TestAPIErrorsAndKeys(t *testing.T) {
 	})
 }
 
+// imagesBothWays runs the one request of reqs over HTTP on the virtual clock and simulated,
+// checks that both give the same prompt tokens and TTFT, and returns the prompt tokens.
+func imagesBothWays(t *testing.T, reqs []traces.Request) int {
+	t.Helper()
+	var httpPrompt int
+	var httpTTFT int64
+	synctest.Test(t, func(t *testing.T) {
+		recs, eng, stop := runVirtualAPI(t, apiCell{api: "chat"}, reqs, nil, nil)
+		defer stop()
+		if !recs[0].OK() {
+			t.Fatalf("over HTTP: %s %s", recs[0].Failure, recs[0].Error)
+		}
+		tl := timeline(t, eng, reqs[0].ID)
+		if recs[0].ServerInputTokens != tl.PromptTokens {
+			t.Errorf("over HTTP: server usage %d, engine prompt %d", recs[0].ServerInputTokens, tl.PromptTokens)
+		}
+		httpTTFT, httpPrompt = int64(tl.Emissions[0].At-tl.Arrival), tl.PromptTokens
+	})
+	s := engineadapter.Simulator{Config: refengine.Config{Seed: 7}, RateScale: 1}
+	var recs []metrics.Record
+	if _, err := s.Produce(context.Background(), traces.FromSlice(reqs), func(r *metrics.Record) { recs = append(recs, *r) }); err != nil {
+		t.Fatal(err)
+	}
+	sim := recs[0]
+	if !sim.OK() || sim.ServerInputTokens != httpPrompt || sim.FirstToken-sim.Intended != httpTTFT {
+		t.Errorf("simulate: %s %s, %d prompt tokens, TTFT %v; over HTTP %d, %v", sim.Failure, sim.Error, sim.ServerInputTokens, time.Duration(sim.FirstToken-sim.Intended), httpPrompt, time.Duration(httpTTFT))
+	}
+	return httpPrompt
+}
+
 // TestSimulateImagesAgree: simulate prices a trace's images as the engine does over HTTP: a
 // request with text and two synthetic images has the same prompt count and the same TTFT on
 // the virtual clock (engineadapter reads the sizes from the trace).
@@ -367,28 +397,8 @@ func TestSimulateImagesAgree(t *testing.T) {
 	const text = "Compare the two pictures."
 	reqs := []traces.Request{{ID: "s", InputTokens: tokenizer.Reference{}.Count(text), OutputTokens: 6,
 		Messages: []traces.Message{{Role: "user", Content: text, Images: []traces.Image{{Width: 1280, Height: 720}, {Width: 640, Height: 480}}}}}}
-	var httpTTFT int64
-	var httpPrompt int
-	synctest.Test(t, func(t *testing.T) {
-		recs, eng, stop := runVirtualAPI(t, apiCell{api: "chat"}, reqs, nil, nil)
-		defer stop()
-		if !recs[0].OK() {
-			t.Fatalf("%s %s", recs[0].Failure, recs[0].Error)
-		}
-		tl := timeline(t, eng, "s")
-		httpTTFT, httpPrompt = int64(tl.Emissions[0].At-tl.Arrival), tl.PromptTokens
-	})
-	sim := engineadapter.Simulator{Config: refengine.Config{Seed: 7}, RateScale: 1}
-	var recs []metrics.Record
-	if _, err := sim.Produce(context.Background(), traces.FromSlice(reqs), func(r *metrics.Record) { recs = append(recs, *r) }); err != nil {
-		t.Fatal(err)
-	}
-	r := recs[0]
-	if r.ServerInputTokens != httpPrompt || r.FirstToken-r.Intended != httpTTFT {
-		t.Errorf("simulate: %d prompt tokens, TTFT %v; over HTTP %d, %v", r.ServerInputTokens, time.Duration(r.FirstToken-r.Intended), httpPrompt, time.Duration(httpTTFT))
-	}
-	if want := reqs[0].InputTokens + 85 + 6*170 + 85 + 2*170; httpPrompt != want {
-		t.Errorf("prompt %d tokens, want %d", httpPrompt, want)
+	if prompt := imagesBothWays(t, reqs); prompt != reqs[0].InputTokens+85+6*170+85+2*170 {
+		t.Errorf("prompt %d tokens, want %d", prompt, reqs[0].InputTokens+85+6*170+85+2*170)
 	}
 }
 
@@ -401,26 +411,8 @@ func TestWebPImagesAreRead(t *testing.T) {
 	reqs := []traces.Request{{ID: "w", InputTokens: tokenizer.Reference{}.Count(text), OutputTokens: 4,
 		Messages: []traces.Message{{Role: "user", Content: text, Images: imgs}}}}
 	want := reqs[0].InputTokens + perf.DefaultVision.ImageTokens(1024, 768) + perf.DefaultVision.ImageTokens(640, 480)
-	var httpTTFT int64
-	synctest.Test(t, func(t *testing.T) {
-		recs, eng, stop := runVirtualAPI(t, apiCell{api: "chat"}, reqs, nil, nil)
-		defer stop()
-		if !recs[0].OK() {
-			t.Fatalf("over HTTP: %s %s", recs[0].Failure, recs[0].Error)
-		}
-		tl := timeline(t, eng, "w")
-		if tl.PromptTokens != want || recs[0].ServerInputTokens != want {
-			t.Errorf("over HTTP: engine prompt %d, server usage %d, want %d", tl.PromptTokens, recs[0].ServerInputTokens, want)
-		}
-		httpTTFT = int64(tl.Emissions[0].At - tl.Arrival)
-	})
-	sim := engineadapter.Simulator{Config: refengine.Config{Seed: 7}, RateScale: 1}
-	var recs []metrics.Record
-	if _, err := sim.Produce(context.Background(), traces.FromSlice(reqs), func(r *metrics.Record) { recs = append(recs, *r) }); err != nil {
-		t.Fatal(err)
-	}
-	if r := recs[0]; !r.OK() || r.ServerInputTokens != want || r.FirstToken-r.Intended != httpTTFT {
-		t.Errorf("simulate: %s %s, %d prompt tokens, TTFT %v; over HTTP %d, %v", r.Failure, r.Error, r.ServerInputTokens, time.Duration(r.FirstToken-r.Intended), want, time.Duration(httpTTFT))
+	if prompt := imagesBothWays(t, reqs); prompt != want {
+		t.Errorf("prompt %d tokens, want %d", prompt, want)
 	}
 }
 
