@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/llmbench/llmbench/refengine/perf"
@@ -22,7 +24,15 @@ func pngDataURL(w, h int) string {
 // with a 4xx that encodes in the API's error format, and accept only requests within bounds.
 func FuzzDecodeAPIRequest(f *testing.F) {
 	img := pngDataURL(600, 300)
+	webp, err := os.ReadFile("testdata/images/lossless-640x480.webp") // made with cwebp -lossless
+	if err != nil {
+		f.Fatal(err)
+	}
+	webpPart := func(b []byte) string {
+		return `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/webp;base64,` + base64.StdEncoding.EncodeToString(b) + `"}]}]}`
+	}
 	for _, s := range []string{
+		webpPart(webp), webpPart(webp[:30]), // a whole WebP, and its header cut short
 		`{"model":"m","input":"hello world","max_output_tokens":5,"stream":true}`,
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"` + img + `"}]}],"instructions":"be brief"}`,
 		`{"max_tokens":4,"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + img[len("data:image/png;base64,"):] + `"}}]}]}`,
@@ -108,4 +118,24 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// A WebP image is sized from its header and priced; one cut short is a 400 that names the
+// formats the engine reads.
+func TestDecodeAPIRequestReadsWebP(t *testing.T) {
+	webp, err := os.ReadFile("testdata/images/lossless-640x480.webp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := decodeLimits{servedModel: "m", maxModelLen: 4096, defaultMaxTokens: 16, vision: perf.DefaultVision}
+	body := func(b []byte) []byte {
+		return []byte(`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/webp;base64,` + base64.StdEncoding.EncodeToString(b) + `"}]}]}`)
+	}
+	r, aerr := decodeAPIRequest(body(webp), apiResponses, lim)
+	if aerr != nil || r.imageTokens != perf.DefaultVision.ImageTokens(640, 480) {
+		t.Fatalf("whole WebP: %+v, image tokens %v, want %d", aerr, r, perf.DefaultVision.ImageTokens(640, 480))
+	}
+	if _, aerr := decodeAPIRequest(body(webp[:20]), apiResponses, lim); aerr == nil || aerr.status != 400 || !strings.Contains(aerr.message, "WebP") {
+		t.Fatalf("cut-short WebP: %+v", aerr)
+	}
 }
