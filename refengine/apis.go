@@ -623,19 +623,9 @@ func newAPIEncoder(api wireAPI, g *generation) *apiEncoder {
 
 // writeAPIWhole waits for the whole output and writes one Responses or Messages body.
 func (e *Engine) writeAPIWhole(ctx context.Context, w http.ResponseWriter, g *generation, api wireAPI) bool {
-	var pend []pendingEmit
-	total, reason := 0, ""
-	for reason == "" {
-		if !e.wait(ctx, g.st) {
-			return false
-		}
-		pend = g.st.take(pend)
-		for _, p := range pend {
-			total = p.start + p.n
-			if p.final {
-				reason = p.reason
-			}
-		}
+	total, reason, ok := e.awaitEnd(ctx, g)
+	if !ok {
+		return false
 	}
 	r := g.reasoningTokens(total)
 	w.Header().Set("Content-Type", "application/json")

@@ -30,15 +30,13 @@ type generation struct {
 // reasoningTokens is the reasoning part of the first n output tokens.
 func (g *generation) reasoningTokens(n int) int { return min(n, g.reasoning) }
 
-// writeWhole waits for the whole output and writes one JSON response; it reports whether the
-// request finished.
-func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *generation) bool {
+// awaitEnd waits for the last of g's emissions and returns the output tokens and the finish
+// reason; ok is false when ctx ended first.
+func (e *Engine) awaitEnd(ctx context.Context, g *generation) (total int, reason string, ok bool) {
 	var pend []pendingEmit
-	var text []byte
-	total, reason := 0, ""
 	for reason == "" {
 		if !e.wait(ctx, g.st) {
-			return false
+			return 0, "", false
 		}
 		pend = g.st.take(pend)
 		for _, p := range pend {
@@ -48,6 +46,17 @@ func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *gener
 			}
 		}
 	}
+	return total, reason, true
+}
+
+// writeWhole waits for the whole output and writes one JSON response; it reports whether the
+// request finished.
+func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *generation) bool {
+	total, reason, ok := e.awaitEnd(ctx, g)
+	if !ok {
+		return false
+	}
+	var text []byte
 	w.Header().Set("Content-Type", "application/json")
 	if g.out.ans != nil && g.chat {
 		w.Write(e.appendAnswerResponse(nil, g, reason, total))
