@@ -247,7 +247,7 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	slices.Sort(lags)
 	p.LagP99Ms = quantile(lags, 0.99)
 
-	booked := srv.takeBooked()
+	booked := srv.booked.take()
 	offset := res.Start.Sub(srv.epoch).Nanoseconds()
 	allOpen := srv.last1.Load()
 	end := allOpen + o.Window.Nanoseconds()

@@ -105,7 +105,7 @@ func TestLongH2WaitsForTheStreamWindow(t *testing.T) {
 	if !ended || len(rest) != 2 || !strings.Contains(rest[1], `"completion_tokens":3`) || !strings.HasSuffix(rest[1], "data: [DONE]\n\n") {
 		t.Fatalf("after the window update: %q", rest)
 	}
-	if got := s.takeBooked()["s0"]; len(got) != 3 {
+	if got := s.booked.take()["s0"]; len(got) != 3 {
 		t.Errorf("booked %d send times for s0, want 3", len(got))
 	}
 }
@@ -138,7 +138,7 @@ func TestLongH2EndsAResetStream(t *testing.T) {
 	if data, ended := h.until(3, func(f http2.Frame) bool { d, ok := f.(*http2.DataFrame); return ok && d.StreamEnded() }); !ended || len(data) != 2 {
 		t.Fatalf("stream after the reset: %q", data)
 	}
-	if b := s.takeBooked(); len(b["s0"]) != 0 || len(b["s1"]) != 2 {
+	if b := s.booked.take(); len(b["s0"]) != 0 || len(b["s1"]) != 2 {
 		t.Errorf("booked %v, want s1's two tokens only", b)
 	}
 }

@@ -38,10 +38,11 @@ type longServer struct {
 	open   atomic.Int64 // streams between their first token and [DONE]
 	last1  atomic.Int64 // the latest first-token send time, ns after epoch
 
-	mu     sync.Mutex
-	booked map[string][]int64 // sampled id -> send time of each token
-	conns  map[*h2conn]bool   // HTTP/2 connections open; nil once the server closed
-	reader sync.WaitGroup     // HTTP/2 connections' reader goroutines
+	booked sendTimes // sampled id -> send time of each token
+
+	mu     sync.Mutex       // conns
+	conns  map[*h2conn]bool // HTTP/2 connections open; nil once the server closed
+	reader sync.WaitGroup   // HTTP/2 connections' reader goroutines
 }
 
 // longStream is one stream in flight: on its own HTTP/1.1 connection c, or stream sid of an
@@ -92,7 +93,7 @@ func startLongServer(http2 bool, sample int) (*longServer, error) {
 		return nil, fmt.Errorf("bench server: %w", err)
 	}
 	s := &longServer{epoch: time.Now(), url: "http://" + l.Addr().String(), l: l, http2: http2, done: make(chan struct{}), sample: sample,
-		booked: map[string][]int64{}, conns: map[*h2conn]bool{}}
+		conns: map[*h2conn]bool{}}
 	s.words = renderWords()
 	for i := range s.shards {
 		s.shards[i].wake = make(chan struct{}, 1)
@@ -178,18 +179,8 @@ func (s *longServer) noteFirst(t int64) {
 func (s *longServer) finish(id string, times []int64) {
 	s.open.Add(-1)
 	if times != nil {
-		s.mu.Lock()
-		s.booked[id] = times
-		s.mu.Unlock()
+		s.booked.put(id, times)
 	}
-}
-
-func (s *longServer) takeBooked() map[string][]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.booked
-	s.booked = map[string][]int64{}
-	return m
 }
 
 func (s *longServer) accept() {

@@ -378,7 +378,7 @@ func arrivalTest(ctx context.Context, srv *server, o Options) (arrival, error) {
 	got := make(map[string][]int64, o.Streams)
 	failed := 0
 	var failure string
-	srv.takeEmitted()
+	srv.emitted.take()
 	res, err := loadgen.Run(ctx, reqs, loadgen.Options{
 		Target: target(srv, "timed", map[string]string{tokensHeader: strconv.Itoa(o.StreamTokens), gapHeader: o.TokenGap.String()}),
 	}, func(r *metrics.Record) {
@@ -404,7 +404,7 @@ func arrivalTest(ctx context.Context, srv *server, o Options) (arrival, error) {
 	if failed > 0 {
 		return arrival{}, fmt.Errorf("arrival test: %d of %d streams failed, e.g. %s", failed, o.Streams, failure)
 	}
-	emitted := srv.takeEmitted()
+	emitted := srv.emitted.take()
 	offset := res.Start.Sub(srv.epoch).Nanoseconds()
 	// Only tokens sent while every stream was open count: during the ramp the client is
 	// also dialing up to a thousand connections, which is connection setup, not streaming.

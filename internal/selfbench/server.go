@@ -34,8 +34,35 @@ type server struct {
 	final []byte // usage chunk and [DONE] (completion_tokens filled per request)
 	words [][]byte
 
-	mu      sync.Mutex
-	emitted map[string][]int64 // request id -> emission time of each token, ns after epoch
+	emitted sendTimes // request id -> emission time of each token, ns after epoch
+}
+
+// sendTimes holds the send time of each token of each booked request, until the bench takes
+// them.
+type sendTimes struct {
+	mu sync.Mutex
+	m  map[string][]int64
+}
+
+func (b *sendTimes) put(id string, times []int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string][]int64{}
+	}
+	b.m[id] = times
+}
+
+// take returns what was booked and starts afresh.
+func (b *sendTimes) take() map[string][]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.m
+	b.m = nil
+	if m == nil {
+		m = map[string][]int64{}
+	}
+	return m
 }
 
 const blockTokens = 1024
@@ -45,7 +72,7 @@ func startServer() (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench server: %w", err)
 	}
-	s := &server{epoch: time.Now(), url: "http://" + l.Addr().String(), done: make(chan struct{}), emitted: map[string][]int64{}}
+	s := &server{epoch: time.Now(), url: "http://" + l.Addr().String(), done: make(chan struct{})}
 	s.words = renderWords()
 	for _, w := range s.words {
 		s.block = append(s.block, w...)
@@ -141,15 +168,5 @@ func (s *server) timed(w http.ResponseWriter, r *http.Request, n int) {
 		f.Flush()
 	}
 	w.Write(usage(n))
-	s.mu.Lock()
-	s.emitted[id] = times
-	s.mu.Unlock()
-}
-
-func (s *server) takeEmitted() map[string][]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.emitted
-	s.emitted = map[string][]int64{}
-	return m
+	s.emitted.put(id, times)
 }
