@@ -214,6 +214,10 @@ type Result struct {
 	// Connections counts the connections dialed during the run (HTTP/1.1: about one per
 	// concurrent stream; HTTP/2: streams share them). 0 when Options.Dial was given.
 	Connections int
+	// LateStart is how long after Options.StartAt the run was ready to send (0 when it was
+	// ready in time, or without StartAt). Requests due before then were sent at once, late:
+	// their schedule lag, and so their TTFT, include the wait.
+	LateStart time.Duration
 }
 
 // realClock paces in three stages so that sends land well within a millisecond of their time

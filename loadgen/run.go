@@ -151,7 +151,9 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	}
 	cpu0, cpuOK := processCPU()
 	r.start = clock.Now()
+	var lateStart time.Duration
 	if !opts.StartAt.IsZero() {
+		lateStart = max(0, clock.Now().Sub(opts.StartAt))
 		_ = clock.SleepUntil(ctx, opts.StartAt) // interrupted while waiting: all dropped below
 		now := clock.Now()
 		r.start = now.Add(opts.StartAt.Sub(now)) // the agreed instant, with now's monotonic reading
@@ -185,6 +187,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		ClientCPUFraction: -1,
 		TraceErr:          p.err,
 		Connections:       int(c.conns.Load()),
+		LateStart:         lateStart,
 	}
 	if wall := end.Sub(r.start); cpuOK && wall > 0 {
 		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))

@@ -15,8 +15,8 @@ func TestStartAtIsTheEpoch(t *testing.T) {
 	e := &slowEngine{service: 20 * time.Millisecond, gap: time.Millisecond, chunks: 2}
 	start := time.Date(2000, 1, 1, 0, 0, 3, 0, time.UTC)
 	res, recs := virtualRun(t, e, []traces.Request{at("a", 0), at("b", 10)}, Options{StartAt: start}, 0)
-	if !res.Start.Equal(start) {
-		t.Fatalf("run epoch %v, want %v", res.Start, start)
+	if !res.Start.Equal(start) || res.LateStart != 0 {
+		t.Fatalf("run epoch %v late by %v, want %v on time", res.Start, res.LateStart, start)
 	}
 	for i, r := range recs {
 		if want := int64(i) * 10 * ms; r.Intended != want || r.Sent != want || r.FirstToken-r.Intended != 20*ms {
@@ -45,4 +45,21 @@ func TestWholeTraceFixesPassAndPhases(t *testing.T) {
 	}
 	want(alone, []int64{0, 10, 20, 30}, []string{"", "", "", metrics.PhaseCooldown})
 	want(part, []int64{0, 10, 40, 50}, []string{"", "", "", ""})
+}
+
+// TestStartAtPassedIsLate: a run ready only after its StartAt keeps that epoch (its schedule
+// is the other shards'), sends the requests already due at once, counts the wait in their
+// lag, and says how late it was.
+func TestStartAtPassedIsLate(t *testing.T) {
+	e := &slowEngine{service: 20 * time.Millisecond, gap: time.Millisecond, chunks: 2}
+	start := time.Date(1999, 12, 31, 23, 59, 59, 995_000_000, time.UTC) // 5 ms before the bubble's clock
+	res, recs := virtualRun(t, e, []traces.Request{at("a", 0), at("b", 3), at("c", 10)}, Options{StartAt: start}, 0)
+	if !res.Start.Equal(start) || res.LateStart != 5*time.Millisecond {
+		t.Fatalf("run epoch %v late by %v, want %v late by 5ms", res.Start, res.LateStart, start)
+	}
+	for i, want := range []int64{5, 5, 10} {
+		if r := recs[i]; r.Sent != want*ms || r.FirstToken-r.Intended != r.Sent-r.Intended+20*ms {
+			t.Errorf("%s: intended %d sent %d ttft %d, want sent at %d ms and the wait in the TTFT", r.ID, r.Intended, r.Sent, r.FirstToken-r.Intended, want)
+		}
+	}
 }

@@ -42,6 +42,8 @@ type Produced struct {
 	// could not be read again): the results are still written, with a warning, and Execute
 	// returns Err.
 	Err error
+	// LateStart is how long after its agreed start (--start-at) the run was ready to send.
+	LateStart time.Duration
 }
 
 // Options configures one measured run written to one results directory.
@@ -241,6 +243,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if prod.Err != nil {
 		sum.Warnings = append([]string{"the run ended early: " + prod.Err.Error() + "; requests after that point were not sent and have no record"}, sum.Warnings...)
 	}
+	if prod.LateStart >= lateStartWarning {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the client was ready %s after the run's start time (--start-at): the requests due before then were sent late, and their schedule lag and TTFT include the wait; give a later --start-at", prod.LateStart.Round(time.Millisecond)))
+	}
 	if prod.Skipped > 0 {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d of the trace's requests were outside the run (--duration or --max-requests) and were not sent", prod.Skipped))
 	}
@@ -249,6 +254,10 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, prod.Err
 }
+
+// lateStartWarning is the lateness past --start-at that is worth a warning: below it, the
+// wait is within a normal dispatch lag.
+const lateStartWarning = time.Millisecond
 
 const interruptedWarning = "interrupted: the run was stopped before the trace finished; requests never sent are counted as dropped"
 
