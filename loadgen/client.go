@@ -584,104 +584,221 @@ func textLimit(maxTokens int) int { return 64*maxTokens + 1<<20 }
 const maxChunkTokens = 1<<31 - 1
 
 func (c *client) stream(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, k *call, rec *metrics.Record, tm *timers) string {
-	bufs := c.bufs.Get().(*streamBufs)
-	defer c.bufs.Put(bufs)
-	sr := bufs.sr
+	if b, ok := resp.Body.(*h2Body); ok {
+		return c.streamPushed(ctx, cancel, b, k, rec, tm)
+	}
+	st := c.newStreamState(ctx, cancel, k, rec, tm)
+	defer st.close()
+	sr := st.bufs.sr
 	sr.reset(resp.Body)
 	sr.max = c.maxLine
 	defer sr.reset(nil)
-	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}
-	if k.capture {
-		n.cap = &capture{}
-		defer n.cap.store(rec)
-	}
-	var f chunkFields
-	events := 0
-	for {
+	for st.reading {
 		data, event, err := sr.next()
 		t := c.now()
 		if err != nil {
-			rec.End = t
-			n.finish()
-			switch {
-			case err == io.EOF || err == io.ErrUnexpectedEOF:
-				if cause := context.Cause(ctx); cause != nil {
-					kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
-					c.fail(rec, kind, msg)
-				} else {
-					c.fail(rec, metrics.FailStreamBroken, fmt.Sprintf("the stream ended without %s after %d events", endMarker(k.api), events))
-				}
-			default:
-				kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
-				c.fail(rec, kind, fmt.Sprintf("after %d events: %s", events, msg))
-			}
-			return ""
-		}
-		events++
-		if string(data) == "[DONE]" {
-			rec.End = t
+			st.broken(err, t)
 			break
 		}
-		var final bool
-		bufs.scratch, final, err = parseAPI(k.api, data, &f, bufs.scratch)
-		if err != nil {
-			rec.End = t
-			n.finish()
-			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("event %d: %v: %q", events, err, clip(data, 120)))
-			return ""
+		st.event(data, event, t)
+	}
+	if st.failed {
+		return ""
+	}
+	out := st.complete()
+	c.drain(resp.Body, tm, cancel)
+	return out
+}
+
+// streamPushed reads a streamed HTTP/2 response in place: its events are parsed on the
+// connection's read loop as the frames come (h2Sink), and this goroutine waits for the end.
+func (c *client) streamPushed(ctx context.Context, cancel context.CancelCauseFunc, b *h2Body, k *call, rec *metrics.Record, tm *timers) string {
+	st := c.newStreamState(ctx, cancel, k, rec, tm)
+	defer st.close()
+	ps := &pushedStream{st: st, p: newSSEPush(c.maxLine), done: make(chan struct{})}
+	b.push(ps)
+	<-ps.done
+	if st.failed {
+		return ""
+	}
+	out := st.complete()
+	// What follows the end marker (END_STREAM, usually in the same frame) frees the stream;
+	// a server that keeps it open past drainTimeout has it reset.
+	tm.stop()
+	t := time.NewTimer(drainTimeout)
+	select {
+	case <-b.s.endCh:
+	case <-t.C:
+	}
+	t.Stop()
+	return out
+}
+
+// pushedStream is the h2Sink of a streamed response: ssePush into streamState, on the
+// connection's read loop, with the stream's lock held.
+type pushedStream struct {
+	st   *streamState
+	p    *ssePush
+	done chan struct{} // closed when the state has its outcome
+}
+
+func (ps *pushedStream) data(b []byte) {
+	st := ps.st
+	if !st.reading {
+		return
+	}
+	t := st.c.now()
+	if err := ps.p.feed(b, func(data, event []byte) bool { st.event(data, event, t); return st.reading }); err != nil && st.reading {
+		st.broken(err, t)
+	}
+	if !st.reading {
+		close(ps.done)
+	}
+}
+
+func (ps *pushedStream) end(err error) {
+	st := ps.st
+	if !st.reading {
+		return
+	}
+	t := st.c.now()
+	if err == nil {
+		err = ps.p.end(func(data, event []byte) bool { st.event(data, event, t); return st.reading })
+	}
+	if st.reading {
+		st.broken(err, t)
+	}
+	close(ps.done)
+}
+
+// streamState is one streamed response being read, event by event: the same for a body read
+// by its request's goroutine (sseReader) and for one pushed frame by frame from an HTTP/2
+// connection's read loop (ssePush).
+type streamState struct {
+	c       *client
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	k       *call
+	rec     *metrics.Record
+	tm      *timers
+	bufs    *streamBufs
+	n       counter
+	f       chunkFields
+	events  int
+	reading bool // more events are wanted
+	failed  bool // the record holds a failure
+}
+
+func (c *client) newStreamState(ctx context.Context, cancel context.CancelCauseFunc, k *call, rec *metrics.Record, tm *timers) *streamState {
+	st := &streamState{c: c, ctx: ctx, cancel: cancel, k: k, rec: rec, tm: tm, reading: true,
+		bufs: c.bufs.Get().(*streamBufs)}
+	st.n = counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}
+	if k.capture {
+		st.n.cap = &capture{}
+	}
+	return st
+}
+
+// close hands the buffers back and stores what was captured, whatever the outcome.
+func (st *streamState) close() {
+	if st.n.cap != nil {
+		st.n.cap.store(st.rec)
+	}
+	st.c.bufs.Put(st.bufs)
+	st.bufs = nil
+}
+
+// complete settles a stream that reached its end marker and returns its output text.
+func (st *streamState) complete() string {
+	st.n.finish()
+	st.n.complete()
+	return string(st.n.out)
+}
+
+// stop ends the stream with a failure at t.
+func (st *streamState) stop(t int64, kind metrics.FailureKind, msg string) {
+	st.rec.End = t
+	st.n.finish()
+	st.c.fail(st.rec, kind, msg)
+	st.reading, st.failed = false, true
+}
+
+// broken ends the stream on a read error at t: the body ended (io.EOF, io.ErrUnexpectedEOF)
+// before the end marker, or reading it failed.
+func (st *streamState) broken(err error, t int64) {
+	c, ctx := st.c, st.ctx
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if cause := context.Cause(ctx); cause != nil {
+			kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
+			st.stop(t, kind, msg)
+		} else {
+			st.stop(t, metrics.FailStreamBroken, fmt.Sprintf("the stream ended without %s after %d events", endMarker(st.k.api), st.events))
 		}
-		if f.isError || string(event) == "error" {
-			rec.End = t
-			n.finish()
-			msg := string(f.errMsg)
-			if msg == "" {
-				msg = string(f.message)
-			}
-			if msg == "" {
-				msg = string(clip(data, 200))
-			}
-			c.fail(rec, metrics.FailServerError, "error in stream: "+msg)
-			return ""
+	default:
+		kind, msg := c.classify(ctx, err, metrics.FailStreamBroken)
+		st.stop(t, kind, fmt.Sprintf("after %d events: %s", st.events, msg))
+	}
+}
+
+// event takes one server-sent event read at t; afterwards st.reading says whether more are
+// wanted (false at the end marker, or on a failure).
+func (st *streamState) event(data, event []byte, t int64) {
+	c, k, rec, tm, n, f := st.c, st.k, st.rec, st.tm, &st.n, &st.f
+	st.events++
+	if string(data) == "[DONE]" {
+		rec.End = t
+		st.reading = false
+		return
+	}
+	var final bool
+	var err error
+	st.bufs.scratch, final, err = parseAPI(k.api, data, f, st.bufs.scratch)
+	if err != nil {
+		st.stop(t, metrics.FailMalformed, fmt.Sprintf("event %d: %v: %q", st.events, err, clip(data, 120)))
+		return
+	}
+	if f.isError || string(event) == "error" {
+		msg := string(f.errMsg)
+		if msg == "" {
+			msg = string(f.message)
 		}
-		if n.cap != nil {
-			n.cap.add(data)
+		if msg == "" {
+			msg = string(clip(data, 200))
 		}
-		n.onChunk(&f, t)
-		if len(f.text) > 0 && tm.idleD > 0 {
-			// Only generated output counts as activity; the idle timer runs from the first
-			// token on (before it, the first-token timeout applies).
-			if tm.idle == nil {
-				tm.idle = startIdle(tm.idleD, c.now, cancel)
-			} else {
-				tm.idle.touch(t)
-			}
-		}
-		if n.textLen > textLimit(k.maxTokens) {
-			rec.End = t
-			n.finish()
-			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d bytes of text for max_tokens %d; stopped reading", textLimit(k.maxTokens), k.maxTokens))
-			return ""
-		}
-		if n.chunks() > chunkLimit(k.maxTokens) {
-			rec.End = t
-			n.finish()
-			c.fail(rec, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d content chunks for max_tokens %d; stopped reading", chunkLimit(k.maxTokens), k.maxTokens))
-			return ""
-		}
-		if n.textSeen && tm.first != nil {
-			tm.first.Stop()
-			tm.first = nil
-		}
-		if final {
-			// The Responses and Messages streams end with an event of their own, not [DONE].
-			rec.End = t
-			break
+		st.stop(t, metrics.FailServerError, "error in stream: "+msg)
+		return
+	}
+	if n.cap != nil {
+		n.cap.add(data)
+	}
+	n.onChunk(f, t)
+	if len(f.text) > 0 && tm.idleD > 0 {
+		// Only generated output counts as activity; the idle timer runs from the first
+		// token on (before it, the first-token timeout applies).
+		if tm.idle == nil {
+			tm.idle = startIdle(tm.idleD, c.now, st.cancel)
+		} else {
+			tm.idle.touch(t)
 		}
 	}
-	n.finish()
-	n.complete()
-	c.drain(resp.Body, tm, cancel)
-	return string(n.out)
+	if n.textLen > textLimit(k.maxTokens) {
+		st.stop(t, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d bytes of text for max_tokens %d; stopped reading", textLimit(k.maxTokens), k.maxTokens))
+		return
+	}
+	if n.chunks() > chunkLimit(k.maxTokens) {
+		st.stop(t, metrics.FailMalformed, fmt.Sprintf("the server sent more than %d content chunks for max_tokens %d; stopped reading", chunkLimit(k.maxTokens), k.maxTokens))
+		return
+	}
+	if n.textSeen && tm.first != nil {
+		tm.first.Stop()
+		tm.first = nil
+	}
+	if final {
+		// The Responses and Messages streams end with an event of their own, not [DONE].
+		rec.End = t
+		st.reading = false
+	}
 }
 
 // drain reads what is left of a finished stream (the chunked terminator) so the connection

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/llmbench/llmbench/internal/safetext"
 )
 
@@ -94,32 +92,14 @@ func ParseSourceAddrs(s string) ([]netip.Addr, error) {
 }
 
 // http2Transport speaks HTTP/2 only: h2c with prior knowledge over dial, or TLS with ALPN h2
-// when tlsOn. It is golang.org/x/net/http2's transport rather than net/http's own HTTP/2
-// (Transport.Protocols): net/http dials a connection for every request that finds none
-// ready, so N streams started together open N connections (TestHTTP2MultiplexesStreams
-// measured 40 for 40), while x/net's pool shares one dial among the requests waiting for it
-// and opens another only when a connection's stream limit is reached.
-func (c *client) http2Transport(tlsOn bool, conf *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http2.Transport {
-	return &http2.Transport{
-		AllowHTTP:          !tlsOn,
-		TLSClientConfig:    conf,
-		DisableCompression: true,
-		MaxHeaderListSize:  maxHeaderBytes,
-		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil || !tlsOn {
-				return conn, err
-			}
-			tc := tls.Client(conn, cfg)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("TLS handshake offering only HTTP/2 (--http2): %w", err)
-			}
-			if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
-				tc.Close()
-				return nil, fmt.Errorf("the server did not agree to HTTP/2 (ALPN %q); run without --http2", p)
-			}
-			return tc, nil
-		},
+// when tlsOn (h2client.go says why it is our own). net/http's own HTTP/2 (Transport.Protocols)
+// was not an option either: it dials a connection for every request that finds none ready,
+// so N streams started together open N connections (TestHTTP2MultiplexesStreams measured 40
+// for 40); here the requests waiting for a dial share it, and another connection opens only
+// when one's stream limit is reached.
+func (c *client) http2Transport(tlsOn bool, conf *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *h2Transport {
+	if !tlsOn {
+		conf = nil
 	}
+	return newH2Transport(dial, conf)
 }

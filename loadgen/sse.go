@@ -27,11 +27,8 @@ var errMalformedSSE = errors.New("malformed SSE")
 // dispatches the event, unless its data is empty. A leading byte order mark is dropped. It
 // reuses its buffers: the data returned by next is valid until the following call.
 type sseReader struct {
-	r         *bufio.Reader
-	max       int    // bound on one line and one event's data
-	data      []byte // the current event's data lines joined by "\n"
-	hasData   bool
-	event     []byte // the current event's "event:" field
+	r *bufio.Reader
+	sseEvent
 	long      []byte // assembly buffer for lines longer than what the bufio buffer holds
 	eof       bool
 	pendingCR bool // the last line ended in CR: a LF right after it belongs to that line ending
@@ -39,20 +36,19 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader, size int) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, size), max: DefaultMaxLineBytes}
+	return &sseReader{r: bufio.NewReaderSize(r, size), sseEvent: sseEvent{max: DefaultMaxLineBytes}}
 }
 
 func (s *sseReader) reset(r io.Reader) {
 	s.r.Reset(r)
-	s.data = s.data[:0]
-	s.event = s.event[:0]
+	s.clear()
 	if cap(s.long) > keepLong {
 		s.long = nil
 	}
 	if cap(s.data) > keepLong {
 		s.data = nil
 	}
-	s.hasData, s.eof, s.pendingCR, s.started = false, false, false, false
+	s.eof, s.pendingCR, s.started = false, false, false
 }
 
 // next returns the next event's data and its event name (empty for the default "message").
@@ -61,9 +57,7 @@ func (s *sseReader) reset(r io.Reader) {
 // are returned as they are. An event still pending when the body ends after a complete line
 // is delivered (some servers omit the final blank line).
 func (s *sseReader) next() (data, event []byte, err error) {
-	s.data = s.data[:0]
-	s.event = s.event[:0]
-	s.hasData = false
+	s.clear()
 	for {
 		if s.eof {
 			return nil, nil, io.EOF
@@ -78,52 +72,74 @@ func (s *sseReader) next() (data, event []byte, err error) {
 			}
 			return nil, nil, err
 		}
-		if len(line) == 0 {
-			if s.hasData && len(s.data) > 0 {
-				return s.data, s.event, nil
-			}
-			s.data = s.data[:0]
-			s.event = s.event[:0]
-			s.hasData = false
-			continue
-		}
-		if line[0] == ':' {
-			continue // comment (keep-alive)
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		switch string(field) {
-		case "data":
-			if s.hasData {
-				s.data = append(s.data, '\n')
-			}
-			if len(s.data)+len(value) > s.max {
-				return nil, nil, fmt.Errorf("%w: event data longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
-			}
-			s.data = append(s.data, value...)
-			s.hasData = true
-		case "event":
-			s.event = append(s.event[:0], value...)
-		case "error":
-			// llama.cpp's server writes an error in a started stream as an "error:" line,
-			// not as data: deliver it as an "error" event. Other unknown fields are ignored,
-			// as the SSE specification says.
-			s.event = append(s.event[:0], "error"...)
-			if s.hasData {
-				s.data = append(s.data, '\n')
-			}
-			if len(s.data)+len(value) > s.max {
-				return nil, nil, fmt.Errorf("%w: event data longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
-			}
-			s.data = append(s.data, value...)
-			s.hasData = true
+		if s.line(line) {
+			return s.data, s.event, nil
+		} else if s.err != nil {
+			return nil, nil, s.err
 		}
 	}
+}
+
+// sseEvent assembles one event from its lines, the part of the specification's parsing that
+// sseReader (pull, over a body) and ssePush (push, frame by frame) share.
+type sseEvent struct {
+	max     int    // bound on one line and one event's data
+	data    []byte // the current event's data lines joined by "\n"
+	hasData bool
+	event   []byte // the current event's "event:" field
+	err     error  // set when line returned false on an event over the limit
+}
+
+// clear starts a new event.
+func (s *sseEvent) clear() {
+	s.data = s.data[:0]
+	s.event = s.event[:0]
+	s.hasData, s.err = false, nil
+}
+
+// line takes one line (without its ending); true when it dispatches the event, which is then
+// in data and event until the next call. False with err set: the event's data is over max.
+func (s *sseEvent) line(line []byte) bool {
+	if len(line) == 0 {
+		if s.hasData && len(s.data) > 0 {
+			return true
+		}
+		s.clear()
+		return false
+	}
+	if line[0] == ':' {
+		return false // comment (keep-alive)
+	}
+	field, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		field, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(field) {
+	case "data":
+	case "event":
+		s.event = append(s.event[:0], value...)
+		return false
+	case "error":
+		// llama.cpp's server writes an error in a started stream as an "error:" line,
+		// not as data: deliver it as an "error" event. Other unknown fields are ignored,
+		// as the SSE specification says.
+		s.event = append(s.event[:0], "error"...)
+	default:
+		return false
+	}
+	if s.hasData {
+		s.data = append(s.data, '\n')
+	}
+	if len(s.data)+len(value) > s.max {
+		s.err = fmt.Errorf("%w: event data longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, s.max)
+		return false
+	}
+	s.data = append(s.data, value...)
+	s.hasData = true
+	return false
 }
 
 // readLine returns the next line without its line ending (CR, LF or CRLF). io.EOF means the
