@@ -113,7 +113,9 @@ func (c *rawH2) headers(id uint32, end bool, fields ...string) {
 	}
 }
 
-func (c *rawH2) sse(id uint32) { c.headers(id, false, ":status", "200", "content-type", "text/event-stream") }
+func (c *rawH2) sse(id uint32) {
+	c.headers(id, false, ":status", "200", "content-type", "text/event-stream")
+}
 
 func (c *rawH2) token(id uint32, text string) {
 	c.fr.WriteData(id, false, []byte(`data: {"choices":[{"text":"`+text+`"}]}`+"\n\n"))
@@ -404,4 +406,3 @@ func FuzzH2Response(f *testing.F) {
 		}
 	})
 }
-

@@ -22,7 +22,7 @@ type h2Stream struct {
 	needRelease bool
 
 	mu            sync.Mutex
-	stopWatch     func() bool // stops the request context's watch
+	stopWatch     func() bool   // stops the request context's watch
 	respCh        chan struct{} // closed at the response headers, or when the stream ends first
 	gotResp       bool
 	respErr       error
