@@ -282,7 +282,7 @@ type h2Conn struct {
 	peerStreamWin int64 // the server's SETTINGS_INITIAL_WINDOW_SIZE
 	maxFrame      int
 	winCh         chan struct{} // closed and replaced when a send window grows
-	recvUnacked   int64         // connection-window bytes consumed and not yet returned
+	recvUnacked   int64         // connection-window bytes consumed and not returned (read loop)
 	gotSettings   bool
 	tableSize     uint32 // the server's SETTINGS_HEADER_TABLE_SIZE
 	encTableSize  uint32 // the limit the encoder has (wmu)
@@ -603,16 +603,9 @@ func (cc *h2Conn) handle(f http2.Frame) error {
 				ignoreWriteErr(cc.write(func(fr *http2.Framer) error { return fr.WriteWindowUpdate(f.StreamID, uint32(ack)) }))
 			}
 		}
-		cc.mu.Lock()
-		cc.recvUnacked += n
-		ack := cc.recvUnacked
-		if ack < h2ConnWindow/2 {
-			ack = 0
-		} else {
+		cc.recvUnacked += n // the read loop's own
+		if ack := cc.recvUnacked; ack >= h2ConnWindow/2 {
 			cc.recvUnacked = 0
-		}
-		cc.mu.Unlock()
-		if ack > 0 {
 			return ignoreWriteErr(cc.write(func(fr *http2.Framer) error { return fr.WriteWindowUpdate(0, uint32(ack)) }))
 		}
 	case *http2.RSTStreamFrame:
