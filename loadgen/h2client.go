@@ -81,6 +81,9 @@ type h2Transport struct {
 type h2Dial struct {
 	done chan struct{}
 	err  error
+	// canceled: the dial failed because the request that made it was canceled (its connect
+	// timeout, say); the requests waiting on it then dial again themselves.
+	canceled bool
 }
 
 func newH2Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConf *tls.Config) *h2Transport {
@@ -155,7 +158,7 @@ func (t *h2Transport) conn(ctx context.Context, addr string) (*h2Conn, error) {
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
 			}
-			if d.err != nil && ctx.Err() == nil {
+			if d.err != nil && !d.canceled && ctx.Err() == nil {
 				return nil, d.err
 			}
 			continue
@@ -170,7 +173,7 @@ func (t *h2Transport) conn(ctx context.Context, addr string) (*h2Conn, error) {
 			t.conns[addr] = append(t.conns[addr], cc)
 		}
 		t.mu.Unlock()
-		d.err = err
+		d.err, d.canceled = err, err != nil && ctx.Err() != nil
 		close(d.done)
 		if err != nil {
 			return nil, err

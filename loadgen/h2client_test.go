@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,11 +25,12 @@ import (
 // rawH2 is the server end of one HTTP/2 connection, frame by frame, for servers that
 // misbehave on purpose.
 type rawH2 struct {
-	t    *testing.T
-	conn net.Conn
-	fr   *http2.Framer
-	enc  *hpack.Encoder
-	buf  bytes.Buffer
+	t       *testing.T
+	conn    net.Conn
+	fr      *http2.Framer
+	enc     *hpack.Encoder
+	buf     bytes.Buffer
+	connWin int64 // the client's connection window, as its WINDOW_UPDATEs so far set it
 }
 
 // serveRawH2 accepts connections on loopback; each reads the client preface and its
@@ -53,7 +56,7 @@ func serveRawH2(t *testing.T, settings []http2.Setting, serve func(c *rawH2, ind
 				defer wg.Done()
 				defer conn.Close()
 				conn.SetDeadline(time.Now().Add(10 * time.Second))
-				c := &rawH2{t: t, conn: conn, fr: http2.NewFramer(conn, conn)}
+				c := &rawH2{t: t, conn: conn, fr: http2.NewFramer(conn, conn), connWin: 65535}
 				c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 				c.enc = hpack.NewEncoder(&c.buf)
 				pre := make([]byte, len(http2.ClientPreface))
@@ -84,6 +87,10 @@ func (c *rawH2) request() (uint32, []byte) {
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
 				c.fr.WriteSettingsAck()
+			}
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				c.connWin += int64(f.Increment)
 			}
 		case *http2.MetaHeadersFrame:
 			if f.StreamEnded() {
@@ -405,4 +412,97 @@ func FuzzH2Response(f *testing.F) {
 			t.Fatalf("failure %q without a message", r.Failure)
 		}
 	})
+}
+
+// TestH2ClientOpensConnectionsAtTheStreamLimit: with the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS at 2, five streams open at once go over three connections.
+func TestH2ClientOpensConnectionsAtTheStreamLimit(t *testing.T) {
+	const n = 5
+	b := newBarrierServer(n)
+	srv := httptest.NewUnstartedServer(b)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 2}
+	srv.Start()
+	defer srv.Close()
+	res, err := Run(context.Background(), barrierReqs(n), Options{Target: h2Target(srv.URL)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Succeeded != n || res.Connections != 3 {
+		t.Fatalf("%d of %d succeeded over %d connections; want all over 3", res.Succeeded, n, res.Connections)
+	}
+}
+
+// TestH2ClientGivesItsWindowBack: a response three times the client's stream window (from a
+// server that honours the window) arrives whole: the client returns the window as it parses
+// a stream in place, and as it reads a whole JSON body.
+func TestH2ClientGivesItsWindowBack(t *testing.T) {
+	event := []byte(`data: {"choices":[{"text":"` + strings.Repeat("x", 50) + `"}]}` + "\n\n")
+	events := 3 * h2StreamWindow / len(event)
+	text := strings.Repeat("y", 3*h2StreamWindow)
+	for _, ctype := range []string{"text/event-stream", "application/json"} {
+		t.Run(ctype, func(t *testing.T) {
+			var pieces [][]byte
+			if ctype == "application/json" {
+				whole := []byte(`{"choices":[{"text":"` + text + `"}],"usage":{"prompt_tokens":5,"completion_tokens":` + fmt.Sprint(events+10) + `}}`)
+				for len(whole) > 0 {
+					n := min(len(whole), 16000)
+					pieces, whole = append(pieces, whole[:n]), whole[n:]
+				}
+			} else {
+				for range events {
+					pieces = append(pieces, event)
+				}
+				pieces = append(pieces, []byte("data: [DONE]\n\n"))
+			}
+			url := serveRawH2(t, nil, func(c *rawH2, _ int) {
+				id, _ := c.request()
+				var mu sync.Mutex
+				cond := sync.NewCond(&mu)
+				win := map[uint32]int64{0: c.connWin, id: h2StreamWindow}
+				go func() { // the window updates, read while the writer waits for them
+					for {
+						f, err := c.fr.ReadFrame()
+						if _, reset := f.(*http2.RSTStreamFrame); err != nil || reset {
+							mu.Lock()
+							win[0] = -1 << 40
+							cond.Broadcast()
+							mu.Unlock()
+							return
+						}
+						if w, ok := f.(*http2.WindowUpdateFrame); ok {
+							mu.Lock()
+							win[w.StreamID] += int64(w.Increment)
+							cond.Broadcast()
+							mu.Unlock()
+						}
+					}
+				}()
+				c.headers(id, false, ":status", "200", "content-type", ctype)
+				for i, p := range pieces {
+					n := int64(len(p))
+					mu.Lock()
+					for win[0] >= 0 && (win[0] < n || win[id] < n) {
+						cond.Wait()
+					}
+					if win[0] < 0 {
+						mu.Unlock()
+						return
+					}
+					win[0] -= n
+					win[id] -= n
+					mu.Unlock()
+					c.fr.WriteData(id, i == len(pieces)-1, p)
+				}
+			})
+			tg := h2Target(url)
+			tg.Timeouts.Total = 30 * time.Second
+			tg.Timeouts.Idle = 5 * time.Second
+			rec := runOne(t, Options{Target: tg}, oneReq("a", events+10))
+			if !rec.OK() || (ctype == "text/event-stream" && len(rec.Chunks) != events) {
+				t.Fatalf("record: %q %q, %d chunks (of %d events)", rec.Failure, rec.Error, len(rec.Chunks), events)
+			}
+		})
+	}
 }
