@@ -402,37 +402,35 @@ func (cc *h2Conn) roundTrip(req *http.Request, body []byte) (*http.Response, err
 		}
 		block, first = block[n:], false
 	}
-	if err == nil && len(body) > 0 {
-		// As much of the body as the windows allow goes with the headers, in one write.
-		var sent int
-		sent, err = cc.writeData(s, body, maxFrame)
-		body = body[sent:]
-	}
-	if err == nil {
-		err = cc.flush()
-	}
-	cc.wmu.Unlock()
-	if err != nil {
-		cc.fail(fmt.Errorf("writing to the connection: %w", err))
-		return nil, fmt.Errorf("sending the request: %w", err)
-	}
-	s.watch(context.AfterFunc(ctx, func() { s.reset(context.Cause(ctx)) }))
-	for len(body) > 0 {
-		if err := cc.awaitWindow(ctx, s); err != nil {
-			s.reset(err)
-			return nil, err
+	// As much of the body as the windows allow goes with the headers, in one write; the rest
+	// as the server opens its windows.
+	watching := false
+	for {
+		if err == nil && len(body) > 0 {
+			var sent int
+			sent, err = cc.writeData(s, body, maxFrame)
+			body = body[sent:]
 		}
-		cc.wmu.Lock()
-		sent, err := cc.writeData(s, body, maxFrame)
 		if err == nil {
 			err = cc.flush()
 		}
 		cc.wmu.Unlock()
 		if err != nil {
 			cc.fail(fmt.Errorf("writing to the connection: %w", err))
-			return nil, fmt.Errorf("sending the request body: %w", err)
+			return nil, fmt.Errorf("sending the request: %w", err)
 		}
-		body = body[sent:]
+		if !watching {
+			s.watch(context.AfterFunc(ctx, func() { s.reset(context.Cause(ctx)) }))
+			watching = true
+		}
+		if len(body) == 0 {
+			break
+		}
+		if err := cc.awaitWindow(ctx, s); err != nil {
+			s.reset(err)
+			return nil, err
+		}
+		cc.wmu.Lock()
 	}
 	select {
 	case <-s.respCh:

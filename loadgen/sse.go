@@ -173,15 +173,7 @@ func (s *sseReader) readLine() ([]byte, error) {
 				continue
 			}
 		}
-		// The line ends at the first CR or LF (IndexByte is vectorized; IndexAny is not).
-		i := bytes.IndexByte(buf, '\n')
-		head := buf
-		if i >= 0 {
-			head = buf[:i]
-		}
-		if j := bytes.IndexByte(head, '\r'); j >= 0 {
-			i = j
-		}
+		i := lineEnd(buf)
 		if i < 0 {
 			if !long {
 				s.long = s.long[:0]
@@ -208,6 +200,20 @@ func (s *sseReader) readLine() ([]byte, error) {
 		s.r.Discard(i + 1) // the bytes stay in the buffer until the next read
 		return line, nil
 	}
+}
+
+// lineEnd is the index of the first CR or LF in b, -1 if none (IndexByte is vectorized;
+// IndexAny is not).
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	head := b
+	if i >= 0 {
+		head = b[:i]
+	}
+	if j := bytes.IndexByte(head, '\r'); j >= 0 {
+		i = j
+	}
+	return i
 }
 
 func clip(b []byte, n int) []byte {

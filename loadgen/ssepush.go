@@ -51,15 +51,7 @@ func (p *ssePush) feed(b []byte, emit func(data, event []byte) bool) error {
 				continue
 			}
 		}
-		// The line ends at the first CR or LF (IndexByte is vectorized; IndexAny is not).
-		i := bytes.IndexByte(b, '\n')
-		head := b
-		if i >= 0 {
-			head = b[:i]
-		}
-		if j := bytes.IndexByte(head, '\r'); j >= 0 {
-			i = j
-		}
+		i := lineEnd(b)
 		if i < 0 {
 			if len(p.part)+len(b) > p.max {
 				return p.fail(fmt.Errorf("%w: line longer than the %d-byte limit (--max-line-bytes)", errMalformedSSE, p.max))
