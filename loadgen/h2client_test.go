@@ -461,7 +461,10 @@ func TestH2ClientGivesItsWindowBack(t *testing.T) {
 				var mu sync.Mutex
 				cond := sync.NewCond(&mu)
 				win := map[uint32]int64{0: c.connWin, id: h2StreamWindow}
+				gone := make(chan struct{}) // the client hung up
+				defer func() { <-gone }()   // (closing first would reset what it has not read)
 				go func() { // the window updates, read while the writer waits for them
+					defer close(gone)
 					for {
 						f, err := c.fr.ReadFrame()
 						if _, reset := f.(*http2.RSTStreamFrame); err != nil || reset {
