@@ -167,6 +167,12 @@ func (t *h2Transport) conn(ctx context.Context, addr string) (*h2Conn, error) {
 		t.dialing[addr] = d
 		t.mu.Unlock()
 		cc, err := t.newConn(ctx, addr)
+		// The dialer takes the new connection's first stream (a server that allows none
+		// would otherwise have every request dial again and again).
+		if err == nil && !cc.reserve() {
+			cc.fail(errors.New("the server allows no streams"))
+			err = errors.New("malformed HTTP/2 from the server: SETTINGS_MAX_CONCURRENT_STREAMS 0 on a new connection: it allows no request")
+		}
 		t.mu.Lock()
 		delete(t.dialing, addr)
 		if err == nil {
@@ -175,9 +181,7 @@ func (t *h2Transport) conn(ctx context.Context, addr string) (*h2Conn, error) {
 		t.mu.Unlock()
 		d.err, d.canceled = err, err != nil && ctx.Err() != nil
 		close(d.done)
-		if err != nil {
-			return nil, err
-		}
+		return cc, err
 	}
 }
 

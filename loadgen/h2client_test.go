@@ -346,6 +346,20 @@ func TestH2ClientHostileServers(t *testing.T) {
 	}
 }
 
+// TestH2ClientNoStreamsAllowed: a server whose SETTINGS allow no stream fails the request
+// once, naming the setting, instead of having it dial again and again.
+func TestH2ClientNoStreamsAllowed(t *testing.T) {
+	url := serveRawH2(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(c *rawH2, _ int) { c.request() })
+	var col collector
+	res, err := Run(context.Background(), []traces.Request{oneReq("a", 1)}, Options{Target: h2Target(url)}, col.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := col.recs[0]; rec.Failure != metrics.FailMalformed || !strings.Contains(rec.Error, "SETTINGS_MAX_CONCURRENT_STREAMS 0") || res.Connections != 1 {
+		t.Fatalf("record: %q %q after %d connections", rec.Failure, rec.Error, res.Connections)
+	}
+}
+
 // TestH2ClientNoSettings: a server that never speaks HTTP/2 fails the request at the connect
 // timeout, not never.
 func TestH2ClientNoSettings(t *testing.T) {
@@ -463,7 +477,7 @@ func TestH2ClientGivesItsWindowBack(t *testing.T) {
 				win := map[uint32]int64{0: c.connWin, id: h2StreamWindow}
 				gone := make(chan struct{}) // the client hung up
 				defer func() { <-gone }()   // (closing first would reset what it has not read)
-				go func() { // the window updates, read while the writer waits for them
+				go func() {                 // the window updates, read while the writer waits for them
 					defer close(gone)
 					for {
 						f, err := c.fr.ReadFrame()
