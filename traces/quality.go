@@ -241,6 +241,7 @@ func decodeTools(v any, opts ReadOptions) (json.RawMessage, []string, []fieldErr
 				if !opts.Lenient {
 					errs = append(errs, fieldError{at + "." + kv.key, "unknown field (a tool has type and function; read with --lenient to ignore others)"})
 				}
+				dropKey(e, kv.key)
 			}
 		}
 		if !haveType {
@@ -293,12 +294,29 @@ func decodeFunction(v any, at string, opts ReadOptions) (string, []fieldError) {
 			if !opts.Lenient {
 				errs = append(errs, fieldError{at + "." + kv.key, "unknown field (a function has name, description, parameters and strict; read with --lenient to ignore others)"})
 			}
+			dropKey(v, kv.key)
 		}
 	}
 	if name == "" && len(errs) == 0 {
 		errs = append(errs, fieldError{at + ".name", "missing (required: a non-empty string)"})
 	}
 	return name, errs
+}
+
+// dropKey removes key from a decoded object: a field --lenient ignores is not kept in the
+// JSON the trace sends and writes back (a trace written after a lenient read reads strictly).
+// With errors (not lenient) the object is not kept at all.
+func dropKey(v any, key string) {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, key)
+	case map[any]any:
+		for k := range x {
+			if fmt.Sprint(k) == key { // asObject's name for the key
+				delete(x, k)
+			}
+		}
+	}
 }
 
 // schemaField checks that a decoded value compiles as a JSON Schema.
@@ -376,6 +394,7 @@ func decodeResponseFormat(v any, opts ReadOptions) (json.RawMessage, []fieldErro
 			if !opts.Lenient {
 				errs = append(errs, fieldError{fResponseFormat + "." + kv.key, "unknown field (response_format has type and json_schema)"})
 			}
+			dropKey(v, kv.key)
 		}
 	}
 	switch {
@@ -412,6 +431,7 @@ func decodeResponseFormat(v any, opts ReadOptions) (json.RawMessage, []fieldErro
 				if !opts.Lenient {
 					why = "unknown field (json_schema has name, description, schema and strict)"
 				}
+				dropKey(js, kv.key)
 			}
 			if why != "" {
 				errs = append(errs, fieldError{at + "." + kv.key, why})

@@ -110,3 +110,31 @@ func TestQualityFieldErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestLenientDropsWhatItIgnores: a field --lenient ignores inside tools, a function,
+// response_format or its json_schema is not kept either, so the trace written back reads
+// without --lenient (FuzzRead found the function case).
+func TestLenientDropsWhatItIgnores(t *testing.T) {
+	in := `{"arrival_s":0,"input_tokens":5,"output_tokens":5,"messages":[{"role":"user","content":"hi"}],` +
+		`"tools":[{"type":"function","x_tool":1,"function":{"name":"f","x_fn":true,"parameters":{"type":"object"}}}],` +
+		`"response_format":{"type":"json_schema","x_rf":"a","json_schema":{"name":"n","x_js":[],"schema":{"type":"object"}}}}`
+	if _, err := Read(strings.NewReader(in), "t", ReadOptions{}); err == nil {
+		t.Fatal("unknown fields read without --lenient")
+	}
+	reqs, err := Read(strings.NewReader(in), "t", ReadOptions{Lenient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{string(reqs[0].Tools), string(reqs[0].ResponseFormat)} {
+		if strings.Contains(raw, "x_") {
+			t.Errorf("an ignored field was kept: %s", raw)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(&buf, "back", ReadOptions{}); err != nil {
+		t.Fatalf("the trace written back: %v", err)
+	}
+}
