@@ -52,7 +52,7 @@ func scaledITL(t *testing.T, reqs []traces.Request, scale float64) []float64 {
 // time, the chunk-gap distributions agree (median within 5%, quartiles within 15%). Before the
 // engine slept in the kernel near its deadlines, the runtime's millisecond timer resolution
 // turned a steady 1.8 ms wall-time step at scale 4 into gaps alternating near 2.2 and 1.1 ms
-// (8.9 / 4.6 ms of engine time): the median stayed close, the quartiles were 35-50% off. At
+// (8.9 / 4.6 ms of engine time): the median stayed close, the quartiles were ~30% off. At
 // scale 4 a 0.2 ms wall-time jitter is 0.8 ms of engine time, 11% of a 7 ms gap: a CI run
 // measured P75 7.02 ms at scale 1 and 7.74 ms at scale 4, so the quartiles' bound is 15%.
 func TestTimeScaleKeepsTheShape(t *testing.T) {
