@@ -495,8 +495,12 @@ func (cc *h2Conn) awaitWindow(ctx context.Context, s *h2Stream) error {
 	}
 }
 
-// grow widens the send windows and wakes the senders waiting on them (mu held).
+// grow wakes the senders waiting for the send windows to widen (mu held). A broken
+// connection has closed winCh for good.
 func (cc *h2Conn) grow() {
+	if cc.broken {
+		return
+	}
 	close(cc.winCh)
 	cc.winCh = make(chan struct{})
 }
