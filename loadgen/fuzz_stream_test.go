@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
@@ -60,4 +61,57 @@ func checkStreamedRecord(t *testing.T, rec *metrics.Record) {
 	if len(rec.Error) > metrics.MaxErrorLen+len("…") {
 		t.Fatalf("error of %d bytes", len(rec.Error))
 	}
+}
+
+// FuzzStreamPushedMatchesRead: a body pushed frame by frame (the HTTP/2 path: ssePush on the
+// connection's read loop) leaves the record that reading it whole leaves (sseReader), in any
+// pieces: the same outcome, error, tokens, chunks and token source.
+func FuzzStreamPushedMatchesRead(f *testing.F) {
+	f.Add([]byte("data: "+textChunk(" a b", 2)+"\n\ndata: "+usageChunk(3, 2)+"\n\ndata: [DONE]\n\n"), uint64(1))
+	f.Add([]byte("data: "+chatChunk("x")+"\n\ndata: {\"error\":{\"message\":\"m\"}}\n\n"), uint64(2))
+	f.Add([]byte("event: error\ndata: x\n\n"), uint64(3))
+	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choi"), uint64(4))
+	f.Add([]byte(": ping\n\nnonsense\n"), uint64(5))
+	f.Fuzz(func(t *testing.T, body []byte, seed uint64) {
+		newClient := func() *client {
+			c := &client{clock: newRealClock(), start: time.Now(), ext: extensions{ignoreEOS: true}, maxLine: 256}
+			c.bufs.New = func() any { return &streamBufs{sr: newSSEReader(nil, 64)} }
+			return c
+		}
+		run := func(push bool) *metrics.Record {
+			c := newClient()
+			rec := &metrics.Record{ServerInputTokens: -1, ServerOutputTokens: -1, RequestedTokens: 2}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			k := &call{maxTokens: 2, keepText: true}
+			if !push {
+				c.stream(ctx, cancel, &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(body))}, k, rec, &timers{})
+				return rec
+			}
+			s := &h2Stream{cc: &h2Conn{streams: map[uint32]*h2Stream{}}, id: 1, gotResp: true, status: 200,
+				respCh: make(chan struct{}), endCh: make(chan struct{}), readCh: make(chan struct{}, 1)}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.stream(ctx, cancel, &http.Response{StatusCode: 200, Body: &h2Body{s: s}}, k, rec, &timers{})
+			}()
+			r := rand.New(rand.NewPCG(seed, 3))
+			for rest := body; len(rest) > 0; {
+				n := 1 + r.IntN(len(rest))
+				if _, err := s.data(rest[:n], n); err != nil {
+					t.Fatal(err)
+				}
+				rest = rest[n:]
+			}
+			s.end(nil)
+			<-done
+			return rec
+		}
+		a, b := run(false), run(true)
+		if a.Failure != b.Failure || a.Error != b.Error || a.OutputTokens != b.OutputTokens || len(a.Chunks) != len(b.Chunks) || a.TokenSource != b.TokenSource {
+			t.Fatalf("read: %q %q, %d tokens in %d chunks (%s)\npushed: %q %q, %d tokens in %d chunks (%s)",
+				a.Failure, a.Error, a.OutputTokens, len(a.Chunks), a.TokenSource, b.Failure, b.Error, b.OutputTokens, len(b.Chunks), b.TokenSource)
+		}
+		checkStreamedRecord(t, b)
+	})
 }
