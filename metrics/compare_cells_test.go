@@ -58,6 +58,21 @@ func cellRecords(rng *rand.Rand, n int) SliceSource {
 	return out
 }
 
+// loadCells reads one side as Compare does: its records, block plan and cells.
+func loadCells(t *testing.T, srcs []Source, opts *Options) (*sideData, *blockPlan, *sideCells) {
+	t.Helper()
+	d, err := loadSide(srcs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planBlocks(d)
+	g, err := cellsOf(d, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, &p, g
+}
+
 // A resample weighs each cell of records alike, so evaluating the cells with weights w must
 // give what evaluating the resample itself gives: every record repeated w(its cell) times,
 // each weighing 1. Quantiles are the same values exactly; means and ratios agree to rounding.
@@ -65,17 +80,9 @@ func TestCellWeightsEqualTheMaterializedResample(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 3))
 	src := cellRecords(rng, 600)
 	opts := Options{}.withDefaults()
-	d, err := loadSide([]Source{src}, &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := planBlocks(d)
+	d, p, g := loadCells(t, []Source{src}, &opts)
 	if p.blocks < 2 {
 		t.Fatalf("%d blocks", p.blocks)
-	}
-	g, err := cellsOf(d, &p)
-	if err != nil {
-		t.Fatal(err)
 	}
 	names := []string{"ttft.mean", "ttft.p50", "ttft.p90", "ttft.p95", "ttft.p99", "ttft.p999", "ttft.max", "e2e.p99", "tpot.mean",
 		"itl.mean", "itl.p50", "itl.p99", "itl_chunk.p95", "tokens_per_chunk.mean", "tokens_per_chunk.p90",
@@ -99,15 +106,7 @@ func TestCellWeightsEqualTheMaterializedResample(t *testing.T) {
 				resample = append(resample, c)
 			}
 		}
-		d2, err := loadSide([]Source{resample}, &opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p2 := planBlocks(d2)
-		g2, err := cellsOf(d2, &p2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, _, g2 := loadCells(t, []Source{resample}, &opts)
 		want := g2.eval(specs, nil, d.window)
 		for k, sp := range specs {
 			a, b := got[k], want[k]
@@ -130,15 +129,7 @@ func TestCellsUnweightedEqualTheRecords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	for _, runs := range [][]Source{{cellRecords(rng, 700)}, {cellRecords(rng, 500), cellRecords(rng, 300)}} {
 		opts := Options{}.withDefaults()
-		d, err := loadSide(runs, &opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := planBlocks(d)
-		g, err := cellsOf(d, &p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, _, g := loadCells(t, runs, &opts)
 		t.Logf("%d runs: %d cells", len(runs), g.cells)
 		if len(runs) == 1 && g.chk[sfTTFT] == nil || len(runs) == 2 && g.chk[sfTTFT] != nil {
 			t.Fatalf("%d runs, %d cells: checkpoints %v", len(runs), g.cells, g.chk[sfTTFT] != nil)
