@@ -152,12 +152,28 @@ func h2Target(url string) Target {
 
 // TestH2ClientStreamsTokens: a streamed response read in place, frame by frame, counts its
 // tokens and chunks; an event split across DATA frames parses, and two events in one frame
-// are two chunks of the same time.
+// are two chunks of the same time. A PING mid-request is answered with its data.
 func TestH2ClientStreamsTokens(t *testing.T) {
 	url := serveRawH2(t, nil, func(c *rawH2, _ int) {
 		id, body := c.request()
 		if !json.Valid(body) {
 			t.Errorf("request body %q", body)
+		}
+		ping := [8]byte{'l', 'l', 'm', 'b', 'e', 'n', 'c', 'h'}
+		c.fr.WritePing(false, ping)
+		for acked := false; !acked; {
+			f, err := c.fr.ReadFrame()
+			if err != nil {
+				t.Errorf("no PING ack: %v", err)
+				return
+			}
+			if p, ok := f.(*http2.PingFrame); ok {
+				acked = p.IsAck() && p.Data == ping
+				if !acked {
+					t.Errorf("PING answered with ack %v, data %q", p.IsAck(), p.Data[:])
+					return
+				}
+			}
 		}
 		c.sse(id)
 		c.token(id, "a")
