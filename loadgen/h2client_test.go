@@ -539,3 +539,29 @@ func TestH2ClientGivesItsWindowBack(t *testing.T) {
 		})
 	}
 }
+
+// TestH2ClientRefusedStreamRetries: a stream the server refuses (RST_STREAM REFUSED_STREAM:
+// not processed) is sent again; here on the same connection, which still has room.
+func TestH2ClientRefusedStreamRetries(t *testing.T) {
+	url := serveRawH2(t, nil, func(c *rawH2, _ int) {
+		id, _ := c.request()
+		c.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		id2, _ := c.request()
+		if id2 <= id {
+			t.Errorf("retry on stream %d after %d", id2, id)
+			return
+		}
+		c.sse(id2)
+		c.token(id2, "a")
+		c.done(id2)
+		c.awaitReset(id2)
+	})
+	var col collector
+	res, err := Run(context.Background(), []traces.Request{oneReq("a", 1)}, Options{Target: h2Target(url)}, col.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(col.recs) != 1 || !col.recs[0].OK() || res.Connections != 1 {
+		t.Fatalf("%d records (%+v), %d connections; want one success on the first connection", len(col.recs), col.recs, res.Connections)
+	}
+}
