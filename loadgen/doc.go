@@ -8,9 +8,13 @@
 // Open loop (the default): each request is dispatched at its trace offset (divided by
 // Options.RateScale) from the run start, computed from absolute offsets, never by sleeping
 // between requests, and never waiting for earlier requests. Pacing uses a Go timer, then
-// kernel sleeps, then a short busy wait, so dispatch lands well within a millisecond of the
-// intended time. Record.Intended is the schedule, Record.Dispatched when the dispatcher fired
-// (the difference is schedule lag, the client's health) and Record.Sent when the HTTP request
+// kernel timers (a timerfd waited on through the network poller on Linux, nanosleep
+// elsewhere), then a short busy wait, so dispatch lands well within a millisecond of the
+// intended time. On the real clock the dispatcher starts each request a little ahead (the
+// kernel-timer window) and the request sleeps the rest itself, so one late wake-up delays one
+// request, not every request due behind it. Record.Intended is the schedule,
+// Record.Dispatched when the request's own wait ended (the difference is schedule lag, the
+// client's health) and Record.Sent when the HTTP request
 // started. Latency is measured from Intended. With Options.MaxConcurrency a request due while
 // the cap is reached waits for a slot in arrival order; the wait is queue time (Sent -
 // Dispatched), never hidden by shifting the schedule. Options.Concurrency runs closed loop

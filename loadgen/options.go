@@ -244,6 +244,15 @@ func newRealClock() *realClock {
 
 func (c *realClock) Now() time.Time { return time.Now() }
 
+// leadClock is a Clock whose open-loop requests are started lead ahead of their time and
+// sleep the rest themselves (openLoop): the real clock, with its fine-sleep window as the lead.
+type leadClock interface {
+	Clock
+	lead() time.Duration
+}
+
+func (c *realClock) lead() time.Duration { return c.window() }
+
 func (c *realClock) window() time.Duration {
 	return min(max(2*time.Duration(c.late.Load()), minSpin), maxSpin)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -407,15 +408,41 @@ func (r *runner) startPreparer(p *planner) *preparer {
 
 func (p *preparer) close() { close(p.stop) }
 
+// leadGap is the least gap to the previous request for which the dispatcher starts a request
+// ahead (leadClock). Closer requests it sends itself: it has just woken for the previous one
+// and waits out the gap mostly in its busy wait, where a request sleeping on its own would
+// need a wake-up of its own (8,000 short requests a second, 2 cores, 32 steps of 500 ms
+// interleaved: step lag P99 median ≈ 3.4 ms when every request slept itself, ≈ 2.4 ms with
+// the dispatcher sending them, ≈ 0.7–1.0 ms with this rule and the timerfd sleep).
+const leadGap = 300 * time.Microsecond
+
 // openLoop dispatches each item at its intended time, never waiting for earlier ones. It
 // takes each item's call from the preparer; if that falls behind, the dispatcher waits for it
 // and the lag shows. Once the run is interrupted, the rest of the plan is recorded as dropped.
+//
+// On the real clock (a leadClock) the dispatcher starts each request's goroutine a lead ahead
+// of its time (the clock's fine-sleep window), and the goroutine sleeps the rest itself: a wake-up that
+// comes late (on a loaded machine a sleeping thread can wake milliseconds late) then delays
+// that one request, where a dispatcher sending every request itself passed its lateness on to
+// every request due while it slept (at 2,000 requests a second, a 4 ms late wake made eight
+// late sends).
 func (r *runner) openLoop(pre *preparer) {
+	var lead time.Duration
+	if c, ok := r.clock.(leadClock); ok {
+		lead = c.lead()
+	}
+	prev := time.Duration(math.MinInt64 / 2)
 	for pc := range pre.calls {
 		it, k := pc.it, pc.k
+		led := lead > 0 && it.intended-prev >= leadGap
+		prev = it.intended
+		wake := it.intended
+		if led {
+			wake -= lead
+		}
 		err := r.soft.Err()
 		if err == nil && k != nil {
-			err = r.clock.SleepUntil(r.soft, r.start.Add(it.intended))
+			err = r.clock.SleepUntil(r.soft, r.start.Add(wake))
 		}
 		if err == nil && k != nil && r.waiting != nil {
 			// Backpressure: past MaxWaiting requests dispatched and not yet sent, the
@@ -437,6 +464,14 @@ func (r *runner) openLoop(pre *preparer) {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			if led {
+				if err := r.clock.SleepUntil(r.soft, r.start.Add(it.intended)); err != nil {
+					r.unwait(k)
+					r.dropItem(it, 0, int64(it.intended), 0, "never sent: the run was interrupted")
+					return
+				}
+				dispatched = r.c.now()
+			}
 			r.runItem(it, k, int64(it.intended), dispatched)
 		}()
 	}

@@ -98,7 +98,9 @@ func virtualRunSource(t *testing.T, e *slowEngine, src traces.Source, opts Optio
 		defer stop()
 		opts.Target = Target{URL: "http://engine", Model: "m", Stream: true, Backend: "openai", SessionHeader: opts.Target.SessionHeader}
 		opts.Dial = pn.Dial
-		opts.Clock = timerClock{}
+		if opts.Clock == nil {
+			opts.Clock = timerClock{}
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if interruptAt > 0 {

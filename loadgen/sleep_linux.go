@@ -1,0 +1,78 @@
+//go:build linux
+
+package loadgen
+
+import (
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fineSleep waits d on a timerfd read through Go's network poller. The kernel's timer wakes
+// within tens of microseconds where Go timers may take a millisecond (the poller's wait is in
+// whole milliseconds), and the goroutine waits parked, as for a socket: no thread sleeps
+// holding a P, and on waking it runs on whichever P polled, where a nanosleep (fineSleep's
+// first version, kept below as the fallback) gave its P away after 20 µs and waited for one
+// again behind the read loops. The timerfds are kept in a small pool: concurrent fine sleeps
+// are few (each is the last window of one wait), and past maxTimerFDs a sleep falls back to
+// nanosleep.
+func fineSleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := takeTimerFD()
+	if t == nil {
+		nanosleep(d)
+		return
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	if unix.TimerfdSettime(t.fd, 0, &spec, nil) != nil {
+		nanosleep(d)
+	} else if _, err := t.f.Read(t.buf[:]); err != nil {
+		nanosleep(d) // cannot happen on a live timerfd; a broken one is dropped
+		timerFDs.n.Add(-1)
+		t.f.Close()
+		return
+	}
+	timerFDs.free <- t
+}
+
+const maxTimerFDs = 64
+
+type timerFD struct {
+	fd  int
+	f   *os.File // registered with the poller (the fd is non-blocking)
+	buf [8]byte  // the expiry count a read returns
+}
+
+var timerFDs = struct {
+	free chan *timerFD
+	n    atomic.Int32 // created and not dropped
+}{free: make(chan *timerFD, maxTimerFDs)}
+
+// takeTimerFD returns a free timerfd, a new one while fewer than maxTimerFDs exist, or nil.
+func takeTimerFD() *timerFD {
+	select {
+	case t := <-timerFDs.free:
+		return t
+	default:
+	}
+	if timerFDs.n.Add(1) > maxTimerFDs {
+		timerFDs.n.Add(-1)
+		return nil
+	}
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		timerFDs.n.Add(-1)
+		return nil
+	}
+	return &timerFD{fd: fd, f: os.NewFile(uintptr(fd), "timerfd")}
+}
+
+func nanosleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	syscall.Nanosleep(&ts, nil)
+}
