@@ -57,7 +57,7 @@ func TestCalibrateRecoversHiddenProfile(t *testing.T) {
 		out, rate string
 	}{{high, "1"}, {low, "0.5"}} {
 		app := newTestApp(nil)
-		if code := app.cli("run", "--trace", trace, "--out", r.out, "--rate-scale", r.rate, "--time-scale", "2", "--no-progress",
+		if code := app.cli("run", "--trace", trace, "--out", r.out, "--rate-scale", r.rate, "--time-scale", "4", "--no-progress",
 			"--profiles", hidden, "--enable-prefix-caching=false", "--engine-seed", "1"); code != 0 {
 			t.Fatalf("run at rate scale %s: exit %d\n%s", r.rate, code, app.err)
 		}
