@@ -411,9 +411,9 @@ func (p *preparer) close() { close(p.stop) }
 // leadGap is the least gap to the previous request for which the dispatcher starts a request
 // ahead (leadClock). Closer requests it sends itself: it has just woken for the previous one
 // and waits out the gap mostly in its busy wait, where a request sleeping on its own would
-// need a wake-up of its own (8,000 short requests a second, 2 cores, 32 steps of 500 ms
-// interleaved: step lag P99 median ≈ 3.4 ms when every request slept itself, ≈ 2.4 ms with
-// the dispatcher sending them, ≈ 0.7–1.0 ms with this rule and the timerfd sleep).
+// need a wake-up of its own (8,000 short requests a second, 2 cores, 500 ms steps
+// interleaved: step lag P99 median 3.37 ms when every request slept itself against 2.45 ms
+// for the dispatcher sending each; with this rule and the timerfd sleep 0.86 against 2.28).
 const leadGap = 300 * time.Microsecond
 
 // openLoop dispatches each item at its intended time, never waiting for earlier ones. It

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,17 +70,29 @@ func TestTimeScaleKeepsTheShape(t *testing.T) {
 		sort.Float64s(s)
 		return s[int(p*float64(len(s)-1))]
 	}
-	g1 := scaledITL(t, reqs, 1)
-	g4 := scaledITL(t, reqs, 4)
-	if len(g1) != len(g4) || len(g1) < 150 {
-		t.Fatalf("%d and %d gaps", len(g1), len(g4))
-	}
-	for _, c := range []struct {
-		p, tol float64
-	}{{0.5, 0.05}, {0.25, 0.15}, {0.75, 0.15}} {
-		a, b := q(g1, c.p), q(g4, c.p)
-		if math.Abs(b-a) > c.tol*a {
-			t.Errorf("chunk gap P%g: %.3f ms at scale 1, %.3f ms at scale 4 (more than %g%% apart)", 100*c.p, a, b, 100*c.tol)
+	// Two tries: one stall of a shared machine in a 0.6 s replay moves a quartile (a CI run
+	// measured P25 6.6 ms at scale 1 and 3.6 at scale 4, and the next ten runs agreed within
+	// 5%); the regression this guards shows in every run.
+	var misses []string
+	for try := range 2 {
+		g1 := scaledITL(t, reqs, 1)
+		g4 := scaledITL(t, reqs, 4)
+		if len(g1) != len(g4) || len(g1) < 150 {
+			t.Fatalf("%d and %d gaps", len(g1), len(g4))
 		}
+		misses = misses[:0]
+		for _, c := range []struct {
+			p, tol float64
+		}{{0.5, 0.05}, {0.25, 0.15}, {0.75, 0.15}} {
+			a, b := q(g1, c.p), q(g4, c.p)
+			if math.Abs(b-a) > c.tol*a {
+				misses = append(misses, fmt.Sprintf("chunk gap P%g: %.3f ms at scale 1, %.3f ms at scale 4 (more than %g%% apart)", 100*c.p, a, b, 100*c.tol))
+			}
+		}
+		if len(misses) == 0 {
+			return
+		}
+		t.Logf("try %d: %s", try+1, strings.Join(misses, "; "))
 	}
+	t.Errorf("both tries missed: %s", strings.Join(misses, "; "))
 }
