@@ -249,7 +249,8 @@ func TestShardedRunMergesLikeOneRun(t *testing.T) {
 		sum.Latency.TTFT.P50, sum.Latency.TTFT.P90, one.Latency.TTFT.P50, one.Latency.TTFT.P90,
 		sum.Latency.TPOT.P50, sum.Latency.TPOT.P90, one.Latency.TPOT.P50, one.Latency.TPOT.P90, m.WorstBoundNs)
 	for _, p := range parts {
-		t.Logf("shard %d: schedule lag P99 %.2f ms, max %.2f ms; warnings %q", p.Run.Shard.Index, p.Client.LagMs.P99, p.Client.LagMs.Max, p.Warnings)
+		t.Logf("shard %d: schedule lag P99 %.2f ms, max %.2f ms; clock offset %d ns ± %d; warnings %q", p.Run.Shard.Index, p.Client.LagMs.P99, p.Client.LagMs.Max,
+			p.Run.Shard.Clock.OffsetNs, p.Run.Shard.Clock.BoundNs, p.Warnings)
 	}
 
 	// Refusal: shard 0 twice exits 2 and writes nothing.
@@ -355,7 +356,8 @@ func checkAgainstEngine(t *testing.T, name, dir string, eng *refengine.Engine, e
 		if !epoch.IsZero() {
 			d := tl.Wall(tl.Arrival).Sub(epoch.Add(time.Duration(r.Sent)))
 			if d < -(bound + early) {
-				t.Errorf("%s: request %s: sent at %s on the common epoch, the engine saw it %.3f ms earlier (clock bound %s)", name, r.ID, time.Duration(r.Sent), -ms(int64(d)), bound)
+				t.Errorf("%s: request %s: sent at %s on the common epoch (intended %s, dispatched %s), the engine saw it %.3f ms earlier (clock bound %s)",
+					name, r.ID, time.Duration(r.Sent), time.Duration(r.Intended), time.Duration(r.Dispatched), -ms(int64(d)), bound)
 			}
 			transit = append(transit, ms(int64(d)))
 		}
