@@ -227,6 +227,9 @@ type Result struct {
 // punish it as a CPU hog), then a busy wait for the last busyWait.
 type realClock struct {
 	late atomic.Int64 // moving average of timer lateness, ns
+	// poller says whether the kernel sleeps may wait through the network poller (fineSleep);
+	// nil: they may.
+	poller func() bool
 }
 
 const (
@@ -280,7 +283,7 @@ func (c *realClock) SleepUntil(ctx context.Context, t time.Time) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			fineSleep(left - busyWait*4/5)
+			fineSleep(left-busyWait*4/5, c.poller == nil || c.poller())
 		}
 	}
 }

@@ -11,16 +11,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fineSleep waits d on a timerfd read through Go's network poller. The kernel's timer wakes
-// within tens of microseconds where Go timers may take a millisecond (the poller's wait is in
-// whole milliseconds), and the goroutine waits parked, as for a socket: no thread sleeps
-// holding a P, and on waking it runs on whichever P polled, where a nanosleep (fineSleep's
-// first version, kept below as the fallback) gave its P away after 20 µs and waited for one
-// again behind the read loops. The timerfds are kept in a small pool: concurrent fine sleeps
-// are few (each is the last window of one wait), and past maxTimerFDs a sleep falls back to
-// nanosleep.
-func fineSleep(d time.Duration) {
+// fineSleep waits d, with poller on a timerfd read through Go's network poller, else in
+// nanosleep. The kernel's timer wakes within tens of microseconds where Go timers may take a
+// millisecond (the poller's wait is in whole milliseconds). On the timerfd the goroutine waits
+// parked, as for a socket: no thread sleeps holding a P, and on waking it runs on whichever P
+// polled, where a nanosleep gives its P away after 20 µs and waits for one again behind the
+// read loops. But its wake-up then queues behind every socket the same poll found ready: with
+// thousands of HTTP/1.1 streams in flight the timerfd is far worse (realClock.poller decides).
+// The timerfds are kept in a small pool: concurrent fine sleeps are few (each is the last
+// window of one wait), and past maxTimerFDs a sleep falls back to nanosleep.
+func fineSleep(d time.Duration, poller bool) {
 	if d <= 0 {
+		return
+	}
+	if !poller {
+		nanosleep(d)
 		return
 	}
 	t := takeTimerFD()

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestFineSleepTimerFDs: fineSleep never returns early, whether it waits on a pooled timerfd
-// or (with more sleepers at once than the pool holds) falls back to nanosleep, and the pool
+// TestFineSleepTimerFDs: fineSleep never returns early, whether it waits on a pooled timerfd,
+// in nanosleep (poller false), or (with more sleepers at once than the pool holds) falls back
+// to nanosleep, and the pool
 // never grows past maxTimerFDs; every timerfd is back in the pool afterwards.
 func TestFineSleepTimerFDs(t *testing.T) {
 	var wg sync.WaitGroup
@@ -19,7 +20,7 @@ func TestFineSleepTimerFDs(t *testing.T) {
 		wg.Go(func() {
 			d := time.Duration(50+i%7*100) * time.Microsecond
 			start := time.Now()
-			fineSleep(d)
+			fineSleep(d, i%4 != 0) // a quarter on nanosleep
 			if time.Since(start) < d {
 				mu.Lock()
 				early++
@@ -37,6 +38,6 @@ func TestFineSleepTimerFDs(t *testing.T) {
 	if free, n := len(timerFDs.free), int(timerFDs.n.Load()); free != n {
 		t.Errorf("%d of %d timerfds back in the pool", free, n)
 	}
-	fineSleep(0) // returns at once: a zero timerfd value would disarm it and never fire
-	fineSleep(-time.Millisecond)
+	fineSleep(0, true) // returns at once: a zero timerfd value would disarm it and never fire
+	fineSleep(-time.Millisecond, true)
 }

@@ -1,15 +1,16 @@
-//go:build unix && !linux
+//go:build unix && !linux && !darwin
 
 package loadgen
 
 import (
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fineSleep sleeps d in the kernel (nanosleep), which wakes within tens of microseconds where
 // Go timers may take a millisecond.
-func fineSleep(d time.Duration) {
-	ts := syscall.NsecToTimespec(int64(d))
-	syscall.Nanosleep(&ts, nil)
+func fineSleep(d time.Duration, _ bool) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.Nanosleep(&ts, nil)
 }

@@ -8,4 +8,4 @@ import (
 )
 
 // fineSleep yields to other goroutines; without nanosleep the wait becomes a yielding spin.
-func fineSleep(time.Duration) { runtime.Gosched() }
+func fineSleep(time.Duration, bool) { runtime.Gosched() }
