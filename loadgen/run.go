@@ -437,12 +437,12 @@ func sleepViaPoller(http2 bool, inFlight int64) bool { return http2 || inFlight 
 // takes each item's call from the preparer; if that falls behind, the dispatcher waits for it
 // and the lag shows. Once the run is interrupted, the rest of the plan is recorded as dropped.
 //
-// On the real clock (a leadClock) the dispatcher starts each request's goroutine a lead ahead
-// of its time (the clock's fine-sleep window), and the goroutine sleeps the rest itself: a wake-up that
-// comes late (on a loaded machine a sleeping thread can wake milliseconds late) then delays
-// that one request, where a dispatcher sending every request itself passed its lateness on to
-// every request due while it slept (at 2,000 requests a second, a 4 ms late wake made eight
-// late sends).
+// On the real clock (a leadClock) the dispatcher starts each request at least leadGap after
+// the previous one a lead ahead of its time (the clock's fine-sleep window), and the
+// request's goroutine sleeps the rest itself: a wake-up that comes late (on a loaded machine
+// a sleeping thread can wake milliseconds late) then delays that one request, where a
+// dispatcher sending every request itself passed its lateness on to every request due while
+// it slept (at 2,000 requests a second, a 4 ms late wake made eight late sends).
 func (r *runner) openLoop(pre *preparer) {
 	var lead time.Duration
 	if c, ok := r.clock.(leadClock); ok {
