@@ -130,6 +130,14 @@ func (c *rawH2) token(id uint32, text string) {
 
 func (c *rawH2) done(id uint32) { c.fr.WriteData(id, true, []byte("data: [DONE]\n\n")) }
 
+// answer streams one token on stream id, ends it, and waits for the client's reset.
+func (c *rawH2) answer(id uint32) {
+	c.sse(id)
+	c.token(id, "a")
+	c.done(id)
+	c.awaitReset(id)
+}
+
 // awaitReset reads frames until the client resets stream id; false when it never does.
 func (c *rawH2) awaitReset(id uint32) (http2.ErrCode, bool) {
 	for {
@@ -215,18 +223,11 @@ func TestH2ClientGoAwayRetries(t *testing.T) {
 			return
 		}
 		served.Add(1)
-		c.sse(id)
-		c.token(id, "a")
-		c.done(id)
-		c.awaitReset(id)
+		c.answer(id)
 	})
-	var col collector
-	res, err := Run(context.Background(), []traces.Request{oneReq("a", 1)}, Options{Target: h2Target(url)}, col.sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(col.recs) != 1 || !col.recs[0].OK() || served.Load() != 1 || res.Connections != 2 {
-		t.Fatalf("%d records (%+v), served %d, %d connections; want one success on the second connection", len(col.recs), col.recs, served.Load(), res.Connections)
+	rec, res := runOneResult(t, Options{Target: h2Target(url)}, oneReq("a", 1))
+	if !rec.OK() || served.Load() != 1 || res.Connections != 2 {
+		t.Fatalf("record %+v, served %d, %d connections; want one success on the second connection", rec, served.Load(), res.Connections)
 	}
 }
 
@@ -264,10 +265,7 @@ func TestH2ClientHonoursTheServersWindow(t *testing.T) {
 		if !json.Valid(body) || len(body) <= 4*win {
 			t.Errorf("request body of %d bytes: %q", len(body), body)
 		}
-		c.sse(id)
-		c.token(id, "a")
-		c.done(id)
-		c.awaitReset(id)
+		c.answer(id)
 	})
 	rec := runOne(t, Options{Target: h2Target(url)}, oneReq("a", 1))
 	if !rec.OK() {
@@ -366,12 +364,8 @@ func TestH2ClientHostileServers(t *testing.T) {
 // once, naming the setting, instead of having it dial again and again.
 func TestH2ClientNoStreamsAllowed(t *testing.T) {
 	url := serveRawH2(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(c *rawH2, _ int) { c.request() })
-	var col collector
-	res, err := Run(context.Background(), []traces.Request{oneReq("a", 1)}, Options{Target: h2Target(url)}, col.sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := col.recs[0]; rec.Failure != metrics.FailMalformed || !strings.Contains(rec.Error, "SETTINGS_MAX_CONCURRENT_STREAMS 0") || res.Connections != 1 {
+	rec, res := runOneResult(t, Options{Target: h2Target(url)}, oneReq("a", 1))
+	if rec.Failure != metrics.FailMalformed || !strings.Contains(rec.Error, "SETTINGS_MAX_CONCURRENT_STREAMS 0") || res.Connections != 1 {
 		t.Fatalf("record: %q %q after %d connections", rec.Failure, rec.Error, res.Connections)
 	}
 }
@@ -551,17 +545,10 @@ func TestH2ClientRefusedStreamRetries(t *testing.T) {
 			t.Errorf("retry on stream %d after %d", id2, id)
 			return
 		}
-		c.sse(id2)
-		c.token(id2, "a")
-		c.done(id2)
-		c.awaitReset(id2)
+		c.answer(id2)
 	})
-	var col collector
-	res, err := Run(context.Background(), []traces.Request{oneReq("a", 1)}, Options{Target: h2Target(url)}, col.sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(col.recs) != 1 || !col.recs[0].OK() || res.Connections != 1 {
-		t.Fatalf("%d records (%+v), %d connections; want one success on the first connection", len(col.recs), col.recs, res.Connections)
+	rec, res := runOneResult(t, Options{Target: h2Target(url)}, oneReq("a", 1))
+	if !rec.OK() || res.Connections != 1 {
+		t.Fatalf("record %+v, %d connections; want one success on the first connection", rec, res.Connections)
 	}
 }

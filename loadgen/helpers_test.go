@@ -135,6 +135,13 @@ func oneReq(id string, out int) traces.Request {
 
 func runOne(t *testing.T, opts Options, req traces.Request) metrics.Record {
 	t.Helper()
+	rec, _ := runOneResult(t, opts, req)
+	return rec
+}
+
+// runOneResult is runOne with the run's Result (connections dialed, say).
+func runOneResult(t *testing.T, opts Options, req traces.Request) (metrics.Record, *Result) {
+	t.Helper()
 	var col collector
 	res, err := Run(context.Background(), []traces.Request{req}, opts, col.sink)
 	if err != nil {
@@ -143,7 +150,7 @@ func runOne(t *testing.T, opts Options, req traces.Request) metrics.Record {
 	if len(col.recs) != 1 || res.Succeeded+res.Failed != 1 {
 		t.Fatalf("got %d records, result %+v", len(col.recs), res)
 	}
-	return col.recs[0]
+	return col.recs[0], res
 }
 
 // serveVirtual serves h on an in-memory network; stop must be called before the bubble ends.
