@@ -5,10 +5,11 @@ package loadgen
 import (
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/llmbench/llmbench/internal/ksleep"
 )
 
 // fineSleep waits d, with poller on a timerfd read through Go's network poller, else in
@@ -25,19 +26,19 @@ func fineSleep(d time.Duration, poller bool) {
 		return
 	}
 	if !poller {
-		nanosleep(d)
+		ksleep.Sleep(d)
 		return
 	}
 	t := takeTimerFD()
 	if t == nil {
-		nanosleep(d)
+		ksleep.Sleep(d)
 		return
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
 	if unix.TimerfdSettime(t.fd, 0, &spec, nil) != nil {
-		nanosleep(d)
+		ksleep.Sleep(d)
 	} else if _, err := t.f.Read(t.buf[:]); err != nil {
-		nanosleep(d) // cannot happen on a live timerfd; a broken one is dropped
+		ksleep.Sleep(d) // cannot happen on a live timerfd; a broken one is dropped
 		timerFDs.n.Add(-1)
 		t.f.Close()
 		return
@@ -75,9 +76,4 @@ func takeTimerFD() *timerFD {
 		return nil
 	}
 	return &timerFD{fd: fd, f: os.NewFile(uintptr(fd), "timerfd")}
-}
-
-func nanosleep(d time.Duration) {
-	ts := syscall.NsecToTimespec(int64(d))
-	syscall.Nanosleep(&ts, nil)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/ksleep"
 )
 
 // Clock is the engine's notion of time. Every time the engine records is a simulated offset
@@ -83,7 +85,7 @@ func (c *ScaledClock) SleepUntil(ctx context.Context, t time.Duration) error {
 		if left <= 0 {
 			return nil
 		}
-		kernelSleep(min(left, fineSlice))
+		ksleep.Sleep(min(left, fineSlice))
 	}
 }
 
