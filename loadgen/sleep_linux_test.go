@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestFineSleepTimerFDs: fineSleep never returns early, whether it waits on a pooled timerfd,
@@ -40,4 +42,41 @@ func TestFineSleepTimerFDs(t *testing.T) {
 	}
 	fineSleep(0, true) // returns at once: a zero timerfd value would disarm it and never fire
 	fineSleep(-time.Millisecond, true)
+}
+
+// TestTimerFDWaitAfterAStaleExpiry: when the Go timer wins a wait, the timerfd may expire
+// unread before it is disarmed, and the poller may have seen it; the next wait on it must
+// still last its whole time (arming clears the expiry count; a stale wake-up only makes the
+// read retry), where an expiry left over would end it at once, early.
+func TestTimerFDWaitAfterAStaleExpiry(t *testing.T) {
+	tf := takeTimerFD()
+	if tf == nil {
+		t.Fatal("no timerfd")
+	}
+	defer func() { timerFDs.free <- tf }()
+	arm := func(d time.Duration) {
+		t.Helper()
+		if err := unix.TimerfdSettime(tf.fd, 0, &unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arm(50 * time.Microsecond)
+	// Wait until it has expired, without reading the expiry.
+	if _, err := unix.Poll([]unix.PollFd{{Fd: int32(tf.fd), Events: unix.POLLIN}}, 1000); err != nil {
+		t.Fatal(err)
+	}
+	// What wait does when the deadline won, then the next sleep on the same timerfd.
+	if err := unix.TimerfdSettime(tf.fd, 0, &unix.ItimerSpec{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{3 * time.Millisecond, time.Millisecond} {
+		start := time.Now()
+		arm(d)
+		if err := tf.wait(d); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got < d {
+			t.Errorf("a %v wait after a stale expiry ended after %v", d, got)
+		}
+	}
 }
