@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -131,5 +132,24 @@ func TestSleepViaPoller(t *testing.T) {
 		if got := sleepViaPoller(c.http2, c.inFlight); got != c.want {
 			t.Errorf("http2 %v, %d in flight: via the poller %v, want %v", c.http2, c.inFlight, got, c.want)
 		}
+	}
+}
+
+// TestWakeLatenessNeverEarly: bench's wake floor is the real clock's own pacing, which never
+// ends a wait early, one value a wait; a canceled context stops it with the context's error.
+func TestWakeLatenessNeverEarly(t *testing.T) {
+	late, err := WakeLateness(context.Background(), 50, 200*time.Microsecond)
+	if err != nil || len(late) != 50 {
+		t.Fatalf("WakeLateness = %d values, %v; want 50, nil", len(late), err)
+	}
+	for i, d := range late {
+		if d < 0 {
+			t.Errorf("wait %d ended %v early", i, -d)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if late, err := WakeLateness(ctx, 10, 10*time.Millisecond); !errors.Is(err, context.Canceled) || len(late) != 0 {
+		t.Errorf("canceled: WakeLateness = %d values, %v; want 0, context.Canceled", len(late), err)
 	}
 }

@@ -288,6 +288,23 @@ func (c *realClock) SleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
+// WakeLateness paces n waits of d, one after another, as a run paces its sends on the real
+// clock (its fine sleeps through the network poller, as over HTTP/2), and returns how late
+// each ended. On an otherwise idle process this is the machine's own floor under a run's
+// schedule lag: the part that no client can remove (llmbench bench reports its P99).
+func WakeLateness(ctx context.Context, n int, d time.Duration) ([]time.Duration, error) {
+	c := newRealClock()
+	late := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now().Add(d)
+		if err := c.SleepUntil(ctx, t); err != nil {
+			return late, err
+		}
+		late = append(late, time.Since(t))
+	}
+	return late, nil
+}
+
 // extensions are the non-standard request fields a backend accepts.
 type extensions struct {
 	ignoreEOS       bool // ignore_eos: generate exactly max_tokens

@@ -62,6 +62,12 @@ started at --ramp-rate per second and all open for --window:
   rss_per_stream_kb     resident memory in the middle of the window minus before, per
                         stream; the built-in server runs in this process and is included
   connections           connections dialed (--http2 multiplexes the streams)
+  wake_floor_p99_ms     how late the client's own sleeps woke just before the point, with
+                        nothing else running: this machine's floor under lag_p99_ms
+  steal                 CPU time the hypervisor gave to other machines during the point
+                        (virtual machines; /proc/stat): stalls no client can remove
+
+Each point runs once, or --runs times with the medians reported and every run printed.
 
 Over HTTP/1.1 every stream holds two file descriptors (both ends are in this process): a
 point that needs more than the limit is skipped with a note; --http2 needs few.`,
@@ -79,7 +85,7 @@ point that needs more than the limit is skipped with a note; --http2 needs few.`
 	fs := cmd.Flags()
 	fs.BoolVar(&o.json, "json", false, "print the figures and machine facts as one JSON object")
 	fs.BoolVar(&o.quick, "quick", false, "defaults for a short check: one run, 300ms dispatch steps, 30-token streams, 300,000 ingest tokens (about 5-15 s); flags given with it keep their values")
-	fs.IntVar(&o.sb.Runs, "runs", 3, "repetitions of each measurement; the median is reported")
+	fs.IntVar(&o.sb.Runs, "runs", 3, "repetitions of each measurement; the median is reported (long-streams: default 1)")
 	fs.DurationVar(&o.sb.DispatchStep, "dispatch-step", 500*time.Millisecond, "length of each rate step of the dispatch test")
 	fs.DurationVar(&o.sb.LagLimit, "lag-limit", time.Millisecond, "schedule-lag P99 a dispatch rate must stay under")
 	fs.IntVar(&o.sb.IngestTokens, "ingest-tokens", 1_000_000, "tokens streamed in the ingest test")
@@ -95,13 +101,30 @@ point that needs more than the limit is skipped with a note; --http2 needs few.`
 	return cmd
 }
 
+// Flags that apply to one scenario only: given with the other, they are refused rather than
+// ignored.
+var (
+	clientOnlyFlags = []string{"quick", "dispatch-step", "lag-limit", "ingest-tokens", "streams", "stream-tokens"}
+	longOnlyFlags   = []string{"in-flight", "window", "ramp-rate", "http2", "source-addrs"}
+)
+
 func runBench(ctx context.Context, app *App, o *benchOptions) error {
+	var other []string
 	switch o.scenario {
 	case "client":
+		other = longOnlyFlags
 	case "long-streams":
-		return runLongBench(ctx, app, o)
+		other = clientOnlyFlags
 	default:
 		return &exitError{code: 2, err: fmt.Errorf("--scenario %q: want client or long-streams", o.scenario)}
+	}
+	for _, name := range other {
+		if o.changed != nil && o.changed(name) {
+			return &exitError{code: 2, err: fmt.Errorf("--%s does not apply to --scenario %s", name, o.scenario)}
+		}
+	}
+	if o.scenario == "long-streams" {
+		return runLongBench(ctx, app, o)
 	}
 	so := o.sb
 	if so.Runs < 1 || so.IngestTokens < 1 || so.Streams < 1 || so.StreamTokens < 1 || so.DispatchStep <= 0 || so.LagLimit <= 0 || so.TokenGap <= 0 {
@@ -128,7 +151,7 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 	}
 	ctx, cancel := app.cancelOnInterrupt(ctx)
 	defer cancel()
-	load0 := runner.LoadAverage()
+	load0, steal := runner.LoadAverage(), runner.StealSince()
 	f, err := selfbench.Run(ctx, so)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -136,6 +159,7 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 	h := runner.HostFacts()
 	f.CPUModel, f.Cores, f.GoVersion, f.GOMAXPROCS = h.CPUModel, h.CPUs, h.GoVersion, runtime.GOMAXPROCS(0)
 	f.LoadAverage = [2]float64{load0, runner.LoadAverage()}
+	f.CPUStealFraction = steal()
 	if o.json {
 		return writeJSONTo(app.Stdout, f)
 	}
@@ -162,9 +186,20 @@ func printBench(w io.Writer, f *selfbench.Figures) error {
 	if l := max(f.LoadAverage[0], f.LoadAverage[1]); l > float64(f.Cores) {
 		fmt.Fprintf(w, "\nwarning: the machine was busy (1-minute load average up to %.1f on %d cores): other processes competed for the CPUs, so the timing figures measure that contention as much as llmbench\n", l, f.Cores)
 	}
+	warnSteal(w, f.CPUStealFraction)
 	fmt.Fprintf(w, "\ndispatch lag P99 at that rate: %.3f ms; arrival error P50 %.3f ms, max %.3f ms; %d streams x %d tokens; %.1f s in all\n",
 		f.DispatchLagP99Ms, f.ArrivalErrorP50Ms, f.ArrivalErrorMaxMs, f.Settings.Streams, f.Settings.StreamTokens, f.ElapsedS)
 	return nil
+}
+
+// stealWarning is the CPU steal above which bench says the host took a noticeable share.
+const stealWarning = 0.02
+
+// warnSteal says when the hypervisor took more than stealWarning of the CPU time.
+func warnSteal(w io.Writer, steal float64) {
+	if steal > stealWarning {
+		fmt.Fprintf(w, "\nwarning: the hypervisor gave %s of this machine's CPU time to others (steal): the timing figures include those stalls, which no client can remove; measure again when the host is quieter\n", selfbench.Percent(steal))
+	}
 }
 
 func runsOf(v []float64, format string) string {

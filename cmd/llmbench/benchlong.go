@@ -46,7 +46,14 @@ func runLongBench(ctx context.Context, app *App, o *benchOptions) error {
 		}
 		lo.SourceAddrs = addrs
 	}
-	lo.RSS, lo.FDLimit = runner.ProcessRSS, runner.FDLimit()
+	lo.Runs = 1
+	if o.changed != nil && o.changed("runs") {
+		if o.sb.Runs < 1 {
+			return &exitError{code: 2, err: fmt.Errorf("--runs %d: must be > 0", o.sb.Runs)}
+		}
+		lo.Runs = o.sb.Runs
+	}
+	lo.RSS, lo.FDLimit, lo.StealSince = runner.ProcessRSS, runner.FDLimit(), runner.StealSince
 	if !o.json {
 		lo.Log = app.Stderr
 	}
@@ -72,9 +79,14 @@ func printLongBench(w io.Writer, f *longBenchFigures) error {
 		proto = "HTTP/2 (h2c)"
 	}
 	fmt.Fprintf(w, "machine: %s, %d cores (GOMAXPROCS %d), %s, open files limit %d\n", f.CPUModel, f.Cores, f.GOMAXPROCS, f.GoVersion, f.FDLimit)
-	fmt.Fprintf(w, "long streams over %s: a token every %.0f ms, all open for %.1f s, started at %.0f per second\n\n", proto, f.GapMs, f.WindowS, f.RampRate)
+	runs := ""
+	if f.Runs > 1 {
+		runs = fmt.Sprintf("; medians of %d runs", f.Runs)
+	}
+	fmt.Fprintf(w, "long streams over %s: a token every %.0f ms, all open for %.1f s, started at %.0f per second%s\n\n", proto, f.GapMs, f.WindowS, f.RampRate, runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "streams\tpeak_open\tfailed\tconnections\ttok/s\tlag_p99_ms\tarrival_error_p99_ms\trss_mb\trss_per_stream_kb\tgo_per_stream_kb\tcpu\t")
+	fmt.Fprintln(tw, "streams\tpeak_open\tfailed\tconnections\ttok/s\tlag_p99_ms\tarrival_error_p99_ms\trss_mb\trss_per_stream_kb\tgo_per_stream_kb\tcpu\twake_floor_p99_ms\tsteal\t")
+	steal := -1.0
 	for _, p := range f.Points {
 		if p.Skipped != "" {
 			fmt.Fprintf(tw, "%d\t\tskipped: %s\t\t\t\t\t\t\t\t\t\n", p.Streams, p.Skipped)
@@ -84,8 +96,9 @@ func printLongBench(w io.Writer, f *longBenchFigures) error {
 		if p.Failed > 0 {
 			failed += fmt.Sprint(" ", p.Failures)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.0f\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f\t%.2f\t\n", p.Streams, p.PeakOpen, failed, p.Connections, p.TokensPerS,
-			p.LagP99Ms, p.ArrivalErrorP99Ms, p.RSSMB, p.RSSPerStreamKB, p.GoPerStreamKB, p.ClientCPUFraction)
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.0f\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f\t%.2f\t%.3f\t%s\t\n", p.Streams, p.PeakOpen, failed, p.Connections, p.TokensPerS,
+			p.LagP99Ms, p.ArrivalErrorP99Ms, p.RSSMB, p.RSSPerStreamKB, p.GoPerStreamKB, p.ClientCPUFraction, p.WakeFloorP99Ms, selfbench.Percent(p.CPUStealFraction))
+		steal = max(steal, p.CPUStealFraction)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -95,5 +108,6 @@ func printLongBench(w io.Writer, f *longBenchFigures) error {
 	if l := max(f.LoadAverage[0], f.LoadAverage[1]); l > float64(f.Cores) {
 		fmt.Fprintf(w, "warning: the machine was busy (1-minute load average up to %.1f on %d cores): other processes competed for the CPUs\n", l, f.Cores)
 	}
+	warnSteal(w, steal)
 	return nil
 }

@@ -37,6 +37,8 @@ type LongOptions struct {
 	Window time.Duration
 	// RampRate is how many new streams start per second before the window [2000].
 	RampRate float64
+	// Runs is how often each point is measured; its figures are the medians [1].
+	Runs int
 	// HTTP2 and SourceAddrs configure the client's connections (loadgen.Target). The server
 	// holds no goroutine or buffer per stream over either protocol (longServer).
 	HTTP2       bool
@@ -45,6 +47,10 @@ type LongOptions struct {
 	// on open files (0: unknown). The caller supplies both.
 	RSS     func() uint64
 	FDLimit uint64
+	// StealSince starts measuring CPU steal; the function it returns gives the stolen share
+	// of the machine's CPU time since (-1: unknown). The caller supplies it
+	// (runner.StealSince; nil: unknown).
+	StealSince func() func() float64
 	// Log receives one line per point (nil: none).
 	Log io.Writer
 }
@@ -61,6 +67,12 @@ func (o *LongOptions) defaults() {
 	}
 	if o.RampRate <= 0 {
 		o.RampRate = 2000
+	}
+	if o.Runs <= 0 {
+		o.Runs = 1
+	}
+	if o.StealSince == nil {
+		o.StealSince = func() func() float64 { return func() float64 { return -1 } }
 	}
 	if o.RSS == nil {
 		o.RSS = func() uint64 { return 0 }
@@ -99,6 +111,17 @@ type LongPoint struct {
 	RSSMB             float64 `json:"rss_mb"`
 	GoPerStreamKB     float64 `json:"go_heap_stacks_per_stream_kb"`
 	ClientCPUFraction float64 `json:"client_cpu_fraction"`
+	// WakeFloorP99Ms is how late the real clock's sleeps woke while the process was idle,
+	// P99 of wakeFloorSleeps one-millisecond sleeps just before the point: the machine's own
+	// part of the lag figures, which no client removes (a virtual machine's CPUs can wake
+	// milliseconds late when the host is busy). CPUStealFraction is the share of the CPUs'
+	// time the hypervisor gave to others during the point (-1: unknown); both vary from
+	// minute to minute with the host's load.
+	WakeFloorP99Ms   float64 `json:"wake_floor_p99_ms"`
+	CPUStealFraction float64 `json:"cpu_steal_fraction"`
+	// Runs holds each run's figures when the point was measured more than once (Options.Runs);
+	// the point's figures are then their medians, and Succeeded, Failed and Failures the sums.
+	Runs []LongPoint `json:"runs,omitempty"`
 }
 
 // LongFigures are the long-streams scenario's results.
@@ -107,6 +130,7 @@ type LongFigures struct {
 	GapMs    float64     `json:"gap_ms"`
 	WindowS  float64     `json:"window_s"`
 	RampRate float64     `json:"ramp_rate"`
+	Runs     int         `json:"runs"`
 	HTTP2    bool        `json:"http2"`
 	ElapsedS float64     `json:"elapsed_s"`
 	// Targets apply to the 20,000-stream point on 2 cores.
@@ -120,26 +144,88 @@ const maxSampled = 1000
 func RunLong(ctx context.Context, o LongOptions) (*LongFigures, error) {
 	o.defaults()
 	t0 := time.Now()
-	f := &LongFigures{GapMs: ms(o.Gap), WindowS: o.Window.Seconds(), RampRate: o.RampRate, HTTP2: o.HTTP2, Targets: LongTargets}
+	f := &LongFigures{GapMs: ms(o.Gap), WindowS: o.Window.Seconds(), RampRate: o.RampRate, Runs: o.Runs, HTTP2: o.HTTP2, Targets: LongTargets}
 	for _, n := range o.InFlight {
 		if n < 1 {
 			return nil, fmt.Errorf("in-flight streams %d: must be > 0", n)
 		}
-		p, err := longPoint(ctx, o, n)
-		if err != nil {
-			return nil, err
+		var runs []LongPoint
+		for run := range o.Runs {
+			p, err := longPoint(ctx, o, n)
+			if err != nil {
+				return nil, err
+			}
+			if p.Skipped != "" {
+				fmt.Fprintf(o.Log, "%d streams: skipped: %s\n", n, p.Skipped)
+				runs = []LongPoint{p}
+				break
+			}
+			label := ""
+			if o.Runs > 1 {
+				label = fmt.Sprintf(" (run %d/%d)", run+1, o.Runs)
+			}
+			fmt.Fprintf(o.Log, "%d streams%s: %d failed, %d connections, %.0f tok/s, lag P99 %.3f ms, arrival error P50 %.3f P99 %.3f ms, RSS %.0f MB (%.1f KB/stream, Go %.1f KB/stream), CPU %.2f, wake floor P99 %.3f ms, steal %s\n",
+				n, label, p.Failed, p.Connections, p.TokensPerS, p.LagP99Ms, p.ArrivalErrorP50Ms, p.ArrivalErrorP99Ms, p.RSSMB, p.RSSPerStreamKB, p.GoPerStreamKB, p.ClientCPUFraction,
+				p.WakeFloorP99Ms, Percent(p.CPUStealFraction))
+			runs = append(runs, p)
 		}
-		if p.Skipped != "" {
-			fmt.Fprintf(o.Log, "%d streams: skipped: %s\n", n, p.Skipped)
-		} else {
-			fmt.Fprintf(o.Log, "%d streams: %d failed, %d connections, %.0f tok/s, lag P99 %.3f ms, arrival error P50 %.3f P99 %.3f ms, RSS %.0f MB (%.1f KB/stream, Go %.1f KB/stream), CPU %.2f\n",
-				n, p.Failed, p.Connections, p.TokensPerS, p.LagP99Ms, p.ArrivalErrorP50Ms, p.ArrivalErrorP99Ms, p.RSSMB, p.RSSPerStreamKB, p.GoPerStreamKB, p.ClientCPUFraction)
-		}
-		f.Points = append(f.Points, p)
+		f.Points = append(f.Points, medianPoint(runs))
 	}
 	f.ElapsedS = time.Since(t0).Seconds()
 	return f, nil
 }
+
+// Percent formats a fraction as a percentage, "unknown" when negative.
+func Percent(f float64) string {
+	if f < 0 {
+		return "unknown"
+	}
+	return strconv.FormatFloat(100*f, 'f', 1, 64) + "%"
+}
+
+// medianPoint is one point's figures over its runs: the medians, with the failures summed
+// (a failure in any run is not hidden by a median) and every run kept.
+func medianPoint(runs []LongPoint) LongPoint {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	med := func(field func(*LongPoint) float64) float64 {
+		v := make([]float64, len(runs))
+		for i := range runs {
+			v[i] = field(&runs[i])
+		}
+		return median(v)
+	}
+	p := LongPoint{Streams: runs[0].Streams, Runs: runs,
+		Connections:       int(med(func(p *LongPoint) float64 { return float64(p.Connections) })),
+		TokensPerS:        med(func(p *LongPoint) float64 { return p.TokensPerS }),
+		LagP99Ms:          med(func(p *LongPoint) float64 { return p.LagP99Ms }),
+		ArrivalErrorP50Ms: med(func(p *LongPoint) float64 { return p.ArrivalErrorP50Ms }),
+		ArrivalErrorP99Ms: med(func(p *LongPoint) float64 { return p.ArrivalErrorP99Ms }),
+		ArrivalErrorMaxMs: med(func(p *LongPoint) float64 { return p.ArrivalErrorMaxMs }),
+		PeakOpen:          int(med(func(p *LongPoint) float64 { return float64(p.PeakOpen) })),
+		RSSPerStreamKB:    med(func(p *LongPoint) float64 { return p.RSSPerStreamKB }),
+		RSSMB:             med(func(p *LongPoint) float64 { return p.RSSMB }),
+		GoPerStreamKB:     med(func(p *LongPoint) float64 { return p.GoPerStreamKB }),
+		ClientCPUFraction: med(func(p *LongPoint) float64 { return p.ClientCPUFraction }),
+		WakeFloorP99Ms:    med(func(p *LongPoint) float64 { return p.WakeFloorP99Ms }),
+		CPUStealFraction:  med(func(p *LongPoint) float64 { return p.CPUStealFraction }),
+	}
+	for _, r := range runs {
+		p.Succeeded += r.Succeeded
+		p.Failed += r.Failed
+		for k, v := range r.Failures {
+			if p.Failures == nil {
+				p.Failures = map[string]int{}
+			}
+			p.Failures[k] += v
+		}
+	}
+	return p
+}
+
+// wakeFloorSleeps is the number of idle sleeps behind LongPoint.WakeFloorP99Ms.
+const wakeFloorSleeps = 1000
 
 // goMemory is the Go heap live at the last collection plus the goroutine stacks.
 func goMemory() uint64 {
@@ -172,9 +258,20 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	for i := range reqs {
 		reqs[i] = traces.Request{ID: "s" + strconv.Itoa(i), Arrival: ramp * time.Duration(i) / time.Duration(n), InputTokens: 1, OutputTokens: tokens, Prompt: " hi"}
 	}
+	late, err := loadgen.WakeLateness(ctx, wakeFloorSleeps, time.Millisecond)
+	if err != nil {
+		return p, err
+	}
+	lateMs := make([]float64, len(late))
+	for i, d := range late {
+		lateMs[i] = ms(d)
+	}
+	slices.Sort(lateMs)
+	p.WakeFloorP99Ms = quantile(lateMs, 0.99)
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss0, go0 := o.RSS(), goMemory()
+	steal := o.StealSince()
 	var rss1, go1 uint64
 	var openAt int64
 	probe := make(chan struct{})
@@ -226,6 +323,7 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 			got[r.ID] = ts
 		}
 	})
+	p.CPUStealFraction = steal()
 	close(stopProbe)
 	<-probe
 	if err != nil {

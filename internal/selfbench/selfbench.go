@@ -126,6 +126,9 @@ type Figures struct {
 	GOMAXPROCS  int        `json:"gomaxprocs"`
 	GoVersion   string     `json:"go_version"`
 	LoadAverage [2]float64 `json:"load_average_1m"`
+	// CPUStealFraction is the share of the machine's CPU time the hypervisor gave to others
+	// during the measurements (-1: unknown); filled by the caller.
+	CPUStealFraction float64 `json:"cpu_steal_fraction"`
 }
 
 // RunFigures are the per-run values behind each median.
