@@ -64,3 +64,24 @@ func TestRunLongSmall(t *testing.T) {
 		t.Errorf("100 streams with 100 file descriptors: %v %+v, want skipped", err, f)
 	}
 }
+
+// TestMedianPoint: a point measured several times reports each figure's median, the failures
+// of every run summed (a median would hide a run that failed), and keeps the runs; one run is
+// reported as it is.
+func TestMedianPoint(t *testing.T) {
+	runs := []LongPoint{
+		{Streams: 10, Succeeded: 10, LagP99Ms: 3, ArrivalErrorP99Ms: 0.5, CPUStealFraction: 0.2, WakeFloorP99Ms: 1},
+		{Streams: 10, Succeeded: 8, Failed: 2, Failures: map[string]int{"timeout": 2}, LagP99Ms: 1, ArrivalErrorP99Ms: 0.7, CPUStealFraction: 0, WakeFloorP99Ms: 0.1},
+		{Streams: 10, Succeeded: 9, Failed: 1, Failures: map[string]int{"timeout": 1}, LagP99Ms: 2, ArrivalErrorP99Ms: 0.9, CPUStealFraction: 0.01, WakeFloorP99Ms: 0.2},
+	}
+	p := medianPoint(runs)
+	if p.Streams != 10 || p.LagP99Ms != 2 || p.ArrivalErrorP99Ms != 0.7 || p.CPUStealFraction != 0.01 || p.WakeFloorP99Ms != 0.2 {
+		t.Errorf("medians: %+v", p)
+	}
+	if p.Succeeded != 27 || p.Failed != 3 || p.Failures["timeout"] != 3 || len(p.Runs) != 3 {
+		t.Errorf("sums and runs: succeeded %d failed %d failures %v, %d runs", p.Succeeded, p.Failed, p.Failures, len(p.Runs))
+	}
+	if one := medianPoint(runs[:1]); one.LagP99Ms != 3 || one.Runs != nil {
+		t.Errorf("one run: %+v", one)
+	}
+}
