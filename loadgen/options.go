@@ -211,6 +211,10 @@ type Result struct {
 	// during the run; -1 where the platform cannot tell. It includes anything else running in
 	// the process (an embedded reference engine, for one).
 	ClientCPUFraction float64
+	// CPUStealFraction is the share of the machine's CPU time the hypervisor gave to other
+	// machines during the run (/proc/stat; -1 where the platform cannot tell). On a virtual
+	// machine the schedule lag and every latency include those stalls.
+	CPUStealFraction float64
 	// Connections counts the connections dialed during the run (HTTP/1.1: about one per
 	// concurrent stream; HTTP/2: streams share them). 0 when Options.Dial was given.
 	Connections int

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/hoststat"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/workloads"
@@ -158,6 +159,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		}
 	}
 	cpu0, cpuOK := processCPU()
+	steal := hoststat.Since()
 	r.start = clock.Now()
 	var lateStart time.Duration
 	if !opts.StartAt.IsZero() {
@@ -193,6 +195,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		Skipped:           int(r.skipped.Load()),
 		Interrupted:       ctx.Err() != nil,
 		ClientCPUFraction: -1,
+		CPUStealFraction:  steal(),
 		TraceErr:          p.err,
 		Connections:       int(c.conns.Load()),
 		LateStart:         lateStart,

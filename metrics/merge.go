@@ -181,6 +181,7 @@ func mergeClient(sums []*Summary, hists map[string]*hist) Client {
 	var reasons []string
 	for _, s := range sums {
 		c.CPUFraction = math.Max(c.CPUFraction, s.Client.CPUFraction)
+		c.CPUStealFraction = math.Max(c.CPUStealFraction, s.Client.CPUStealFraction)
 		if s.Client.Limited {
 			c.Limited = true
 			reasons = appendUnique(reasons, s.Client.Reason)

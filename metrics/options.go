@@ -195,6 +195,10 @@ type Options struct {
 	// ClientCPUFraction is the client's CPU use over the run (CPU time / (wall * cores)),
 	// measured by the caller; 0 = not measured.
 	ClientCPUFraction float64
+	// ClientStealFraction is the share of the machine's CPU time a hypervisor gave to other
+	// machines during the run, measured by the caller; 0 or less = none or not measured.
+	// Above StealWarning the summary warns that the timing figures include those stalls.
+	ClientStealFraction float64
 	// LagLimit: a schedule-lag P99 above it flags the run as client-limited (default
 	// DefaultLagLimit). CPULimit does the same for ClientCPUFraction (default DefaultCPULimit).
 	LagLimit time.Duration

@@ -232,6 +232,32 @@ func TestClientLimitedAndTokenMismatchWarnings(t *testing.T) {
 	}
 }
 
+// TestStealWarning: a run on a virtual machine whose host took more than StealWarning of its
+// CPU time says so (its timing figures include the stalls); below it, or unmeasured, nothing.
+// Merged parts keep the highest steal.
+func TestStealWarning(t *testing.T) {
+	recs := SliceSource{timeline("a", 0, 100, constGaps(3, 20), nil)}
+	for _, c := range []struct {
+		steal, want float64
+		warns       bool
+	}{{0.05, 0.05, true}, {StealWarning, StealWarning, false}, {0.01, 0.01, false}, {0, 0, false}, {-1, 0, false}} {
+		sum, err := Summarize(recs, Options{ClientStealFraction: c.steal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(strings.Join(sum.Warnings, "\n"), "host: the hypervisor gave")
+		if sum.Client.CPUStealFraction != c.want || warned != c.warns {
+			t.Errorf("steal %v: client steal %v, warned %v; want %v, %v (%q)", c.steal, sum.Client.CPUStealFraction, warned, c.want, c.warns, sum.Warnings)
+		}
+		if c.steal == 0.05 && !strings.Contains(strings.Join(sum.Warnings, "\n"), "5.0% of the client machine's CPU time") {
+			t.Errorf("the warning says how much: %q", sum.Warnings)
+		}
+	}
+	if c := mergeClient([]*Summary{{Client: Client{CPUStealFraction: 0.01}}, {Client: Client{CPUStealFraction: 0.07}}}, nil); c.CPUStealFraction != 0.07 {
+		t.Errorf("merged steal %v, want the highest part's 0.07", c.CPUStealFraction)
+	}
+}
+
 func TestTimeSeriesAndCost(t *testing.T) {
 	a := timeline("a", 0, 500, constGaps(9, 100), nil) // 0.5s..1.4s, 10 tokens
 	b := timeline("b", 1200, 300, constGaps(4, 50), nil)

@@ -527,7 +527,7 @@ func encodeGroup(dst map[string]string, prefix string, g *group) error {
 }
 
 func (s *summarizer) client(h *group) Client {
-	c := Client{LagMs: h.h[hLag].dist(scaleMicrosToMs), CPUFraction: s.opts.ClientCPUFraction}
+	c := Client{LagMs: h.h[hLag].dist(scaleMicrosToMs), CPUFraction: s.opts.ClientCPUFraction, CPUStealFraction: max(0, s.opts.ClientStealFraction)}
 	c.Limited, c.Reason = clientLimited(c.LagMs.P99, c.CPUFraction, ms(s.opts.LagLimit), s.opts.CPULimit)
 	if n := h.req.Failures[string(FailClientFDLimit)]; n > 0 {
 		// Running out of file descriptors is the client's limit (issue 18).
@@ -552,6 +552,17 @@ func clientLimited(lagP99Ms, cpu, lagLimitMs, cpuLimit float64) (bool, string) {
 	return len(reasons) > 0, strings.Join(reasons, "; ")
 }
 
+// StealWarning is the CPU steal above which a summary warns that the host took a share of
+// the client machine's CPUs.
+const StealWarning = 0.02
+
+func stealWarning(steal float64) string {
+	if steal <= StealWarning {
+		return ""
+	}
+	return fmt.Sprintf("host: the hypervisor gave %.1f%% of the client machine's CPU time to other machines during the run (CPU steal); schedule lag and latencies include those stalls, which no client removes: run again when the host is quieter, or on a dedicated machine", steal*100)
+}
+
 func (s *summarizer) warnings(sum *Summary) []string {
 	w := []string{}
 	if s.truncation != nil {
@@ -562,6 +573,9 @@ func (s *summarizer) warnings(sum *Summary) []string {
 	}
 	if sum.Client.Limited {
 		w = append(w, sum.Client.Reason)
+	}
+	if w1 := stealWarning(sum.Client.CPUStealFraction); w1 != "" {
+		w = append(w, w1)
 	}
 	w = append(w, failureWarning(sum.Requests)...)
 	w = append(w, mismatchWarning(sum.Requests)...)

@@ -234,6 +234,9 @@ type Goodput struct {
 type Client struct {
 	LagMs       Dist    `json:"schedule_lag_ms"`
 	CPUFraction float64 `json:"cpu_fraction"` // client process CPU / (wall * cores)
+	// CPUStealFraction is the share of the client machine's CPU time its hypervisor gave to
+	// other machines during the run (0: none, or not a virtual machine, or not measured).
+	CPUStealFraction float64 `json:"cpu_steal_fraction,omitempty"`
 	// Limited is true when the client may have been the bottleneck; Reason says why.
 	Limited bool   `json:"limited"`
 	Reason  string `json:"reason,omitempty"`

@@ -305,9 +305,13 @@ func goodputCell(g metrics.Goodput) string {
 }
 
 func clientLine(c metrics.Client) string {
-	return fmt.Sprintf("%s · schedule lag p50 %s ms, p99 %s ms, max %s ms · client CPU %s",
+	s := fmt.Sprintf("%s · schedule lag p50 %s ms, p99 %s ms, max %s ms · client CPU %s",
 		clientHealth(c), fmtDistMs(c.LagMs, c.LagMs.P50), fmtDistMs(c.LagMs, c.LagMs.P99),
 		fmtDistMs(c.LagMs, c.LagMs.Max), fmtPct(c.CPUFraction))
+	if c.CPUStealFraction > 0 {
+		s += " · CPU steal " + fmtPct(c.CPUStealFraction)
+	}
+	return s
 }
 
 func costLine(c *metrics.Cost) string {

@@ -37,6 +37,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"cmd/llmbench":         {},
 		"history":              {"net/http", mod + "loadgen", mod + "refengine", mod + "runner"},
 		"internal/ksleep":      {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
+		"internal/hoststat":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/jsonschemax": {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/pgtest":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/pipenet":     {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},

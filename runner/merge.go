@@ -155,6 +155,7 @@ func Merge(o MergeOptions) (*Result, error) {
 		if p.sum != nil {
 			sums = append(sums, p.sum)
 			mopts.ClientCPUFraction = math.Max(mopts.ClientCPUFraction, p.sum.Client.CPUFraction)
+			mopts.ClientStealFraction = math.Max(mopts.ClientStealFraction, p.sum.Client.CPUStealFraction)
 			durS = math.Max(durS, float64(p.shift)/1e9+p.sum.Run.DurationS)
 		}
 	}

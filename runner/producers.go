@@ -39,7 +39,7 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 		if err != nil {
 			return nil, err
 		}
-		p := &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, Skipped: res.Skipped, Err: res.TraceErr, LateStart: res.LateStart}
+		p := &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, CPUStealFraction: res.CPUStealFraction, Skipped: res.Skipped, Err: res.TraceErr, LateStart: res.LateStart}
 		if timeScale > 1 {
 			p.Duration = scaleDur(res.Elapsed, timeScale)
 		}

@@ -80,7 +80,7 @@ func Regrade(dir string, trace traces.Source, hopts reports.HTMLOptions) (*Regra
 	if err == nil {
 		mopts = facts.Metrics
 	}
-	mopts.ClientCPUFraction = sum.Client.CPUFraction
+	mopts.ClientCPUFraction, mopts.ClientStealFraction = sum.Client.CPUFraction, sum.Client.CPUStealFraction
 	fresh, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)

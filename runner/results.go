@@ -95,7 +95,7 @@ func ReadSummary(path string) (*metrics.Summary, error) {
 // Resummarize recomputes a results directory's summary from its records with new metric
 // options, keeps the run facts and workload of old, and rewrites summary.json.
 func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metrics.Summary, error) {
-	opts.ClientCPUFraction = old.Client.CPUFraction
+	opts.ClientCPUFraction, opts.ClientStealFraction = old.Client.CPUFraction, old.Client.CPUStealFraction
 	sum, err := metrics.Summarize(metrics.FileSource(filepath.Join(dir, RecordsFile)), opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)

@@ -27,6 +27,8 @@ type Produced struct {
 	Model             string
 	Interrupted       bool
 	ClientCPUFraction float64
+	// CPUStealFraction is the CPU steal during the run (loadgen.Result; 0: not measured).
+	CPUStealFraction float64
 	// Engine, when set, replaces RunInfo.Engine (configuration known only after the run).
 	Engine map[string]string
 	// Skipped counts trace requests deliberately left out of the run (--duration,
@@ -188,6 +190,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	mopts := opts.Metrics
 	mopts.ClientCPUFraction = prod.ClientCPUFraction
+	mopts.ClientStealFraction = prod.CPUStealFraction
 	// The report's sampled token timelines are picked in a pass of their own over the records,
 	// on another core while the summary makes its two (a million-request simulation: seconds).
 	var samples []metrics.Record

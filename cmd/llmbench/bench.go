@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/hoststat"
 	"github.com/llmbench/llmbench/internal/selfbench"
+	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
 )
 
@@ -151,7 +153,7 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 	}
 	ctx, cancel := app.cancelOnInterrupt(ctx)
 	defer cancel()
-	load0, steal := runner.LoadAverage(), runner.StealSince()
+	load0, steal := runner.LoadAverage(), hoststat.Since()
 	f, err := selfbench.Run(ctx, so)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -192,12 +194,10 @@ func printBench(w io.Writer, f *selfbench.Figures) error {
 	return nil
 }
 
-// stealWarning is the CPU steal above which bench says the host took a noticeable share.
-const stealWarning = 0.02
-
-// warnSteal says when the hypervisor took more than stealWarning of the CPU time.
+// warnSteal says when the hypervisor took more than metrics.StealWarning of the CPU time (a
+// run's summary warns at the same share).
 func warnSteal(w io.Writer, steal float64) {
-	if steal > stealWarning {
+	if steal > metrics.StealWarning {
 		fmt.Fprintf(w, "\nwarning: the hypervisor gave %s of this machine's CPU time to others (steal): the timing figures include those stalls, which no client can remove; measure again when the host is quieter\n", selfbench.Percent(steal))
 	}
 }

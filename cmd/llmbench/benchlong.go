@@ -53,7 +53,7 @@ func runLongBench(ctx context.Context, app *App, o *benchOptions) error {
 		}
 		lo.Runs = o.sb.Runs
 	}
-	lo.RSS, lo.FDLimit, lo.StealSince = runner.ProcessRSS, runner.FDLimit(), runner.StealSince
+	lo.RSS, lo.FDLimit = runner.ProcessRSS, runner.FDLimit()
 	if !o.json {
 		lo.Log = app.Stderr
 	}

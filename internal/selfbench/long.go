@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/hoststat"
 	"github.com/llmbench/llmbench/loadgen"
 	llmmetrics "github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
@@ -47,10 +48,6 @@ type LongOptions struct {
 	// on open files (0: unknown). The caller supplies both.
 	RSS     func() uint64
 	FDLimit uint64
-	// StealSince starts measuring CPU steal; the function it returns gives the stolen share
-	// of the machine's CPU time since (-1: unknown). The caller supplies it
-	// (runner.StealSince; nil: unknown).
-	StealSince func() func() float64
 	// Log receives one line per point (nil: none).
 	Log io.Writer
 }
@@ -70,9 +67,6 @@ func (o *LongOptions) defaults() {
 	}
 	if o.Runs <= 0 {
 		o.Runs = 1
-	}
-	if o.StealSince == nil {
-		o.StealSince = func() func() float64 { return func() float64 { return -1 } }
 	}
 	if o.RSS == nil {
 		o.RSS = func() uint64 { return 0 }
@@ -271,7 +265,7 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss0, go0 := o.RSS(), goMemory()
-	steal := o.StealSince()
+	steal := hoststat.Since()
 	var rss1, go1 uint64
 	var openAt int64
 	probe := make(chan struct{})

@@ -1,4 +1,7 @@
-package runner
+// Package hoststat reads what the machine's kernel says about the host: the CPU time a
+// hypervisor gave to other machines (steal). Runs and bench report it beside their timing
+// figures, which on a virtual machine include those stalls.
+package hoststat
 
 import (
 	"os"
@@ -47,9 +50,9 @@ func parseCPUTimes(stat string) (CPUTimes, bool) {
 	return t, true
 }
 
-// StealSince starts measuring CPU steal: the function it returns gives the stolen share of
+// Since starts measuring CPU steal: the function it returns gives the stolen share of
 // the machine's CPU time since (-1: unknown, as where there is no /proc/stat).
-func StealSince() func() float64 {
+func Since() func() float64 {
 	a, ok := ReadCPUTimes()
 	return func() float64 {
 		b, ok2 := ReadCPUTimes()
