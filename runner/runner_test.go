@@ -175,7 +175,7 @@ func TestExecuteWritesEveryRecordAndSummary(t *testing.T) {
 			}
 			sink(rec)
 		}
-		return &Produced{Model: "m", Skipped: 3, LateStart: 340 * time.Millisecond}, nil
+		return &Produced{Model: "m", Skipped: 3, LateStart: 340 * time.Millisecond, CPUStealFraction: 0.08}, nil
 	}
 	dir := filepath.Join(t.TempDir(), "out")
 	res, err := Execute(context.Background(), Options{Requests: reqs, OutDir: dir, Info: metrics.RunInfo{Mode: "open-loop"}}, prod)
@@ -185,8 +185,9 @@ func TestExecuteWritesEveryRecordAndSummary(t *testing.T) {
 	if res.Records != 2 || res.Summary.Requests.Total != 2 || res.Summary.Requests.Failures["http_5xx"] != 1 || res.Summary.Run.Model != "m" {
 		t.Fatalf("%+v %+v", res, res.Summary.Requests)
 	}
-	if w := strings.Join(res.Summary.Warnings, "\n"); !strings.Contains(w, "3 of the trace's requests were outside the run") || !strings.Contains(w, "ready 340ms after the run's start time (--start-at)") {
-		t.Fatalf("warnings %v", res.Summary.Warnings)
+	if w := strings.Join(res.Summary.Warnings, "\n"); !strings.Contains(w, "3 of the trace's requests were outside the run") || !strings.Contains(w, "ready 340ms after the run's start time (--start-at)") ||
+		!strings.Contains(w, "host: the hypervisor gave 8.0%") || res.Summary.Client.CPUStealFraction != 0.08 {
+		t.Fatalf("warnings %v, client %+v", res.Summary.Warnings, res.Summary.Client)
 	}
 	for _, f := range []string{SummaryFile, RecordsFile, ReportFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
