@@ -346,7 +346,7 @@ func throughputSection(s *metrics.Summary) section {
 	cl.add(txt("schedule lag p50 / p99 / max"), txt(fmtDistMs(s.Client.LagMs, s.Client.LagMs.P50)+" / "+
 		fmtDistMs(s.Client.LagMs, s.Client.LagMs.P99)+" / "+fmtDistMs(s.Client.LagMs, s.Client.LagMs.Max)+" ms"))
 	cl.add(txt("client CPU"), txt(fmtPct(s.Client.CPUFraction)))
-	if s.Client.CPUStealFraction > 0 {
+	if s.Client.CPUStealFraction >= stealShown {
 		cl.add(txt("CPU steal (host)"), txt(fmtPct(s.Client.CPUStealFraction)))
 	}
 	kv := []*table{tp, gp, sf, cl}

@@ -304,11 +304,15 @@ func goodputCell(g metrics.Goodput) string {
 	return fmtPct(g.Fraction)
 }
 
+// stealShown is the least CPU steal the client line shows (below it, "0.0%" says nothing;
+// summary.json keeps the figure).
+const stealShown = 0.001
+
 func clientLine(c metrics.Client) string {
 	s := fmt.Sprintf("%s · schedule lag p50 %s ms, p99 %s ms, max %s ms · client CPU %s",
 		clientHealth(c), fmtDistMs(c.LagMs, c.LagMs.P50), fmtDistMs(c.LagMs, c.LagMs.P99),
 		fmtDistMs(c.LagMs, c.LagMs.Max), fmtPct(c.CPUFraction))
-	if c.CPUStealFraction > 0 {
+	if c.CPUStealFraction >= stealShown {
 		s += " · CPU steal " + fmtPct(c.CPUStealFraction)
 	}
 	return s

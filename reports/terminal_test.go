@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/llmbench/llmbench/metrics"
 )
 
 func TestWriteTerminalFits100Columns(t *testing.T) {
@@ -54,6 +56,16 @@ func TestWriteComparisonTerminalFits100Columns(t *testing.T) {
 	for _, want := range []string{"REGRESSION: ttft.p95", "REGRESSED *", "ttft.p95>+5% BROKEN", "[+9.8%, +18.3%]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("comparison output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestClientLineShowsStealFromStealShown: the Client line names the host's CPU steal once it is
+// worth a look (a run on a quiet or bare-metal machine prints no "CPU steal 0.0%").
+func TestClientLineShowsStealFromStealShown(t *testing.T) {
+	for steal, want := range map[float64]bool{0: false, 0.0004: false, stealShown: true, 0.05: true} {
+		if got := strings.Contains(clientLine(metrics.Client{CPUStealFraction: steal}), "CPU steal"); got != want {
+			t.Errorf("steal %v: shown %v, want %v", steal, got, want)
 		}
 	}
 }
