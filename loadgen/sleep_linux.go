@@ -13,8 +13,8 @@ import (
 	"github.com/llmbench/llmbench/internal/ksleep"
 )
 
-// fineSleep waits d, with poller on a timerfd read through Go's network poller, else in
-// nanosleep. The kernel's timer wakes within tens of microseconds where Go timers may take a
+// fineSleep waits d, with poller on a timerfd read through Go's network poller (or a Go timer
+// set to the same time, whichever wakes it first: timerFD.wait), else in nanosleep. The kernel's timer wakes within tens of microseconds where Go timers may take a
 // millisecond (the poller's wait is in whole milliseconds). On the timerfd the goroutine waits
 // parked, as for a socket: no thread sleeps holding a P, and on waking it runs on whichever P
 // polled, where a nanosleep gives its P away after 20 µs and waits for one again behind the
@@ -38,8 +38,12 @@ func fineSleep(d time.Duration, poller bool) {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
 	if unix.TimerfdSettime(t.fd, 0, &spec, nil) != nil {
 		ksleep.Sleep(d)
-	} else if err := t.wait(d); err != nil {
-		ksleep.Sleep(d) // cannot happen on a live timerfd; a broken one is dropped
+	} else if waited, err := t.wait(d); err != nil {
+		// Cannot happen on a live timerfd; a broken one is dropped, and the sleep finished
+		// in nanosleep if it had not ended.
+		if !waited {
+			ksleep.Sleep(d)
+		}
 		timerFDs.n.Add(-1)
 		t.f.Close()
 		return
@@ -56,17 +60,18 @@ func fineSleep(d time.Duration, poller bool) {
 // long-streams --http2 --in-flight 20000, 2 cores, 12 interleaved pairs: requests sent ≥ 1 ms
 // late with the deadline against the timerfd alone fewer in 9 pairs, geometric mean ratio
 // 0.69 (the host's noise moved the counts between 83 and 5,634 a run).
-func (t *timerFD) wait(d time.Duration) error {
+// waited says whether d has passed (the error is then the timerfd's, not the wait's).
+func (t *timerFD) wait(d time.Duration) (waited bool, err error) {
 	if err := t.f.SetReadDeadline(time.Now().Add(d)); err != nil {
-		return err
+		return false, err
 	}
-	_, err := t.f.Read(t.buf[:])
+	_, err = t.f.Read(t.buf[:])
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// The timer won. Disarm the timerfd: arming it again also clears an expiry that
 		// came in the meantime, and a stale poller wake-up only makes the next read retry.
-		return unix.TimerfdSettime(t.fd, 0, &unix.ItimerSpec{}, nil)
+		return true, unix.TimerfdSettime(t.fd, 0, &unix.ItimerSpec{}, nil)
 	}
-	return err
+	return err == nil, err
 }
 
 const maxTimerFDs = 64

@@ -72,8 +72,8 @@ func TestTimerFDWaitAfterAStaleExpiry(t *testing.T) {
 	for _, d := range []time.Duration{3 * time.Millisecond, time.Millisecond} {
 		start := time.Now()
 		arm(d)
-		if err := tf.wait(d); err != nil {
-			t.Fatal(err)
+		if waited, err := tf.wait(d); err != nil || !waited {
+			t.Fatalf("wait: %v, %v", waited, err)
 		}
 		if got := time.Since(start); got < d {
 			t.Errorf("a %v wait after a stale expiry ended after %v", d, got)
