@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image/png"
 	"math"
 	"os"
 	"os/exec"
@@ -19,9 +20,12 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 )
 
-// The browser test opens the single-run and comparison reports from files in headless
-// Chromium and checks what a reader would see. It needs a Chromium binary and a local
-// echarts.min.js ($LLMBENCH_ECHARTS_JS); .ci/run installs both:
+// The browser test opens every kind of report from files in headless Chromium with the
+// network disabled and checks what a reader would see. Pages made without ECharts (the
+// default: the pinned CDN URL, which cannot load here) must show every chart as the SVG drawn
+// into the page, with marks in the series' colours; pages with a local echarts.min.js
+// ($LLMBENCH_ECHARTS_JS) must replace them with interactive ECharts canvases. It needs a
+// Chromium binary; the ECharts pages also need echarts.min.js. .ci/run installs both:
 //
 //	apt-get install -y chromium
 //	npm install --prefix /tmp/echarts echarts@5
@@ -43,15 +47,19 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
+// echartsPath is the local echarts.min.js, or "" (with the reason logged) when there is none:
+// the pages that need it are then left out.
 func echartsPath(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv(EChartsEnv)
 	if p == "" {
-		t.Skip("browser test skipped: set " + EChartsEnv + " to echarts.min.js (npm install --prefix /tmp/echarts echarts@5; " +
+		t.Log("ECharts pages left out: set " + EChartsEnv + " to echarts.min.js (npm install --prefix /tmp/echarts echarts@5; " +
 			"then /tmp/echarts/node_modules/echarts/dist/echarts.min.js)")
+		return ""
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("browser test skipped: %s=%s: %v", EChartsEnv, p, err)
+		t.Logf("ECharts pages left out: %s=%s: %v", EChartsEnv, p, err)
+		return ""
 	}
 	return p
 }
@@ -177,9 +185,9 @@ type browserPage struct {
 	charts []string           // chart ids that must render
 	want   map[string]float64 // data-k -> number the DOM must show
 	text   map[string]string  // data-k -> exact text
-	// noECharts: the page references a script that cannot load (an offline reader of a
-	// report made without a local ECharts); charts must say so and the tables must remain.
-	noECharts bool
+	// static: the page was made without a local ECharts and references the pinned URL, which
+	// cannot load with the network disabled; every chart must show as the SVG drawn into it.
+	static bool
 }
 
 func TestBrowserRendersReports(t *testing.T) {
@@ -187,13 +195,18 @@ func TestBrowserRendersReports(t *testing.T) {
 	js := echartsPath(t)
 	dir := artifactDir(t)
 
-	pages := []browserPage{browserRunPage(t, js), browserComparisonPage(t, js), browserOfflinePage(t)}
+	pages := []browserPage{browserRunPage(t, ""), browserComparisonPage(t, ""), browserTrendPage(t), browserPlanPage(t)}
+	if js != "" {
+		pages = append(pages, browserRunPage(t, js), browserComparisonPage(t, js))
+	}
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chrome), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000),
+		// No network: no name resolves and every request would go to a closed proxy port.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"), chromedp.ProxyServer("http://127.0.0.1:9"))
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
@@ -234,8 +247,8 @@ func TestBrowserRendersReports(t *testing.T) {
 			if err != nil {
 				t.Fatalf("charts never initialized: %v", err)
 			}
-			if pg.noECharts {
-				checkOffline(ctx, t, pg, state)
+			if pg.static {
+				checkStatic(ctx, t, pg, state, dir)
 				return
 			}
 			if state != strconv.Itoa(len(pg.charts)) {
@@ -385,22 +398,25 @@ func browserRunPage(t *testing.T, js string) browserPage {
 			sr[b] = math.NaN() // no request's first token or chunk in this second
 		}
 	}
+	s.Cluster = &metrics.Cluster{Router: "prefix-aware", Replicas: []metrics.ReplicaLoad{
+		{Requests: 520, PrefixHitRate: 0.61}, {Requests: 470, PrefixHitRate: 0.55}, {Requests: 450, PrefixHitRate: 0.12}}}
 	recs := fixtureRecords(400)
 	samples, why, err := SampleRecords(eachOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
+	// Without js the page references the pinned URL (the environment is not read).
 	err = WriteHTML(&buf, s, HTMLOptions{EChartsJS: js, Samples: samples, SampleReasons: why,
-		ServerMetrics: fixtureServer(130)})
+		ServerMetrics: fixtureServer(130), Getenv: noEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := s.Latency
 	return browserPage{
-		name: "run", html: buf.Bytes(),
+		name: pageName("run", js), html: buf.Bytes(), static: js == "",
 		charts: []string{"cdf-ttft", "cdf-itl", "cdf-e2e", "cdf-maxgap", "ts-latency", "ts-throughput", "ts-load",
-			"class-ttft", "class-e2e", "token-timeline", "tokens-per-chunk", "workload-lengths", "server-load", "server-kv"},
+			"class-ttft", "class-e2e", "token-timeline", "tokens-per-chunk", "workload-lengths", "server-load", "server-kv", "replica-load"},
 		want: map[string]float64{
 			"requests.total": float64(s.Requests.Total), "throughput.requests_per_s": s.Throughput.RequestsPerS,
 			"goodput.fraction": s.Goodput.Fraction, "latency.ttft.p99": l.TTFT.P99, "latency.itl.p99": l.ITL.P99,
@@ -435,7 +451,7 @@ func browserComparisonPage(t *testing.T, js string) browserPage {
 	t.Helper()
 	c := fixtureComparison(`cand <script>window.__pwned=1</script>`)
 	var buf bytes.Buffer
-	if err := WriteComparisonHTML(&buf, c, HTMLOptions{EChartsJS: js, Pairs: fixturePairs(400)}); err != nil {
+	if err := WriteComparisonHTML(&buf, c, HTMLOptions{EChartsJS: js, Pairs: fixturePairs(400), Getenv: noEnv}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]float64{}
@@ -451,46 +467,124 @@ func browserComparisonPage(t *testing.T, js string) browserPage {
 		text["delta."+m.Name+".verdict"] = m.Verdict
 	}
 	return browserPage{
-		name: "comparison", html: buf.Bytes(), want: want, text: text,
+		name: pageName("comparison", js), html: buf.Bytes(), want: want, text: text, static: js == "",
 		charts: []string{"cmp-deltas", "cmp-cdf-ttft", "cmp-cdf-itl_chunk", "cmp-cdf-e2e", "cmp-cdf-tokens_per_chunk",
 			"cmp-scatter-ttft", "cmp-scatter-e2e"},
 	}
 }
 
-// browserOfflinePage is the run report as a reader without network sees one that was made
-// without a local ECharts: the pinned URL is swapped for one that cannot load.
-func browserOfflinePage(t *testing.T) browserPage {
-	t.Helper()
-	s := fixtureSummary("llama-3.1-8b", "w")
-	var buf bytes.Buffer
-	if err := WriteHTML(&buf, s, HTMLOptions{Getenv: func(string) string { return "" }}); err != nil {
-		t.Fatal(err)
+// pageName names a page (and its screenshots) by whether ECharts is inlined into it.
+func pageName(kind, js string) string {
+	if js == "" {
+		return kind + "-static"
 	}
-	html := bytes.ReplaceAll(buf.Bytes(), []byte(`src="`+EChartsURL+`"`), []byte(`src="file:///nonexistent/echarts.min.js"`))
-	if bytes.Equal(html, buf.Bytes()) {
-		t.Fatal("report does not reference EChartsURL")
-	}
-	return browserPage{name: "offline", html: html, noECharts: true,
-		want: map[string]float64{"latency.ttft.p99": s.Latency.TTFT.P99, "requests.total": float64(s.Requests.Total)}}
+	return kind
 }
 
-func checkOffline(ctx context.Context, t *testing.T, pg browserPage, state string) {
+// browserTrendPage is a history trend page with two series (one with per-run intervals) and a
+// change point; it never has ECharts.
+func browserTrendPage(t *testing.T) browserPage {
 	t.Helper()
-	if state != "unavailable" {
-		t.Fatalf("data-charts = %q, want unavailable", state)
+	tr := sampleTrend()
+	s2 := tr.Series[0]
+	s2.Metric, s2.Unit, s2.Better = "throughput.output_tokens_per_s", "tok/s", "higher"
+	s2.Runs = append([]TrendRun(nil), s2.Runs...)
+	for i := range s2.Runs {
+		r := &s2.Runs[i]
+		r.Value = 2400 + 30*float64(i%3)
+		r.Interval, r.Lo, r.Hi = true, r.Value-40, r.Value+40
 	}
-	res, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`({
-	  charts: document.querySelectorAll("[data-chart]").length,
-	  said: Array.from(document.querySelectorAll(".chart.nochart")).filter(function (el) { return el.textContent.indexOf("Chart unavailable") === 0; }).length,
-	  note: document.querySelectorAll("#echarts-note").length,
-	  open: document.querySelectorAll("figure.card details[open]").length,
-	  tables: document.querySelectorAll("table").length
-	})`))
+	s2.Level = []float64{2430, 2430, 2430, 2430, 2430, 2430, 2430, 2430}
+	s2.Changes = nil
+	tr.Series = append(tr.Series, s2)
+	var buf bytes.Buffer
+	if err := WriteTrendHTML(&buf, tr, HTMLOptions{Getenv: noEnv}); err != nil {
+		t.Fatal(err)
+	}
+	return browserPage{name: "trend-static", html: buf.Bytes(), static: true, charts: []string{"trend-0-0", "trend-0-1"}}
+}
+
+// browserPlanPage is a plan page (goodput against price); it never has ECharts.
+func browserPlanPage(t *testing.T) browserPage {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WritePlanHTML(&buf, planFixture(), HTMLOptions{Getenv: noEnv}); err != nil {
+		t.Fatal(err)
+	}
+	return browserPage{name: "plan-static", html: buf.Bytes(), static: true, charts: []string{"plan-goodput-price"}}
+}
+
+// svgCheck is what the page reports about one chart element of a page without ECharts.
+type svgCheck struct {
+	ID     string   `json:"id"`
+	SVG    bool     `json:"svg"`
+	Canvas bool     `json:"canvas"`
+	W      int      `json:"w"`
+	H      int      `json:"h"`
+	Marks  int      `json:"marks"`  // points drawn, summed over the series (their data-n)
+	Empty  []string `json:"empty"`  // series groups with points but no drawing element
+	Colors []string `json:"colors"` // the colours the series are drawn in
+}
+
+const svgProbe = `Array.from(document.querySelectorAll("[data-chart]")).map(function (el) {
+  var svg = el.querySelector("svg.svgchart"), r = el.getBoundingClientRect();
+  var out = {id: el.id, svg: !!svg, canvas: !!el.querySelector("canvas"), w: Math.round(r.width), h: Math.round(r.height),
+    marks: 0, empty: [], colors: []};
+  if (!svg) { return out; }
+  svg.querySelectorAll("g.series").forEach(function (g) {
+    var n = parseInt(g.getAttribute("data-n"), 10) || 0;
+    out.marks += n;
+    if (n > 0 && !g.querySelector("path[d],rect")) { out.empty.push(g.getAttribute("data-series")); }
+    g.querySelectorAll("[stroke],[fill]").forEach(function (m) {
+      ["stroke", "fill"].forEach(function (a) {
+        var c = m.getAttribute(a);
+        if (c && /^#[0-9a-f]{6}$/i.test(c) && out.colors.indexOf(c) < 0) { out.colors.push(c); }
+      });
+    });
+  });
+  return out;
+})`
+
+// checkStatic checks a page made without ECharts: the script did not load, every chart is
+// the SVG drawn into the page, has marks, and shows pixels in its series' colours on screen;
+// the numbers are in the DOM as the summary has them.
+func checkStatic(ctx context.Context, t *testing.T, pg browserPage, state, dir string) {
+	t.Helper()
+	if state != "static" {
+		t.Fatalf("data-charts = %q, want static (the pinned ECharts URL must not load with the network disabled)", state)
+	}
+	checks, err := chromedp.Run(ctx, chromedp.Evaluate[[]svgCheck](svgProbe))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res["charts"] == 0 || res["said"] != res["charts"] || res["open"] != res["charts"] || res["note"] != 1 || res["tables"] < 10 {
-		t.Errorf("offline page: %v (want every chart to say it is unavailable with its table opened, the note, and the tables)", res)
+	got := map[string]svgCheck{}
+	for _, c := range checks {
+		got[c.ID] = c
+	}
+	if len(checks) != len(pg.charts) {
+		t.Errorf("page has %d chart elements, want %d", len(checks), len(pg.charts))
+	}
+	for _, id := range pg.charts {
+		c, ok := got[id]
+		switch {
+		case !ok:
+			t.Errorf("chart %s missing from the page", id)
+			continue
+		case !c.SVG || c.Canvas:
+			t.Errorf("chart %s: svg=%v canvas=%v, want the drawn SVG only", id, c.SVG, c.Canvas)
+			continue
+		case c.W < 200 || c.H < 150:
+			t.Errorf("chart %s is %dx%d px", id, c.W, c.H)
+		case c.Marks == 0 || len(c.Empty) > 0:
+			t.Errorf("chart %s draws no data: %d points, series without a mark %v", id, c.Marks, c.Empty)
+		}
+		shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID(id)))
+		if err != nil {
+			t.Fatalf("screenshot of %s: %v", id, err)
+		}
+		if n := colouredPixels(t, shot, c.Colors); n < 50 {
+			t.Errorf("chart %s shows no data on screen: %d pixels in its series colours %v", id, n, c.Colors)
+		}
 	}
 	keys, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](keyProbe))
 	if err != nil {
@@ -498,7 +592,64 @@ func checkOffline(ctx context.Context, t *testing.T, pg browserPage, state strin
 	}
 	for k, want := range pg.want {
 		if v, err := parseShown(keys[k]); err != nil || !closeEnough(v, want) {
-			t.Errorf("offline page: data-k=%q shows %q, want %g", k, keys[k], want)
+			t.Errorf("data-k=%q shows %q, want %g", k, keys[k], want)
 		}
 	}
+	pwned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__pwned === 1`))
+	if err != nil || pwned {
+		t.Errorf("planted script ran (pwned=%v, err=%v)", pwned, err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pg.name+"-full.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", filepath.Join(dir, pg.name+"-full.png"))
+}
+
+// colouredPixels counts the opaque pixels of a PNG within a small distance of one of the given
+// colours, greys left out (axis labels and grid lines are grey).
+func colouredPixels(t *testing.T, shot []byte, colors []string) int {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	var want [][3]int
+	for _, c := range colors {
+		v, err := strconv.ParseUint(c[1:], 16, 32)
+		if err != nil {
+			continue
+		}
+		rgb := [3]int{int(v >> 16), int(v >> 8 & 0xff), int(v & 0xff)}
+		if max(rgb[0], rgb[1], rgb[2])-min(rgb[0], rgb[1], rgb[2]) > 24 {
+			want = append(want, rgb)
+		}
+	}
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, a := img.At(x, y).RGBA()
+			if a < 0xc000 {
+				continue
+			}
+			for _, w := range want {
+				if absInt(int(r>>8)-w[0])+absInt(int(g>>8)-w[1])+absInt(int(bl>>8)-w[2]) < 40 {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
+}
+
+func absInt(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"html/template"
 	"math"
 	"strconv"
 )
@@ -59,6 +60,8 @@ type chartSpec struct {
 	Series          []seriesSpec
 	Shades          []shade
 	Table           *table
+	// SVG is the chart drawn server-side (svg.go), set when the page renders.
+	SVG template.HTML
 }
 
 // chartJSON is what the page script receives for one chart.

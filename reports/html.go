@@ -208,6 +208,7 @@ func (p *page) render(w io.Writer) error {
 		if c.Height == 0 {
 			c.Height = 320
 		}
+		c.SVG = c.svg()
 		out = append(out, chartJSON{ID: c.ID, Option: c.option()})
 	}
 	// encoding/json escapes <, > and & inside strings, so outside text in chart options

@@ -64,14 +64,13 @@ figure.card{margin:0;background:var(--card);border:1px solid var(--line);border-
 figcaption b{display:block;font-size:14px}
 figcaption span{display:block;color:var(--muted);font-size:12px}
 .chart{width:100%;margin-top:8px}
-.chart.nochart{display:flex;align-items:center;justify-content:center;color:var(--muted);background:#f8f9fa;border-radius:6px;padding:12px;text-align:center}
+.chart>svg.svgchart{display:block;width:100%;height:100%}
 details summary{cursor:pointer;color:var(--accent);font-size:12px;margin-top:6px}
 details .tw{max-height:420px;overflow-y:auto}
 code{font-size:12px;background:#f1f3f4;padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}
 footer{color:var(--muted);font-size:12px;padding-top:8px;padding-bottom:28px}
 @media (max-width:640px){.grid{grid-template-columns:1fr}}
 </style>
-<noscript><style>.chart{display:none}</style></noscript>
 </head>
 <body data-kind="{{.Kind}}">
 <header class="top"><div class="wrap">
@@ -84,7 +83,7 @@ footer{color:var(--muted);font-size:12px;padding-top:8px;padding-bottom:28px}
 </div></header>
 <main class="wrap">
 {{- if .Script.URL}}
-<p class="note" id="echarts-note">Charts load ECharts from <code>{{.Script.URL}}</code> because no local copy was given, so they need network access. For a report that works offline, pass <code>--echarts-js PATH</code> or set <code>LLMBENCH_ECHARTS_JS</code> to <code>node_modules/echarts/dist/echarts.min.js</code> from <code>npm install echarts@5</code>. Every number is also in the tables.</p>
+<p class="note" id="echarts-note">Charts are drawn into this page and need no network. Where the page can reach <code>{{.Script.URL}}</code>, ECharts replaces them with interactive versions (tooltips, legend toggles). For interactive charts offline, pass <code>--echarts-js PATH</code> or set <code>LLMBENCH_ECHARTS_JS</code> to <code>node_modules/echarts/dist/echarts.min.js</code> from <code>npm install echarts@5</code>. Every number is also in the tables.</p>
 {{- end}}
 {{- if .Warnings}}
 <section class="warnings" id="warnings"><h2>Warnings</h2><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul></section>
@@ -104,7 +103,7 @@ footer{color:var(--muted);font-size:12px;padding-top:8px;padding-bottom:28px}
 <div class="grid">
 {{- range .Charts}}
 <figure class="card" id="fig-{{.ID}}"><figcaption><b>{{.Title}}</b>{{if .Note}}<span>{{.Note}}</span>{{end}}</figcaption>
-<div class="chart" id="{{.ID}}" data-chart role="img" aria-label="{{.Title}} (chart; the numbers are in the table below it)" style="height:{{.Height}}px"></div>
+<div class="chart" id="{{.ID}}" data-chart role="img" aria-label="{{.Title}} (chart; the numbers are in the table below it)" style="height:{{.Height}}px">{{.SVG}}</div>
 {{- with .Table}}
 <details><summary>Numbers in this chart</summary>{{template "table" .}}</details>
 {{- end}}
@@ -125,20 +124,15 @@ const llmbenchCharts = {{.Charts}};
   var root = document.documentElement;
   var els = document.querySelectorAll("[data-chart]");
   if (typeof echarts === "undefined") {
-    els.forEach(function (el) {
-      el.classList.add("nochart");
-      el.style.height = "auto";
-      el.textContent = "Chart unavailable: the ECharts script did not load. The numbers are in the table below.";
-      var d = el.parentNode.querySelector("details");
-      if (d) { d.open = true; }
-    });
-    root.setAttribute("data-charts", "unavailable");
+    // The charts drawn into the page (SVG) stay; ECharts would only add interaction.
+    root.setAttribute("data-charts", "static");
     return;
   }
   var made = [];
   llmbenchCharts.forEach(function (c) {
     var el = document.getElementById(c.id);
     if (!el) { return; }
+    el.replaceChildren(); // the interactive chart replaces the drawn one
     var chart = echarts.init(el, null, {renderer: "canvas"});
     chart.setOption(c.option);
     made.push(chart);
