@@ -61,6 +61,11 @@ type svgChart struct {
 
 // svg draws the chart; the result is well-formed SVG with every outside text escaped.
 func (c *chartSpec) svg() template.HTML {
+	return template.HTML(c.drawSVG().b.String()) // every text went through esc
+}
+
+// drawSVG lays the chart out and draws it into the returned svgChart's buffer.
+func (c *chartSpec) drawSVG() *svgChart {
 	g := &svgChart{c: c, hv: c.Horizontal, w: svgWidth, h: float64(c.Height)}
 	if g.h <= 0 {
 		g.h = 320
@@ -70,7 +75,7 @@ func (c *chartSpec) svg() template.HTML {
 	}
 	g.layout()
 	g.draw()
-	return template.HTML(g.b.String()) // every text went through esc
+	return g
 }
 
 func (g *svgChart) draw() {

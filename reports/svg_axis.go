@@ -3,6 +3,7 @@ package reports
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // svgAxis maps data values to pixels along one axis of an SVG chart (see svg.go): a linear or
@@ -190,7 +191,7 @@ func niceStep(raw float64) float64 {
 }
 
 // tickLabel writes a tick value short: 12k and 3M for round thousands and millions, else the
-// value with dec decimals and thousands separators.
+// value with at most dec decimals (no trailing zeros) and thousands separators.
 func tickLabel(v float64, dec int) string {
 	if v == 0 {
 		v = 0 // not -0
@@ -202,5 +203,9 @@ func tickLabel(v float64, dec int) string {
 	case av >= 1e4 && math.Mod(av, 100) == 0:
 		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
 	}
-	return groupDigits(strconv.FormatFloat(v, 'f', min(dec, 6), 64))
+	s := strconv.FormatFloat(v, 'f', min(dec, 6), 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return groupDigits(s)
 }
