@@ -46,6 +46,7 @@ func TestFlagAudit(t *testing.T) {
 		// report
 		{"report echarts with terminal output", []string{"report", t.TempDir(), "--format", "terminal", "--echarts-js", "e.js"}, "--echarts-js"},
 		{"report prices twice", []string{"report", t.TempDir(), "--price-input", "1", "--gpu-hour-cost", "2"}, "--gpu-hour-cost"},
+		{"report open without html", []string{"report", t.TempDir(), "--format", "csv", "--open"}, "--open"},
 		// compare
 		{"compare echarts without html", []string{"compare", t.TempDir(), t.TempDir(), "--echarts-js", "e.js"}, "--echarts-js"},
 		{"compare unknown format", []string{"compare", t.TempDir(), t.TempDir(), "--format", "yaml"}, "--format"},

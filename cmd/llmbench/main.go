@@ -46,6 +46,9 @@ type App struct {
 	// Args are the command-line arguments as given (recorded, with secrets redacted, in
 	// summary.json).
 	Args []string
+	// LookPath finds a program on PATH (exec.LookPath when nil); report --open uses it to find
+	// the system's opener.
+	LookPath func(file string) (string, error)
 
 	// interrupted is set by the first interrupt (the command then ends with exit 130).
 	interrupted atomic.Bool

@@ -71,6 +71,7 @@ func runMerge(app *App, o *mergeOptions) error {
 			fmt.Fprintf(app.Stdout, " (missing %v, partial %v: %d requests dropped)", m.Missing, m.Partial, m.Dropped)
 		}
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		printCompareHint(app, res.Dir)
 	}
 	return err
 }

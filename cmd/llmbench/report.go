@@ -20,6 +20,7 @@ type reportOptions struct {
 	recompute bool
 	metrics   *metricFlags
 	echartsJS string
+	open      bool
 }
 
 func newReportCmd(app *App) *cobra.Command {
@@ -31,8 +32,10 @@ func newReportCmd(app *App) *cobra.Command {
 summary as a terminal table, Markdown, or a per-request CSV. With --recompute (or any metric
 flag: SLO, stall, fluidity, lag limit or price) the summary is recomputed from the records first and summary.json is
 rewritten. A run that was killed before it wrote summary.json (interrupted twice, SIGKILL) is
-rebuilt from the run facts it wrote at start (DIR/run.json) and DIR/requests.msgpack.`,
-		Example: `  llmbench report results/20261129-120000
+rebuilt from the run facts it wrote at start (DIR/run.json) and DIR/requests.msgpack.
+With --open the report is then opened in the default browser (xdg-open, open or start); where
+none is installed its path is printed to open by hand.`,
+		Example: `  llmbench report results/20261129-120000 --open
   llmbench report results/run1 --slo ttft=300ms,tpot=40ms
   llmbench report results/run1 --format csv > requests.csv`,
 		Args: cobra.ExactArgs(1),
@@ -43,13 +46,23 @@ rebuilt from the run facts it wrote at start (DIR/run.json) and DIR/requests.msg
 			if o.echartsJS != "" && o.format != "html" {
 				return fmt.Errorf("--echarts-js is inlined into report.html; it does nothing with --format %s", o.format)
 			}
-			return runReport(app, o)
+			if o.open && o.format != "html" {
+				return fmt.Errorf("--open opens report.html; it does nothing with --format %s", o.format)
+			}
+			if err := runReport(app, o); err != nil {
+				return err
+			}
+			if o.open {
+				openInBrowser(cmd.Context(), app, filepath.Join(o.dir, runner.ReportFile))
+			}
+			return nil
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.format, "format", "html", "html (rewrites DIR/report.html), terminal (alias text), markdown (alias md), csv, json")
 	fs.BoolVar(&o.recompute, "recompute", false, "recompute summary.json from requests.msgpack")
-	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
+	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html (interactive charts offline; the drawn charts need none)")
+	fs.BoolVar(&o.open, "open", false, "open report.html in the default browser afterwards (prints its path when no opener is installed)")
 	o.metrics = addMetricFlags(fs)
 	return cmd
 }

@@ -135,6 +135,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		printCompareHint(app, res.Dir)
 		if judgeErr != nil {
 			return judgeErr
 		}

@@ -125,6 +125,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
+		printCompareHint(app, res.Dir)
 		return measuredExit(app, err, o.fail, res.Summary)
 	}
 	return err
