@@ -80,7 +80,7 @@ func (c *chartSpec) drawSVG() *svgChart {
 
 func (g *svgChart) draw() {
 	c := g.c
-	g.printf(`<svg xmlns="http://www.w3.org/2000/svg" class="svgchart" viewBox="0 0 `, num(g.w), " ", num(g.h),
+	g.printf(`<svg xmlns="http://www.w3.org/2000/svg" class="svgchart" preserveAspectRatio="xMidYMin meet" viewBox="0 0 `, num(g.w), " ", num(g.h),
 		`" font-family="system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif" font-size="11" fill="#5f6368">`)
 	clip := "clip-" + c.ID
 	g.printf(`<defs><clipPath id="`, esc(clip), `"><rect x="`, num(g.left-6), `" y="`, num(g.top-6), `" width="`,

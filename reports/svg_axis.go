@@ -115,7 +115,7 @@ func limitsOf(zero bool, maxV any) axisLimits {
 	return l
 }
 
-// valueAxis fits a linear axis with round ticks (about five) to vals, or a log axis with a
+// valueAxis fits a linear axis with round ticks (four to eight) to vals, or a log axis with a
 // tick per power of ten. With no drawable value it spans 0 to 1 (1 to 10 on a log axis).
 func valueAxis(vals []float64, log bool, l axisLimits) svgAxis {
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -139,7 +139,7 @@ func valueAxis(vals []float64, log bool, l axisLimits) svgAxis {
 	if hi == lo {
 		hi = lo + 1
 	}
-	step := niceStep((hi - lo) / 5)
+	step := niceStep(lo, hi)
 	a := svgAxis{lo: math.Floor(lo/step+1e-9) * step, hi: hi}
 	if !l.fixed && !l.dataMax {
 		a.hi = math.Ceil(hi/step-1e-9) * step
@@ -173,21 +173,20 @@ func logAxis(lo, hi float64) svgAxis {
 	return a
 }
 
-// niceStep rounds raw up to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if !(raw > 0) || !finite(raw) {
+// niceStep is the smallest step of 1, 2 or 5 times a power of ten that cuts lo..hi into at
+// most seven intervals between round values.
+func niceStep(lo, hi float64) float64 {
+	span := hi - lo
+	if !(span > 0) || !finite(span) {
 		return 1
 	}
-	e := math.Pow(10, math.Floor(math.Log10(raw)))
-	switch f := raw / e; {
-	case f <= 1:
-		return e
-	case f <= 2:
-		return 2 * e
-	case f <= 5:
-		return 5 * e
+	e := math.Pow(10, math.Floor(math.Log10(span))-2)
+	for _, m := range [...]float64{1, 2, 5, 10, 20, 50, 100, 200, 500} {
+		if s := m * e; math.Ceil(hi/s-1e-9)-math.Floor(lo/s+1e-9) <= 7 {
+			return s
+		}
 	}
-	return 10 * e
+	return 1000 * e
 }
 
 // tickLabel writes a tick value short: 12k and 3M for round thousands and millions, else the

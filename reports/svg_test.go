@@ -323,14 +323,14 @@ func TestValueAxisTicks(t *testing.T) {
 	}{
 		{[]float64{3, 97}, false, axisLimits{zero: true}, 0, 100, "0 20 40 60 80 100"},
 		{[]float64{0.13, 0.92}, false, axisLimits{zero: true, max: 1, fixed: true}, 0, 1, "0 0.2 0.4 0.6 0.8 1"},
-		{[]float64{120, 1234}, false, axisLimits{}, 0, 1500, "0 500 1,000 1,500"},
-		{[]float64{0, 127.5}, false, axisLimits{dataMax: true}, 0, 127.5, "0 50 100"},
+		{[]float64{120, 1234}, false, axisLimits{}, 0, 1400, "0 200 400 600 800 1,000 1,200 1,400"},
+		{[]float64{0, 127.5}, false, axisLimits{dataMax: true}, 0, 127.5, "0 20 40 60 80 100 120"},
 		{[]float64{4, 2300}, true, axisLimits{}, 1, 10000, "1 10 100 1,000 10k"},
 		{[]float64{0.02, 3}, true, axisLimits{}, 0.01, 10, "0.01 0.1 1 10"},
 		{[]float64{-30, 45}, false, axisLimits{zero: true}, -40, 60, "-40 -20 0 20 40 60"},
 		{nil, false, axisLimits{zero: true}, 0, 1, "0 0.2 0.4 0.6 0.8 1"},
 		{[]float64{5, 5}, false, axisLimits{}, 5, 6, "5 5.2 5.4 5.6 5.8 6"},
-		{[]float64{20000, 60000}, false, axisLimits{zero: true}, 0, 60000, "0 20k 40k 60k"},
+		{[]float64{20000, 60000}, false, axisLimits{zero: true}, 0, 60000, "0 10k 20k 30k 40k 50k 60k"},
 	}
 	for _, c := range cases {
 		a := valueAxis(c.vals, c.log, c.lim)
