@@ -203,9 +203,9 @@ func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
 		}
 		runCell := txt("#" + strconv.FormatInt(r.ID, 10))
 		runCell.Href = r.Link
-		noteCell := txt(note)
+		noteCell := classed("wr", note) // a long note wraps inside the card
 		if c, ok := changeAt[i]; ok && c.Bad {
-			noteCell.Class = "bad"
+			noteCell.Class = "wr bad"
 		}
 		if withIv {
 			tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(ivCell), txt(lv), noteCell)
