@@ -88,6 +88,7 @@ type chartCheck struct {
 	Ink    float64 `json:"ink"`
 	Colors int     `json:"colors"`
 	Data   int     `json:"data"` // pixels in a series colour
+	SVG    bool    `json:"svg"`  // the drawn SVG is still there
 }
 
 // chartProbe reports, per chart element, its canvas size, how much of it is drawn, how many
@@ -123,7 +124,8 @@ const chartProbe = `(function () {
         if (d[i + 3] > 200 && Math.abs(d[i] - want[j][0]) + Math.abs(d[i + 1] - want[j][1]) + Math.abs(d[i + 2] - want[j][2]) < 40) { data++; break; }
       }
     }
-    return {id: el.id, canvas: true, w: cv.width, h: cv.height, ink: ink / n, colors: colors.size, data: data};
+    return {id: el.id, canvas: true, w: cv.width, h: cv.height, ink: ink / n, colors: colors.size, data: data,
+      svg: !!el.querySelector("svg.svgchart")};
   });
 })()`
 
@@ -296,6 +298,8 @@ func checkECharts(ctx context.Context, t *testing.T, pg browserPage, state, dir 
 			t.Errorf("chart %s missing from the page", id)
 		case !c.Canvas:
 			t.Errorf("chart %s has no canvas", id)
+		case c.SVG:
+			t.Errorf("chart %s still shows the drawn SVG beside the ECharts canvas", id)
 		case c.W < 200 || c.H < 150:
 			t.Errorf("chart %s canvas is %dx%d", id, c.W, c.H)
 		case c.Ink < 0.01 || c.Colors < 3:

@@ -62,6 +62,8 @@ type chartSpec struct {
 	Table           *table
 	// SVG is the chart drawn server-side (svg.go), set when the page renders.
 	SVG template.HTML
+	// wide: the chart is alone in its block, so its card spans the page; it is drawn wider.
+	wide bool
 }
 
 // chartJSON is what the page script receives for one chart.

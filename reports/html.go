@@ -184,11 +184,15 @@ type page struct {
 	Generator string
 }
 
-// chartsOf collects every chart of the page in order.
+// chartList collects every chart of the page in order, marking those alone in their block
+// as wide.
 func (p *page) chartList() []*chartSpec {
 	var out []*chartSpec
 	for _, s := range p.Sections {
 		for _, b := range s.Blocks {
+			if len(b.Charts) == 1 {
+				b.Charts[0].wide = true
+			}
 			out = append(out, b.Charts...)
 		}
 	}

@@ -27,8 +27,12 @@ import (
 // second y axis, horizontal bars, line (step, dashed, area, gaps), bar and scatter series,
 // shaded x ranges and a legend.
 
-// svgWidth is the drawing's width in SVG user units; the element scales to its card.
-const svgWidth = 640
+// svgWidth is the drawing's width in SVG user units, svgWideWidth that of a chart alone in
+// its block (its card spans the page); the element scales to its card.
+const (
+	svgWidth     = 640
+	svgWideWidth = 960
+)
 
 // svgCharW is the mean width of a character of the 11 px sans-serif text, for layout.
 const svgCharW = 6.2
@@ -67,6 +71,9 @@ func (c *chartSpec) svg() template.HTML {
 // drawSVG lays the chart out and draws it into the returned svgChart's buffer.
 func (c *chartSpec) drawSVG() *svgChart {
 	g := &svgChart{c: c, hv: c.Horizontal, w: svgWidth, h: float64(c.Height)}
+	if c.wide {
+		g.w = svgWideWidth
+	}
 	if g.h <= 0 {
 		g.h = 320
 	}
