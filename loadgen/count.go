@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/metrics"
@@ -110,7 +109,9 @@ func (n *counter) own(text []byte) int64 {
 	if n.c.tok == nil || len(text) == 0 {
 		return 1
 	}
-	return max(int64(tokenizer.CountChunk(n.c.tok, unsafe.String(&text[0], len(text)))), 1)
+	// text is the read buffer, reused for the next event: CountChunkBytes copies it for any
+	// tokenizer that might keep it.
+	return max(int64(tokenizer.CountChunkBytes(n.c.tok, text)), 1)
 }
 
 // onChunk accounts one parsed event that arrived at t.
