@@ -22,11 +22,11 @@ import (
 //     server sends text only for a token it generated), so a total equal to the number of
 //     content chunks is one token each, exactly, whatever a tokenizer makes of each chunk's
 //     text (metrics.TokensOnePerChunk: llama.cpp, TGI and Ollama stream one event per
-//     token); a larger total gives each chunk one token plus a share of the rest in
-//     proportion to the tokenizer's count beyond one (evenly without a tokenizer), and a
-//     smaller one (a server that splits a token's text over events) the tokenizer's counts
-//     rescaled. Shares use the largest-remainder rule, so the chunks sum to the total
-//     exactly. Without server usage the total is the tokenizer's count of the whole output
+//     token); a larger total is shared in proportion to the tokenizer's counts (evenly
+//     without a tokenizer), a chunk whose share would fall below one getting one (split),
+//     and a smaller one (a server that splits a token's text over events) follows the
+//     tokenizer's counts rescaled. Shares use the largest-remainder rule, so the chunks sum
+//     to the total exactly. Without server usage the total is the tokenizer's count of the whole output
 //     (at least one per chunk), split the same way; without either, one per chunk.
 //   - A usage count that is not a plausible token count is rejected (the whole usage of the
 //     response is then ignored, Record.UsageRejected says why): negative, fractional, above
