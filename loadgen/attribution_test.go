@@ -245,3 +245,42 @@ func TestSeveralTokensPerChunk(t *testing.T) {
 		})
 	}
 }
+
+// TestClientCountOfLongOutput: the text kept for the tokenizer's whole count is bounded
+// (countTextLimit); past it the stream stops keeping text and the client count is the sum of
+// the chunks' own counts.
+func TestClientCountOfLongOutput(t *testing.T) {
+	for _, size := range []int{100, 2 * countTextLimit(16)} {
+		rec := &metrics.Record{ServerInputTokens: -1, ServerOutputTokens: -1, RequestedTokens: 16}
+		n := counter{c: &client{tok: tokenizer.Reference{}}, rec: rec, hash: fnvOffset}
+		var f chunkFields
+		var scratch []byte
+		chunks, own := 0, 0
+		var text strings.Builder
+		for text.Len() < size {
+			// "ab" pieces run together into one reference token (a run of letters): the whole
+			// text's count is 1, the chunks' sum one per chunk.
+			piece := "ab"
+			text.WriteString(piece)
+			own += tokenizer.Reference{}.Count(piece)
+			var err error
+			if scratch, err = parseChunk([]byte(textChunk(piece, -1)), &f, scratch); err != nil {
+				t.Fatal(err)
+			}
+			n.onChunk(&f, int64(chunks+1))
+			chunks++
+			if kept := n.text; kept != nil && len(*kept) > countTextLimit(16) {
+				t.Fatalf("%d bytes kept for the count, limit %d", len(*kept), countTextLimit(16))
+			}
+		}
+		n.finish()
+		want := tokenizer.CountChunk(tokenizer.Reference{}, text.String())
+		if size > countTextLimit(16) {
+			want = own
+		}
+		if rec.ClientOutputTokens != want || rec.OutputTokens != chunks || len(rec.Chunks) != chunks || n.text != nil {
+			t.Errorf("%d bytes: client count %d, output %d over %d chunks, want %d and one per chunk (text released: %v)",
+				text.Len(), rec.ClientOutputTokens, rec.OutputTokens, len(rec.Chunks), want, n.text == nil)
+		}
+	}
+}

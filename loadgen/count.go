@@ -178,16 +178,24 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 	n.packed.add(t, tokens, own)
 }
 
-// keepText appends a chunk's text to out (kept for the caller) or, with a tokenizer, to text
-// (kept for the whole count), up to textLimit bytes of output.
+// countTextLimit bounds the output text a stream keeps only for the tokenizer's whole count:
+// 32 bytes per requested token plus 16 KB, far above what a model writes per token and small
+// enough that a server sending megabytes per stream cannot make every open stream hold them.
+func countTextLimit(maxTokens int) int { return 32*max(maxTokens, 0) + 16<<10 }
+
+// keepText appends a chunk's text to out (kept for the caller, up to textLimit bytes of
+// output) or, with a tokenizer, to text (kept for the whole count, up to countTextLimit).
 func (n *counter) keepText(b []byte) {
-	if n.textLen > textLimit(n.rec.RequestedTokens) {
-		return
-	}
 	switch {
 	case n.keep:
-		n.out = append(n.out, b...)
+		if n.textLen <= textLimit(n.rec.RequestedTokens) {
+			n.out = append(n.out, b...)
+		}
 	case n.c.tok != nil:
+		if n.textLen > countTextLimit(n.rec.RequestedTokens) {
+			n.releaseText()
+			return
+		}
 		if n.text == nil {
 			n.text = textBufs.Get().(*[]byte)
 		}
@@ -196,12 +204,13 @@ func (n *counter) keepText(b []byte) {
 }
 
 // wholeText is the client tokenizer's count of the whole output as one continuation of the
-// prompt (see CountChunk), or the sum of the chunks' own counts when the output outgrew
-// textLimit and was not kept. It hands the text buffer back.
+// prompt (see CountChunk), or the sum of the chunks' own counts when the output outgrew what
+// is kept. It hands the text buffer back.
 func (n *counter) wholeText() int64 {
 	var b []byte
 	switch {
-	case n.textLen > textLimit(n.rec.RequestedTokens):
+	case n.keep && n.textLen > textLimit(n.rec.RequestedTokens),
+		!n.keep && n.textLen > countTextLimit(n.rec.RequestedTokens):
 		n.releaseText()
 		return n.ownSum
 	case n.keep:
