@@ -272,7 +272,7 @@ func (n *counter) onWhole(f *chunkFields) {
 		n.out = append(n.out, f.text...)
 	}
 	if n.c.tok != nil {
-		n.ownSum = int64(tokenizer.CountChunk(n.c.tok, string(f.text)))
+		n.ownSum = int64(tokenizer.CountChunkBytes(n.c.tok, f.text))
 	} else {
 		n.unknown = true
 	}
