@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/metrics"
@@ -19,15 +18,24 @@ import (
 //     cumulative per-chunk usage, or a non-streaming body. The last completion_tokens
 //     reported is the output total, prompt_tokens the input total.
 //   - Per-chunk attribution: from the per-chunk usage deltas when every content chunk had one
-//     and they sum to the total; else the tokenizer's counts rescaled to the total; else the
-//     total spread evenly. Rescaling uses the largest-remainder rule, so the chunks sum to the
-//     total exactly. Without server usage, the tokenizer's counts (at least one per chunk),
-//     else one per chunk.
+//     and they sum to the total. Else every content chunk carries at least one token (a
+//     server sends text only for a token it generated), so a total equal to the number of
+//     content chunks is one token each, exactly, whatever a tokenizer makes of each chunk's
+//     text (metrics.TokensOnePerChunk: llama.cpp, TGI and Ollama stream one event per
+//     token); a larger total is shared in proportion to the tokenizer's counts (evenly
+//     without a tokenizer), a chunk whose share would fall below one getting one (split),
+//     and a smaller one (a server that splits a token's text over events) follows the
+//     tokenizer's counts rescaled. Shares use the largest-remainder rule, so the chunks sum
+//     to the total exactly. Without server usage the total is the tokenizer's count of the whole output
+//     (at least one per chunk), split the same way; without either, one per chunk.
 //   - A usage count that is not a plausible token count is rejected (the whole usage of the
 //     response is then ignored, Record.UsageRejected says why): negative, fractional, above
 //     MaxUsageCount, not a number, or completion_tokens above max_tokens plus usageMargin.
 //   - The client's own tokenizer count is kept in Record.ClientOutputTokens, so a summary can
-//     compare it with the server's.
+//     compare it with the server's. It counts the whole output as one text (wholeText), not
+//     chunk by chunk: a sum of per-chunk counts differs from the text's count wherever the
+//     tokenizer would merge across a chunk boundary or split one token's text, which made
+//     nearly every request look mismatched on a one-token-per-event server (issue 31).
 
 // usageMargin is how far completion_tokens may exceed max_tokens before the usage is
 // rejected: 16 tokens plus a quarter, which covers servers that count an end-of-sequence or
@@ -41,6 +49,12 @@ type countScratch struct {
 	own []int32 // each content chunk's own count
 	idx []int32 // rescaling order
 }
+
+// textBufs pools the buffers that keep a stream's output text for the client tokenizer's
+// whole count (wholeText); one that grew past keepText is dropped.
+var textBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const keepText = 64 << 10
 
 // counter accumulates one response's token accounting.
 type counter struct {
@@ -56,6 +70,9 @@ type counter struct {
 	natural bool
 	// textLen is the bytes of generated text so far (text past textLimit is not kept).
 	textLen int
+	// text keeps the output for the client tokenizer's whole count when out does not (a
+	// tokenizer is set and the text is not kept for the caller); from textBufs.
+	text *[]byte
 
 	scratch   *countScratch
 	packed    *packedChunks // the content chunks while the stream is in flight
@@ -110,7 +127,9 @@ func (n *counter) own(text []byte) int64 {
 	if n.c.tok == nil || len(text) == 0 {
 		return 1
 	}
-	return max(int64(tokenizer.CountChunk(n.c.tok, unsafe.String(&text[0], len(text)))), 1)
+	// text is the read buffer, reused for the next event: CountChunkBytes copies it for any
+	// tokenizer that might keep it.
+	return max(int64(tokenizer.CountChunkBytes(n.c.tok, text)), 1)
 }
 
 // onChunk accounts one parsed event that arrived at t.
@@ -155,10 +174,64 @@ func (n *counter) onChunk(f *chunkFields, t int64) {
 	}
 	n.hash = fnvAdd(n.hash, f.text)
 	n.textLen += len(f.text)
-	if n.keep && n.textLen <= textLimit(rec.RequestedTokens) {
-		n.out = append(n.out, f.text...)
-	}
+	n.keepText(f.text)
 	n.packed.add(t, tokens, own)
+}
+
+// countTextLimit bounds the output text a stream keeps only for the tokenizer's whole count:
+// 32 bytes per requested token plus 16 KB, far above what a model writes per token and small
+// enough that a server sending megabytes per stream cannot make every open stream hold them.
+func countTextLimit(maxTokens int) int { return 32*max(maxTokens, 0) + 16<<10 }
+
+// keepText appends a chunk's text to out (kept for the caller, up to textLimit bytes of
+// output) or, with a tokenizer, to text (kept for the whole count, up to countTextLimit).
+func (n *counter) keepText(b []byte) {
+	switch {
+	case n.keep:
+		if n.textLen <= textLimit(n.rec.RequestedTokens) {
+			n.out = append(n.out, b...)
+		}
+	case n.c.tok != nil:
+		if n.textLen > countTextLimit(n.rec.RequestedTokens) {
+			n.releaseText()
+			return
+		}
+		if n.text == nil {
+			n.text = textBufs.Get().(*[]byte)
+		}
+		*n.text = append(*n.text, b...)
+	}
+}
+
+// wholeText is the client tokenizer's count of the whole output as one continuation of the
+// prompt (see CountChunk), or the sum of the chunks' own counts when the output outgrew what
+// is kept. It hands the text buffer back.
+func (n *counter) wholeText() int64 {
+	var b []byte
+	switch {
+	case n.keep && n.textLen > textLimit(n.rec.RequestedTokens),
+		!n.keep && n.textLen > countTextLimit(n.rec.RequestedTokens):
+		n.releaseText()
+		return n.ownSum
+	case n.keep:
+		b = n.out
+	case n.text != nil:
+		b = *n.text
+	}
+	c := int64(tokenizer.CountChunkBytes(n.c.tok, b))
+	n.releaseText()
+	return c
+}
+
+func (n *counter) releaseText() {
+	if n.text == nil {
+		return
+	}
+	if cap(*n.text) <= keepText {
+		*n.text = (*n.text)[:0]
+		textBufs.Put(n.text)
+	}
+	n.text = nil
 }
 
 // chunks is the number of content chunks so far.
@@ -199,7 +272,7 @@ func (n *counter) onWhole(f *chunkFields) {
 		n.out = append(n.out, f.text...)
 	}
 	if n.c.tok != nil {
-		n.ownSum = int64(tokenizer.CountChunk(n.c.tok, string(f.text)))
+		n.ownSum = int64(tokenizer.CountChunkBytes(n.c.tok, f.text))
 	} else {
 		n.unknown = true
 	}
@@ -233,6 +306,53 @@ func (n *counter) finish() {
 	n.unpack()
 	rec := n.rec
 	total := n.serverTotals()
+	client := int64(-1)
+	if n.c.tok != nil && n.textSeen {
+		client = n.ownSum // a non-streaming body: already the whole text's count
+		if !n.whole {
+			client = n.wholeText()
+		}
+		rec.ClientOutputTokens = int(client)
+	}
+	n.releaseText()
+	n.attribute(total, client)
+	switch {
+	case total >= 0:
+		rec.TokenSource = metrics.TokensFromUsage
+	case n.c.tok != nil:
+		rec.TokenSource = metrics.TokensFromTokenizer
+	default:
+		rec.TokenSource = metrics.TokensFromChunks
+	}
+	if total >= 0 {
+		n.unknown = false
+	}
+	switch {
+	case n.serverRsn >= 0:
+		rec.ReasoningTokens = int(n.serverRsn)
+	default:
+		sum := 0
+		for _, c := range rec.Chunks[:min(rec.ReasoningChunks, len(rec.Chunks))] {
+			sum += int(c.Tokens)
+		}
+		rec.ReasoningTokens = sum
+	}
+	if n.textSeen {
+		rec.OutputHash = hashString(n.hash)
+	}
+	if rec.ResponseID != "" {
+		rec.ResponseID = safetext.Clip(safetext.Escape(n.c.redact.String(rec.ResponseID), 4*maxResponseID), maxResponseID-len("…"))
+	}
+	if n.scratch != nil {
+		countBufs.Put(n.scratch)
+		n.scratch = nil
+	}
+}
+
+// attribute sets OutputTokens and the chunks' counts from the server's total (-1: none) and
+// the client tokenizer's whole count (-1: none), by the rules at the top of this file.
+func (n *counter) attribute(total, client int64) {
+	rec := n.rec
 	chunks := rec.Chunks
 	var own []int32
 	if n.scratch != nil {
@@ -258,60 +378,71 @@ func (n *counter) finish() {
 		rec.OutputTokens = int(total)
 		rec.TokenAttribution = metrics.TokensFromUsage
 	case total >= 0:
-		rec.TokenAttribution = metrics.TokensEven
-		if n.c.tok != nil {
-			rec.TokenAttribution = metrics.TokensFromTokenizer
-		} else {
-			for i := range own {
-				own[i] = 1
-			}
-		}
-		n.rescale(chunks, own, total)
+		rec.TokenAttribution = n.split(chunks, own, total)
 		rec.OutputTokens = int(total)
+	case client >= 0:
+		// No usage: the tokenizer's count of the whole text, at least one per chunk.
+		total = max(client, int64(len(chunks)))
+		n.split(chunks, own, total)
+		rec.OutputTokens = int(total)
+		rec.TokenAttribution = metrics.TokensFromTokenizer
 	default:
 		for i := range chunks {
-			chunks[i].Tokens = own[i]
+			chunks[i].Tokens = 1
 		}
-		rec.OutputTokens = int(n.ownSum)
+		rec.OutputTokens = len(chunks)
 		rec.TokenAttribution = metrics.TokensFromChunks
-		if n.c.tok != nil {
-			rec.TokenAttribution = metrics.TokensFromTokenizer
+	}
+}
+
+// split sets the chunks' counts to sum to total in proportion to their own counts (the
+// tokenizer's, else one each, never below one) and returns how it split them. Every content
+// chunk carries at least one token, so a chunk whose share would fall below one gets one and
+// the others share the rest (with total equal to the number of chunks: one each, exactly).
+// With fewer tokens than chunks (a server that splits a token's text over events, or counts
+// differently) the own counts are rescaled as they are. own is overwritten.
+func (n *counter) split(chunks []metrics.Chunk, own []int32, total int64) string {
+	how := metrics.TokensFromTokenizer
+	if n.c.tok == nil {
+		how = metrics.TokensEven
+	}
+	k := int64(len(chunks))
+	switch {
+	case total == k:
+		for i := range chunks {
+			chunks[i].Tokens = 1
+		}
+		return metrics.TokensOnePerChunk
+	case total < k:
+		n.rescale(chunks, own, total)
+		return how
+	}
+	// Clamp the smallest weights to one token while their share is below one: in ascending
+	// order of weight, the first chunk whose share of what is left reaches one ends it.
+	idx := n.scratch.idx[:0]
+	var w int64
+	for i, x := range own {
+		idx = append(idx, int32(i))
+		w += int64(x)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(own[a], own[b]) })
+	left := total
+	for _, i := range idx {
+		if left*int64(own[i]) >= w {
+			break
+		}
+		w -= int64(own[i])
+		own[i] = 0
+		left--
+	}
+	n.scratch.idx = idx
+	n.rescale(chunks, own, left)
+	for i := range chunks {
+		if own[i] == 0 {
+			chunks[i].Tokens = 1
 		}
 	}
-	switch {
-	case total >= 0:
-		rec.TokenSource = metrics.TokensFromUsage
-	case n.c.tok != nil:
-		rec.TokenSource = metrics.TokensFromTokenizer
-	default:
-		rec.TokenSource = metrics.TokensFromChunks
-	}
-	if n.c.tok != nil && n.textSeen {
-		rec.ClientOutputTokens = int(n.ownSum)
-	}
-	if total >= 0 {
-		n.unknown = false
-	}
-	switch {
-	case n.serverRsn >= 0:
-		rec.ReasoningTokens = int(n.serverRsn)
-	default:
-		sum := 0
-		for _, c := range chunks[:min(rec.ReasoningChunks, len(chunks))] {
-			sum += int(c.Tokens)
-		}
-		rec.ReasoningTokens = sum
-	}
-	if n.textSeen {
-		rec.OutputHash = hashString(n.hash)
-	}
-	if rec.ResponseID != "" {
-		rec.ResponseID = safetext.Clip(safetext.Escape(n.c.redact.String(rec.ResponseID), 4*maxResponseID), maxResponseID-len("…"))
-	}
-	if n.scratch != nil {
-		countBufs.Put(n.scratch)
-		n.scratch = nil
-	}
+	return how
 }
 
 // deltaSum is the sum of the chunks' usage deltas (valid when every chunk had one).

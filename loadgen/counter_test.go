@@ -56,7 +56,7 @@ func TestCounterUsageDeltas(t *testing.T) {
 				`{"choices":[],"usage":{"completion_tokens":3}}`,
 			},
 			tok:  tokenizer.Approx{},
-			want: []int32{1, 1, 1}, source: metrics.TokensFromUsage, server: 3, attrib: metrics.TokensFromTokenizer,
+			want: []int32{1, 1, 1}, source: metrics.TokensFromUsage, server: 3, attrib: metrics.TokensOnePerChunk,
 		},
 		{
 			name: "usage on the last chunk with a choice, rescaled by largest remainder",
@@ -67,6 +67,25 @@ func TestCounterUsageDeltas(t *testing.T) {
 			tok: tokenizer.Reference{},
 			// weights 1,2,1 of 4 for 8 tokens: exactly 2,4,2.
 			want: []int32{2, 4, 2}, source: metrics.TokensFromUsage, server: 8, attrib: metrics.TokensFromTokenizer,
+		},
+		{
+			// Shares 0.8, 2.4, 0.8: the two small chunks get one token each, the third the rest.
+			name: "a chunk's share never falls below one token",
+			chunks: []string{
+				`{"choices":[{"text":" a"}]}`, `{"choices":[{"text":" b c d"}]}`, `{"choices":[{"text":" e"}]}`,
+				`{"choices":[],"usage":{"completion_tokens":4}}`,
+			},
+			tok:  tokenizer.Reference{},
+			want: []int32{1, 2, 1}, source: metrics.TokensFromUsage, server: 4, attrib: metrics.TokensFromTokenizer,
+		},
+		{
+			name: "no usage: the tokenizer's count of the whole text, split by the chunks' counts",
+			chunks: []string{
+				`{"choices":[{"text":" hel"}]}`, `{"choices":[{"text":"lo"}]}`, `{"choices":[{"text":" wor"}]}`, `{"choices":[{"text":"ld"}]}`,
+			},
+			// " hello world" is 2 reference tokens, the chunks 4 one-token pieces: one each.
+			tok:  tokenizer.Reference{},
+			want: []int32{1, 1, 1, 1}, source: metrics.TokensFromTokenizer, server: -1, attrib: metrics.TokensFromTokenizer,
 		},
 		{
 			name: "final usage, no tokenizer: spread evenly",

@@ -85,11 +85,15 @@
 // per-chunk usage as vLLM sends with continuous_usage_stats, a non-streaming body):
 // OutputTokens is then the last completion_tokens reported and TokenSource "usage". The
 // total is split among the chunks by the per-chunk usage deltas when every content chunk
-// carried one (usage reported by text-less chunks is owed to the next content chunk), else
-// by Options.Tokenizer's counts rescaled to the total, else evenly, by the largest-remainder
-// rule so that the chunks sum to the total exactly (Record.TokenAttribution says which).
-// Without usage, the tokenizer counts each chunk (at least one), else each chunk is one.
-// The tokenizer's own count is kept in Record.ClientOutputTokens so that a bad tokenizer
+// carried one (usage reported by text-less chunks is owed to the next content chunk). Else
+// every content chunk carries at least one token: a total equal to the number of content
+// chunks is one each, exactly (TokenAttribution "one_per_chunk": llama.cpp, TGI and Ollama
+// stream one event per token), and a larger one is shared in proportion to
+// Options.Tokenizer's counts (evenly without one), no chunk below one, by the
+// largest-remainder rule so that the chunks sum to the total exactly (Record.TokenAttribution
+// says which). Without usage, the total is the tokenizer's count of the whole output (at
+// least one per chunk), split the same way, else each chunk is one. The tokenizer's count of
+// the whole output text is kept in Record.ClientOutputTokens so that a bad tokenizer
 // stays visible. Usage counts that are not plausible (negative, fractional, beyond
 // MaxUsageCount, not numbers, or completion_tokens above max_tokens plus 16 + 25%) are not
 // used; Record.UsageRejected says why. Each content chunk is one metrics.Chunk{T, Tokens},

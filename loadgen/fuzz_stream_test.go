@@ -23,14 +23,21 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":-5}}\n\n"))
 	f.Add([]byte(": ping\n\nnonsense\n"))
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":99999999999999}}\n\ndata: {\"choices\":[],\"usage\":{\"completion_tokens\":999999999999999999}}\n\n"))
+	sp, err := tokenizer.LoadHF("../tokenizer/testdata/sentencepiece.tokenizer.json")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, tok := range []tokenizer.Tokenizer{nil, tokenizer.Reference{}} {
+		for i, tok := range []tokenizer.Tokenizer{nil, tokenizer.Reference{}, sp} {
+			// With a tokenizer the text is kept either for the caller (keepText) or for the
+			// tokenizer's whole count only.
+			keep := i != 2
 			c := &client{tok: tok, clock: newRealClock(), start: time.Now(), ext: extensions{ignoreEOS: true}}
 			c.bufs.New = func() any { return &streamBufs{sr: newSSEReader(nil, 64)} }
 			rec := &metrics.Record{ServerInputTokens: -1, ServerOutputTokens: -1, RequestedTokens: 2}
 			resp := &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(body))}
 			ctx, cancel := context.WithCancelCause(context.Background())
-			c.stream(ctx, cancel, resp, &call{maxTokens: 2, keepText: true}, rec, &timers{})
+			c.stream(ctx, cancel, resp, &call{maxTokens: 2, keepText: keep}, rec, &timers{})
 			cancel(nil)
 			checkStreamedRecord(t, rec)
 		}
@@ -51,6 +58,15 @@ func checkStreamedRecord(t *testing.T, rec *metrics.Record) {
 	}
 	if sum != rec.OutputTokens {
 		t.Fatalf("chunks carry %d tokens, record says %d", sum, rec.OutputTokens)
+	}
+	// Split from a total (not per-chunk usage): every chunk with text carries a token when
+	// the total allows it.
+	if rec.TokenAttribution != metrics.TokensFromUsage && rec.OutputTokens >= len(rec.Chunks) {
+		for i, ch := range rec.Chunks {
+			if ch.Tokens < 1 {
+				t.Fatalf("chunk %d of %d carries %d tokens of %d (%s)", i, len(rec.Chunks), ch.Tokens, rec.OutputTokens, rec.TokenAttribution)
+			}
+		}
 	}
 	if len(rec.Chunks) > 0 && rec.FirstToken != rec.Chunks[0].T {
 		t.Fatalf("first token %d, first chunk %d", rec.FirstToken, rec.Chunks[0].T)

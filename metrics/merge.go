@@ -269,6 +269,8 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		out.req.InputTokens += r.InputTokens
 		out.req.OutputTokens += r.OutputTokens
 		out.req.TokenCompared += r.TokenCompared
+		out.req.TokenMismatchTokens += r.TokenMismatchTokens
+		out.req.TokenComparedTokens += r.TokenComparedTokens
 		mismatch += int64(math.Round(r.TokenMismatch * float64(r.TokenCompared)))
 		addCounts(out.req.Failures, r.Failures)
 		addCounts(out.req.FailStatus, r.FailStatus)

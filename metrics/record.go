@@ -45,7 +45,8 @@ const (
 )
 
 // Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
-// was split among its chunks (TokenAttribution: the first three, or TokensEven).
+// was split among its chunks (TokenAttribution: the first three, TokensEven or
+// TokensOnePerChunk).
 const (
 	TokensFromUsage     = "usage"     // server's per-chunk or final usage
 	TokensFromTokenizer = "tokenizer" // client-side tokenizer over the text
@@ -53,6 +54,11 @@ const (
 	// TokensEven: the server's total spread evenly over the chunks (no per-chunk usage, no
 	// tokenizer); the largest-remainder rule keeps the sum exact.
 	TokensEven = "even"
+	// TokensOnePerChunk: the server's total equals the number of content chunks, so every
+	// chunk carried exactly one token (a chunk with text carries at least one): exact, as on
+	// servers that stream one event per token (llama.cpp, TGI, Ollama), whatever a
+	// tokenizer makes of each chunk's text.
+	TokensOnePerChunk = "one_per_chunk"
 )
 
 // Phases of a run; only steady-state records feed the headline numbers.

@@ -226,6 +226,18 @@ func TestClientLimitedAndTokenMismatchWarnings(t *testing.T) {
 	if !strings.Contains(all, "client-limited: schedule lag P99 12.3 ms") || !strings.Contains(all, "token counts: 5.0% of requests (5 of 100)") {
 		t.Errorf("warnings %q", sum.Warnings)
 	}
+	// The size of the difference: five requests one token off each, of 100 × 4 tokens (and those five).
+	if r := sum.Requests; r.TokenMismatchTokens != 5 || r.TokenComparedTokens != 405 ||
+		!strings.Contains(all, "by 5 tokens in all (1.2% of the server's 405)") {
+		t.Errorf("mismatch size %d of %d, warnings %q", r.TokenMismatchTokens, r.TokenComparedTokens, sum.Warnings)
+	}
+	merged, err := MergeSummaries(MergeShards, sum, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := merged.Requests; r.TokenMismatchTokens != 10 || r.TokenComparedTokens != 810 || r.TokenCompared != 200 {
+		t.Errorf("merged mismatch size %d of %d over %d requests", r.TokenMismatchTokens, r.TokenComparedTokens, r.TokenCompared)
+	}
 	cpu, _ := Summarize(recs[:90], Options{ClientCPUFraction: 0.95})
 	if !cpu.Client.Limited || !strings.Contains(cpu.Client.Reason, "client CPU use 95%") {
 		t.Errorf("cpu %+v", cpu.Client)

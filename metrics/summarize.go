@@ -618,8 +618,20 @@ func mismatchWarning(r Requests) []string {
 		return nil
 	}
 	n := int(math.Round(r.TokenMismatch * float64(r.TokenCompared)))
-	return []string{fmt.Sprintf("token counts: %.1f%% of requests (%d of %d) have a client output token count that differs from the server's usage; per-token metrics may be off",
-		100*r.TokenMismatch, n, r.TokenCompared)}
+	w := fmt.Sprintf("token counts: %.1f%% of requests (%d of %d) have a client output token count that differs from the server's usage",
+		100*r.TokenMismatch, n, r.TokenCompared)
+	if r.TokenComparedTokens > 0 {
+		// Summaries written before the sizes existed have none to show.
+		w += fmt.Sprintf(", by %d tokens in all (%.1f%% of the server's %d)",
+			r.TokenMismatchTokens, 100*float64(r.TokenMismatchTokens)/float64(r.TokenComparedTokens), r.TokenComparedTokens)
+	}
+	switch k := r.TokenAttribution[TokensFromTokenizer]; {
+	case len(r.TokenAttribution) == 0:
+		return []string{w + "; per-token metrics may be off"}
+	case k > 0:
+		return []string{w + fmt.Sprintf("; the server's totals are used, but the tokenizer's counts split them among the chunks of %d requests, whose per-token metrics may be off", k)}
+	}
+	return []string{w + "; the server's counts gave every total and per-chunk split, so per-token metrics are unaffected"}
 }
 
 // costOf prices the steady state. With token prices: input and output tokens of every steady

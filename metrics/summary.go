@@ -129,6 +129,11 @@ type Requests struct {
 	TokenMismatch float64 `json:"token_mismatch_fraction"`
 	// TokenCompared is how many requests had both counts (TokenMismatch's denominator).
 	TokenCompared int `json:"token_compared"`
+	// TokenMismatchTokens is the size of the difference: the sum over compared requests of
+	// |client count − server count|; TokenComparedTokens the server's output tokens of those
+	// requests, its scale. Absent in summaries written before they existed.
+	TokenMismatchTokens int64 `json:"token_mismatch_tokens,omitempty"`
+	TokenComparedTokens int64 `json:"token_compared_tokens,omitempty"`
 	// TokenAttribution counts requests by how their output tokens were split among chunks
 	// (per-chunk usage, tokenizer, even, chunks); TokenSource says where the totals came from.
 	TokenAttribution map[string]int `json:"token_attribution,omitempty"`

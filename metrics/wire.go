@@ -85,13 +85,22 @@ func clientCount(r *Record) (int, bool) {
 	return 0, false
 }
 
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // addProvenance counts a successful record's token provenance into g.
 func (s *summarizer) addProvenance(g *group, r *Record) {
 	if r.ServerOutputTokens > 0 {
 		if own, ok := clientCount(r); ok {
 			g.req.TokenCompared++
+			g.req.TokenComparedTokens += int64(r.ServerOutputTokens)
 			if own != r.ServerOutputTokens {
 				g.mismatch++
+				g.req.TokenMismatchTokens += int64(abs(own - r.ServerOutputTokens))
 			}
 		}
 	}

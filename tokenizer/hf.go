@@ -2,8 +2,6 @@ package tokenizer
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 )
 
 // HF is a BPE tokenizer read from a Hugging Face tokenizer.json file, in pure Go and without
@@ -50,8 +48,10 @@ import (
 // of 3008 texts each (English prose and random mixes of scripts, digits, whitespace, emoji
 // and special tokens) were identical.
 //
-// An HF is immutable after loading apart from an internal word cache, and safe for
-// concurrent use.
+// An HF is immutable after loading apart from an internal word cache (bounded, see
+// wordCache), and safe for concurrent use. It keeps no string a caller passes in: the
+// cache stores copies, so a caller may pass a view of a buffer it overwrites once the call
+// has returned.
 type HF struct {
 	name string
 
@@ -88,8 +88,7 @@ type HF struct {
 	// word cache work on text without a pre-tokenizer.
 	wordMarker string
 
-	cache  sync.Map // piece -> []int
-	cached atomic.Int64
+	cache wordCache // piece -> ids, bounded; keys are copies (see wordCache)
 }
 
 type addedToken struct {
@@ -118,7 +117,7 @@ type piece struct {
 
 type preStep func(in []piece) []piece
 
-// maxCached bounds the number of words kept in an HF's cache.
+// maxCached is the size of one generation of an HF's word cache (see wordCache).
 const maxCached = 1 << 16
 
 // maxCachedLen is the longest piece, in bytes, that is cached.

@@ -163,25 +163,19 @@ func (h *HF) walkSegment(seg string, first, cont bool, emit func([]int)) {
 
 // word returns the BPE ids of one pre-tokenized piece. The slice must not be modified.
 func (h *HF) word(w string) []int {
-	if len(w) <= maxCachedLen {
-		if ids, ok := h.cache.Load(w); ok {
-			return ids.([]int)
-		}
+	if len(w) > maxCachedLen {
+		return h.bpe(w)
+	}
+	if ids, ok := h.cache.get(w); ok {
+		return ids
 	}
 	ids := h.bpe(w)
-	if len(w) <= maxCachedLen && h.cached.Load() < maxCached {
-		if _, loaded := h.cache.LoadOrStore(w, ids); !loaded {
-			h.cached.Add(1)
-		}
-	}
+	h.cache.put(w, ids)
 	return ids
 }
 
 // resetCache empties the word cache (benchmarks measure cold encoding with it).
-func (h *HF) resetCache() {
-	h.cache.Clear()
-	h.cached.Store(0)
-}
+func (h *HF) resetCache() { h.cache.reset() }
 
 func (h *HF) bpe(w string) []int {
 	if h.ignoreMerges {

@@ -23,6 +23,7 @@ package tokenizer
 import (
 	"errors"
 	"strings"
+	"unsafe"
 )
 
 // Load returns the tokenizer named by spec: "reference", "approx", or the path of a Hugging
@@ -50,4 +51,19 @@ func CountChunk(t Tokenizer, chunk string) int {
 		return c.CountContinuation(chunk)
 	}
 	return t.Count(chunk)
+}
+
+// CountChunkBytes is CountChunk of a chunk held in a buffer the caller will reuse (a stream
+// reader's). The package's own tokenizers (HF, Reference, Approx) keep no text they are given,
+// so they count a view of b without copying it; any other Tokenizer gets a copy, since it
+// might keep the string (a cache key that changed under a map is what issue 31 crashed on).
+func CountChunkBytes(t Tokenizer, b []byte) int {
+	if len(b) == 0 {
+		return CountChunk(t, "")
+	}
+	switch t.(type) {
+	case *HF, Reference, *Reference, Approx, *Approx:
+		return CountChunk(t, unsafe.String(&b[0], len(b)))
+	}
+	return CountChunk(t, string(b))
 }

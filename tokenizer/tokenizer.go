@@ -41,7 +41,10 @@ import (
 // VocabSize is the id space of the reference tokenizer (Llama 3's vocabulary size).
 const VocabSize = 128256
 
-// Tokenizer counts tokens in text. Implementations must be safe for concurrent use.
+// Tokenizer counts tokens in text. Implementations must be safe for concurrent use. The
+// package's implementations keep no string passed to them once a call returns (HF's word
+// cache stores copies); callers that cannot rely on that for another implementation copy
+// first (see CountChunkBytes).
 type Tokenizer interface {
 	// Name identifies the tokenizer in results ("reference", "hf:<path>", "approx").
 	Name() string

@@ -163,6 +163,30 @@ func checkWireRecord(t *testing.T, c wireCell, r *metrics.Record, tl refengine.T
 			t.Errorf("%s: attribution %q, want usage", r.ID, r.TokenAttribution)
 		}
 	}
+	// One event per token and a total from usage: exactly one token per chunk, whatever the
+	// tokenizer makes of the text (issue 31 item 4).
+	if perToken && usage {
+		for i, ch := range r.Chunks {
+			if ch.Tokens != 1 {
+				t.Fatalf("%s: chunk %d carried %d tokens on a one-token-per-event wire", r.ID, i, ch.Tokens)
+			}
+		}
+		if len(r.Chunks) != tl.OutputTokens || r.TokenAttribution != metrics.TokensOnePerChunk {
+			t.Errorf("%s: %d chunks by %q for %d tokens, want one per chunk", r.ID, len(r.Chunks), r.TokenAttribution, tl.OutputTokens)
+		}
+	}
+	// Several tokens per chunk, the total only at the end, and the engine's own tokenizer on
+	// the client: its counts split the total exactly as the engine emitted it.
+	if !perToken && usage && !c.usage.continuous && c.tok {
+		if len(r.Chunks) != len(tl.Emissions) {
+			t.Fatalf("%s: %d chunks for %d emissions", r.ID, len(r.Chunks), len(tl.Emissions))
+		}
+		for i, e := range tl.Emissions {
+			if int(r.Chunks[i].Tokens) != e.Tokens {
+				t.Fatalf("%s: chunk %d carried %d tokens (%s), the engine emitted %d", r.ID, i, r.Chunks[i].Tokens, r.TokenAttribution, e.Tokens)
+			}
+		}
+	}
 	// Timing against the engine's emissions: TTFT from the send (the engine's arrival is the
 	// same instant on virtual time), decode time from first to last token, and the gaps
 	// between deliveries (a per-token personality's burst of events is one delivery).
