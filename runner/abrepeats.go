@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/workloads"
+)
+
+// Independence says how an A/B keeps its repeats independent of the servers' prefix caches.
+// Without either, every repeat sends the same prompts, and a server that caches prefixes
+// serves repeat 2 from what repeat 1 computed: the repeats are then no independent runs and
+// the between-run variance the intervals rest on is understated.
+type Independence struct {
+	// Salt synthesizes every repeat's prompts with a salt of its own (RepeatSalt): both arms
+	// of one repeat send identical prompts, repeat r and r' do not; lengths and the
+	// shared-prefix structure (hash ids) are the same in every repeat. Requests that carry
+	// their own text in the trace are sent as they are.
+	Salt bool
+	// Flush drops each arm's server prefix cache before each of its measured runs (Arm.Flush).
+	Flush bool
+}
+
+// IndependenceModes are the values ParseIndependence accepts.
+var IndependenceModes = []string{"salt", "flush", "salt+flush", "off"}
+
+// ParseIndependence reads a mode of IndependenceModes ("salt,flush" is "salt+flush").
+func ParseIndependence(s string) (Independence, error) {
+	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), ",", "+") {
+	case "salt":
+		return Independence{Salt: true}, nil
+	case "flush":
+		return Independence{Flush: true}, nil
+	case "salt+flush", "flush+salt":
+		return Independence{Salt: true, Flush: true}, nil
+	case "off", "none", "identical":
+		return Independence{}, nil
+	}
+	return Independence{}, fmt.Errorf("%q: want one of %s", s, strings.Join(IndependenceModes, ", "))
+}
+
+// RepeatSalt is the prompt salt of repeat rep (1-based). It is the repeat's number: the
+// prompts of repeat r are a pure function of --seed and r, and a rerun of the experiment
+// sends the same ones.
+func RepeatSalt(rep int) uint64 { return uint64(rep) }
+
+// SaltedHTTPProducer is HTTPProducer whose synthesized prompts are salted: the prompt seed is
+// workloads.SaltedSeed(lo.Seed, salt). It fills Arm.Salted.
+func SaltedHTTPProducer(lo loadgen.Options, timeScale float64) func(salt uint64) Producer {
+	return func(salt uint64) Producer {
+		o := lo
+		o.Seed = workloads.SaltedSeed(lo.Seed, salt)
+		return HTTPProducer(o, timeScale)
+	}
+}
+
+// describeIndependence checks that every arm can do what opts.Independence asks and says in
+// words what the repeats will do.
+func describeIndependence(opts ABOptions, arms []Arm) (string, error) {
+	ind := opts.Independence
+	var parts []string
+	if ind.Salt {
+		for _, a := range arms {
+			if a.Salted == nil {
+				return "", fmt.Errorf("arm %s cannot salt its prompts: use --independent-repeats flush or off", a.Name)
+			}
+		}
+		own, total, err := ownText(opts.Trace)
+		if err != nil {
+			return "", err
+		}
+		s := "prompts salted per repeat (salt = repeat number; same lengths and shared prefixes, identical on both arms of a repeat)"
+		if own > 0 {
+			s += fmt.Sprintf("; %d of %d requests carry their own text in the trace and repeat identically", own, total)
+		}
+		parts = append(parts, s)
+	}
+	if ind.Flush {
+		var how []string
+		for _, a := range arms {
+			if a.Flush == nil {
+				return "", fmt.Errorf("arm %s: its server offers no prefix-cache flush: use --independent-repeats salt or off", a.Name)
+			}
+			how = append(how, fmt.Sprintf("%s: %s", a.Name, a.FlushMethod))
+		}
+		parts = append(parts, "each server's prefix cache flushed before every measured run ("+strings.Join(how, ", ")+")")
+	}
+	if len(parts) == 0 {
+		return "identical prompts in every repeat (--independent-repeats off): a server's prefix cache may serve later repeats from earlier ones", nil
+	}
+	return strings.Join(parts, "; "), nil
+}
+
+// ownText counts the requests of src that carry their own prompt text (prompt or messages),
+// which salting leaves as they are.
+func ownText(src traces.Source) (own, total int, err error) {
+	count := func(q *traces.Request) {
+		total++
+		if q.Prompt != "" || len(q.Messages) > 0 {
+			own++
+		}
+	}
+	src.Sessions(func(_ int, q *traces.Request) { count(q) })
+	err = src.Singles(func(_ int, q *traces.Request) error { count(q); return nil })
+	return own, total, err
+}
