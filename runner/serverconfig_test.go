@@ -78,7 +78,7 @@ func (b *backendStub) llamacpp(mux *http.ServeMux) {
 		for id := range 2 {
 			slots = append(slots, map[string]any{
 				"id": id, "id_task": 100*b.proc + id, "n_ctx": 4096, "speculative": b.spec > 0, "is_processing": false,
-				"params": map[string]any{"n_predict": -1, "speculative.n_max": b.spec, "speculative.n_min": 0, "speculative.p_min": 0.75},
+				"params":     map[string]any{"n_predict": -1, "speculative.n_max": b.spec, "speculative.n_min": 0, "speculative.p_min": 0.75},
 				"next_token": []any{map[string]any{"has_next_token": true, "n_decoded": 17 * b.proc}},
 			})
 		}
@@ -139,7 +139,7 @@ func (b *backendStub) sglang(mux *http.ServeMux) {
 			"model_path": "m", "dtype": "bfloat16", "speculative_algorithm": algo, "speculative_num_draft_tokens": b.spec,
 			"random_seed": 1000 + b.proc, "port": 30000, "nccl_port": 40000 + b.proc, "max_running_requests": 256,
 			"internal_states": []any{map[string]any{"last_gen_throughput": 10.5 * float64(b.proc), "memory_usage": map[string]any{"kvcache": 1.5}}},
-			"version": "0.5.4",
+			"version":         "0.5.4",
 		})
 	})
 	mux.HandleFunc("/flush_cache", func(w http.ResponseWriter, _ *http.Request) {
