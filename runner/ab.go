@@ -214,7 +214,7 @@ func runRepeats(ctx context.Context, opts ABOptions, copts metrics.CompareOption
 			res.StopReason = fmt.Sprintf("after %d repeats: %s", rep+1, why)
 			break
 		} else if rep+1 == of {
-			res.StopReason = fmt.Sprintf("stopped at --max-repeats %d: %s", of, why)
+			res.StopReason = fmt.Sprintf("stopped at --max-runs %d: %s", of, why)
 		}
 	}
 	return c, nil
