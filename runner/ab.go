@@ -142,6 +142,11 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			return res, err
 		}
 	}
+	if opts.Independence.Salt {
+		if c.Equivalence, err = pairedEquivalence(res.Dirs[a.Name], res.Dirs[b.Name]); err != nil {
+			return res, err
+		}
+	}
 	AttachRunFacts(c, res.Dirs[a.Name], res.Dirs[b.Name])
 	res.Comparison = c
 	if err := WriteJSON(filepath.Join(opts.OutDir, abFile), res); err != nil {

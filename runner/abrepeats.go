@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/workloads"
 )
@@ -105,4 +109,88 @@ func ownText(src traces.Source) (own, total int, err error) {
 	src.Sessions(func(_ int, q *traces.Request) { count(q) })
 	err = src.Singles(func(_ int, q *traces.Request) error { count(q); return nil })
 	return own, total, err
+}
+
+// maxMismatchIDs bounds Equivalence.MismatchIDs as metrics does.
+const maxMismatchIDs = 20
+
+// pairedEquivalence checks greedy outputs arm against arm within each repeat: run r of A with
+// run r of B (the same salted prompts), per request id of the steady phase. With salted
+// repeats the outputs of one arm differ between repeats by design, so the comparison's own
+// check (every run of a side against every other) would flag every request.
+func pairedEquivalence(aDirs, bDirs []string) (*metrics.Equivalence, error) {
+	type seen struct{ compared, mismatched, hashed bool }
+	ids := map[string]*seen{}
+	for r := range min(len(aDirs), len(bDirs)) {
+		a, err := outputHashes(aDirs[r])
+		if err != nil {
+			return nil, err
+		}
+		b, err := outputHashes(bDirs[r])
+		if err != nil {
+			return nil, err
+		}
+		for id, ha := range a {
+			hb, ok := b[id]
+			if !ok {
+				continue
+			}
+			s := ids[id]
+			if s == nil {
+				s = &seen{}
+				ids[id] = s
+			}
+			if ha == "" || hb == "" {
+				continue
+			}
+			s.compared = true
+			s.mismatched = s.mismatched || ha != hb || ha == mixedHashes
+		}
+	}
+	eq := &metrics.Equivalence{}
+	for id, s := range ids {
+		switch {
+		case !s.compared:
+			eq.Unchecked++
+		case s.mismatched:
+			eq.Compared++
+			eq.Mismatched++
+			eq.MismatchIDs = append(eq.MismatchIDs, id)
+		default:
+			eq.Compared++
+		}
+	}
+	sort.Strings(eq.MismatchIDs)
+	eq.MismatchIDs = eq.MismatchIDs[:min(len(eq.MismatchIDs), maxMismatchIDs)]
+	if eq.Compared == 0 {
+		return nil, nil
+	}
+	return eq, nil
+}
+
+// mixedHashes marks an id whose records in one run disagree.
+const mixedHashes = "\x00mixed"
+
+// outputHashes maps each request id of a run's steady phase to its output hash ("" when it
+// failed or carried none).
+func outputHashes(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := metrics.FileSource(filepath.Join(dir, RecordsFile)).Each(func(r *metrics.Record) error {
+		if r.Phase != metrics.PhaseSteady || r.ID == "" {
+			return nil
+		}
+		h := ""
+		if r.OK() {
+			h = r.OutputHash
+		}
+		if prev, ok := out[r.ID]; ok && prev != h {
+			h = mixedHashes
+		}
+		out[r.ID] = h
+		return nil
+	})
+	if err != nil && !errors.Is(err, metrics.ErrTruncated) {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return out, nil
 }

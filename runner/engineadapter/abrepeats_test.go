@@ -138,6 +138,11 @@ func TestABSaltedRepeatsAreIndependent(t *testing.T) {
 	if !strings.Contains(res.Independence, "salted") || !strings.Contains(res.Independence, "1 of 7 requests carry their own text") {
 		t.Errorf("independence %q", res.Independence)
 	}
+	// Greedy outputs follow the prompt: identical between the arms of a repeat, different
+	// between repeats, so the check pairs runs of one repeat.
+	if e := res.Comparison.Equivalence; e == nil || e.Compared != 7 || e.Mismatched != 0 {
+		t.Errorf("output equivalence %+v, want 7 compared and none mismatched", e)
+	}
 	for rep := 1; rep <= 2; rep++ {
 		if !slices.Equal(logs["A"][rep], logs["B"][rep]) {
 			t.Errorf("repeat %d: the arms got different prompts", rep)
