@@ -23,6 +23,11 @@ func llamacppSlots(ctx context.Context, f *configFetcher) map[string]string {
 	if !ok {
 		return nil
 	}
+	return slotFacts(v)
+}
+
+// slotFacts are llamacppSlots' facts from the decoded /slots body.
+func slotFacts(v any) map[string]string {
 	slots, _ := v.([]any)
 	if len(slots) == 0 {
 		return nil
@@ -55,7 +60,13 @@ func modelList(ctx context.Context, f *configFetcher) map[string]string {
 	if !ok {
 		return nil
 	}
-	data, _ := v.(map[string]any)["data"].([]any)
+	return modelFacts(v)
+}
+
+// modelFacts are modelList's facts from the decoded /v1/models body.
+func modelFacts(v any) map[string]string {
+	m, _ := v.(map[string]any)
+	data, _ := m["data"].([]any)
 	var ids []string
 	out := map[string]string{}
 	for _, d := range data {
@@ -93,6 +104,11 @@ func metricsFacts(ctx context.Context, f *configFetcher) map[string]string {
 	if !ok {
 		return nil
 	}
+	return metricsBodyFacts(b)
+}
+
+// metricsBodyFacts are metricsFacts' facts from a /metrics body.
+func metricsBodyFacts(b []byte) map[string]string {
 	out := vllmCacheConfig(b)
 	vllm, spec := false, false
 	sc := bufio.NewScanner(bytes.NewReader(b))
