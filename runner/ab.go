@@ -106,8 +106,9 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 	arms := []Arm{a, b}
 	diff, ignored := diffConfig(a.Config, b.Config)
 	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: diff, ConfigIgnored: ignored}
+	var independenceWarning string
 	var err error
-	if res.Independence, err = describeIndependence(opts, arms); err != nil {
+	if res.Independence, independenceWarning, err = describeIndependence(opts, arms); err != nil {
 		return nil, err
 	}
 	if !opts.NoWarmup && opts.WarmupRequests > 0 {
@@ -146,6 +147,9 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 		if c.Equivalence, err = pairedEquivalence(res.Dirs[a.Name], res.Dirs[b.Name]); err != nil {
 			return res, err
 		}
+	}
+	if independenceWarning != "" && res.Repeats > 1 {
+		c.Warnings = append(c.Warnings, independenceWarning)
 	}
 	AttachRunFacts(c, res.Dirs[a.Name], res.Dirs[b.Name])
 	res.Comparison = c

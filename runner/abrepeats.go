@@ -61,23 +61,27 @@ func SaltedHTTPProducer(lo loadgen.Options, timeScale float64) func(salt uint64)
 }
 
 // describeIndependence checks that every arm can do what opts.Independence asks and says in
-// words what the repeats will do.
-func describeIndependence(opts ABOptions, arms []Arm) (string, error) {
+// words what the repeats will do; warn is set when some repeats may not be independent (it
+// goes into the comparison's warnings, which every format shows).
+func describeIndependence(opts ABOptions, arms []Arm) (desc, warn string, err error) {
 	ind := opts.Independence
 	var parts []string
 	if ind.Salt {
 		for _, a := range arms {
 			if a.Salted == nil {
-				return "", fmt.Errorf("arm %s cannot salt its prompts: use --independent-repeats flush or off", a.Name)
+				return "", "", fmt.Errorf("arm %s cannot salt its prompts: use --independent-repeats flush or off", a.Name)
 			}
 		}
 		own, total, err := ownText(opts.Trace)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		s := "prompts salted per repeat (salt = repeat number; same lengths and shared prefixes, identical on both arms of a repeat)"
 		if own > 0 {
 			s += fmt.Sprintf("; %d of %d requests carry their own text in the trace and repeat identically", own, total)
+			if !ind.Flush {
+				warn = fmt.Sprintf("%d of %d requests carry their own prompt text, sent identically in every repeat: a server's prefix cache may serve them from an earlier repeat (--independent-repeats salt+flush, where the servers allow it)", own, total)
+			}
 		}
 		parts = append(parts, s)
 	}
@@ -85,16 +89,17 @@ func describeIndependence(opts ABOptions, arms []Arm) (string, error) {
 		var how []string
 		for _, a := range arms {
 			if a.Flush == nil {
-				return "", fmt.Errorf("arm %s: its server offers no prefix-cache flush: use --independent-repeats salt or off", a.Name)
+				return "", "", fmt.Errorf("arm %s: its server offers no prefix-cache flush: use --independent-repeats salt or off", a.Name)
 			}
 			how = append(how, fmt.Sprintf("%s: %s", a.Name, a.FlushMethod))
 		}
 		parts = append(parts, "each server's prefix cache flushed before every measured run ("+strings.Join(how, ", ")+")")
 	}
 	if len(parts) == 0 {
-		return "identical prompts in every repeat (--independent-repeats off): a server's prefix cache may serve later repeats from earlier ones", nil
+		desc = "identical prompts in every repeat (--independent-repeats off): a server's prefix cache may serve later repeats from earlier ones"
+		return desc, "repeats are not independent: " + desc, nil
 	}
-	return strings.Join(parts, "; "), nil
+	return strings.Join(parts, "; "), warn, nil
 }
 
 // ownText counts the requests of src that carry their own prompt text (prompt or messages),

@@ -33,7 +33,9 @@ const (
 //     "vllm.cache_config.*"; and "vllm.spec_decode" = "on" when vLLM exports its speculative
 //     decoding counters (vllm:spec_decode_*, registered only with a speculative config);
 //   - SGLang's /get_server_info (python/sglang/srt/entrypoints/http_server.py: the server
-//     args, e.g. speculative_algorithm, dtype, max_running_requests): "sglang.*";
+//     args, e.g. speculative_algorithm, dtype, max_running_requests): "sglang.*", and its
+//     /get_model_info (model_path, tokenizer_path, is_generation, weight_version):
+//     "sglang.model_info.*";
 //   - llama.cpp's /props (tools/server/README.md "GET /props": default_generation_settings,
 //     total_slots, build_info): "llamacpp.*";
 //   - llama.cpp's /slots: whether a draft model is loaded ("speculative", which /props does not
@@ -89,6 +91,7 @@ func configJobs(model string) []func(context.Context, *configFetcher) map[string
 	return []func(context.Context, *configFetcher) map[string]string{
 		object("/version", "server"),
 		object("/get_server_info", "sglang"),
+		object("/get_model_info", "sglang.model_info"),
 		object("/props", "llamacpp"),
 		object("/info", "tgi"),
 		llamacppSlots,

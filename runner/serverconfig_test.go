@@ -142,6 +142,9 @@ func (b *backendStub) sglang(mux *http.ServeMux) {
 			"version":         "0.5.4",
 		})
 	})
+	mux.HandleFunc("GET /get_model_info", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"model_path":"m","tokenizer_path":"m","is_generation":true,"preferred_sampling_params":null,"weight_version":"default"}`)
+	})
 	mux.HandleFunc("/flush_cache", func(w http.ResponseWriter, _ *http.Request) {
 		if b.busy {
 			http.Error(w, "Cache not flushed. Please check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)", http.StatusBadRequest)
@@ -159,8 +162,9 @@ func TestFetchServerConfigPerBackend(t *testing.T) {
 		"llamacpp": {"llamacpp.default_generation_settings.params.speculative.types": "none", "llamacpp.total_slots": "2",
 			"llamacpp.slots.speculative": "true", "llamacpp.slots.params.speculative.n_max": "4", "llamacpp.slots.count": "2",
 			"llamacpp.slots.n_ctx": "4096", "models.m.meta.n_params": "135000000", "models.m.owned_by": "llamacpp"},
-		"tgi":    {"tgi.model_dtype": "torch.float16", "tgi.speculate": "4"},
-		"sglang": {"sglang.speculative_num_draft_tokens": "4", "sglang.speculative_algorithm": "EAGLE", "sglang.dtype": "bfloat16"},
+		"tgi": {"tgi.model_dtype": "torch.float16", "tgi.speculate": "4"},
+		"sglang": {"sglang.speculative_num_draft_tokens": "4", "sglang.speculative_algorithm": "EAGLE", "sglang.dtype": "bfloat16",
+			"sglang.model_info.is_generation": "true", "sglang.model_info.weight_version": "default"},
 		"ollama": {"ollama.details.quantization_level": "Q4_K_M"},
 		"vllm": {"server.version": "0.11.0", "vllm.cache_config.cache_dtype": "fp8", "vllm.cache_config.num_gpu_blocks": "27000",
 			"vllm.spec_decode": "on", "models.m.max_model_len": "32768", "models.m.root": "/models/m"},

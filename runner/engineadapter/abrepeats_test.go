@@ -138,6 +138,9 @@ func TestABSaltedRepeatsAreIndependent(t *testing.T) {
 	if !strings.Contains(res.Independence, "salted") || !strings.Contains(res.Independence, "1 of 7 requests carry their own text") {
 		t.Errorf("independence %q", res.Independence)
 	}
+	if !slices.ContainsFunc(res.Comparison.Warnings, func(w string) bool { return strings.HasPrefix(w, "1 of 7 requests carry their own prompt text") }) {
+		t.Errorf("no warning of the request repeated identically: %q", res.Comparison.Warnings)
+	}
 	// Greedy outputs follow the prompt: identical between the arms of a repeat, different
 	// between repeats, so the check pairs runs of one repeat.
 	if e := res.Comparison.Equivalence; e == nil || e.Compared != 7 || e.Mismatched != 0 {
@@ -192,8 +195,9 @@ func TestABFlushedAndIdenticalRepeats(t *testing.T) {
 		t.Error("flushed repeats sent different prompts")
 	}
 	_, _, res = runABLogged(t, runner.Independence{})
-	if !strings.Contains(res.Independence, "identical prompts in every repeat") {
-		t.Errorf("independence %q", res.Independence)
+	if !strings.Contains(res.Independence, "identical prompts in every repeat") ||
+		!slices.ContainsFunc(res.Comparison.Warnings, func(w string) bool { return strings.HasPrefix(w, "repeats are not independent") }) {
+		t.Errorf("independence %q, warnings %q", res.Independence, res.Comparison.Warnings)
 	}
 }
 
