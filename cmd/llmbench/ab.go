@@ -113,7 +113,7 @@ func (o *abOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.bName, "b-name", "B", "label of arm B")
 	fs.StringVar(&o.repeats, "runs", "2", "measured runs per arm, interleaved A B B A …, or auto: add runs until each --fail-on metric's interval is narrower than its limit (up to --max-runs)")
 	fs.IntVar(&o.maxRepeats, "max-runs", 10, "with --runs auto: the most runs per arm")
-	// The old spellings, kept as hidden aliases that warn (runAB): --repeats was one letter
+	// The old spellings, kept as hidden aliases that warn (deprecatedAliases): --repeats was one letter
 	// from --repeat, which replays the trace N times inside one run.
 	fs.StringVar(&o.repeats, "repeats", "2", "deprecated: use --runs")
 	fs.IntVar(&o.maxRepeats, "max-repeats", 10, "deprecated: use --max-runs")
