@@ -114,12 +114,19 @@ func flushSimple(path string) func(ctx context.Context, f *configFetcher) error 
 	}
 }
 
+// maxFlushSlots bounds the erase requests one flush sends (llama-server's --parallel is a
+// handful to a few hundred).
+const maxFlushSlots = 4096
+
 // flushLlamacppSlots erases every slot GET /slots lists.
 func flushLlamacppSlots(ctx context.Context, f *configFetcher) error {
 	v, ok := f.getAnyJSON(ctx, http.MethodGet, "/slots", nil)
 	slots, isList := v.([]any)
 	if !ok || !isList || len(slots) == 0 {
 		return errNoSuchEndpoint
+	}
+	if len(slots) > maxFlushSlots {
+		return fmt.Errorf("GET /slots lists %d slots, more than the %d llmbench erases", len(slots), maxFlushSlots)
 	}
 	for i, s := range slots {
 		id := i
