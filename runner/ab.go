@@ -143,11 +143,6 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			return res, err
 		}
 	}
-	if opts.Independence.Salt {
-		if c.Equivalence, err = pairedEquivalence(res.Dirs[a.Name], res.Dirs[b.Name]); err != nil {
-			return res, err
-		}
-	}
 	if independenceWarning != "" && res.Repeats > 1 {
 		c.Warnings = append(c.Warnings, independenceWarning)
 	}
@@ -244,6 +239,9 @@ func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABRes
 	dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, n))
 	info := arm.Info
 	info.Repeat = n
+	if opts.Independence.Salt {
+		info.PromptSalt = RepeatSalt(rep)
+	}
 	r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, produce)
 	if err != nil {
 		return fmt.Errorf("arm %s run %d: %w", arm.Name, n, err)

@@ -116,13 +116,56 @@ func ownText(src traces.Source) (own, total int, err error) {
 	return own, total, err
 }
 
+// saltedEquivalence redoes the output check of a comparison whose runs were salted
+// (RunInfo.PromptSalt, ab's independent repeats): each base run against the candidate run of
+// the same salt, which sent the same prompts (pairedEquivalence). salted is false when no run
+// was salted or a run's facts cannot be read: the comparison's own check stands.
+func saltedEquivalence(base, cand []string) (eq *metrics.Equivalence, warn string, salted bool) {
+	salts := func(dirs []string) ([]uint64, bool) {
+		out := make([]uint64, len(dirs))
+		for i, d := range dirs {
+			info, err := runInfoOf(d)
+			if err != nil {
+				return nil, false
+			}
+			out[i] = info.PromptSalt
+			salted = salted || info.PromptSalt != 0
+		}
+		return out, true
+	}
+	bs, okb := salts(base)
+	cs, okc := salts(cand)
+	if !okb || !okc || !salted {
+		return nil, "", false
+	}
+	var a, b []string
+	used := make([]bool, len(cand))
+	for i, s := range bs {
+		for j, t := range cs {
+			if !used[j] && s == t {
+				used[j] = true
+				a, b = append(a, base[i]), append(b, cand[j])
+				break
+			}
+		}
+	}
+	if unpaired := len(base) + len(cand) - 2*len(a); unpaired > 0 {
+		warn = fmt.Sprintf("%d of %d runs sent salted prompts no run of the other side sent (ab --independent-repeats salt): their outputs are not compared", unpaired, len(base)+len(cand))
+	}
+	eq, err := pairedEquivalence(a, b)
+	if err != nil {
+		return nil, fmt.Sprintf("outputs not compared: %v", err), true
+	}
+	return eq, warn, true
+}
+
 // maxMismatchIDs bounds Equivalence.MismatchIDs as metrics does.
 const maxMismatchIDs = 20
 
-// pairedEquivalence checks greedy outputs arm against arm within each repeat: run r of A with
-// run r of B (the same salted prompts), per request id of the steady phase. With salted
-// repeats the outputs of one arm differ between repeats by design, so the comparison's own
-// check (every run of a side against every other) would flag every request.
+// pairedEquivalence checks greedy outputs run against run: aDirs[r] with bDirs[r] (runs that
+// sent the same salted prompts), per request id of the steady phase. With salted repeats the
+// outputs of one arm differ between repeats by design, so the comparison's own check (every
+// run of a side against every other) would flag every request.
 func pairedEquivalence(aDirs, bDirs []string) (*metrics.Equivalence, error) {
 	type seen struct{ compared, mismatched, hashed bool }
 	ids := map[string]*seen{}

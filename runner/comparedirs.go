@@ -88,6 +88,12 @@ func AttachRunFacts(c *metrics.Comparison, base, cand []string) {
 	if c.Cand.Summary != nil {
 		c.Cand.Summary.Run = *ci
 	}
+	if eq, warn, salted := saltedEquivalence(base, cand); salted {
+		c.Equivalence = eq
+		if warn != "" {
+			c.Warnings = append(c.Warnings, warn)
+		}
+	}
 	c.ConfigDiff = nil
 	for _, d := range metrics.DiffRunConfigs(metrics.RunConfig(bi), metrics.RunConfig(ci), perRunKeys...) {
 		// A server's per-process values (llama.cpp's media_marker, SGLang's random seed) are

@@ -231,3 +231,35 @@ func TestServerConfigOfEngineWires(t *testing.T) {
 		t.Errorf("cache flush of the engine: %v", err)
 	}
 }
+
+// TestCompareSaltedRunDirs: a later compare of a salted A/B's run directories pairs runs of
+// the same prompt salt for the output check, in whatever order the directories are given;
+// runs with no partner of their salt are said to be left out, never flagged as differing.
+func TestCompareSaltedRunDirs(t *testing.T) {
+	_, _, res := runABLogged(t, runner.Independence{Salt: true})
+	compare := func(base, cand []string) *metrics.Comparison {
+		bs, err := runner.RecordSources(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := runner.RecordSources(cand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := metrics.Compare(bs, cs, metrics.CompareOptions{Resamples: 50, Seed: 1, Confidence: 0.95})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runner.AttachRunFacts(c, base, cand)
+		return c
+	}
+	a, b := res.Dirs["A"], res.Dirs["B"]
+	c := compare(a, []string{b[1], b[0]})
+	if e := c.Equivalence; e == nil || e.Compared != 7 || e.Mismatched != 0 {
+		t.Errorf("A-1 A-2 vs B-2 B-1: equivalence %+v", e)
+	}
+	c = compare(a[:1], a[1:])
+	if c.Equivalence != nil || !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, "2 of 2 runs sent salted prompts") }) {
+		t.Errorf("A-1 vs A-2: equivalence %+v, warnings %q", c.Equivalence, c.Warnings)
+	}
+}
