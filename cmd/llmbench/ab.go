@@ -406,15 +406,8 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	}
 	arm := runner.Arm{Name: name, Info: info}
 	if endpoint != "" {
-		config = runner.FetchServerConfig(ctx, endpoint, t.APIKey, t.Model)
-		// In the run facts too, so that the comparison lists the servers' differences.
-		arm.Info.Engine = maps.Clone(config)
-		if ind.Flush {
-			flush, err := runner.NewCacheFlush(ctx, endpoint, t.APIKey)
-			if err != nil {
-				return runner.Arm{}, nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
-			}
-			arm.Flush, arm.FlushMethod = flush.Flush, flush.Method
+		if config, err = o.serverFacts(ctx, &arm, endpoint, t.APIKey, t.Model, ind); err != nil {
+			return runner.Arm{}, nil, err
 		}
 	} else if ind.Flush {
 		closeArm()
@@ -430,6 +423,22 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	config["backend"] = t.Backend
 	arm.Produce, arm.Salted, arm.Config = runner.HTTPProducer(lo, timeScale), runner.SaltedHTTPProducer(lo, timeScale), config
 	return arm, closeArm, nil
+}
+
+// serverFacts reads an endpoint arm's server configuration into the arm's run facts (so the
+// comparison lists the servers' differences) and returns it; with a flush asked for, it finds
+// how the server flushes its prefix cache.
+func (o *abOptions) serverFacts(ctx context.Context, arm *runner.Arm, endpoint, apiKey, model string, ind runner.Independence) (map[string]string, error) {
+	config := runner.FetchServerConfig(ctx, endpoint, apiKey, model)
+	arm.Info.Engine = maps.Clone(config)
+	if ind.Flush {
+		flush, err := runner.NewCacheFlush(ctx, endpoint, apiKey)
+		if err != nil {
+			return nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
+		}
+		arm.Flush, arm.FlushMethod = flush.Flush, flush.Method
+	}
+	return config, nil
 }
 
 // armEngineFlags parses the command's engine flags again into a fresh set and applies the
