@@ -134,7 +134,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {
-		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --repeats, or several result sets per side) for decisions that hold up on a rerun")
+		cmp.Warnings = append(cmp.Warnings, "one run per side: intervals cover the variation inside each run (time blocks), not between runs, and per-run numbers (throughput, goodput per second) are not assessable; give each side several runs (ab --runs, or several result sets per side) for decisions that hold up on a rerun")
 	}
 	cmp.Regressions = []string{}
 	for _, md := range cmp.Metrics {

@@ -73,6 +73,10 @@ type RunInfo struct {
 	// Shard is set for one shard of a sharded run, Merged for the result of llmbench merge.
 	Shard  *ShardInfo `json:"shard,omitempty"`
 	Merged *MergeInfo `json:"merged,omitempty"`
+	// PromptSalt is the salt of the run's synthesized prompts (ab's independent repeats,
+	// runner/abrepeats.go; 0: the plain prompts of Seed). Runs of different salts sent
+	// different prompts, so their outputs are not compared.
+	PromptSalt uint64 `json:"prompt_salt,omitempty"`
 	// EngineSeed seeds the reference engine's unseeded sampling and fault draws (run on the
 	// embedded engine, simulate); 0 when no reference engine served the run.
 	EngineSeed uint64 `json:"engine_seed,omitempty"`

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -21,11 +20,20 @@ type Arm struct {
 	// Config is every configuration fact llmbench can see for this arm (engine flags, model,
 	// server version); differences between the arms are listed in the result.
 	Config map[string]string
+	// Salted, when set, returns the arm's producer with its synthesized prompts salted
+	// (workloads.SaltedSeed): AB uses it for every measured run when
+	// ABOptions.Independence.Salt is set, with the repeat's salt (RepeatSalt).
+	Salted func(salt uint64) Producer
+	// Flush drops the prefix cache of the arm's server (CacheFlush.Flush); FlushMethod names
+	// how. AB calls it before every measured run when ABOptions.Independence.Flush is set.
+	Flush       func(ctx context.Context) error
+	FlushMethod string
 }
 
 // ABOptions configures a fair A/B: the identical requests (same prompts and seeds) replayed
 // against both arms from the same client, in interleaved repeats A B B A A B …, after a
-// warm-up of each arm that is not measured.
+// warm-up of each arm that is not measured. Independence keeps the repeats independent of
+// the servers' prefix caches (salted prompts per repeat, or cache flushes).
 type ABOptions struct {
 	// Trace is the trace both arms replay (read again for each run); when nil, Requests (held
 	// in memory) is.
@@ -45,6 +53,9 @@ type ABOptions struct {
 	Metrics        metrics.Options
 	Compare        metrics.CompareOptions
 	HTML           reports.HTMLOptions
+	// Independence says how the repeats are kept independent of the servers' prefix caches
+	// (abrepeats.go). The zero value sends identical prompts in every repeat.
+	Independence Independence
 	// OnRun is told before each measured run starts (for progress lines).
 	OnRun func(arm string, repeat, of int)
 }
@@ -67,6 +78,11 @@ type ABResult struct {
 	// no more were added.
 	Repeats    int    `json:"repeats"`
 	StopReason string `json:"stop_reason,omitempty"`
+	// Independence says in words how the repeats were kept independent (salted prompts, cache
+	// flushes, or neither); ConfigIgnored lists the configuration facts that differed but
+	// change with every server process (VolatileConfigKey), left out of ConfigDiff.
+	Independence  string   `json:"independence"`
+	ConfigIgnored []string `json:"config_ignored,omitempty"`
 }
 
 // Order returns the interleaved arm order for n repeats: A B, B A, A B, ...
@@ -84,17 +100,17 @@ func Order(n int) []int {
 
 // AB runs the experiment and compares B (candidate) against A (base) with paired statistics.
 func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
-	if opts.Repeats <= 0 {
-		opts.Repeats = 2
-	}
-	if opts.WarmupRequests == 0 && !opts.NoWarmup {
-		opts.WarmupRequests = 8
-	}
-	if opts.Trace == nil {
-		opts.Trace = traces.FromSlice(opts.Requests)
+	if err := opts.defaults(); err != nil {
+		return nil, err
 	}
 	arms := []Arm{a, b}
-	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: DiffConfig(a.Config, b.Config)}
+	diff, ignored := diffConfig(a.Config, b.Config)
+	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: diff, ConfigIgnored: ignored}
+	var independenceWarning string
+	var err error
+	if res.Independence, independenceWarning, err = describeIndependence(opts, arms); err != nil {
+		return nil, err
+	}
 	if !opts.NoWarmup && opts.WarmupRequests > 0 {
 		warm, err := traces.Head(opts.Trace, opts.WarmupRequests)
 		if err != nil {
@@ -106,21 +122,6 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			}
 		}
 	}
-	if opts.AutoRepeats {
-		if len(opts.Compare.Thresholds) == 0 {
-			return nil, errors.New("automatic repeats need --fail-on rules: they stop when each rule's metric is measured more precisely than its limit")
-		}
-		if opts.MaxRepeats <= 0 {
-			opts.MaxRepeats = 10
-		}
-		if opts.MaxRepeats < 2 {
-			return nil, fmt.Errorf("max repeats %d: automatic repeats need at least 2", opts.MaxRepeats)
-		}
-	}
-	of := opts.Repeats
-	if opts.AutoRepeats {
-		of = opts.MaxRepeats
-	}
 	copts := opts.Compare
 	copts.Summary = opts.Metrics
 	if copts.BaseLabel == "" {
@@ -129,11 +130,69 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 	if copts.CandLabel == "" {
 		copts.CandLabel = b.Name
 	}
+	c, err := runRepeats(ctx, opts, copts, arms, res)
+	if err != nil {
+		return res, err
+	}
+	res.Repeats = min(len(res.Dirs[a.Name]), len(res.Dirs[b.Name]))
+	if len(res.Dirs[a.Name]) == 0 || len(res.Dirs[b.Name]) == 0 {
+		return res, errors.New("interrupted before both arms completed a run")
+	}
+	if c == nil || c.Base.Runs != len(res.Dirs[a.Name]) || c.Cand.Runs != len(res.Dirs[b.Name]) {
+		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
+			return res, err
+		}
+	}
+	if independenceWarning != "" && res.Repeats > 1 {
+		c.Warnings = append(c.Warnings, independenceWarning)
+	}
+	AttachRunFacts(c, res.Dirs[a.Name], res.Dirs[b.Name])
+	res.Comparison = c
+	if err := WriteJSON(filepath.Join(opts.OutDir, abFile), res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// defaults fills the zero fields (see ABOptions) and checks the automatic repeats.
+func (opts *ABOptions) defaults() error {
+	if opts.Repeats <= 0 {
+		opts.Repeats = 2
+	}
+	if opts.WarmupRequests == 0 && !opts.NoWarmup {
+		opts.WarmupRequests = 8
+	}
+	if opts.Trace == nil {
+		opts.Trace = traces.FromSlice(opts.Requests)
+	}
+	if !opts.AutoRepeats {
+		return nil
+	}
+	if len(opts.Compare.Thresholds) == 0 {
+		return errors.New("automatic repeats need --fail-on rules: they stop when each rule's metric is measured more precisely than its limit")
+	}
+	if opts.MaxRepeats <= 0 {
+		opts.MaxRepeats = 10
+	}
+	if opts.MaxRepeats < 2 {
+		return fmt.Errorf("max repeats %d: automatic repeats need at least 2", opts.MaxRepeats)
+	}
+	return nil
+}
+
+// runRepeats runs the interleaved measured runs into res and returns the last comparison
+// made to decide on more repeats (nil without AutoRepeats).
+func runRepeats(ctx context.Context, opts ABOptions, copts metrics.CompareOptions, arms []Arm, res *ABResult) (*metrics.Comparison, error) {
+	of := opts.Repeats
+	if opts.AutoRepeats {
+		of = opts.MaxRepeats
+	}
+	a, b := arms[0], arms[1]
 	count := map[string]int{}
 	var c *metrics.Comparison
 	for rep := 0; rep < of; rep++ {
 		for _, idx := range Order(rep + 1)[2*rep:] {
-			if err := ctx.Err(); err != nil {
+			if ctx.Err() != nil {
 				break
 			}
 			arm := arms[idx]
@@ -141,16 +200,9 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			if opts.OnRun != nil {
 				opts.OnRun(arm.Name, count[arm.Name], of)
 			}
-			dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, count[arm.Name]))
-			info := arm.Info
-			info.Repeat = count[arm.Name]
-			r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, arm.Produce)
-			if err != nil {
-				return res, fmt.Errorf("arm %s run %d: %w", arm.Name, count[arm.Name], err)
+			if err := runArm(ctx, opts, arm, rep+1, count[arm.Name], res); err != nil {
+				return c, err
 			}
-			res.Order = append(res.Order, arm.Name)
-			res.Dirs[arm.Name] = append(res.Dirs[arm.Name], dir)
-			res.Summaries[arm.Name] = append(res.Summaries[arm.Name], r.Summary)
 		}
 		if ctx.Err() != nil {
 			break
@@ -160,31 +212,44 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 		}
 		var err error
 		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
-			return res, err
+			return c, err
 		}
 		if ok, why := NarrowEnough(c); ok {
 			res.StopReason = fmt.Sprintf("after %d repeats: %s", rep+1, why)
 			break
 		} else if rep+1 == of {
-			res.StopReason = fmt.Sprintf("stopped at --max-repeats %d: %s", of, why)
+			res.StopReason = fmt.Sprintf("stopped at --max-runs %d: %s", of, why)
 		}
 	}
-	res.Repeats = min(len(res.Dirs[a.Name]), len(res.Dirs[b.Name]))
-	if len(res.Dirs[a.Name]) == 0 || len(res.Dirs[b.Name]) == 0 {
-		return res, errors.New("interrupted before both arms completed a run")
-	}
-	if c == nil || c.Base.Runs != len(res.Dirs[a.Name]) || c.Cand.Runs != len(res.Dirs[b.Name]) {
-		var err error
-		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
-			return res, err
+	return c, nil
+}
+
+// runArm makes arm's n-th measured run, the one of repeat rep (1-based): its cache flushed
+// and its prompts salted as opts.Independence says, its results in OutDir/<arm>-<n>.
+func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABResult) error {
+	if opts.Independence.Flush {
+		if err := arm.Flush(ctx); err != nil {
+			return fmt.Errorf("arm %s run %d: flushing the server's prefix cache: %w", arm.Name, n, err)
 		}
 	}
-	AttachRunFacts(c, res.Dirs[a.Name], res.Dirs[b.Name])
-	res.Comparison = c
-	if err := WriteJSON(filepath.Join(opts.OutDir, abFile), res); err != nil {
-		return res, err
+	produce := arm.Produce
+	if opts.Independence.Salt {
+		produce = arm.Salted(RepeatSalt(rep))
 	}
-	return res, nil
+	dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, n))
+	info := arm.Info
+	info.Repeat = n
+	if opts.Independence.Salt {
+		info.PromptSalt = RepeatSalt(rep)
+	}
+	r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, produce)
+	if err != nil {
+		return fmt.Errorf("arm %s run %d: %w", arm.Name, n, err)
+	}
+	res.Order = append(res.Order, arm.Name)
+	res.Dirs[arm.Name] = append(res.Dirs[arm.Name], dir)
+	res.Summaries[arm.Name] = append(res.Summaries[arm.Name], r.Summary)
+	return nil
 }
 
 // NarrowEnough reports whether every metric named by a --fail-on rule of c has a confidence
@@ -228,25 +293,5 @@ func sources(dirs []string) []metrics.Source {
 	for i, d := range dirs {
 		out[i] = metrics.FileSource(filepath.Join(d, RecordsFile))
 	}
-	return out
-}
-
-// DiffConfig lists the keys whose values differ between two configurations (a key missing on
-// one side shows as "").
-func DiffConfig(a, b map[string]string) []ConfigDiff {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	var out []ConfigDiff
-	for k := range keys {
-		if a[k] != b[k] {
-			out = append(out, ConfigDiff{Key: k, A: a[k], B: b[k]})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }

@@ -88,7 +88,20 @@ func AttachRunFacts(c *metrics.Comparison, base, cand []string) {
 	if c.Cand.Summary != nil {
 		c.Cand.Summary.Run = *ci
 	}
-	c.ConfigDiff = metrics.DiffRunConfigs(metrics.RunConfig(bi), metrics.RunConfig(ci), perRunKeys...)
+	if eq, warn, salted := saltedEquivalence(base, cand); salted {
+		c.Equivalence = eq
+		if warn != "" {
+			c.Warnings = append(c.Warnings, warn)
+		}
+	}
+	c.ConfigDiff = nil
+	for _, d := range metrics.DiffRunConfigs(metrics.RunConfig(bi), metrics.RunConfig(ci), perRunKeys...) {
+		// A server's per-process values (llama.cpp's media_marker, SGLang's random seed) are
+		// no configuration difference (configdiff.go).
+		if !(strings.HasPrefix(d.Key, "engine.") && VolatileConfigKey(d.Key)) {
+			c.ConfigDiff = append(c.ConfigDiff, d)
+		}
+	}
 	if c.ConfigDiff == nil {
 		c.ConfigDiff = []metrics.ConfigDifference{}
 	}

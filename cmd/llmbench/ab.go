@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,8 +13,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/quality/judge"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/traces"
 )
 
 func init() { register("ab", newABCmd) }
@@ -25,6 +28,7 @@ type abOptions struct {
 	aName, bName       string
 	repeats            string
 	maxRepeats         int
+	independence       string
 	selfCheck          int
 	warmupRequests     int
 	failOn             string
@@ -55,7 +59,18 @@ greedy outputs are identical, and lists every configuration difference it can se
 Arms are two endpoints, or two configurations of the embedded reference engine given as
 overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alpha=0.8).
 Intervals follow the two-level variance model (README, "Decisions under noise"): give
---repeats 3 or more, or --repeats auto with --fail-on, for decisions that hold up on a rerun.
+--runs 3 or more, or --runs auto with --fail-on, for decisions that hold up on a rerun.
+(--runs was --repeats, still accepted with a warning; --repeat, which replays the trace N times
+inside one run, does not apply to ab.)
+
+Repeats are independent runs (docs/ab-repeats.md): by default each repeat's synthesized
+prompts carry a seeded salt of their own (same lengths, same shared prefixes, identical on both
+arms of a repeat), so a server's prefix cache cannot serve repeat 2 from repeat 1.
+--independent-repeats flush drops each server's prefix cache before every run instead (SGLang
+/flush_cache, vLLM /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1, llama.cpp slot erase with
+--slot-save-path), salt+flush does both, off sends identical prompts every repeat.
+
+With --format json or markdown, stdout carries only that format; messages go to stderr.
 
 Requests with expect checks (traces/FORMAT.md) are graded on both arms and compared per
 request (paired bootstrap of the pass/fail differences; --fail-on 'quality<-1pp' gates on it);
@@ -65,7 +80,7 @@ Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-
 than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
 or more than --max-failure-rate failed); 130 when interrupted after writing results.`,
 		Example: `  llmbench ab --trace traces/examples/chat-small.jsonl --b-engine spec-k=4,spec-alpha=0.8 --time-scale 4
-  llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --repeats 3`,
+  llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --runs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.fail.check(); err != nil {
@@ -81,7 +96,13 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
 			return nil
 		},
 	}
-	fs := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	_ = cmd.MarkFlagRequired("trace")
+	return cmd
+}
+
+// addFlags defines ab's flags on fs.
+func (o *abOptions) addFlags(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.traceFlags = addTraceFlags(fs)
 	fs.StringVar(&o.aEndpoint, "a-endpoint", "", "arm A endpoint (base)")
@@ -90,9 +111,16 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
 	fs.StringArrayVar(&o.bEngine, "b-engine", nil, "arm B reference-engine flag overrides, e.g. spec-k=4,spec-alpha=0.8")
 	fs.StringVar(&o.aName, "a-name", "A", "label of arm A")
 	fs.StringVar(&o.bName, "b-name", "B", "label of arm B")
-	fs.StringVar(&o.repeats, "repeats", "2", "measured runs per arm, interleaved A B B A …, or auto: add repeats until each --fail-on metric's interval is narrower than its limit (up to --max-repeats)")
-	fs.IntVar(&o.maxRepeats, "max-repeats", 10, "with --repeats auto: the most runs per arm")
-	fs.IntVar(&o.selfCheck, "self-check", 0, "run N A/A experiments of the embedded engine (arm A's configuration on both arms, --repeats 3 unless given) and report how many showed no labels and passed the gate; exit 1 when fewer than 9 in 10 did")
+	fs.StringVar(&o.repeats, "runs", "2", "measured runs per arm, interleaved A B B A …, or auto: add runs until each --fail-on metric's interval is narrower than its limit (up to --max-runs)")
+	fs.IntVar(&o.maxRepeats, "max-runs", 10, "with --runs auto: the most runs per arm")
+	// The old spellings, kept as hidden aliases that warn (deprecatedAliases): --repeats was one letter
+	// from --repeat, which replays the trace N times inside one run.
+	fs.StringVar(&o.repeats, "repeats", "2", "deprecated: use --runs")
+	fs.IntVar(&o.maxRepeats, "max-repeats", 10, "deprecated: use --max-runs")
+	_ = fs.MarkHidden("repeats")
+	_ = fs.MarkHidden("max-repeats")
+	fs.StringVar(&o.independence, "independent-repeats", "salt", "how repeats stay independent of the servers' prefix caches: salt (each repeat's synthesized prompts salted), flush (each server's prefix cache flushed before every run), salt+flush, or off (identical prompts every repeat)")
+	fs.IntVar(&o.selfCheck, "self-check", 0, "run N A/A experiments of the embedded engine (arm A's configuration on both arms, --runs 3 unless given) and report how many showed no labels and passed the gate; exit 1 when fewer than 9 in 10 did")
 	fs.IntVar(&o.warmupRequests, "warmup-requests", 8, "requests sent to each arm before measuring (discarded; 0 = none)")
 	fs.StringVar(&o.failOn, "fail-on", "", "regression rules for B vs A, as in compare")
 	fs.StringVar(&o.format, "format", "text", comparisonFormatHelp)
@@ -105,50 +133,12 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
 	o.quality = addQualityFlags(fs, true)
 	o.engine = addEngineFlags(fs)
 	o.fail = addFailureFlags(fs)
-	_ = cmd.MarkFlagRequired("trace")
-	return cmd
 }
 
 func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
-	if o.target.scrapeMetric {
-		return 2, fmt.Errorf("--scrape-metrics applies to run; ab lists the arms' configuration from /version instead")
-	}
-	if (o.aEndpoint == "") != (o.bEndpnt == "") {
-		return 2, fmt.Errorf("give both --a-endpoint and --b-endpoint, or neither (two reference-engine arms)")
-	}
-	if o.target.endpoint != "" {
-		return 2, fmt.Errorf("ab takes --a-endpoint and --b-endpoint, not --endpoint")
-	}
-	if o.aEndpoint != "" && (len(o.aEngine) > 0 || len(o.bEngine) > 0) {
-		return 2, fmt.Errorf("--a-engine/--b-engine configure reference-engine arms; they do not apply to --a-endpoint/--b-endpoint")
-	}
-	if o.aName == o.bName {
-		return 2, fmt.Errorf("--a-name and --b-name must differ")
-	}
-	if err := checkComparisonFormat(o.format); err != nil {
-		return 2, err
-	}
-	if f := o.fs.Lookup("repeat"); f != nil && f.Changed {
-		return 2, fmt.Errorf("--repeat replays the trace N times inside one run; ab's unit is the run: use --repeats N for N interleaved runs per arm (what its intervals need)")
-	}
-	repeats, auto, err := parseRepeats(o.repeats, o.maxRepeats)
+	repeats, auto, err := o.check(app)
 	if err != nil {
 		return 2, err
-	}
-	if auto && o.failOn == "" {
-		return 2, fmt.Errorf("--repeats auto needs --fail-on: it adds repeats until each rule's metric is measured more precisely than the rule's limit")
-	}
-	if o.selfCheck < 0 {
-		return 2, fmt.Errorf("--self-check %d: want a number of A/A experiments, e.g. 10", o.selfCheck)
-	}
-	if o.selfCheck > 0 {
-		if o.aEndpoint != "" || len(o.bEngine) > 0 {
-			return 2, fmt.Errorf("--self-check compares the embedded engine with itself: drop --a-endpoint/--b-endpoint and --b-engine")
-		}
-		o.bEngine = o.aEngine
-		if !o.fs.Changed("repeats") {
-			repeats = 3
-		}
 	}
 	judgeOpts, err := o.quality.judgeOptions(app)
 	if err != nil {
@@ -171,6 +161,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	if err != nil {
 		return 2, err
 	}
+	ind, _ := runner.ParseIndependence(o.independence) // checked by o.check
 	out := o.output.out
 	if out == "" {
 		out = filepath.Join(runner.DefaultOutDir(time.Now()), "ab")
@@ -180,7 +171,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		name, endpoint string
 		overrides      []string
 	}{{o.aName, o.aEndpoint, o.aEngine}, {o.bName, o.bEndpnt, o.bEngine}} {
-		arm, closeArm, err := o.arm(ctx, app, spec.name, spec.endpoint, spec.overrides)
+		arm, closeArm, err := o.arm(ctx, app, spec.name, spec.endpoint, spec.overrides, ind)
 		if err != nil {
 			return 2, fmt.Errorf("arm %s: %w", spec.name, err)
 		}
@@ -194,7 +185,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	abOpts := runner.ABOptions{
 		Trace: trace, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
 		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
-		OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+		OutDir: out, Metrics: mopts, HTML: o.output.html(app), Independence: ind,
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
 		OnRun: func(arm string, rep, of int) {
 			upTo := ""
@@ -214,34 +205,112 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		}
 		return exitBadInput, err
 	}
-	if res.StopReason != "" {
-		fmt.Fprintf(app.Stdout, "Repeats: %d per arm, %s\n\n", res.Repeats, res.StopReason)
+	return o.report(ctx, app, res, trace, out, judgeOpts)
+}
+
+// check reads and checks the flags that need no trace nor server: the number of runs per arm
+// (or auto), the repeat independence, the arms' shape. It warns of deprecated spellings.
+func (o *abOptions) check(app *App) (repeats int, auto bool, err error) {
+	if o.target.scrapeMetric {
+		return 0, false, fmt.Errorf("--scrape-metrics applies to run; ab lists the arms' configuration from their servers instead")
 	}
-	var judgeErr error
-	if judgeOpts != nil {
-		fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
-		// The judge reads the prompts: only it holds the trace.
-		reqs, err := trace.Requests()
-		var js *metrics.JudgeSummary
-		if err == nil {
-			js, err = runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
+	if (o.aEndpoint == "") != (o.bEndpnt == "") {
+		return 0, false, fmt.Errorf("give both --a-endpoint and --b-endpoint, or neither (two reference-engine arms)")
+	}
+	if o.target.endpoint != "" {
+		return 0, false, fmt.Errorf("ab takes --a-endpoint and --b-endpoint, not --endpoint")
+	}
+	if o.aEndpoint != "" && (len(o.aEngine) > 0 || len(o.bEngine) > 0) {
+		return 0, false, fmt.Errorf("--a-engine/--b-engine configure reference-engine arms; they do not apply to --a-endpoint/--b-endpoint")
+	}
+	if o.aName == o.bName {
+		return 0, false, fmt.Errorf("--a-name and --b-name must differ")
+	}
+	if err := checkComparisonFormat(o.format); err != nil {
+		return 0, false, err
+	}
+	if f := o.fs.Lookup("repeat"); f != nil && f.Changed {
+		return 0, false, fmt.Errorf("--repeat replays the trace N times inside one run; ab's unit is the run: use --runs N (formerly --repeats) for N interleaved runs per arm (what its intervals need)")
+	}
+	if err := o.deprecatedAliases(app); err != nil {
+		return 0, false, err
+	}
+	if _, err := runner.ParseIndependence(o.independence); err != nil {
+		return 0, false, fmt.Errorf("--independent-repeats %w", err)
+	}
+	if repeats, auto, err = parseRepeats(o.repeats, o.maxRepeats); err != nil {
+		return 0, false, err
+	}
+	if auto && o.failOn == "" {
+		return 0, false, fmt.Errorf("--runs auto needs --fail-on: it adds runs until each rule's metric is measured more precisely than the rule's limit")
+	}
+	if o.selfCheck < 0 {
+		return 0, false, fmt.Errorf("--self-check %d: want a number of A/A experiments, e.g. 10", o.selfCheck)
+	}
+	if o.selfCheck > 0 {
+		if o.aEndpoint != "" || len(o.bEngine) > 0 {
+			return 0, false, fmt.Errorf("--self-check compares the embedded engine with itself: drop --a-endpoint/--b-endpoint and --b-engine")
 		}
-		if err != nil {
-			// The measured comparison stands without the judge; the command fails at the end.
-			judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
-			res.Comparison.Warnings = append(res.Comparison.Warnings, judgeErr.Error())
-		} else {
-			res.Comparison.Judge = js
+		if !textFormat(o.format) {
+			return 0, false, fmt.Errorf("--self-check prints one line per experiment, not --format %s: drop --format", o.format)
 		}
-		if err := runner.WriteJSON(filepath.Join(out, "ab.json"), res); err != nil {
-			return exitBadInput, err
+		o.bEngine = o.aEngine
+		if !o.fs.Changed("runs") && !o.fs.Changed("repeats") {
+			repeats = 3
 		}
+	}
+	return repeats, auto, nil
+}
+
+// deprecatedAliases warns on stderr of --repeats and --max-repeats (now --runs and
+// --max-runs) and refuses both spellings of one flag together.
+func (o *abOptions) deprecatedAliases(app *App) error {
+	for _, a := range [][2]string{{"repeats", "runs"}, {"max-repeats", "max-runs"}} {
+		if !o.fs.Changed(a[0]) {
+			continue
+		}
+		if o.fs.Changed(a[1]) {
+			return fmt.Errorf("give --%s only (--%s is its old spelling)", a[1], a[0])
+		}
+		fmt.Fprintf(app.Stderr, "llmbench: --%s is deprecated: use --%s (runs per arm; --repeat replays a trace within one run)\n", a[0], a[1])
+	}
+	return nil
+}
+
+// textFormat is false for the formats meant for a program (json, markdown): with them,
+// stdout carries only that format and every message goes to stderr.
+func textFormat(format string) bool {
+	switch format {
+	case "", "text", "terminal":
+		return true
+	}
+	return false
+}
+
+// report judges (with --judge-endpoint), writes the comparison in --format, and says where
+// the results are; it returns the exit code.
+func (o *abOptions) report(ctx context.Context, app *App, res *runner.ABResult, trace traces.Source, out string, judgeOpts *judge.Options) (int, error) {
+	msgs := app.Stdout
+	if !textFormat(o.format) {
+		msgs = app.Stderr // stdout carries only the machine format
+	}
+	fmt.Fprintf(msgs, "Independent repeats: %s\n", res.Independence)
+	if len(res.ConfigIgnored) > 0 {
+		fmt.Fprintf(msgs, "Configuration values that change per server process, not compared: %s\n", strings.Join(res.ConfigIgnored, ", "))
+	}
+	if res.StopReason != "" {
+		fmt.Fprintf(msgs, "Repeats: %d per arm, %s\n", res.Repeats, res.StopReason)
+	}
+	fmt.Fprintln(msgs)
+	judgeErr, err := o.judge(ctx, app, res, trace, out, judgeOpts)
+	if err != nil {
+		return exitBadInput, err
 	}
 	pairs := runner.PairRecords(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
 	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
 		return 2, err
 	}
-	fmt.Fprintf(app.Stdout, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)
+	fmt.Fprintf(msgs, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)
 	var sums []*metrics.Summary
 	for _, name := range []string{o.aName, o.bName} {
 		sums = append(sums, res.Summaries[name]...)
@@ -260,9 +329,32 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	return exitOK, nil
 }
 
+// judge runs the pairwise LLM judge after the measured runs (with --judge-endpoint) and
+// rewrites ab.json with its verdict. A failed judge leaves the measured comparison standing:
+// judgeErr makes the command fail at the end; err (ab.json unwritable) at once.
+func (o *abOptions) judge(ctx context.Context, app *App, res *runner.ABResult, trace traces.Source, out string, judgeOpts *judge.Options) (judgeErr, err error) {
+	if judgeOpts == nil {
+		return nil, nil
+	}
+	fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
+	// The judge reads the prompts: only it holds the trace.
+	reqs, err := trace.Requests()
+	var js *metrics.JudgeSummary
+	if err == nil {
+		js, err = runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
+	}
+	if err != nil {
+		judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
+		res.Comparison.Warnings = append(res.Comparison.Warnings, judgeErr.Error())
+	} else {
+		res.Comparison.Judge = js
+	}
+	return judgeErr, runner.WriteJSON(filepath.Join(out, "ab.json"), res)
+}
+
 // arm builds one arm: an endpoint, or an embedded reference engine with the command's engine
 // flags plus overrides.
-func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, overrides []string) (runner.Arm, func(), error) {
+func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, overrides []string, ind runner.Independence) (runner.Arm, func(), error) {
 	tok, err := o.target.loadTokenizer(endpoint == "")
 	if err != nil {
 		return runner.Arm{}, nil, err
@@ -312,8 +404,14 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		closeArm()
 		return runner.Arm{}, nil, err
 	}
+	arm := runner.Arm{Name: name, Info: info}
 	if endpoint != "" {
-		config = runner.FetchServerConfig(ctx, endpoint, t.APIKey, t.Model)
+		if config, err = o.serverFacts(ctx, &arm, endpoint, t.APIKey, t.Model, ind); err != nil {
+			return runner.Arm{}, nil, err
+		}
+	} else if ind.Flush {
+		closeArm()
+		return runner.Arm{}, nil, fmt.Errorf("--independent-repeats %s: the embedded reference engine has no prefix-cache flush; use salt (the default)", o.independence)
 	}
 	lo, err := o.load.options(t, tok)
 	if err != nil {
@@ -323,7 +421,24 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	lo.KeepOutput = o.quality.keepOutput || o.quality.judgeEndpoint != ""
 	config["model"] = t.Model
 	config["backend"] = t.Backend
-	return runner.Arm{Name: name, Produce: runner.HTTPProducer(lo, timeScale), Info: info, Config: config}, closeArm, nil
+	arm.Produce, arm.Salted, arm.Config = runner.HTTPProducer(lo, timeScale), runner.SaltedHTTPProducer(lo, timeScale), config
+	return arm, closeArm, nil
+}
+
+// serverFacts reads an endpoint arm's server configuration into the arm's run facts (so the
+// comparison lists the servers' differences) and returns it; with a flush asked for, it finds
+// how the server flushes its prefix cache.
+func (o *abOptions) serverFacts(ctx context.Context, arm *runner.Arm, endpoint, apiKey, model string, ind runner.Independence) (map[string]string, error) {
+	config := runner.FetchServerConfig(ctx, endpoint, apiKey, model)
+	arm.Info.Engine = maps.Clone(config)
+	if ind.Flush {
+		flush, err := runner.NewCacheFlush(ctx, endpoint, apiKey)
+		if err != nil {
+			return nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
+		}
+		arm.Flush, arm.FlushMethod = flush.Flush, flush.Method
+	}
+	return config, nil
 }
 
 // armEngineFlags parses the command's engine flags again into a fresh set and applies the

@@ -26,7 +26,7 @@ func readAB(t *testing.T, out string) runner.ABResult {
 
 // TestABRepeatsAuto: with a loose rule the experiment stops as soon as the interval is
 // narrower than the limit (a few repeats, fewer on a quiet machine); with a rule no interval
-// can meet, it stops at --max-repeats and says so.
+// can meet, it stops at --max-runs and says so.
 func TestABRepeatsAuto(t *testing.T) {
 	racebuild.Heavy(t)
 	for _, tc := range []struct {
@@ -35,11 +35,11 @@ func TestABRepeatsAuto(t *testing.T) {
 		reason      string
 	}{
 		{"tpot.p50>+50%", "6", 2, 5, "narrower than its limit"},
-		{"tpot.p50>+0.0001%", "3", 3, 3, "stopped at --max-repeats 3"},
+		{"tpot.p50>+0.0001%", "3", 3, 3, "stopped at --max-runs 3"},
 	} {
 		out := t.TempDir()
 		app := newTestApp(nil)
-		code := app.cli("ab", "--trace", chatSmall, "--time-scale", "20", "--repeats", "auto", "--max-repeats", tc.max,
+		code := app.cli("ab", "--trace", chatSmall, "--time-scale", "20", "--runs", "auto", "--max-runs", tc.max,
 			"--fail-on", tc.rule, "--warmup-requests", "2", "--max-requests", "20", "--out", out, "--no-progress")
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", tc.rule, code, app.err.String())
@@ -56,11 +56,11 @@ func TestABRepeatsAuto(t *testing.T) {
 		}
 	}
 	app := newTestApp(nil)
-	if code := app.cli("ab", "--trace", chatSmall, "--repeats", "auto"); code != 2 || !strings.Contains(app.err.String(), "needs --fail-on") {
-		t.Errorf("--repeats auto without --fail-on: exit %d, %s", code, app.err.String())
+	if code := app.cli("ab", "--trace", chatSmall, "--runs", "auto"); code != 2 || !strings.Contains(app.err.String(), "needs --fail-on") {
+		t.Errorf("--runs auto without --fail-on: exit %d, %s", code, app.err.String())
 	}
-	if code := app.cli("ab", "--trace", chatSmall, "--repeats", "many"); code != 2 {
-		t.Errorf("--repeats many: exit %d", code)
+	if code := app.cli("ab", "--trace", chatSmall, "--runs", "many"); code != 2 {
+		t.Errorf("--runs many: exit %d", code)
 	}
 }
 
@@ -71,7 +71,7 @@ func TestABH100ToA100Regresses(t *testing.T) {
 	quietMachine(t)
 	out := t.TempDir()
 	app := newTestApp(nil)
-	code := app.cli("ab", "--trace", chatSmall, "--b-engine", "gpu=a100", "--time-scale", "5", "--repeats", "2",
+	code := app.cli("ab", "--trace", chatSmall, "--b-engine", "gpu=a100", "--time-scale", "5", "--runs", "2",
 		"--fail-on", "tpot.p50>+5%", "--warmup-requests", "2", "--max-requests", "24", "--out", out, "--no-progress")
 	if code == 0 && strings.Contains(app.out.String(), "client-limited") {
 		t.Skipf("the client could not keep the schedule (busy machine), so ab rightly judged nothing:\n%s", app.out.String())

@@ -11,18 +11,18 @@ import (
 	"github.com/llmbench/llmbench/runner"
 )
 
-// parseRepeats reads --repeats: a count of runs per arm, or "auto" (up to maxRepeats).
+// parseRepeats reads --runs: a count of runs per arm, or "auto" (up to maxRepeats).
 func parseRepeats(s string, maxRepeats int) (n int, auto bool, err error) {
 	s = strings.TrimSpace(s)
 	if strings.EqualFold(s, "auto") {
 		if maxRepeats < 2 {
-			return 0, false, fmt.Errorf("--max-repeats %d: --repeats auto needs at least 2", maxRepeats)
+			return 0, false, fmt.Errorf("--max-runs %d: --runs auto needs at least 2", maxRepeats)
 		}
 		return 0, true, nil
 	}
 	n, err = strconv.Atoi(s)
 	if err != nil || n < 1 {
-		return 0, false, fmt.Errorf("--repeats %q: want a number of runs per arm (>= 1) or auto", s)
+		return 0, false, fmt.Errorf("--runs %q: want a number of runs per arm (>= 1) or auto", s)
 	}
 	return n, false, nil
 }

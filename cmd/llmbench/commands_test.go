@@ -179,7 +179,7 @@ func TestABSpeculativeDecoding(t *testing.T) {
 	out := t.TempDir()
 	app := newTestApp(nil)
 	code := app.cli("ab", "--trace", chatSmall, "--b-engine", "spec-k=4,spec-alpha=0.8", "--time-scale", "20",
-		"--repeats", "1", "--warmup-requests", "2", "--max-requests", "30", "--format", "json", "--out", out, "--no-progress")
+		"--runs", "1", "--warmup-requests", "2", "--max-requests", "30", "--format", "json", "--out", out, "--no-progress")
 	if code != 0 {
 		t.Fatalf("ab: exit %d\n%s", code, app.err.String())
 	}

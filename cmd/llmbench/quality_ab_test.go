@@ -45,7 +45,7 @@ func runQualityAB(t *testing.T, trace, timeScale string, args ...string) (*runne
 	}
 	out := t.TempDir()
 	app := newTestApp(nil)
-	code := app.cli(append([]string{"ab", "--trace", trace, "--time-scale", timeScale, "--repeats", "1", "--warmup-requests", "2",
+	code := app.cli(append([]string{"ab", "--trace", trace, "--time-scale", timeScale, "--runs", "1", "--warmup-requests", "2",
 		"--timeout-idle", "0", "--timeout-first-token", "0", "--format", "json", "--out", out, "--no-progress"}, args...)...)
 	if code != exitOK && code != exitRegression {
 		t.Fatalf("ab: exit %d\n%s", code, app.err.String())

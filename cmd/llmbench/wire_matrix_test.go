@@ -227,7 +227,7 @@ func TestABSpeculativeLlamacppNoSpuriousStalls(t *testing.T) {
 	// Real time (--time-scale 1): a scaled clock would magnify the shared machine's scheduling
 	// hiccups into gaps as long as the threshold.
 	code := app.cli("ab", "--trace", chatSmall, "--wire", "llamacpp", "--b-engine", "spec-k=4,spec-alpha=0.8",
-		"--repeats", "1", "--warmup-requests", "2", "--max-requests", "12", "--format", "json", "--out", out, "--no-progress")
+		"--runs", "1", "--warmup-requests", "2", "--max-requests", "12", "--format", "json", "--out", out, "--no-progress")
 	if code != 0 {
 		t.Fatalf("ab: exit %d\n%s", code, app.err.String())
 	}
