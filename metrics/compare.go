@@ -127,9 +127,11 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	}
 	cmp.Metrics = metricDeltas(bd, cd, bg, cg, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
 	for i := range cmp.Metrics {
-		if md := &cmp.Metrics[i]; md.Name == qualityMetric && cmp.Quality != nil {
+		md := &cmp.Metrics[i]
+		if md.Name == qualityMetric && cmp.Quality != nil {
 			finishPairedQuality(md, cmp.Quality)
 		}
+		relate(md)
 	}
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
@@ -169,9 +171,10 @@ func (o CompareOptions) withDefaults() CompareOptions {
 	return o
 }
 
-// summarizeSides summarizes both sides with the same options: a relative stall threshold and
-// derived fluidity deadlines are resolved on the base side and applied to both, so the same
-// gap is a stall on either side. full is the options both sides' records are loaded with.
+// summarizeSides summarizes both sides with the same options: a derived stall threshold (from
+// the base's burst cadence, or the SLO) and derived fluidity deadlines are resolved on the base
+// side and applied to both, so the same gap is a stall on either side; both sides' Stalls name
+// the threshold's origin. full is the options both sides' records are loaded with.
 func summarizeSides(base, cand []Source, opts CompareOptions) (baseSum, candSum *Summary, full Options, err error) {
 	sopts := opts.Summary
 	baseSum, err = Summarize(MultiSource(base...), sopts)
@@ -185,13 +188,17 @@ func summarizeSides(base, cand []Source, opts CompareOptions) (baseSum, candSum 
 		return nil, nil, full, fmt.Errorf("cand: %w", err)
 	}
 	if relative {
-		rule := baseSum.Stalls.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
-		baseSum.Stalls.ThresholdRule, candSum.Stalls.ThresholdRule = rule, rule
-		for _, cs := range candSum.ByClass {
-			cs.Stalls.ThresholdRule = rule
+		b := baseSum.Stalls
+		shared := func(st *Stalls) {
+			st.ThresholdRule = b.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
+			st.Source, st.BurstCadenceMs = b.Source, b.BurstCadenceMs
 		}
-		for _, cs := range baseSum.ByClass {
-			cs.Stalls.ThresholdRule = rule
+		shared(&baseSum.Stalls)
+		shared(&candSum.Stalls)
+		for _, sum := range [...]*Summary{baseSum, candSum} {
+			for _, cs := range sum.ByClass {
+				shared(&cs.Stalls)
+			}
 		}
 	}
 	return baseSum, candSum, sopts.withDefaults(), nil
@@ -245,7 +252,7 @@ func metricDeltas(bd, cd *sideData, bg, cg *sideCells, bp, cp *blockPlan, specs 
 				md.Verdict = VerdictNA
 			}
 		default:
-			finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples, factor, df)
+			finishDelta(&md, deltas.abs[i], opts.Confidence, opts.Resamples, factor, df)
 		}
 		if baseSpread {
 			md.BaseSpread = bs

@@ -41,8 +41,8 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 }
 
 func TestRegistryOrderMatchesHistogramIndices(t *testing.T) {
-	want := map[int]string{hTTFT: "ttft", hTPOT: "tpot", hITL: "itl", hITLChunk: "itl_chunk", hE2E: "e2e", hQueue: "queue",
-		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat", hITLReasoning: "itl_reasoning", hITLAnswer: "itl_answer",
+	want := map[int]string{hTTFT: "ttft", hTPOT: "tpot", hITL: "itl", hITLChunk: "itl_chunk", hITLBurst: "itl_burst", hE2E: "e2e", hQueue: "queue",
+		hMaxGap: "max_gap", hNorm: "normalized", hTPC: "tokens_per_chunk", hTPB: "tokens_per_burst", hFluid: "fluidity", hLag: "lag", hTTFAT: "ttfat", hITLReasoning: "itl_reasoning", hITLAnswer: "itl_answer",
 		hSessionWall: "session_wall", hSessionModel: "session_model", hSessionTool: "session_tool", hSessionThink: "session_think"}
 	if len(want) != nHist {
 		t.Fatalf("the test lists %d histograms, the package %d", len(want), nHist)

@@ -18,11 +18,13 @@ const (
 	hTPOT
 	hITL
 	hITLChunk
+	hITLBurst
 	hE2E
 	hQueue
 	hMaxGap
 	hNorm
 	hTPC
+	hTPB
 	hFluid
 	hLag
 	hTTFAT
@@ -98,7 +100,9 @@ type summarizer struct {
 	hasWarm    bool
 	hasCool    bool
 	threshold  int64
-	tpotMedian time.Duration // the median TPOT a derived threshold came from
+	thrSource  string        // where the threshold came from (Stalls.Source)
+	cadence    time.Duration // the median per-burst ITL a derived threshold came from
+	thrSLO     time.Duration // the SLO limit an SLO-derived threshold came from
 	dlRule     string        // where the fluidity deadlines came from
 	ts         *tsBuilder
 	records    int
@@ -290,6 +294,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if v, ok := tpotNs(r); ok {
 		g.h[hTPOT].recordNs(v)
 	}
+	var burst int64 // tokens of the burst in progress (derive.go: bursts)
 	for i, c := range r.Chunks {
 		k := chunkTokens(c)
 		g.h[hTPC].recordValue(k)
@@ -297,8 +302,17 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 			gap := c.T - r.Chunks[i-1].T
 			g.h[hITLChunk].recordNs(gap)
 			g.h[hITL].recordNs(gap)
+			if gap > burstWindowNs {
+				g.h[hITLBurst].recordNs(gap)
+				g.h[hTPB].recordValue(burst)
+				burst = 0
+			}
 		}
+		burst += k
 		g.h[hITL].recordValues(0, k-1)
+	}
+	if burst > 0 {
+		g.h[hTPB].recordValue(burst)
 	}
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
@@ -378,7 +392,7 @@ func (g *group) requests() Requests {
 func (g *group) latency() Latency {
 	d := func(i int) Dist { return g.h[i].dist(histScale(i)) }
 	return Latency{
-		TTFT: d(hTTFT), TPOT: d(hTPOT), ITL: d(hITL), ITLChunk: d(hITLChunk), E2E: d(hE2E),
+		TTFT: d(hTTFT), TPOT: d(hTPOT), ITL: d(hITL), ITLChunk: d(hITLChunk), ITLBurst: d(hITLBurst), E2E: d(hE2E),
 		Queue: d(hQueue), MaxGap: d(hMaxGap), Normalized: d(hNorm),
 	}
 }
@@ -398,6 +412,9 @@ func (s *summarizer) stalls(g *group) Stalls {
 	st := Stalls{
 		ThresholdMs:       float64(s.threshold) / 1e6,
 		ThresholdRule:     s.thresholdRule(),
+		Source:            s.thrSource,
+		BurstCadenceMs:    ms(s.cadence),
+		BurstWindowMs:     ms(BurstWindow),
 		Count:             g.stallCount,
 		RequestsWithStall: g.stallReqs,
 		StalledTimeMs:     float64(g.stalledNs) / 1e6,
@@ -451,6 +468,7 @@ func (s *summarizer) build() (*Summary, error) {
 		Stalls:         s.stalls(h),
 		Fluidity:       s.fluidity(h),
 		TokensPerChunk: h.h[hTPC].dist(scaleCount),
+		TokensPerBurst: h.h[hTPB].dist(scaleCount),
 		ByClass:        map[string]*ClassSummary{},
 		Histograms:     map[string]string{},
 		Warnings:       []string{},
