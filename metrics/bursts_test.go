@@ -196,3 +196,48 @@ func TestStallThresholdFromSLO(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeBurstsMatchTheRecords: Summarize's ITL per burst and tokens per burst (settled
+// from the chunk histogram and a tally, bursts.go) hold exactly the bursts of the records.
+func TestSummarizeBurstsMatchTheRecords(t *testing.T) {
+	recs := mixedRun(400, 9)
+	for i := range recs {
+		if i%3 == 0 { // some llama.cpp-framed requests: one event per token, 20 µs apart
+			var cs []Chunk
+			for _, c := range recs[i].Chunks {
+				for k := int32(0); k < max(1, c.Tokens); k++ {
+					cs = append(cs, Chunk{T: c.T + int64(k)*20_000, Tokens: 1})
+				}
+			}
+			recs[i].Chunks = cs
+		}
+	}
+	sum, err := Summarize(recs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gaps, bursts, tokens int64
+	var gapMs float64
+	for _, r := range recs {
+		if r.Phase != PhaseSteady || !r.OK() {
+			continue
+		}
+		g, k := refBursts(r.Chunks)
+		gaps += int64(len(g))
+		bursts += int64(len(k))
+		for _, x := range g {
+			gapMs += float64(nsToMicros(x)) / 1000
+		}
+		for _, x := range k {
+			tokens += x
+		}
+	}
+	lb, tb := sum.Latency.ITLBurst, sum.TokensPerBurst
+	if lb.Count != gaps || !near(lb.Mean, gapMs/float64(gaps), 1e-3*lb.Mean) || tb.Count != bursts || !near(tb.Mean, float64(tokens)/float64(bursts), 1e-3) {
+		t.Errorf("ITL per burst %d gaps mean %v, want %d mean %v; tokens per burst %d mean %v, want %d mean %v",
+			lb.Count, lb.Mean, gaps, gapMs/float64(gaps), tb.Count, tb.Mean, bursts, float64(tokens)/float64(bursts))
+	}
+	if tb.Max < 2 || lb.Count == sum.Latency.ITLChunk.Count {
+		t.Errorf("fixture: tokens per burst max %v, %d burst gaps of %d chunk gaps", tb.Max, lb.Count, sum.Latency.ITLChunk.Count)
+	}
+}

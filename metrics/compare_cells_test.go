@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -288,11 +289,11 @@ func TestComparePairsByIDWhateverTheRecordOrder(t *testing.T) {
 }
 
 // refBursts splits chunks into bursts the plain way: a new burst starts at every chunk more than
-// BurstWindow after the one before. It returns the gaps before every burst but the first and
+// BurstWindow after the one before (in whole µs, as the histograms record gaps). It returns the gaps before every burst but the first and
 // every burst's token count.
 func refBursts(chunks []Chunk) (gaps, tokens []int64) {
 	for i, c := range chunks {
-		if i == 0 || c.T-chunks[i-1].T > int64(BurstWindow) {
+		if i == 0 || (c.T-chunks[i-1].T+500)/1000 > int64(BurstWindow/time.Microsecond) {
 			if i > 0 {
 				gaps = append(gaps, c.T-chunks[i-1].T)
 			}

@@ -228,7 +228,7 @@ func eachChunkValue(r *Record, fn func(f int, v, n int64, sum float64)) {
 			ms := float64(gap) / 1e6
 			fn(bfChunk, us, 1, ms)
 			fn(bfITL, us, 1, ms)
-			if gap > burstWindowNs {
+			if burstGap(gap) {
 				fn(bfBurst, us, 1, ms)
 				fn(bfTPB, burst, 1, float64(burst))
 				burst = 0

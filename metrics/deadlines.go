@@ -103,6 +103,7 @@ func (s *summarizer) stallThreshold() {
 		}
 		floored(int64(float64(s.thrSLO)*o.StallMultiple), StallSLOTBT)
 	default:
+		s.head.settleBursts()
 		s.cadence = time.Duration(s.head.h[hITLBurst].quantile(50)) * time.Microsecond
 		floored(int64(float64(s.cadence)*o.StallMultiple), StallBurstCadence)
 	}

@@ -38,8 +38,6 @@ import (
 // model) has its passes merged into one burst; its per-chunk ITL still shows them.
 const BurstWindow = time.Millisecond
 
-const burstWindowNs = int64(BurstWindow)
-
 // chunkTokens is a chunk's token count for timing purposes.
 func chunkTokens(c Chunk) int64 {
 	if c.Tokens < 1 {
@@ -107,9 +105,8 @@ func stallStats(chunks []Chunk, threshold int64) (count, stalled int64) {
 	if threshold <= 0 {
 		return 0, 0
 	}
-	threshold = max(threshold, burstWindowNs)
 	for i := 1; i < len(chunks); i++ {
-		if g := chunks[i].T - chunks[i-1].T; g > threshold {
+		if g := chunks[i].T - chunks[i-1].T; g > threshold && burstGap(g) {
 			count++
 			stalled += g
 		}

@@ -321,6 +321,10 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 			g.h[i] = newHist()
 		}
 	}
+	if g.h[hITLBurst].count() == 0 {
+		// Parts written before ITL per burst existed: it is the chunk gaps above the window.
+		splitBursts(g.h[hITLChunk], g.h[hITLBurst])
+	}
 	out.lat = g.latency()
 	if fh != nil {
 		rule := out.fl.DeadlineRule

@@ -73,6 +73,9 @@ type group struct {
 	hasWin                                     bool
 	failMsgs                                   failTally
 	q                                          qualTally // quality grades (issue 17)
+	// tpb tallies bursts by token count until settleBursts moves it into hTPB (bursts.go).
+	tpb           [tpbSmall]int64
+	burstsSettled bool
 }
 
 func newGroup() *group {
@@ -294,7 +297,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if v, ok := tpotNs(r); ok {
 		g.h[hTPOT].recordNs(v)
 	}
-	var burst int64 // tokens of the burst in progress (derive.go: bursts)
+	var burst int64 // tokens of the burst in progress (bursts.go; ITL per burst comes later)
 	for i, c := range r.Chunks {
 		k := chunkTokens(c)
 		g.h[hTPC].recordValue(k)
@@ -302,9 +305,8 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 			gap := c.T - r.Chunks[i-1].T
 			g.h[hITLChunk].recordNs(gap)
 			g.h[hITL].recordNs(gap)
-			if gap > burstWindowNs {
-				g.h[hITLBurst].recordNs(gap)
-				g.h[hTPB].recordValue(burst)
+			if burstGap(gap) {
+				g.noteBurst(burst)
 				burst = 0
 			}
 		}
@@ -312,7 +314,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		g.h[hITL].recordValues(0, k-1)
 	}
 	if burst > 0 {
-		g.h[hTPB].recordValue(burst)
+		g.noteBurst(burst)
 	}
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
@@ -461,6 +463,13 @@ func (s *summarizer) goodput(g *group, slo map[string]float64, windowS float64) 
 
 func (s *summarizer) build() (*Summary, error) {
 	h := s.head
+	h.settleBursts()
+	for _, g := range s.classes {
+		g.settleBursts()
+	}
+	for _, g := range s.phases {
+		g.settleBursts()
+	}
 	sum := &Summary{
 		Schema:         SummarySchema,
 		Requests:       h.requests(),
