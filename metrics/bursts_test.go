@@ -237,6 +237,10 @@ func TestSummarizeBurstsMatchTheRecords(t *testing.T) {
 		t.Errorf("ITL per burst %d gaps mean %v, want %d mean %v; tokens per burst %d mean %v, want %d mean %v",
 			lb.Count, lb.Mean, gaps, gapMs/float64(gaps), tb.Count, tb.Mean, bursts, float64(tokens)/float64(bursts))
 	}
+	// The summary stores no itl_burst histogram; a reader derives the same distribution.
+	if d, err := histDist(sum, "itl_burst"); err != nil || d.Count != lb.Count || d.P50 != lb.P50 || d.P99 != lb.P99 || d.Mean != lb.Mean {
+		t.Errorf("itl_burst from the stored histograms %+v (%v), summary %+v", d, err, lb)
+	}
 	if tb.Max < 2 || lb.Count == sum.Latency.ITLChunk.Count {
 		t.Errorf("fixture: tokens per burst max %v, %d burst gaps of %d chunk gaps", tb.Max, lb.Count, sum.Latency.ITLChunk.Count)
 	}

@@ -299,19 +299,33 @@ func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
 // out in the family's unit (ms; tokens; the fluidity index in [0, 1]). A missing key gives an
 // empty Dist.
 func histDist(sum *Summary, name string) (Dist, error) {
-	enc, ok := sum.Histograms[name]
-	if !ok {
-		return Dist{}, nil
-	}
-	h, err := decodeHist(enc)
-	if err != nil {
-		return Dist{}, fmt.Errorf("histogram %s: %w", name, err)
-	}
-	f, ok := LookupFamily(name[strings.LastIndexByte(name, '/')+1:])
+	prefix, fam := name[:strings.LastIndexByte(name, '/')+1], name[strings.LastIndexByte(name, '/')+1:]
+	f, ok := LookupFamily(fam)
 	if !ok {
 		return Dist{}, fmt.Errorf("unknown histogram %q", name)
 	}
-	return h.dist(f.Scale), nil
+	if fam == histNames[hITLBurst] {
+		// Not stored (encodeGroup): the chunk gaps above the burst window.
+		chunk, err := histOf(sum, prefix+histNames[hITLChunk])
+		burst := newHist()
+		splitBursts(chunk, burst)
+		return burst.dist(f.Scale), err
+	}
+	h, err := histOf(sum, name)
+	return h.dist(f.Scale), err
+}
+
+// histOf decodes the histogram called name in sum; a missing one is empty.
+func histOf(sum *Summary, name string) (*hist, error) {
+	enc, ok := sum.Histograms[name]
+	if !ok {
+		return newHist(), nil
+	}
+	h, err := decodeHist(enc)
+	if err != nil {
+		return newHist(), fmt.Errorf("histogram %s: %w", name, err)
+	}
+	return h, nil
 }
 
 // metricSpec is a compiled metric.

@@ -322,7 +322,8 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		}
 	}
 	if g.h[hITLBurst].count() == 0 {
-		// Parts written before ITL per burst existed: it is the chunk gaps above the window.
+		// Summaries do not store ITL per burst (encodeGroup): it is the chunk gaps above the
+		// window, exactly.
 		splitBursts(g.h[hITLChunk], g.h[hITLBurst])
 	}
 	out.lat = g.latency()

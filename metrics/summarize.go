@@ -539,9 +539,12 @@ func (s *summarizer) build() (*Summary, error) {
 	return sum, nil
 }
 
+// encodeGroup writes g's histograms into dst. ITL per burst is left out: it is the part of
+// itl_chunk above the burst window, which a reader derives exactly (bursts.go, merge.go), and an
+// encoding costs as much as itl_chunk's.
 func encodeGroup(dst map[string]string, prefix string, g *group) error {
 	for i, hh := range g.h {
-		if hh.count() == 0 {
+		if hh.count() == 0 || i == hITLBurst {
 			continue
 		}
 		enc, err := hh.encode()
