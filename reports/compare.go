@@ -125,6 +125,15 @@ func stallThresholdText(c *metrics.Comparison) (string, bool) {
 	return s, true
 }
 
+// thresholdText is a stall threshold with its origin: "35.7 ms (5x median burst ITL (7.13 ms))".
+func thresholdText(st metrics.Stalls) string {
+	s := fmtShort(st.ThresholdMs) + " ms"
+	if st.ThresholdRule != "" {
+		s += " (" + st.ThresholdRule + ")"
+	}
+	return s
+}
+
 // verdictText is the verdict cell, naming the broken rule when regressed.
 func verdictText(m metrics.MetricDelta) string {
 	v := m.Verdict
