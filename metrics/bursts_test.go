@@ -162,6 +162,13 @@ func TestCompareSharesTheBaseCadence(t *testing.T) {
 		!strings.HasSuffix(cs.ThresholdRule, "of base, applied to both sides") || bs.ThresholdRule != cs.ThresholdRule || cs.BurstCadenceMs != bs.BurstCadenceMs {
 		t.Errorf("base %+v\ncand %+v", bs, cs)
 	}
+	slo, err := Compare([]Source{plain}, []Source{spec}, CompareOptions{Resamples: 50, Seed: 1, Summary: Options{SLO: SLO{TPOT: 50 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := slo.Cand.Summary.Stalls; st.ThresholdMs != 250 || st.Source != StallSLOTBT || st.ThresholdRule != "5x the SLO's per-token deadline 50ms, applied to both sides" {
+		t.Errorf("with an SLO: %+v", st)
+	}
 	m := metricByName(t, c, "stalls.requests_fraction")
 	if m.Base != 0 || m.Cand != 0 || m.CILow < -1 || m.CIHigh > 1 || m.Verdict != VerdictUnchanged {
 		t.Errorf("stalled requests: %+v", m)

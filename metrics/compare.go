@@ -189,9 +189,13 @@ func summarizeSides(base, cand []Source, opts CompareOptions) (baseSum, candSum 
 	}
 	if relative {
 		b := baseSum.Stalls
+		rule := b.ThresholdRule
+		if slo := sopts.SLO; slo.MaxGap <= 0 && slo.TPOT <= 0 && slo.ITLP99 <= 0 {
+			rule += " of " + opts.BaseLabel // derived from the base's run, not from the SLO
+		}
+		rule += ", applied to both sides"
 		shared := func(st *Stalls) {
-			st.ThresholdRule = b.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
-			st.Source, st.BurstCadenceMs = b.Source, b.BurstCadenceMs
+			st.ThresholdRule, st.Source, st.BurstCadenceMs = rule, b.Source, b.BurstCadenceMs
 		}
 		shared(&baseSum.Stalls)
 		shared(&candSum.Stalls)
