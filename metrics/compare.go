@@ -126,13 +126,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		return nil, fmt.Errorf("cand: %w", err)
 	}
 	cmp.Metrics = metricDeltas(bd, cd, bg, cg, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
-	for i := range cmp.Metrics {
-		md := &cmp.Metrics[i]
-		if md.Name == qualityMetric && cmp.Quality != nil {
-			finishPairedQuality(md, cmp.Quality)
-		}
-		relate(md)
-	}
+	finishRows(cmp)
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {
@@ -152,6 +146,18 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		return nil, err
 	}
 	return cmp, nil
+}
+
+// finishRows completes every row before judging: the paired quality row from its own bootstrap,
+// then each row's percent change from its absolute interval (relate).
+func finishRows(cmp *Comparison) {
+	for i := range cmp.Metrics {
+		md := &cmp.Metrics[i]
+		if md.Name == qualityMetric && cmp.Quality != nil {
+			finishPairedQuality(md, cmp.Quality)
+		}
+		relate(md)
+	}
 }
 
 // withDefaults fills the zero fields of o with their documented defaults.

@@ -297,12 +297,24 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if v, ok := tpotNs(r); ok {
 		g.h[hTPOT].recordNs(v)
 	}
-	var burst int64 // tokens of the burst in progress (bursts.go; ITL per burst comes later)
-	for i, c := range r.Chunks {
+	g.addChunks(r.Chunks)
+	if v, ok := maxGapNs(r.Chunks); ok {
+		g.h[hMaxGap].recordNs(v)
+	}
+	if s.meets(r) {
+		g.met++
+	}
+}
+
+// addChunks records a successful request's chunks: tokens per chunk, ITL per chunk and per
+// token, and the bursts' tokens (bursts.go; ITL per burst is settled from ITL per chunk).
+func (g *group) addChunks(chunks []Chunk) {
+	var burst int64 // tokens of the burst in progress
+	for i, c := range chunks {
 		k := chunkTokens(c)
 		g.h[hTPC].recordValue(k)
 		if i > 0 {
-			gap := c.T - r.Chunks[i-1].T
+			gap := c.T - chunks[i-1].T
 			g.h[hITLChunk].recordNs(gap)
 			g.h[hITL].recordNs(gap)
 			if burstGap(gap) {
@@ -315,12 +327,6 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	}
 	if burst > 0 {
 		g.noteBurst(burst)
-	}
-	if v, ok := maxGapNs(r.Chunks); ok {
-		g.h[hMaxGap].recordNs(v)
-	}
-	if s.meets(r) {
-		g.met++
 	}
 }
 
