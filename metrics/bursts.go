@@ -9,6 +9,12 @@ package metrics
 //     that the split is exact: at this geometry every value below 2,048 µs has its own bucket.
 //   - Tokens per burst are small counts: a group tallies bursts of fewer than tpbSmall tokens
 //     in an array and moves the tally into the histogram once (settleBursts).
+//
+// Measured (bench_test.go, on a shared 2-core machine, before bursts existed and after): the
+// CPU time of BenchmarkSummarize at -benchtime 20x, six alternating runs each, 3.25 ± 0.38 s
+// before and 3.13 ± 0.31 s after; BenchmarkSummarizePerRecord, twelve alternating runs each,
+// median 20.0 µs before and 19.6 µs after (wall time at a load average of 13-19; Mann-Whitney
+// P(before < after) 0.44). Recording both histograms per chunk instead had cost 20-30%.
 
 // burstWindowUs is BurstWindow in the histograms' unit.
 const burstWindowUs = int64(BurstWindow / 1000)
