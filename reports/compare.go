@@ -147,10 +147,10 @@ func verdictText(m metrics.MetricDelta) string {
 }
 
 // mdeText states a gated metric's minimum detectable effect: " (MDE 4.2%)", " (MDE 1.5 pp)"
-// for a fraction, "" when unknown.
+// for a fraction gated in pp (a rule in % of the base gets the MDE in %), "" when unknown.
 func mdeText(m metrics.MetricDelta) string {
 	switch {
-	case m.Unit == "fraction" && m.MDE > 0:
+	case m.Unit == "fraction" && m.MDE > 0 && !strings.HasSuffix(m.Threshold, "%"):
 		return " (MDE " + fmtFixed(m.MDE*100, 1) + " pp)"
 	case m.MDEPct > 0 && m.Base != 0:
 		return " (MDE " + fmtFixed(m.MDEPct, 1) + "%)"
