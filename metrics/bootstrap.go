@@ -6,9 +6,10 @@ import (
 	"slices"
 )
 
-// bootResult holds the bootstrap deltas per metric (absolute and percent of base).
+// bootResult holds the bootstrap deltas per metric. Percent changes are derived from the
+// absolute interval afterwards (relate), never resampled on their own.
 type bootResult struct {
-	abs, rel [][]float64
+	abs [][]float64
 }
 
 // bootstrap resamples both sides at two levels (see variance.go): runs, then time blocks of
@@ -16,7 +17,7 @@ type bootResult struct {
 // metric. Per-run scalars are resampled too, but their intervals come from the runs' spread.
 func bootstrap(bd, cd *sideData, bg, cg *sideCells, specs []metricSpec, paired bool, opts CompareOptions) bootResult {
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
-	res := bootResult{abs: make([][]float64, len(specs)), rel: make([][]float64, len(specs))}
+	res := bootResult{abs: make([][]float64, len(specs))}
 	bw := make([]int32, bg.cells)
 	cw := make([]int32, cg.cells)
 	brun := make([]int32, max(1, bd.runs))
@@ -41,9 +42,6 @@ func bootstrap(bd, cd *sideData, bg, cg *sideCells, specs []metricSpec, paired b
 				continue
 			}
 			res.abs[i] = append(res.abs[i], cv[i]-bv[i])
-			if bv[i] != 0 {
-				res.rel[i] = append(res.rel[i], (cv[i]-bv[i])/math.Abs(bv[i])*100)
-			}
 		}
 	}
 	return res
@@ -53,25 +51,21 @@ func bootstrap(bd, cd *sideData, bg, cg *sideCells, specs []metricSpec, paired b
 // t(df) · SE, where SE is the standard deviation of the resampled changes times factor (see
 // variance.go). A change whose resamples never vary has a zero-width interval, which is no
 // evidence: its verdict is "not assessable" (or "unchanged" when the change is exactly 0).
-func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples int, factor, df float64) {
+func finishDelta(md *MetricDelta, abs []float64, conf float64, resamples int, factor, df float64) {
 	if math.IsNaN(md.Base) || math.IsNaN(md.Cand) {
 		md.Base, md.Cand = zeroNaN(md.Base), zeroNaN(md.Cand)
 		md.Verdict = VerdictNA
 		return
 	}
 	md.Delta = md.Cand - md.Base
-	if md.Base != 0 {
-		md.DeltaPct = md.Delta / math.Abs(md.Base) * 100
-	}
 	// Fewer than half the resamples defined (e.g. a metric that exists in few requests).
 	if len(abs) == 0 || len(abs) < resamples/2 {
 		md.Verdict = VerdictNA
 		return
 	}
 	se := stdDev(abs) * factor
-	sePct := stdDev(rel) * factor
 	md.Method = MethodBootstrap
-	setInterval(md, se, sePct, df, conf)
+	setInterval(md, se, df, conf)
 	if md.Verdict == VerdictNotAssessable || md.SE == 0 {
 		return
 	}
@@ -81,10 +75,6 @@ func finishDelta(md *MetricDelta, abs, rel []float64, conf float64, resamples in
 	// the p-value the larger of the two.
 	lo, hi := quantiles(abs, conf)
 	md.CILow, md.CIHigh = min(md.CILow, lo), max(md.CIHigh, hi)
-	if len(rel) > 0 {
-		lo, hi = quantiles(rel, conf)
-		md.CILowPct, md.CIHighPct = min(md.CILowPct, lo), max(md.CIHighPct, hi)
-	}
 	md.PValue = max(md.PValue, bootP(abs))
 	verdictByInterval(md)
 }
@@ -115,14 +105,13 @@ func bootP(xs []float64) float64 {
 }
 
 // setInterval sets the t interval, p-value and minimum detectable effect of md from the
-// standard errors of its change (absolute and percent of base) and verdicts by the interval.
-func setInterval(md *MetricDelta, se, sePct, df, conf float64) {
+// standard error of its change and verdicts by the interval.
+func setInterval(md *MetricDelta, se, df, conf float64) {
 	md.SE, md.DF = se, df
 	// Rounding leaves a constant change a standard error of ~1e-16 of the values: zero.
 	if scale := max(math.Abs(md.Base), math.Abs(md.Cand)); se <= 1e-9*scale || math.IsNaN(se) {
 		md.SE = 0
 		md.CILow, md.CIHigh = md.Delta, md.Delta
-		md.CILowPct, md.CIHighPct = md.DeltaPct, md.DeltaPct
 		if md.Delta == 0 {
 			md.Verdict = VerdictUnchanged
 			md.PValue = 1
@@ -134,11 +123,35 @@ func setInterval(md *MetricDelta, se, sePct, df, conf float64) {
 	}
 	q := tQuantile(1-(1-conf)/2, df)
 	md.CILow, md.CIHigh = md.Delta-q*se, md.Delta+q*se
-	md.CILowPct, md.CIHighPct = md.DeltaPct-q*sePct, md.DeltaPct+q*sePct
 	md.PValue = tTwoSidedP(md.Delta/se, df)
-	mde := q + tQuantile(MDEPower, df)
-	md.MDE, md.MDEPct = mde*se, mde*sePct
+	md.MDE = (q + tQuantile(MDEPower, df)) * se
 	verdictByInterval(md)
+}
+
+// relate derives the percent change, its interval and the MDE in percent from the absolute
+// ones, so that both always say the same (issue 31): the percent interval is the absolute
+// interval over |Base|, and it excludes 0 exactly when the absolute one does. Every metric of
+// the registry is non-negative, so no change of one is below −100%: a lower end beyond it (an
+// absolute interval that reaches past −Base, as the base's own uncertainty allows) reads
+// −100%. A change of a fraction is a difference of two proportions, within [−1, +1] (±100
+// percentage points). With Base 0 the percent fields are 0 (undefined; the reports say n/a).
+func relate(md *MetricDelta) {
+	md.DeltaPct, md.CILowPct, md.CIHighPct, md.MDEPct = 0, 0, 0, 0
+	if md.Verdict == VerdictNA {
+		return
+	}
+	if md.Unit == "fraction" {
+		md.CILow, md.CIHigh = max(md.CILow, -1), min(md.CIHigh, 1)
+	}
+	if md.Base == 0 {
+		return
+	}
+	pct := func(v float64) float64 { return v / math.Abs(md.Base) * 100 }
+	md.DeltaPct, md.CILowPct, md.CIHighPct, md.MDEPct = pct(md.Delta), pct(md.CILow), pct(md.CIHigh), pct(md.MDE)
+	if md.Base > 0 && md.Cand >= 0 {
+		md.DeltaPct = max(md.DeltaPct, -100)
+		md.CILowPct, md.CIHighPct = max(md.CILowPct, -100), max(md.CIHighPct, -100)
+	}
 }
 
 func verdictByInterval(md *MetricDelta) {

@@ -126,11 +126,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		return nil, fmt.Errorf("cand: %w", err)
 	}
 	cmp.Metrics = metricDeltas(bd, cd, bg, cg, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
-	for i := range cmp.Metrics {
-		if md := &cmp.Metrics[i]; md.Name == qualityMetric && cmp.Quality != nil {
-			finishPairedQuality(md, cmp.Quality)
-		}
-	}
+	finishRows(cmp)
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {
@@ -152,6 +148,18 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	return cmp, nil
 }
 
+// finishRows completes every row before judging: the paired quality row from its own bootstrap,
+// then each row's percent change from its absolute interval (relate).
+func finishRows(cmp *Comparison) {
+	for i := range cmp.Metrics {
+		md := &cmp.Metrics[i]
+		if md.Name == qualityMetric && cmp.Quality != nil {
+			finishPairedQuality(md, cmp.Quality)
+		}
+		relate(md)
+	}
+}
+
 // withDefaults fills the zero fields of o with their documented defaults.
 func (o CompareOptions) withDefaults() CompareOptions {
 	if o.Resamples <= 0 {
@@ -169,9 +177,10 @@ func (o CompareOptions) withDefaults() CompareOptions {
 	return o
 }
 
-// summarizeSides summarizes both sides with the same options: a relative stall threshold and
-// derived fluidity deadlines are resolved on the base side and applied to both, so the same
-// gap is a stall on either side. full is the options both sides' records are loaded with.
+// summarizeSides summarizes both sides with the same options: a derived stall threshold (from
+// the base's burst cadence, or the SLO) and derived fluidity deadlines are resolved on the base
+// side and applied to both, so the same gap is a stall on either side; both sides' Stalls name
+// the threshold's origin. full is the options both sides' records are loaded with.
 func summarizeSides(base, cand []Source, opts CompareOptions) (baseSum, candSum *Summary, full Options, err error) {
 	sopts := opts.Summary
 	baseSum, err = Summarize(MultiSource(base...), sopts)
@@ -185,13 +194,21 @@ func summarizeSides(base, cand []Source, opts CompareOptions) (baseSum, candSum 
 		return nil, nil, full, fmt.Errorf("cand: %w", err)
 	}
 	if relative {
-		rule := baseSum.Stalls.ThresholdRule + " of " + opts.BaseLabel + ", applied to both sides"
-		baseSum.Stalls.ThresholdRule, candSum.Stalls.ThresholdRule = rule, rule
-		for _, cs := range candSum.ByClass {
-			cs.Stalls.ThresholdRule = rule
+		b := baseSum.Stalls
+		rule := b.ThresholdRule
+		if slo := sopts.SLO; slo.MaxGap <= 0 && slo.TPOT <= 0 && slo.ITLP99 <= 0 {
+			rule += " of " + opts.BaseLabel // derived from the base's run, not from the SLO
 		}
-		for _, cs := range baseSum.ByClass {
-			cs.Stalls.ThresholdRule = rule
+		rule += ", applied to both sides"
+		shared := func(st *Stalls) {
+			st.ThresholdRule, st.Source, st.BurstCadenceMs = rule, b.Source, b.BurstCadenceMs
+		}
+		shared(&baseSum.Stalls)
+		shared(&candSum.Stalls)
+		for _, sum := range [...]*Summary{baseSum, candSum} {
+			for _, cs := range sum.ByClass {
+				shared(&cs.Stalls)
+			}
 		}
 	}
 	return baseSum, candSum, sopts.withDefaults(), nil
@@ -245,7 +262,7 @@ func metricDeltas(bd, cd *sideData, bg, cg *sideCells, bp, cp *blockPlan, specs 
 				md.Verdict = VerdictNA
 			}
 		default:
-			finishDelta(&md, deltas.abs[i], deltas.rel[i], opts.Confidence, opts.Resamples, factor, df)
+			finishDelta(&md, deltas.abs[i], opts.Confidence, opts.Resamples, factor, df)
 		}
 		if baseSpread {
 			md.BaseSpread = bs
@@ -292,19 +309,33 @@ func side(label string, runs int, d *sideData, sum *Summary) ComparisonSide {
 // out in the family's unit (ms; tokens; the fluidity index in [0, 1]). A missing key gives an
 // empty Dist.
 func histDist(sum *Summary, name string) (Dist, error) {
-	enc, ok := sum.Histograms[name]
-	if !ok {
-		return Dist{}, nil
-	}
-	h, err := decodeHist(enc)
-	if err != nil {
-		return Dist{}, fmt.Errorf("histogram %s: %w", name, err)
-	}
-	f, ok := LookupFamily(name[strings.LastIndexByte(name, '/')+1:])
+	prefix, fam := name[:strings.LastIndexByte(name, '/')+1], name[strings.LastIndexByte(name, '/')+1:]
+	f, ok := LookupFamily(fam)
 	if !ok {
 		return Dist{}, fmt.Errorf("unknown histogram %q", name)
 	}
-	return h.dist(f.Scale), nil
+	if fam == histNames[hITLBurst] {
+		// Not stored (encodeGroup): the chunk gaps above the burst window.
+		chunk, err := histOf(sum, prefix+histNames[hITLChunk])
+		burst := newHist()
+		splitBursts(chunk, burst)
+		return burst.dist(f.Scale), err
+	}
+	h, err := histOf(sum, name)
+	return h.dist(f.Scale), err
+}
+
+// histOf decodes the histogram called name in sum; a missing one is empty.
+func histOf(sum *Summary, name string) (*hist, error) {
+	enc, ok := sum.Histograms[name]
+	if !ok {
+		return newHist(), nil
+	}
+	h, err := decodeHist(enc)
+	if err != nil {
+		return newHist(), fmt.Errorf("histogram %s: %w", name, err)
+	}
+	return h, nil
 }
 
 // metricSpec is a compiled metric.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -194,6 +195,15 @@ func checkCellsAgainstRecords(t *testing.T, d *sideData, g *sideCells, runs []So
 					binned[bfITL] = append(binned[bfITL], bin(0))
 				}
 			}
+			gaps, toks := refBursts(r.Chunks)
+			for _, g := range gaps {
+				binned[bfBurst] = append(binned[bfBurst], bin(g/1000))
+				sums[bfBurst] += float64(g) / 1e6
+			}
+			for _, k := range toks {
+				binned[bfTPB] = append(binned[bfTPB], bin(k))
+				sums[bfTPB] += float64(k)
+			}
 		}
 	}
 	for name, f := range binFamIdx {
@@ -276,4 +286,20 @@ func TestComparePairsByIDWhateverTheRecordOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refBursts splits chunks into bursts the plain way: a new burst starts at every chunk more than
+// BurstWindow after the one before (in whole µs, as the histograms record gaps). It returns the gaps before every burst but the first and
+// every burst's token count.
+func refBursts(chunks []Chunk) (gaps, tokens []int64) {
+	for i, c := range chunks {
+		if i == 0 || (c.T-chunks[i-1].T+500)/1000 > int64(BurstWindow/time.Microsecond) {
+			if i > 0 {
+				gaps = append(gaps, c.T-chunks[i-1].T)
+			}
+			tokens = append(tokens, 0)
+		}
+		tokens[len(tokens)-1] += chunkTokens(c)
+	}
+	return gaps, tokens
 }

@@ -55,10 +55,13 @@ const (
 	bfITL = iota
 	bfChunk
 	bfTPC
+	bfBurst
+	bfTPB
 	nBinFam
 )
 
-var binFamIdx = map[string]int{"itl": bfITL, "itl_chunk": bfChunk, "tokens_per_chunk": bfTPC}
+var binFamIdx = map[string]int{"itl": bfITL, "itl_chunk": bfChunk, "tokens_per_chunk": bfTPC,
+	"itl_burst": bfBurst, "tokens_per_burst": bfTPB}
 
 // sideData holds one side's per-request values.
 type sideData struct {
@@ -209,11 +212,13 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 // family f, the value (µs, or tokens for tokens_per_chunk) counted n times, adding sum to the
 // family's exact sum (ms, or tokens). Each chunk gives its tokens and, after the first, the gap
 // since the previous chunk (itl_chunk and itl); a chunk of k tokens gives itl k−1 more gaps of
-// 0, as its tokens arrived together.
+// 0, as its tokens arrived together. A gap above BurstWindow ends a burst: it gives itl_burst,
+// and the burst before it its tokens (tokens_per_burst; the last burst at the end).
 func eachChunkValue(r *Record, fn func(f int, v, n int64, sum float64)) {
 	if !r.OK() {
 		return
 	}
+	var burst int64 // tokens of the burst in progress (derive.go: bursts)
 	for i, c := range r.Chunks {
 		k := chunkTokens(c)
 		fn(bfTPC, k, 1, float64(k))
@@ -223,10 +228,19 @@ func eachChunkValue(r *Record, fn func(f int, v, n int64, sum float64)) {
 			ms := float64(gap) / 1e6
 			fn(bfChunk, us, 1, ms)
 			fn(bfITL, us, 1, ms)
+			if burstGap(gap) {
+				fn(bfBurst, us, 1, ms)
+				fn(bfTPB, burst, 1, float64(burst))
+				burst = 0
+			}
 		}
+		burst += k
 		if k > 1 {
 			fn(bfITL, 0, k-1, 0)
 		}
+	}
+	if burst > 0 {
+		fn(bfTPB, burst, 1, float64(burst))
 	}
 }
 

@@ -29,7 +29,7 @@ func bursty(id string, intendedMs float64, steps, tokensPerStep int, stepMs floa
 	return timeline(id, intendedMs, 30, gaps, nil)
 }
 
-// TestStallThresholdSurvivesBursts: the default threshold follows decode time, so a steady
+// TestStallThresholdSurvivesBursts: the default threshold follows the decode cadence per pass, so a steady
 // decode delivered in bursts of per-token events has no stall, and every injected 500 ms stall
 // in an otherwise identical run is found.
 func TestStallThresholdSurvivesBursts(t *testing.T) {
@@ -46,7 +46,7 @@ func TestStallThresholdSurvivesBursts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Stalls.Count != 0 || !strings.Contains(a.Stalls.ThresholdRule, "median TPOT") {
+	if a.Stalls.Count != 0 || !strings.Contains(a.Stalls.ThresholdRule, "median burst ITL") || a.Stalls.Source != StallBurstCadence {
 		t.Fatalf("steady bursty decode: %d stalls, threshold %v ms (%s)", a.Stalls.Count, a.Stalls.ThresholdMs, a.Stalls.ThresholdRule)
 	}
 	// The chunk-gap median is 20 µs here; a rule built on it would call every pass a stall.

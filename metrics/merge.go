@@ -124,6 +124,9 @@ func mergeHeadline(out *Summary, sums []*Summary, hists map[string]*hist, fluidN
 	if h, ok := hists[histNames[hTPC]]; ok {
 		out.TokensPerChunk = h.dist(scaleCount)
 	}
+	if h, ok := hists[histNames[hTPB]]; ok {
+		out.TokensPerBurst = h.dist(scaleCount)
+	}
 }
 
 // mergeClasses fills out.ByClass with every class any part has, over the merged window.
@@ -280,7 +283,8 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		okOut += p.tp.OutputTokensPerS * p.tp.WindowS
 
 		if i == 0 {
-			out.st.ThresholdMs, out.st.ThresholdRule = p.st.ThresholdMs, p.st.ThresholdRule
+			out.st.ThresholdMs, out.st.ThresholdRule, out.st.Source = p.st.ThresholdMs, p.st.ThresholdRule, p.st.Source
+			out.st.BurstCadenceMs, out.st.BurstWindowMs = p.st.BurstCadenceMs, p.st.BurstWindowMs
 			out.fl.TTFTDeadlineMs, out.fl.TBTDeadlineMs = p.fl.TTFTDeadlineMs, p.fl.TBTDeadlineMs
 			out.fl.DeadlineRule = p.fl.DeadlineRule
 			out.gp.SLO = p.gp.SLO
@@ -318,6 +322,11 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		} else {
 			g.h[i] = newHist()
 		}
+	}
+	if g.h[hITLBurst].count() == 0 {
+		// Summaries do not store ITL per burst (encodeGroup): it is the chunk gaps above the
+		// window, exactly.
+		splitBursts(g.h[hITLChunk], g.h[hITLBurst])
 	}
 	out.lat = g.latency()
 	if fh != nil {

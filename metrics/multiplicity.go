@@ -20,22 +20,15 @@ func finishPerRun(md *MetricDelta, base, cand []float64, conf float64) {
 		return
 	}
 	md.Delta = md.Cand - md.Base
-	if md.Base != 0 {
-		md.DeltaPct = md.Delta / math.Abs(md.Base) * 100
-	}
 	md.Method = MethodRuns
 	se, df, ok := welch(base, cand)
 	if !ok {
-		md.CILow, md.CIHigh, md.CILowPct, md.CIHighPct = md.Delta, md.Delta, md.DeltaPct, md.DeltaPct
+		md.CILow, md.CIHigh = md.Delta, md.Delta
 		md.Verdict = VerdictNotAssessable
 		md.Note = "not assessable with one run per side: a per-run number varies between runs, and one run per side cannot show by how much (use repeats)"
 		return
 	}
-	sePct := 0.0
-	if md.Base != 0 {
-		sePct = se / math.Abs(md.Base) * 100
-	}
-	setInterval(md, se, sePct, df, conf)
+	setInterval(md, se, df, conf)
 }
 
 // finishProportion sets a proportion's interval (Newcombe on effective sample sizes). The
@@ -46,24 +39,14 @@ func finishProportion(md *MetricDelta, b, c propSide, conf float64) {
 	b.deff, c.deff = deff, deff
 	b.nEff, c.nEff = max(1, b.n/deff), max(1, c.n/deff)
 	md.Delta = md.Cand - md.Base
-	if md.Base != 0 {
-		md.DeltaPct = md.Delta / math.Abs(md.Base) * 100
-	}
 	md.Method = MethodNewcombe
 	lo, hi := newcombe(b, c, conf)
 	md.CILow, md.CIHigh = lo, hi
-	if md.Base != 0 {
-		md.CILowPct, md.CIHighPct = lo/math.Abs(md.Base)*100, hi/math.Abs(md.Base)*100
-	}
 	md.PValue = newcombeP(b, c)
 	// The standard error the score interval implies, for the MDE.
 	z := distuv.UnitNormal.Quantile(1 - (1-conf)/2)
 	md.SE = (hi - lo) / (2 * z)
-	mde := (z + distuv.UnitNormal.Quantile(MDEPower)) * md.SE
-	md.MDE = mde
-	if md.Base != 0 {
-		md.MDEPct = mde / math.Abs(md.Base) * 100
-	}
+	md.MDE = (z + distuv.UnitNormal.Quantile(MDEPower)) * md.SE
 	verdictByInterval(md)
 }
 

@@ -124,12 +124,12 @@ func (s SLO) millisMap() map[string]float64 {
 
 // Defaults used when an Options field is zero.
 const (
-	// DefaultStallMultiple: a chunk gap longer than 5x the run's median TPOT (per-token
-	// decode time), and at least DefaultStallFloor, is a stall. Five token times is far
-	// outside decode jitter, and above the gap between speculative bursts (a pass of k+1
-	// tokens takes (k+1) token times at most with k=4), yet catches a preemption or a long
-	// prefill interleaved into the batch. TPOT, not the chunk-gap median: a server sending
-	// each token of a burst as its own event drives chunk gaps to microseconds.
+	// DefaultStallMultiple: a gap between bursts longer than 5x the run's median per-burst ITL
+	// (the decode cadence per engine pass, derive.go), and at least DefaultStallFloor, is a
+	// stall. Five passes is far outside decode jitter yet catches a preemption or a long
+	// prefill interleaved into the batch. Per pass, not per token: speculative decoding
+	// delivers several tokens per pass, which lowers TPOT but not the time between passes, so
+	// the same gap is a stall, or not, with speculation on and off (deadlines.go).
 	DefaultStallMultiple = 5.0
 	// DefaultFluidityTBT is the per-token deadline when Options.FluidityTTFT is given but
 	// neither Options.FluidityTBT nor an SLO (TPOT, then ITLP99) gives one: 50 ms, i.e. 20
@@ -163,12 +163,14 @@ type Options struct {
 	SLO      SLO
 	ClassSLO map[string]SLO
 
-	// StallThreshold is an absolute stall threshold on chunk gaps; 0 uses StallMultiple.
+	// StallThreshold is an absolute stall threshold on the gaps between bursts; 0 derives one
+	// (deadlines.go): the SLO's MaxGap when set, else StallMultiple times the SLO's per-token
+	// deadline (TPOT, else ITLP99) when set, else StallMultiple times the median per-burst ITL
+	// of the run's steady-state successful requests; a derived threshold is at least
+	// DefaultStallFloor. Deriving from the run needs a second pass over the Source.
+	// StallMultiple defaults to DefaultStallMultiple.
 	StallThreshold time.Duration
-	// StallMultiple makes the threshold this multiple of the median TPOT of the run's
-	// steady-state successful requests, and at least DefaultStallFloor (default
-	// DefaultStallMultiple). This needs a second pass over the Source.
-	StallMultiple float64
+	StallMultiple  float64
 
 	// FluidityTTFT is the fixed part of the first-token deadline (default SLO.TTFT, else
 	// DefaultFluidityTTFT). FluidityPrefillRate adds InputTokens/rate seconds to it (default

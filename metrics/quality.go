@@ -316,15 +316,12 @@ func failuresOf[T any](d *sideData, keep map[string]T) map[string]int {
 	return out
 }
 
-// finishPairedQuality sets the quality row of a paired comparison from qc.
+// finishPairedQuality sets the quality row of a paired comparison from qc (its percent fields
+// come from relate, as every row's).
 func finishPairedQuality(md *MetricDelta, qc *QualityComparison) {
 	md.Base, md.Cand = qc.BaseRate, qc.CandRate
 	md.Delta = qc.Delta
 	md.CILow, md.CIHigh = qc.CILow, qc.CIHigh
-	if md.Base != 0 {
-		md.DeltaPct = md.Delta / md.Base * 100
-		md.CILowPct, md.CIHighPct = md.CILow/md.Base*100, md.CIHigh/md.Base*100
-	}
 	md.Method = MethodPairedBootstrap
 	z := distuv.UnitNormal.Quantile(1 - (1-qc.Confidence)/2)
 	if md.CILow == md.CIHigh && md.Delta != 0 {
@@ -335,18 +332,12 @@ func finishPairedQuality(md *MetricDelta, qc *QualityComparison) {
 		lo, _ := wilson(1, float64(qc.Paired), z)
 		md.CILow, md.CIHigh = min(md.Delta, md.Delta*lo), max(md.Delta, md.Delta*lo)
 		qc.CILow, qc.CIHigh = md.CILow, md.CIHigh
-		if md.Base != 0 {
-			md.CILowPct, md.CIHighPct = md.CILow/md.Base*100, md.CIHigh/md.Base*100
-		}
 		md.Note = "every paired request changed the same way; the interval is the Wilson score bound on the share that changed"
 	}
 	md.SE = (md.CIHigh - md.CILow) / (2 * z)
 	if md.SE > 0 {
 		md.PValue = 2 * (1 - distuv.UnitNormal.CDF(math.Abs(md.Delta)/md.SE))
 		md.MDE = (z + distuv.UnitNormal.Quantile(MDEPower)) * md.SE
-		if md.Base != 0 {
-			md.MDEPct = md.MDE / md.Base * 100
-		}
 	} else {
 		md.PValue = 1
 		if md.Delta != 0 {

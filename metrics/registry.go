@@ -130,6 +130,9 @@ var families = [nHist]Family{
 		Short: "ITL per token", Title: "ITL per token", What: "a chunk of k tokens counts its gap once and k-1 zero gaps"},
 	{Name: "itl_chunk", Overlay: true, Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageBins,
 		Short: "ITL per chunk", Title: "ITL per chunk", What: "gap between consecutive content chunks"},
+	{Name: "itl_burst", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageBins,
+		Short: "ITL per burst", Title: "ITL per burst",
+		What: "gap between bursts (chunks within 1 ms of each other): the decode cadence per engine pass"},
 	{Name: "e2e", Overlay: true, Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageHistogram,
 		Short: "E2E", Title: "End-to-end latency", What: "end-to-end, from the intended send time"},
 	{Name: "queue", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageHistogram,
@@ -140,6 +143,9 @@ var families = [nHist]Family{
 		Short: "E2E / token", Title: "Normalized latency", What: "normalized latency; hides stalls"},
 	{Name: "tokens_per_chunk", Overlay: true, Unit: "tokens", Scale: scaleCount, Better: BetterNone, Storage: StorageBins,
 		Short: "Tokens per chunk", Title: "Tokens per chunk", What: "tokens carried by each content chunk: the shape of delivery"},
+	{Name: "tokens_per_burst", Unit: "tokens", Scale: scaleCount, Better: BetterNone, Storage: StorageBins,
+		Short: "Tokens per burst", Title: "Tokens per burst",
+		What: "tokens delivered by each burst (chunks within 1 ms of each other): 1 + accepted drafts under speculation"},
 	{Name: "fluidity", Overlay: true, Unit: "index", Scale: scaleFluidity, Better: BetterHigher, Storage: StorageHistogram,
 		Short: "Fluidity", Title: "Fluidity index", What: "share of a request's token deadlines met (Metron's fluidity index)"},
 	{Name: "lag", Unit: "ms", Scale: scaleMicrosToMs, Better: BetterLower, Storage: StorageSummaryOnly,
@@ -240,12 +246,13 @@ var DefaultCompareMetrics = []string{
 	"tpot.p50", "tpot.p95", "tpot.p99",
 	"itl.p50", "itl.p95", "itl.p99",
 	"itl_chunk.p50", "itl_chunk.p99",
+	"itl_burst.p50", "itl_burst.p99",
 	"e2e.p50", "e2e.p95", "e2e.p99",
 	"max_gap.p99",
 	"throughput.requests_per_s", "throughput.output_tokens_per_s",
 	"goodput.fraction", "goodput.requests_per_s",
 	"stalls.requests_fraction", "fluidity.mean", "fluidity.fraction_ge_0_9",
-	"tokens_per_chunk.mean", "failures.fraction",
+	"tokens_per_chunk.mean", "tokens_per_burst.mean", "failures.fraction",
 }
 
 // MetricInfo describes one metric of the registry.
@@ -382,6 +389,8 @@ func summaryDist(sum *Summary, fam string) (Dist, bool) {
 		return l.ITL, true
 	case "itl_chunk":
 		return l.ITLChunk, true
+	case "itl_burst":
+		return l.ITLBurst, true
 	case "e2e":
 		return l.E2E, true
 	case "queue":
@@ -392,6 +401,8 @@ func summaryDist(sum *Summary, fam string) (Dist, bool) {
 		return l.Normalized, true
 	case "tokens_per_chunk":
 		return sum.TokensPerChunk, true
+	case "tokens_per_burst":
+		return sum.TokensPerBurst, true
 	case "lag":
 		return sum.Client.LagMs, true
 	}
@@ -403,7 +414,7 @@ func summaryDist(sum *Summary, fam string) (Dist, bool) {
 // false for a family that Latency does not hold (tokens per chunk, fluidity, lag).
 func LatencyDist(l Latency, name string) (d Dist, ok bool) {
 	switch name {
-	case "tokens_per_chunk", "fluidity", "lag":
+	case "tokens_per_chunk", "tokens_per_burst", "fluidity", "lag":
 		return Dist{}, false
 	}
 	return summaryDist(&Summary{Latency: l}, name)

@@ -18,11 +18,13 @@ const (
 	hTPOT
 	hITL
 	hITLChunk
+	hITLBurst
 	hE2E
 	hQueue
 	hMaxGap
 	hNorm
 	hTPC
+	hTPB
 	hFluid
 	hLag
 	hTTFAT
@@ -71,6 +73,9 @@ type group struct {
 	hasWin                                     bool
 	failMsgs                                   failTally
 	q                                          qualTally // quality grades (issue 17)
+	// tpb tallies bursts by token count until settleBursts moves it into hTPB (bursts.go).
+	tpb           [tpbSmall]int64
+	burstsSettled bool
 }
 
 func newGroup() *group {
@@ -98,7 +103,9 @@ type summarizer struct {
 	hasWarm    bool
 	hasCool    bool
 	threshold  int64
-	tpotMedian time.Duration // the median TPOT a derived threshold came from
+	thrSource  string        // where the threshold came from (Stalls.Source)
+	cadence    time.Duration // the median per-burst ITL a derived threshold came from
+	thrSLO     time.Duration // the SLO limit an SLO-derived threshold came from
 	dlRule     string        // where the fluidity deadlines came from
 	ts         *tsBuilder
 	records    int
@@ -290,21 +297,36 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if v, ok := tpotNs(r); ok {
 		g.h[hTPOT].recordNs(v)
 	}
-	for i, c := range r.Chunks {
-		k := chunkTokens(c)
-		g.h[hTPC].recordValue(k)
-		if i > 0 {
-			gap := c.T - r.Chunks[i-1].T
-			g.h[hITLChunk].recordNs(gap)
-			g.h[hITL].recordNs(gap)
-		}
-		g.h[hITL].recordValues(0, k-1)
-	}
+	g.addChunks(r.Chunks)
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
 	}
 	if s.meets(r) {
 		g.met++
+	}
+}
+
+// addChunks records a successful request's chunks: tokens per chunk, ITL per chunk and per
+// token, and the bursts' tokens (bursts.go; ITL per burst is settled from ITL per chunk).
+func (g *group) addChunks(chunks []Chunk) {
+	var burst int64 // tokens of the burst in progress
+	for i, c := range chunks {
+		k := chunkTokens(c)
+		g.h[hTPC].recordValue(k)
+		if i > 0 {
+			gap := c.T - chunks[i-1].T
+			g.h[hITLChunk].recordNs(gap)
+			g.h[hITL].recordNs(gap)
+			if burstGap(gap) {
+				g.noteBurst(burst)
+				burst = 0
+			}
+		}
+		burst += k
+		g.h[hITL].recordValues(0, k-1)
+	}
+	if burst > 0 {
+		g.noteBurst(burst)
 	}
 }
 
@@ -378,7 +400,7 @@ func (g *group) requests() Requests {
 func (g *group) latency() Latency {
 	d := func(i int) Dist { return g.h[i].dist(histScale(i)) }
 	return Latency{
-		TTFT: d(hTTFT), TPOT: d(hTPOT), ITL: d(hITL), ITLChunk: d(hITLChunk), E2E: d(hE2E),
+		TTFT: d(hTTFT), TPOT: d(hTPOT), ITL: d(hITL), ITLChunk: d(hITLChunk), ITLBurst: d(hITLBurst), E2E: d(hE2E),
 		Queue: d(hQueue), MaxGap: d(hMaxGap), Normalized: d(hNorm),
 	}
 }
@@ -398,6 +420,9 @@ func (s *summarizer) stalls(g *group) Stalls {
 	st := Stalls{
 		ThresholdMs:       float64(s.threshold) / 1e6,
 		ThresholdRule:     s.thresholdRule(),
+		Source:            s.thrSource,
+		BurstCadenceMs:    ms(s.cadence),
+		BurstWindowMs:     ms(BurstWindow),
 		Count:             g.stallCount,
 		RequestsWithStall: g.stallReqs,
 		StalledTimeMs:     float64(g.stalledNs) / 1e6,
@@ -444,6 +469,13 @@ func (s *summarizer) goodput(g *group, slo map[string]float64, windowS float64) 
 
 func (s *summarizer) build() (*Summary, error) {
 	h := s.head
+	h.settleBursts()
+	for _, g := range s.classes {
+		g.settleBursts()
+	}
+	for _, g := range s.phases {
+		g.settleBursts()
+	}
 	sum := &Summary{
 		Schema:         SummarySchema,
 		Requests:       h.requests(),
@@ -451,6 +483,7 @@ func (s *summarizer) build() (*Summary, error) {
 		Stalls:         s.stalls(h),
 		Fluidity:       s.fluidity(h),
 		TokensPerChunk: h.h[hTPC].dist(scaleCount),
+		TokensPerBurst: h.h[hTPB].dist(scaleCount),
 		ByClass:        map[string]*ClassSummary{},
 		Histograms:     map[string]string{},
 		Warnings:       []string{},
@@ -512,9 +545,12 @@ func (s *summarizer) build() (*Summary, error) {
 	return sum, nil
 }
 
+// encodeGroup writes g's histograms into dst. ITL per burst is left out: it is the part of
+// itl_chunk above the burst window, which a reader derives exactly (bursts.go, merge.go), and an
+// encoding costs as much as itl_chunk's.
 func encodeGroup(dst map[string]string, prefix string, g *group) error {
 	for i, hh := range g.h {
-		if hh.count() == 0 {
+		if hh.count() == 0 || i == hITLBurst {
 			continue
 		}
 		enc, err := hh.encode()

@@ -23,6 +23,10 @@ type Summary struct {
 	// TokensPerChunk is the distribution of tokens carried by each content chunk (1 for
 	// token-by-token streaming; more under speculative decoding or server-side batching).
 	TokensPerChunk Dist `json:"tokens_per_chunk"`
+	// TokensPerBurst is the distribution of tokens delivered by each burst (chunks within
+	// BurstWindow of each other): 1 for plain decoding, 1 + accepted draft tokens for
+	// speculative decoding, on any wire framing.
+	TokensPerBurst Dist `json:"tokens_per_burst"`
 	// Excluded holds the warm-up and cool-down phases, shown separately and never mixed into
 	// the headline numbers.
 	Excluded map[string]*PhaseSummary `json:"excluded,omitempty"`
@@ -191,6 +195,9 @@ type Latency struct {
 	ITL Dist `json:"itl"`
 	// ITLChunk is per chunk: the gap between consecutive content chunks.
 	ITLChunk Dist `json:"itl_chunk"`
+	// ITLBurst is per burst: the gap between consecutive bursts, a burst being the chunks that
+	// arrived within BurstWindow of each other (one engine pass, however the wire framed it).
+	ITLBurst Dist `json:"itl_burst"`
 	E2E      Dist `json:"e2e"`
 	// Queue is time spent waiting for a concurrency slot (Sent - Dispatched).
 	Queue Dist `json:"queue"`
@@ -200,10 +207,18 @@ type Latency struct {
 	Normalized Dist `json:"normalized"`
 }
 
-// Stalls are chunk gaps above a threshold.
+// Stalls are gaps between bursts above a threshold (a gap inside a burst is never one).
 type Stalls struct {
-	ThresholdMs       float64 `json:"threshold_ms"`
-	ThresholdRule     string  `json:"threshold_rule"` // e.g. "5x median TPOT (7.3 ms)" or "absolute"
+	ThresholdMs   float64 `json:"threshold_ms"`
+	ThresholdRule string  `json:"threshold_rule"` // e.g. "5x median burst ITL (7.3 ms)" or "absolute"
+	// Source is where the threshold came from: StallGiven, StallSLOMaxGap, StallSLOTBT,
+	// StallBurstCadence or StallFloor (deadlines.go).
+	Source string `json:"threshold_source"`
+	// BurstCadenceMs is the median per-burst ITL a StallBurstCadence threshold (or the floor
+	// that replaced it) was derived from; in a comparison, the base side's.
+	BurstCadenceMs float64 `json:"burst_cadence_ms,omitempty"`
+	// BurstWindowMs is BurstWindow: chunks closer than this are one burst.
+	BurstWindowMs     float64 `json:"burst_window_ms"`
 	Count             int64   `json:"count"`
 	RequestsWithStall int64   `json:"requests_with_stall"`
 	RequestFraction   float64 `json:"requests_with_stall_fraction"`

@@ -89,8 +89,8 @@ func TestStallsAbsoluteAndRelative(t *testing.T) {
 		rule string
 	}{
 		{"absolute", Options{StallThreshold: 100 * time.Millisecond}, "absolute"},
-		// Median TPOT is 20ms (the clean request's); 5x gives 100ms.
-		{"relative", Options{}, "5x median TPOT (20 ms)"},
+		// The median gap between bursts is 20ms (one token per burst); 5x gives 100ms.
+		{"relative", Options{}, "5x median burst ITL (20 ms)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum, err := Summarize(SliceSource{r, clean}, tc.opts)

@@ -100,12 +100,38 @@ func fmtSignedUnit(v float64, unit string) string {
 	return s
 }
 
-// ciPct formats a relative confidence interval.
+// ciPct formats the confidence interval of a change: in percent of the base, derived from the
+// absolute interval (metrics' relate), except for a fraction, whose change is a difference of
+// proportions and reads in percentage points, never as a relative interval, and where the base
+// is 0 (in the metric's unit).
 func ciPct(m metrics.MetricDelta) string {
-	if m.Verdict == metrics.VerdictNA || m.Base == 0 {
+	if m.Verdict == metrics.VerdictNA || m.Base == 0 || m.Unit == "fraction" {
 		return "[" + fmtSignedUnit(m.CILow, m.Unit) + ", " + fmtSignedUnit(m.CIHigh, m.Unit) + "]"
 	}
 	return "[" + fmtSignedPct(m.CILowPct/100) + ", " + fmtSignedPct(m.CIHighPct/100) + "]"
+}
+
+// stallThresholdText names the stall threshold both sides were judged by and where it came
+// from (a derived one is the base side's, applied to both).
+func stallThresholdText(c *metrics.Comparison) (string, bool) {
+	if c.Base.Summary == nil || c.Base.Summary.Stalls.ThresholdMs <= 0 {
+		return "", false
+	}
+	st := c.Base.Summary.Stalls
+	s := "a gap between bursts above " + fmtShort(st.ThresholdMs) + " ms on either side"
+	if st.ThresholdRule != "" {
+		s += " (" + st.ThresholdRule + ")"
+	}
+	return s, true
+}
+
+// thresholdText is a stall threshold with its origin: "35.7 ms (5x median burst ITL (7.13 ms))".
+func thresholdText(st metrics.Stalls) string {
+	s := fmtShort(st.ThresholdMs) + " ms"
+	if st.ThresholdRule != "" {
+		s += " (" + st.ThresholdRule + ")"
+	}
+	return s
 }
 
 // verdictText is the verdict cell, naming the broken rule when regressed.
@@ -120,9 +146,12 @@ func verdictText(m metrics.MetricDelta) string {
 	return v
 }
 
-// mdeText states a gated metric's minimum detectable effect: " (MDE 4.2%)", "" when unknown.
+// mdeText states a gated metric's minimum detectable effect: " (MDE 4.2%)", " (MDE 1.5 pp)"
+// for a fraction gated in pp (a rule in % of the base gets the MDE in %), "" when unknown.
 func mdeText(m metrics.MetricDelta) string {
 	switch {
+	case m.Unit == "fraction" && m.MDE > 0 && !strings.HasSuffix(m.Threshold, "%"):
+		return " (MDE " + fmtFixed(m.MDE*100, 1) + " pp)"
 	case m.MDEPct > 0 && m.Base != 0:
 		return " (MDE " + fmtFixed(m.MDEPct, 1) + "%)"
 	case m.MDE > 0:
@@ -160,6 +189,9 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	e.field("base", sideText(c.Base))
 	e.field("candidate", sideText(c.Cand))
 	e.field("method", c.Method)
+	if st, ok := stallThresholdText(c); ok {
+		e.field("stalls", st)
+	}
 	e.printf("\n%-31s%8s%8s%10s%9s  %-20s%s\n", "metric", "base", "cand", "delta", "delta%", "CI of delta", "verdict")
 	var rules []string
 	for _, m := range c.Metrics {
@@ -246,6 +278,9 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 	e.printf("### %s llmbench compare: %s\n\n", mark, mdEscape(ComparisonHeadline(c)))
 	e.printf("- **Base:** %s\n- **Candidate:** %s\n- **Method:** %s\n", mdEscape(sideText(c.Base)),
 		mdEscape(sideText(c.Cand)), mdEscape(c.Method))
+	if st, ok := stallThresholdText(c); ok {
+		e.printf("- **Stalls:** %s\n", mdEscape(st))
+	}
 	if eq := c.Equivalence; eq != nil {
 		e.printf("- **Outputs:** %s\n", mdEscape(equivalenceText(eq)))
 	}

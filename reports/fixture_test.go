@@ -29,7 +29,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 func fixtureSummary(modelName, warning string) *metrics.Summary {
 	lat := metrics.Latency{
 		TTFT: dist(180, 0.5, 1437), TPOT: dist(22, 0.2, 1437), ITL: dist(18, 0.6, 310000),
-		ITLChunk: dist(21, 0.7, 290000), E2E: dist(4800, 0.6, 1437), Queue: dist(0.05, 0.3, 1440),
+		ITLChunk: dist(21, 0.7, 290000), ITLBurst: dist(22, 0.6, 280000), E2E: dist(4800, 0.6, 1437), Queue: dist(0.05, 0.3, 1440),
 		MaxGap: dist(95, 0.7, 1437), Normalized: dist(23, 0.25, 1437),
 	}
 	s := &metrics.Summary{
@@ -49,7 +49,8 @@ func fixtureSummary(modelName, warning string) *metrics.Summary {
 		},
 		Throughput: metrics.Throughput{RequestsPerS: 12, InputTokensPerS: 15360, OutputTokensPerS: 2583.3, WindowS: 120},
 		Latency:    lat,
-		Stalls: metrics.Stalls{ThresholdMs: 90, ThresholdRule: "5x median ITL", Count: 41, RequestsWithStall: 33,
+		Stalls: metrics.Stalls{ThresholdMs: 90, ThresholdRule: "5x median burst ITL (18 ms)", Source: metrics.StallBurstCadence,
+			BurstCadenceMs: 18, BurstWindowMs: 1, Count: 41, RequestsWithStall: 33,
 			RequestFraction: 0.0229, StalledTimeMs: 6100, StalledTimeFraction: 0.0009},
 		Fluidity: metrics.Fluidity{TTFTDeadlineMs: 500, TBTDeadlineMs: 50, IndexMean: 0.981, IndexP1: 0.71,
 			IndexP5: 0.88, IndexP50: 1, FractionAbove90: 0.952},
@@ -58,6 +59,7 @@ func fixtureSummary(modelName, warning string) *metrics.Summary {
 		Client: metrics.Client{LagMs: dist(0.08, 0.4, 1440), CPUFraction: 0.031},
 		TokensPerChunk: metrics.Dist{Mean: 1.07, P50: 1, P90: 1, P95: 2, P99: 3, P999: 4, Max: 4, Min: 1, Count: 290000,
 			CDF: []metrics.CDFPoint{{Q: 0, Value: 1}, {Q: 0.94, Value: 1}, {Q: 0.985, Value: 2}, {Q: 0.997, Value: 3}, {Q: 1, Value: 4}}},
+		TokensPerBurst: metrics.Dist{Mean: 1.1, P50: 1, P90: 1, P95: 2, P99: 3, P999: 4, Max: 5, Min: 1, Count: 280000},
 		Excluded: map[string]*metrics.PhaseSummary{
 			"warmup": {Requests: metrics.Requests{Total: 60, Succeeded: 60}, Latency: metrics.Latency{
 				TTFT: dist(260, 0.5, 60), E2E: dist(5100, 0.5, 60), ITL: dist(19, 0.5, 12000)}},

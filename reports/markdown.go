@@ -82,6 +82,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	writeMarkdownLatency(e, s.Latency)
 	e.printf("\n")
 	e.printf("- **Stalls:** %s\n", mdEscape(stallsLine(s.Stalls)))
+	if s.TokensPerChunk.Count > 0 {
+		e.printf("- **Chunks:** %s\n", mdEscape(chunksLine(s)))
+	}
 	e.printf("- **Fluidity:** %s\n", mdEscape(fluidityLine(s.Fluidity)))
 	e.printf("- **Goodput:** %s\n", mdEscape(goodputLine(s.Goodput, s.Requests.Total)))
 	e.printf("- **Client:** %s\n", mdEscape(clientLine(s.Client)))

@@ -106,9 +106,7 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
 	e.field("Client", clientLine(s.Client))
 	if s.TokensPerChunk.Count > 0 {
-		d := s.TokensPerChunk
-		e.field("Chunks", fmt.Sprintf("tokens per chunk mean %s · p50 %s · p99 %s · max %s",
-			fmtFixed(d.Mean, 2), fmtShort(d.P50), fmtShort(d.P99), fmtShort(d.Max)))
+		e.field("Chunks", chunksLine(s))
 	}
 	if s.Cost != nil {
 		e.field("Cost", costLine(s.Cost))
@@ -242,13 +240,32 @@ func tokensLine(q metrics.Requests) string {
 	return s + " · server mismatch " + fmtPct(q.TokenMismatch)
 }
 
+// chunksLine describes the shape of delivery: tokens per chunk and, where the summary has
+// them, tokens per burst (chunks within the burst window of each other: one engine pass).
+func chunksLine(s *metrics.Summary) string {
+	d := s.TokensPerChunk
+	line := fmt.Sprintf("tokens per chunk mean %s · p50 %s · p99 %s · max %s",
+		fmtFixed(d.Mean, 2), fmtShort(d.P50), fmtShort(d.P99), fmtShort(d.Max))
+	if b := s.TokensPerBurst; b.Count > 0 {
+		line += fmt.Sprintf(" · per burst (chunks ≤ %s ms apart) mean %s · p50 %s · p99 %s · max %s",
+			fmtShort(s.Stalls.BurstWindowMs), fmtFixed(b.Mean, 2), fmtShort(b.P50), fmtShort(b.P99), fmtShort(b.Max))
+	}
+	return line
+}
+
+// stallsLine names the stall threshold and its origin, then the stalls counted on the gaps
+// between bursts.
 func stallsLine(st metrics.Stalls) string {
 	rule := ""
 	if st.ThresholdRule != "" {
 		rule = " (" + st.ThresholdRule + ")"
 	}
-	return fmt.Sprintf("gaps > %s ms%s: %s in %s requests (%s) · %s of decode time",
-		fmtShort(st.ThresholdMs), rule, fmtInt(st.Count), fmtInt(st.RequestsWithStall),
+	between := "gaps"
+	if st.BurstWindowMs > 0 {
+		between = "gaps between bursts"
+	}
+	return fmt.Sprintf("%s > %s ms%s: %s in %s requests (%s) · %s of decode time",
+		between, fmtShort(st.ThresholdMs), rule, fmtInt(st.Count), fmtInt(st.RequestsWithStall),
 		fmtPct(st.RequestFraction), fmtPct(st.StalledTimeFraction))
 }
 

@@ -279,7 +279,7 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 	f := &metricFlags{fs: fs}
 	fs.StringVar(&f.slo, "slo", "", "SLOs for goodput, e.g. ttft=500ms,tpot=50ms,max_gap=1s,e2e=20s,itl_p99=100ms (bare numbers are ms)")
 	fs.StringArrayVar(&f.classSLO, "class-slo", nil, "per-class SLOs CLASS:ttft=…,tpot=… (repeatable; overrides --slo for that class)")
-	fs.StringVar(&f.stall, "stall-threshold", "5x", "a chunk gap above this is a stall: a duration (e.g. 250ms) or a multiple of the run's median TPOT, at least 20ms (e.g. 5x)")
+	fs.StringVar(&f.stall, "stall-threshold", "5x", "a gap between bursts (chunks over 1ms apart) above this is a stall: a duration (e.g. 250ms), or a multiple (e.g. 5x), at least 20ms, of the --slo tpot (else itl_p99) when set, else of the median ITL per burst (in ab and compare: arm A's); an --slo max_gap is the threshold itself")
 	fs.Float64Var(&f.priceIn, "price-input", 0, "price per million input tokens (cost block; a token-priced API: not with --gpu-hour-cost)")
 	fs.Float64Var(&f.priceOut, "price-output", 0, "price per million output tokens (cost block; not with --gpu-hour-cost)")
 	fs.Float64Var(&f.gpuHour, "gpu-hour-cost", 0, "price of one GPU-hour (cost block for a server you run, with --gpus; not with token prices)")
