@@ -70,7 +70,7 @@ func TestMachineFormatsKeepStdoutClean(t *testing.T) {
 		"trace slice":    {{args: []string{"trace", "slice", chatSmall, "--from", "1s", "--to", "5s"}, kind: outJSONL}},
 		"trace sample":   {{args: []string{"trace", "sample", chatSmall, "--n", "5"}, kind: outJSONL}},
 		"trace filter":   {{args: []string{"trace", "filter", chatSmall, "--class", "chat"}, kind: outJSONL}},
-		"k8s job":        nil, // YAML manifest: checked against docs/distributed.md by TestK8sJobREADMEExampleIsRealOutput
+		"k8s job":        nil, // YAML manifest: checked against docs/distributed.md by TestK8sJobDocExampleIsRealOutput
 		"history report": nil, // -o is an HTML file, required
 	}
 	root := newRootCmd(&newTestApp(nil).App)
