@@ -164,6 +164,12 @@ func TestQuietAndNoProgress(t *testing.T) {
 			t.Errorf("%s: stdout differs from the default's:\n%s\nvs\n%s", name, out, outputs["default"])
 		}
 	}
+	// Neither flag is configuration: a comparison of the runs lists no difference.
+	cmp := newTestApp(nil)
+	mustRun(t, cmp, "compare", filepath.Join(dir, "default"), filepath.Join(dir, "q"))
+	if out := cmp.out.String(); strings.Contains(out, "Configuration differences") || strings.Contains(out, "quiet") || strings.Contains(out, "no-progress") {
+		t.Errorf("compare lists --quiet or --no-progress as a configuration difference:\n%s", out)
+	}
 	app := newTestApp(nil)
 	if code := app.cli("simulate", "--trace", filepath.Join(dir, "missing.jsonl"), "--quiet"); code != exitBadInput {
 		t.Fatalf("missing trace: exit %d", code)
