@@ -16,6 +16,11 @@ import (
 // was asked for.
 var longRunning = []string{"ab", "bench", "calibrate", "grade", "history add", "merge", "plan", "run", "simulate", "sweep"}
 
+// ownProgress is the --no-progress usage of the commands added here that do show progress.
+var ownProgress = map[string]string{
+	"bench": "print no progress lines (one per measured run or point) on stderr",
+}
+
 const (
 	noProgressUsage = "show no progress display (this command has none of its own: accepted so that scripts can pass it to every long-running command)"
 	quietUsage      = "print nothing on stderr but the error that ends the command: no progress display, status lines, notes or warnings (the results on stdout and in files are unchanged)"
@@ -30,7 +35,11 @@ func addQuietFlags(root *cobra.Command) {
 		}
 		fs := c.Flags()
 		if fs.Lookup("no-progress") == nil {
-			fs.Bool("no-progress", false, noProgressUsage)
+			usage := noProgressUsage
+			if u, ok := ownProgress[path]; ok {
+				usage = u
+			}
+			fs.Bool("no-progress", false, usage)
 		}
 		if fs.Lookup("quiet") == nil {
 			fs.BoolP("quiet", "q", false, quietUsage)
