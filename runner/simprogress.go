@@ -28,10 +28,12 @@ type SimProgressOptions struct {
 	Now   func() time.Time
 }
 
-// SimProgress is the live view of a simulation: the virtual clock (the latest end of a finished
-// request), the requests done and failed, the rate at which they are simulated in wall time, and
-// the rolling TTFT, ITL and output tokens over the last seconds of virtual time. It only reads
-// the records it is handed; the results are the records' summary, as for run.
+// SimProgress is the live view of a simulation: the virtual clock (the latest arrival of a
+// finished request: the simulator hands records over in about arrival order, and the trace's
+// nominal length is in arrivals too), the requests done and failed, the rate at which they are
+// simulated in wall time, and the rolling TTFT, ITL and output tokens of the requests that
+// arrived in the last 10 s of virtual time. It only reads the records it is handed; the
+// results are the records' summary, as for run.
 type SimProgress struct {
 	virtual, done, failed, tokens atomic.Int64
 	d                             *progress.Display
@@ -72,7 +74,7 @@ func (sp *SimProgress) Wrap(produce Producer) Producer {
 }
 
 func (sp *SimProgress) observe(r *metrics.Record) {
-	at := max(r.End, r.Intended)
+	at := r.Intended
 	for {
 		cur := sp.virtual.Load()
 		if at <= cur || sp.virtual.CompareAndSwap(cur, at) {
@@ -81,6 +83,7 @@ func (sp *SimProgress) observe(r *metrics.Record) {
 	}
 	q := liveRequest(r)
 	q.Lag = -1 // no client on the virtual clock
+	q.At = time.Duration(at)
 	sp.d.Observe(q)
 	sp.tokens.Add(int64(r.OutputTokens))
 	if !r.OK() {

@@ -38,6 +38,9 @@ type Request struct {
 	Lag time.Duration
 	// OutputTokens are the request's output tokens.
 	OutputTokens int
+	// At is when the request counts on a simulation's virtual clock (Options.Virtual): its
+	// rolling figures go to that second. Unused otherwise (a request counts when observed).
+	At time.Duration
 	// ITL, when set, calls add for each chunk gap with the number of tokens it stands for
 	// (per-token ITL: a chunk of k tokens is its gap once and k-1 zero gaps).
 	ITL func(add func(gap time.Duration, tokens int))
@@ -68,9 +71,9 @@ type Options struct {
 	// Virtual, when set, makes this the display of a simulation on a virtual clock (llmbench
 	// simulate): it returns how far that clock has run. The panel then shows the virtual time
 	// against Expected (also virtual), the requests done, the rate at which they are simulated
-	// (per second of Now's wall time) and the rolling figures over the last WindowSlots
-	// seconds of virtual time; there is no sending, in-flight count or client to show, and
-	// Snap's Sent and InFlight are not read.
+	// (per second of Now's wall time) and the rolling figures of the requests that count
+	// (Request.At) in the last WindowSlots seconds of virtual time; there is no sending,
+	// in-flight count or client to show, and Snap's Sent and InFlight are not read.
 	Virtual func() time.Duration
 }
 
@@ -130,7 +133,11 @@ func Start(o Options) *Display {
 func (p *Display) Observe(r Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.win.at(p.second())
+	sec := p.second()
+	if p.o.Virtual != nil {
+		sec = int64(r.At / time.Second)
+	}
+	s := p.win.at(sec)
 	s.n++
 	s.tokens += int64(r.OutputTokens)
 	if r.Lag >= 0 {
@@ -258,12 +265,12 @@ func (p *Display) simFrame() []string {
 	lat := fmt.Sprintf("TTFT p50 %s p99 %s ms · ITL p50 %s p99 %s ms · %s output tok/s",
 		fmtMs(f.ttftP50), fmtMs(f.ttftP99), fmtMs(f.itlP50), fmtMs(f.itlP99), fmtRate(float64(f.tokens)/span))
 	if !p.o.Terminal {
-		return []string{clock + " · " + done + " done · " + speed + " · " + counts + " · last 10 s of virtual time: " + lat}
+		return []string{clock + " · " + done + " done · " + speed + " · " + counts + " · arrivals of the last 10 s: " + lat}
 	}
 	return []string{
 		"llmbench simulate · " + clock + " · " + bar(s.Done, p.o.Total) + " " + done + " done",
 		speed + " · " + counts,
-		"last 10 s of virtual time: " + lat,
+		"arrivals of the last 10 s: " + lat,
 	}
 }
 
