@@ -273,7 +273,7 @@ func Build(o Options) (*Manifest, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta("merge", "merge"),
 		Spec: batchv1.JobSpec{
-			// Suspended: resume it once the shards' Job is done (README "Beyond one machine").
+			// Suspended: resume it once the shards' Job is done (docs/distributed.md).
 			Suspend:      &suspend,
 			BackoffLimit: &zero,
 			Template: corev1.PodTemplateSpec{

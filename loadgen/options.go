@@ -17,8 +17,8 @@ import (
 // scheduling headroom (llmbench runs twice as many Ps as CPUs; see cmd/llmbench).
 var CPUs = runtime.GOMAXPROCS(0)
 
-// Timeouts bound each request; 0 means none (the CLI sets defaults, see README "Limits and
-// secrets"). Each produces its own failure kind. Only generated text counts as output:
+// Timeouts bound each request; 0 means none (the CLI sets defaults, see docs/reliability.md,
+// "Limits and secrets"). Each produces its own failure kind. Only generated text counts as output:
 // role-only chunks, empty deltas, usage chunks and comments keep no timer from firing.
 type Timeouts struct {
 	// Connect bounds the dial and TLS handshake and, for a streaming request, the time from

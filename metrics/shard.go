@@ -1,7 +1,7 @@
 package metrics
 
 // ShardInfo is what summary.json's run block says about one shard of a sharded run
-// (llmbench run --shard I/N; see README "Beyond one machine").
+// (llmbench run --shard I/N; see docs/distributed.md).
 type ShardInfo struct {
 	// Index is the shard's 0-based index, Count the number of shards.
 	Index int `json:"index"`

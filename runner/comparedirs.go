@@ -67,7 +67,7 @@ func CheckSameTrace(base, cand []string) (warnings []string, err error) {
 }
 
 // perRunKeys are run facts that differ between any two runs and are no configuration.
-var perRunKeys = []string{"flag.out", "flag.no-progress", "flag.cpuprofile", "flag.memprofile", "flag.repeat-index"}
+var perRunKeys = []string{"flag.out", "flag.no-progress", "flag.quiet", "flag.cpuprofile", "flag.memprofile", "flag.repeat-index"}
 
 // AttachRunFacts fills what a comparison of results directories knows beyond the records:
 // each side's run facts (the first directory's, in the "each side" block) and every

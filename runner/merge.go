@@ -60,7 +60,7 @@ type mergePart struct {
 // records; and the report. A shard that is missing, or whose run did not finish (killed or
 // interrupted), is named, and its requests without a record are recorded as dropped. Shards
 // of different traces or configurations, or two directories of one shard index, are refused
-// (RefusedError). See README "Beyond one machine".
+// (RefusedError). See docs/distributed.md.
 func Merge(o MergeOptions) (*Result, error) {
 	now := o.Now
 	if now == nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/llmbench/llmbench/reports"
 )
 
-// File names inside a results directory (a stable contract; see README "Results on disk").
+// File names inside a results directory (a stable contract; see docs/results.md).
 const (
 	SummaryFile  = "summary.json"
 	RecordsFile  = "requests.msgpack"

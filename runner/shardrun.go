@@ -15,7 +15,7 @@ import (
 )
 
 // ShardFile is the shard's facts in its results directory, written before the run starts so
-// that merge can account for a shard that was killed (see README "Beyond one machine").
+// that merge can account for a shard that was killed (see docs/distributed.md).
 const ShardFile = "shard.json"
 
 // ShardSchema names the shard.json format.

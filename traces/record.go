@@ -42,7 +42,7 @@ var knownField = func() map[string]bool {
 	return m
 }()
 
-// Documented bounds of trace format v1 (traces/FORMAT.md, README "Limits and secrets"). They
+// Documented bounds of trace format v1 (traces/FORMAT.md, docs/reliability.md). They
 // are checked on every read, so `trace validate` and every replay refuse the same lines: a
 // count past them would make a replay allocate without bound or wait for years.
 const (

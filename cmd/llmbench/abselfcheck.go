@@ -29,7 +29,7 @@ func parseRepeats(s string, maxRepeats int) (n int, auto bool, err error) {
 
 // selfCheck runs n A/A experiments (both arms the same configuration of the embedded engine)
 // and reports how many came out clean: exit 0 with no metric labelled better, worse or
-// regressed. The claim it checks (README, "Comparing"): at least 9 of 10.
+// regressed. The claim it checks (docs/comparing.md): at least 9 of 10.
 func selfCheck(ctx context.Context, app *App, opts runner.ABOptions, arms [2]runner.Arm, n int) (int, error) {
 	base := opts.OutDir
 	clean := 0

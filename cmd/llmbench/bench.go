@@ -148,7 +148,7 @@ func runBench(ctx context.Context, app *App, o *benchOptions) error {
 			so.StreamTokens = 30
 		}
 	}
-	if !o.json {
+	if !o.json && app.showProgress() {
 		so.Log = app.Stderr
 	}
 	ctx, cancel := app.cancelOnInterrupt(ctx)

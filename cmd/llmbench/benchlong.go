@@ -54,7 +54,7 @@ func runLongBench(ctx context.Context, app *App, o *benchOptions) error {
 		lo.Runs = o.sb.Runs
 	}
 	lo.RSS, lo.FDLimit = runner.ProcessRSS, runner.FDLimit()
-	if !o.json {
+	if !o.json && app.showProgress() {
 		lo.Log = app.Stderr
 	}
 	ctx, cancel := app.cancelOnInterrupt(ctx)

@@ -14,10 +14,10 @@ import (
 
 // The claim of DESIGN.md "Decisions under noise", tested on the virtual clock: runs of the
 // reference engine with --engine-noise differ as real runs do, and comparisons of runs of the
-// same configuration (A/A) must rarely fail the README's gate or label a metric, while known
+// same configuration (A/A) must rarely fail the documented nightly gate or label a metric, while known
 // changes are found with the stated power at the stated minimum detectable effect.
 
-// readmeGate is the nightly gate of the README's Comparing section.
+// readmeGate is the nightly gate of docs/comparing.md.
 const readmeGate = "ttft.p95>+5%,tpot.p50>+3%,goodput<-2%"
 
 // calibRuns simulates chat-small at 3× its rate with realistic noise, one results directory
@@ -98,7 +98,7 @@ func TestCalibrationAA(t *testing.T) {
 	}
 	t.Logf("A/A: gate failed %d of %d; %d false labels of %d labelled metrics (%.1f%%)", gateFails, trials, labels, labelled, 100*float64(labels)/float64(max(labelled, 1)))
 	if limit := max(1, trials*3/40); gateFails > limit {
-		t.Errorf("the README gate failed %d of %d A/A comparisons (limit %d)", gateFails, trials, limit)
+		t.Errorf("the documented gate failed %d of %d A/A comparisons (limit %d)", gateFails, trials, limit)
 	}
 	if float64(labels) > 0.05*float64(labelled) {
 		t.Errorf("%d false better/worse labels of %d (more than 5%%)", labels, labelled)

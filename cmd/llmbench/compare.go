@@ -34,7 +34,7 @@ func newCompareCmd(app *App) *cobra.Command {
 		Use:   "compare BASE CAND | compare --base DIR... --cand DIR...",
 		Short: "Compare two result sets with paired bootstrap confidence intervals; exit 1 on a regression",
 		Long: `Compare base and candidate results directories. Intervals follow the two-level variance
-model (README, "Decisions under noise"): the runs of each side are resampled, then time blocks
+model (docs/comparing.md, "Decisions under noise"): the runs of each side are resampled, then time blocks
 of requests matched by id (same trace), so every interval includes run-to-run and within-run
 variation; per-run numbers (throughput) need several runs per side, proportions get score
 intervals. A metric regresses only when its whole confidence interval lies beyond a --fail-on

@@ -87,9 +87,9 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.StringVar(&f.seed, "engine-seed", strconv.FormatUint(defaultEngineSeed, 10), "reference engine: seed (≥ 1) of unseeded sampling and fault draws, recorded in the results so identical runs produce identical outputs; \"random\" draws one from the clock (still recorded)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
-	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see README)")
+	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see docs/servers.md)")
 	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
-	fs.StringVar(&f.quality, "quality", "on", "reference engine: the error model of its answers (tool calls, JSON outputs, lookups in long documents; README \"Quality probes and the engine's error model\"): on, off (every answer right), or items such as tool=5%,retry=3%,json=2%,recall=1%,middle=25%,half=16k,temp=1.5,fp8=1.5,int8=2,int4=3,seed=N changing the defaults")
+	fs.StringVar(&f.quality, "quality", "on", "reference engine: the error model of its answers (tool calls, JSON outputs, lookups in long documents; docs/quality.md \"Quality probes and the engine's error model\"): on, off (every answer right), or items such as tool=5%,retry=3%,json=2%,recall=1%,middle=25%,half=16k,temp=1.5,fp8=1.5,int8=2,int4=3,seed=N changing the defaults")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
 	return f
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/llmbench/llmbench/runner"
 )
 
-// Exit codes of every command (README, "Exit codes").
+// Exit codes of every command (docs/comparing.md, "Exit codes").
 const (
 	exitOK          = 0   // done; no regression, no broken rule
 	exitRegression  = 1   // a regression or a --fail-on rule broken (compare, ab, sweep --fail-on)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestFlagAudit: a flag that would do nothing in a mode is refused there, with a message that
@@ -34,7 +37,6 @@ func TestFlagAudit(t *testing.T) {
 		{"simulate wire", []string{"simulate", "--trace", tr, "--wire", "tgi"}, "--wire"},
 		{"simulate reasoning", []string{"simulate", "--trace", tr, "--reasoning", "0.5"}, "--reasoning"},
 		{"simulate HTTP faults", []string{"simulate", "--trace", tr, "--faults", "status-503=0.1,early-eos=0.2"}, "status-503"},
-		{"simulate no progress", []string{"simulate", "--trace", tr, "--no-progress"}, "--no-progress"},
 		{"simulate gpus without GPU-hour cost", []string{"simulate", "--trace", tr, "--gpus", "2"}, "--gpus"},
 		{"simulate draft model without k", []string{"simulate", "--trace", tr, "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
 		{"simulate router without replicas", []string{"simulate", "--trace", tr, "--router", "least-loaded"}, "--replicas"},
@@ -82,5 +84,98 @@ func TestFlagAudit(t *testing.T) {
 				t.Errorf("%v: error %q does not name %s", c.args, msg, c.want)
 			}
 		})
+	}
+}
+
+// walkCommands calls f for every command of the tree under root, root excluded, by its path
+// without the leading "llmbench ".
+func walkCommands(root *cobra.Command, f func(path string, c *cobra.Command)) {
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		f(strings.TrimPrefix(c.CommandPath(), "llmbench "), c)
+		walkCommands(c, f)
+	}
+}
+
+// TestLongRunningCommandsAcceptQuiet: every command of longRunning exists and accepts
+// --no-progress and --quiet (-q) as booleans, and no other command has --no-progress (a command
+// with a progress display is long-running by definition).
+func TestLongRunningCommandsAcceptQuiet(t *testing.T) {
+	root := newRootCmd(&newTestApp(nil).App)
+	long := map[string]bool{}
+	for _, p := range longRunning {
+		long[p] = true
+		c, _, err := root.Find(strings.Fields(p))
+		if err != nil || c == root || strings.TrimPrefix(c.CommandPath(), "llmbench ") != p {
+			t.Errorf("longRunning names %q, which is not a command", p)
+		}
+	}
+	walkCommands(root, func(path string, c *cobra.Command) {
+		np, q := c.Flags().Lookup("no-progress"), c.Flags().Lookup("quiet")
+		if !long[path] {
+			if np != nil {
+				t.Errorf("%s has --no-progress but is not in longRunning (quiet.go)", path)
+			}
+			return
+		}
+		if np == nil || np.Value.Type() != "bool" {
+			t.Errorf("%s: no boolean --no-progress", path)
+		}
+		if q == nil || q.Value.Type() != "bool" || q.Shorthand != "q" {
+			t.Errorf("%s: no boolean --quiet/-q", path)
+		}
+	})
+}
+
+// TestQuietAndNoProgress: simulate shows its progress on stderr (a plain line off a terminal),
+// --no-progress hides it and nothing else, --quiet leaves stderr empty with the results on
+// stdout unchanged, and the error that ends a command still shows under --quiet.
+func TestQuietAndNoProgress(t *testing.T) {
+	dir := t.TempDir()
+	outputs := map[string]string{}
+	for _, c := range []struct {
+		name     string
+		extra    []string
+		progress bool
+		empty    bool
+	}{
+		{"default", nil, true, false},
+		{"no-progress", []string{"--no-progress"}, false, false},
+		{"quiet", []string{"--quiet"}, false, true},
+		{"q", []string{"-q", "--no-progress"}, false, true},
+	} {
+		app := newTestApp(nil)
+		args := append([]string{"simulate", "--trace", chatSmall, "--out", filepath.Join(dir, c.name)}, c.extra...)
+		if code := app.cli(args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, app.err.String())
+		}
+		stderr := app.err.String()
+		if got := strings.Contains(stderr, "virtual ") && strings.Contains(stderr, "96/96 done"); got != c.progress {
+			t.Errorf("%s: progress shown %v, want %v; stderr:\n%s", c.name, got, c.progress, stderr)
+		}
+		if c.empty && stderr != "" {
+			t.Errorf("%s: stderr not empty:\n%s", c.name, stderr)
+		}
+		outputs[c.name] = strings.ReplaceAll(app.out.String(), filepath.Join(dir, c.name), "DIR")
+	}
+	for name, out := range outputs {
+		if out != outputs["default"] {
+			t.Errorf("%s: stdout differs from the default's:\n%s\nvs\n%s", name, out, outputs["default"])
+		}
+	}
+	// Neither flag is configuration: a comparison of the runs lists no difference.
+	cmp := newTestApp(nil)
+	mustRun(t, cmp, "compare", filepath.Join(dir, "default"), filepath.Join(dir, "q"))
+	if out := cmp.out.String(); strings.Contains(out, "Configuration differences") || strings.Contains(out, "quiet") || strings.Contains(out, "no-progress") {
+		t.Errorf("compare lists --quiet or --no-progress as a configuration difference:\n%s", out)
+	}
+	app := newTestApp(nil)
+	if code := app.cli("simulate", "--trace", filepath.Join(dir, "missing.jsonl"), "--quiet"); code != exitBadInput {
+		t.Fatalf("missing trace: exit %d", code)
+	}
+	if !strings.Contains(app.err.String(), "llmbench:") || !strings.Contains(app.err.String(), "missing.jsonl") {
+		t.Errorf("under --quiet the error is not shown: %q", app.err.String())
 	}
 }

@@ -59,7 +59,7 @@ package. Flags that shape classes (--input, --output, --correlation, --prefix-*,
 apply to every class of the spec.
 
 Quality probes (` + strings.Join(workloads.ProbePresets, ", ") + `) generate graded chat
-requests with expect checks, one per arrival of --rate/--arrival over --duration (README,
+requests with expect checks, one per arrival of --rate/--arrival over --duration (docs/quality.md,
 "Quality probes and the engine's error model"); --probe-lengths sets the long-context
 document lengths and --temperatures/--samples make a temperature sweep.
 

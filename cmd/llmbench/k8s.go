@@ -42,8 +42,7 @@ ConfigMap with the trace, a ReadWriteMany PersistentVolumeClaim for the results,
 (` + "`llmbench clock`" + `, a Deployment and a Service) the shards measure their clock offsets against,
 an Indexed Job whose pod I runs ` + "`llmbench run --shard auto/N --start-at TIME`" + ` into
 /results/shard-I, and a suspended Job that runs ` + "`llmbench merge`" + ` into /results/merged once
-resumed. Flags after -- are passed to every shard's ` + "`llmbench run`" + `. See README "Beyond one
-machine".`,
+resumed. Flags after -- are passed to every shard's ` + "`llmbench run`" + `. See docs/distributed.md.`,
 		Example: `  llmbench k8s job --trace prod.jsonl --shards 4 --image registry.example/llmbench:0.1 \
     --endpoint http://vllm.default.svc:8000 --start-in 3m -- --slo ttft=500ms,tpot=50ms | kubectl apply -f -`,
 		RunE: func(cmd *cobra.Command, args []string) error {

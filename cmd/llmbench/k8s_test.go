@@ -13,22 +13,22 @@ var k8sExampleArgs = []string{"k8s", "job", "--trace", "testdata/k8s-example.jso
 	"--image", "registry.example/llmbench:0.1", "--endpoint", "http://vllm.default.svc:8000",
 	"--start-at", "2026-12-01T15:00:00Z", "--", "--slo", "ttft=500ms,tpot=50ms"}
 
-// TestK8sJobREADMEExampleIsRealOutput: the manifest in README "Beyond one machine" is what the
-// command prints.
-func TestK8sJobREADMEExampleIsRealOutput(t *testing.T) {
+// TestK8sJobDocExampleIsRealOutput: the manifest in docs/distributed.md ("On Kubernetes") is
+// what the command prints.
+func TestK8sJobDocExampleIsRealOutput(t *testing.T) {
 	app := newTestApp(nil)
 	mustRun(t, app, k8sExampleArgs...)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/distributed.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, block, ok := strings.Cut(string(readme), "<!-- k8s-job-example -->\n```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```\n<!-- /k8s-job-example -->")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no k8s-job-example block")
+		t.Fatal("docs/distributed.md has no k8s-job-example block")
 	}
 	if block != app.out.String() {
-		t.Fatalf("README's example manifest is not the command's output; regenerate it with\n  cd cmd/llmbench/testdata && llmbench %s\ngot:\n%s", strings.Join(k8sExampleArgs, " "), app.out.String())
+		t.Fatalf("docs/distributed.md's example manifest is not the command's output; regenerate it with\n  cd cmd/llmbench/testdata && llmbench %s\ngot:\n%s", strings.Join(k8sExampleArgs, " "), app.out.String())
 	}
 }
 

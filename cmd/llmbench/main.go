@@ -54,6 +54,8 @@ type App struct {
 	interrupted atomic.Bool
 	// flags are the running command's flags (recorded as run.config by the measuring commands).
 	flags *pflag.FlagSet
+	// noProgress and quiet are the running command's --no-progress and --quiet (quiet.go).
+	noProgress, quiet bool
 }
 
 // commandFactories holds every subcommand's constructor; each command file registers its own in
@@ -84,6 +86,7 @@ P95/P99, goodput under SLOs and cost.`,
 	for _, n := range names {
 		root.AddCommand(commandFactories[n](app))
 	}
+	addQuietFlags(root)
 	return root
 }
 
@@ -99,10 +102,12 @@ func (e *exitError) Unwrap() error { return e.err }
 // execute runs the CLI with args and returns the process exit code.
 func execute(ctx context.Context, app *App, args []string) int {
 	app.Args = args
+	errOut := app.Stderr // the error that ends the command is shown even under --quiet
 	root := newRootCmd(app)
 	if pre := root.PersistentPreRunE; pre != nil {
 		root.PersistentPreRunE = func(c *cobra.Command, a []string) error {
 			app.flags = c.Flags()
+			app.applyQuiet(c.Flags())
 			return pre(c, a)
 		}
 	}
@@ -113,11 +118,11 @@ func execute(ctx context.Context, app *App, args []string) int {
 	}
 	if ee, ok := err.(*exitError); ok {
 		if ee.err != nil {
-			fmt.Fprintln(app.Stderr, "llmbench:", ee.err)
+			fmt.Fprintln(errOut, "llmbench:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(app.Stderr, "llmbench:", err)
+	fmt.Fprintln(errOut, "llmbench:", err)
 	return exitBadInput
 }
 

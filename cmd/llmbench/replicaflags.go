@@ -22,7 +22,7 @@ func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
 	f := &replicaFlags{fs: fs}
 	fs.IntVar(&f.replicas, "replicas", 1, "simulate N independent engine replicas (each the full --gpu/--tp setup) behind --router on one virtual timeline")
 	fs.StringVar(&f.router, "router", refengine.RouterRoundRobin, "how --replicas route each request at arrival: "+strings.Join(refengine.Routers, ", ")+
-		" (least-loaded: fewest outstanding requests; prefix-aware: llm-d's prefix/queue/KV-cache scores with a load guard; see README)")
+		" (least-loaded: fewest outstanding requests; prefix-aware: llm-d's prefix/queue/KV-cache scores with a load guard; see docs/engine.md)")
 	return f
 }
 

@@ -159,9 +159,10 @@ func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (load
 	})
 }
 
-// progress is where the progress display goes: stderr, or nowhere with --no-progress.
+// progress is where the progress display goes: stderr, or nowhere with --no-progress or
+// --quiet.
 func (f *outputFlags) progress(app *App) io.Writer {
-	if f.noProgress {
+	if f.noProgress || !app.showProgress() {
 		return nil
 	}
 	return app.Stderr

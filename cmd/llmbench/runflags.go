@@ -286,8 +286,8 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 	fs.IntVar(&f.gpus, "gpus", 1, "GPUs serving the endpoint, for --gpu-hour-cost")
 	fs.StringVar(&f.currency, "currency", "USD", "currency label for the cost block (with a price)")
 	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
-	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see README)")
-	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see README)")
+	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see docs/metrics.md)")
+	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see docs/metrics.md)")
 	return f
 }
 

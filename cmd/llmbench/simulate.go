@@ -114,10 +114,16 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 		EngineSeed: cfg.Seed,
 		Config:     flagConfig(app.flags),
 	}
+	produce := runner.Producer(adapter.Produce)
+	if w := o.output.progress(app); w != nil {
+		sp := runner.StartSimProgress(runner.SimProgressOptions{W: w, Terminal: app.IsTerminal, Width: app.TermWidth, Trace: trace, RateScale: o.rateScale})
+		defer sp.Stop() // Wrap stops it when the simulation ends; this, when Execute fails first
+		produce = sp.Wrap(produce)
+	}
 	res, err := runner.Execute(ctx, runner.Options{
 		Trace: trace, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
 		SummarizeLive: true, // the adapter never touches a Record it handed over
-	}, adapter.Produce)
+	}, produce)
 	if res != nil && res.Summary != nil {
 		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
 			err = werr
@@ -132,15 +138,12 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 }
 
 // simulateOnlyFlags refuses the flags that mean something only over HTTP: on the virtual clock
-// there is no stream to frame, no connection to fault and no progress display.
+// there is no stream to frame and no connection to fault.
 func simulateOnlyFlags(o *simulateOptions, cfg refengine.Config) error {
 	for _, n := range []string{"wire", "reasoning"} {
 		if fl := o.engine.fs.Lookup(n); fl != nil && fl.Changed {
 			return fmt.Errorf("--%s shapes the HTTP stream; simulate has none (use run, which serves the engine over HTTP)", n)
 		}
-	}
-	if o.output.noProgress {
-		return fmt.Errorf("--no-progress: simulate shows no progress display")
 	}
 	http := cfg.Faults
 	http.EarlyEOS, http.Seed, http.From, http.Until = 0, 0, 0, 0

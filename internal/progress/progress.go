@@ -38,6 +38,9 @@ type Request struct {
 	Lag time.Duration
 	// OutputTokens are the request's output tokens.
 	OutputTokens int
+	// At is when the request counts on a simulation's virtual clock (Options.Virtual): its
+	// rolling figures go to that second. Unused otherwise (a request counts when observed).
+	At time.Duration
 	// ITL, when set, calls add for each chunk gap with the number of tokens it stands for
 	// (per-token ITL: a chunk of k tokens is its gap once and k-1 zero gaps).
 	ITL func(add func(gap time.Duration, tokens int))
@@ -65,6 +68,13 @@ type Options struct {
 	Every time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Virtual, when set, makes this the display of a simulation on a virtual clock (llmbench
+	// simulate): it returns how far that clock has run. The panel then shows the virtual time
+	// against Expected (also virtual), the requests done, the rate at which they are simulated
+	// (per second of Now's wall time) and the rolling figures of the requests that count
+	// (Request.At) in the last WindowSlots seconds of virtual time; there is no sending,
+	// in-flight count or client to show, and Snap's Sent and InFlight are not read.
+	Virtual func() time.Duration
 }
 
 // Display draws the live view. Observe, Stop and the drawing goroutine may run concurrently.
@@ -123,7 +133,11 @@ func Start(o Options) *Display {
 func (p *Display) Observe(r Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.win.at(p.second())
+	sec := p.second()
+	if p.o.Virtual != nil {
+		sec = int64(r.At / time.Second)
+	}
+	s := p.win.at(sec)
 	s.n++
 	s.tokens += int64(r.OutputTokens)
 	if r.Lag >= 0 {
@@ -146,7 +160,15 @@ func (p *Display) Observe(r Request) {
 	}
 }
 
-func (p *Display) second() int64 { return int64(p.o.Now().Sub(p.start) / time.Second) }
+func (p *Display) second() int64 { return int64(p.elapsed() / time.Second) }
+
+// elapsed is the run's clock: the wall time since Start, or the simulation's virtual time.
+func (p *Display) elapsed() time.Duration {
+	if p.o.Virtual != nil {
+		return p.o.Virtual()
+	}
+	return p.o.Now().Sub(p.start)
+}
 
 // Stop draws the final state and ends the display.
 func (p *Display) Stop() {
@@ -159,6 +181,9 @@ func (p *Display) Stop() {
 
 // frame renders the panel's lines (terminal) or its one line (otherwise).
 func (p *Display) frame() []string {
+	if p.o.Virtual != nil {
+		return p.simFrame()
+	}
 	now := p.o.Now()
 	el := now.Sub(p.start)
 	s := p.o.Snap()
@@ -209,6 +234,44 @@ func (p *Display) frame() []string {
 		lines = append(lines, server)
 	}
 	return lines
+}
+
+// simFrame renders the panel or line of a simulation: virtual time, requests done, the rate of
+// simulation in wall time, and the rolling figures over the last seconds of virtual time.
+func (p *Display) simFrame() []string {
+	wall := p.o.Now().Sub(p.start)
+	el := p.o.Virtual()
+	s := p.o.Snap()
+	f := p.win.figures(int64(el / time.Second))
+	span := math.Min(float64(WindowSlots), math.Max(el.Seconds(), 1))
+
+	clock := "virtual " + fmtDur(el)
+	if p.o.Expected > 0 {
+		clock += " / " + fmtDur(p.o.Expected)
+	}
+	done := strconv.FormatInt(s.Done, 10)
+	if p.o.Total > 0 {
+		done += "/" + strconv.Itoa(p.o.Total)
+	}
+	rate := "-"
+	if wall > 0 {
+		rate = fmtRate(float64(s.Done) / wall.Seconds())
+	}
+	speed := rate + " requests/s simulated (wall " + fmtDur(wall) + ")"
+	counts := fmt.Sprintf("completed %d · failed %d", s.Done-s.Failed, s.Failed)
+	if len(p.failures) > 0 {
+		counts += " (" + p.failureText() + ")"
+	}
+	lat := fmt.Sprintf("TTFT p50 %s p99 %s ms · ITL p50 %s p99 %s ms · %s output tok/s",
+		fmtMs(f.ttftP50), fmtMs(f.ttftP99), fmtMs(f.itlP50), fmtMs(f.itlP99), fmtRate(float64(f.tokens)/span))
+	if !p.o.Terminal {
+		return []string{clock + " · " + done + " done · " + speed + " · " + counts + " · arrivals of the last 10 s: " + lat}
+	}
+	return []string{
+		"llmbench simulate · " + clock + " · " + bar(s.Done, p.o.Total) + " " + done + " done",
+		speed + " · " + counts,
+		"arrivals of the last 10 s: " + lat,
+	}
 }
 
 func (p *Display) draw(final bool) {

@@ -157,3 +157,50 @@ func BenchmarkObserve(b *testing.B) {
 		d.Observe(r)
 	}
 }
+
+// TestSimulationFrame: with a virtual clock the display shows the virtual time against the
+// nominal length, the requests done, the rate of simulation in wall time and the rolling
+// figures keyed by virtual seconds; nothing of sending or of a client.
+func TestSimulationFrame(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	var virtual time.Duration
+	var b strings.Builder
+	snap := Snapshot{Done: 50, Failed: 1}
+	d := Start(Options{W: &b, Total: 96, Expected: 20 * time.Second, Snap: func() Snapshot { return snap },
+		Every: time.Hour, Now: c.now, Virtual: func() time.Duration { return virtual }})
+	at := func(r Request, t time.Duration) Request { r.At = t; return r }
+	virtual = 3 * time.Second
+	d.Observe(at(ok(900*time.Millisecond, 9*time.Millisecond), 3*time.Second))
+	virtual = 15 * time.Second // the first observation has left the 10 s window
+	for i := 0; i < 4; i++ {
+		d.Observe(at(ok(20*time.Millisecond, 7*time.Millisecond, 7*time.Millisecond), 15*time.Second))
+	}
+	// Out of order: a request of second 5 (same slot as 15, outside the window) is counted but
+	// leaves second 15's figures alone.
+	d.Observe(at(ok(5*time.Second, 9*time.Millisecond), 5*time.Second))
+	d.Observe(at(Request{Failure: "early_eos", TTFT: -1, Lag: -1}, 14*time.Second))
+	c.advance(2 * time.Second)
+	d.Stop()
+	got := b.String()
+	for _, want := range []string{"virtual 15.0 s / 20.0 s", "50/96 done", "25 requests/s simulated (wall 2.0 s)",
+		"completed 49 · failed 1 (early_eos 1)", "arrivals of the last 10 s: TTFT p50 ", "· 1 output tok/s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("line lacks %q:\n%s", want, got)
+		}
+	}
+	for _, absent := range []string{"sent", "in flight", "client", "schedule lag"} {
+		if strings.Contains(got, absent) {
+			t.Errorf("a simulation's line shows %q:\n%s", absent, got)
+		}
+	}
+	if m := regexp.MustCompile(`TTFT p50 (\S+) p99 (\S+) ms`).FindStringSubmatch(got); m == nil || !strings.HasPrefix(m[1], "20") || !strings.HasPrefix(m[2], "20") {
+		t.Errorf("the TTFT window is not the arrivals of the last 10 s of virtual time: %q", got)
+	}
+	panel := Start(Options{W: &strings.Builder{}, Terminal: true, Total: 96, Snap: func() Snapshot { return snap },
+		Every: time.Hour, Now: c.now, Virtual: func() time.Duration { return virtual }})
+	defer panel.Stop()
+	lines := panel.frame()
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "llmbench simulate · virtual 15.0 s · [") || !strings.Contains(lines[0], "50/96 done") {
+		t.Errorf("panel %q", lines)
+	}
+}

@@ -55,6 +55,9 @@ type slot struct {
 
 type window struct {
 	slots [WindowSlots]slot
+	// stale takes an observation of a second older than the window holds (a simulation's
+	// records can come out of order); it is never read.
+	stale slot
 }
 
 func newWindow() *window {
@@ -68,6 +71,9 @@ func newWindow() *window {
 // at returns the slot for second sec, clearing it when it held an older second.
 func (w *window) at(sec int64) *slot {
 	s := &w.slots[sec%WindowSlots]
+	if s.sec > sec {
+		return &w.stale // older than the window: keep the newer second's figures
+	}
 	if s.sec != sec {
 		*s = slot{sec: sec}
 	}

@@ -208,7 +208,7 @@ func sequencesThatFit(a anchor, reg *perf.Registry, tokens int) (int, error) {
 
 // TestAnchors simulates every published measurement in testdata/anchors.json and holds the
 // result within the anchor's stated tolerance. With -v it prints one Markdown table row per
-// anchor (the README's table is this output).
+// anchor (docs/engine.md's table is this output).
 func TestAnchors(t *testing.T) {
 	racebuild.Heavy(t)
 	f, reg := loadAnchors(t)

@@ -6,7 +6,7 @@ import (
 	"github.com/llmbench/llmbench/refengine/perf"
 )
 
-// The figures the default constants give, for the README and as a regression check: one
+// The figures the default constants give, for docs/engine.md and as a regression check: one
 // sequence decoding after 128 tokens of context, 64 sequences decoding at 1,024 tokens of
 // context, and the prefill of one 4,096-token prompt.
 func Example() {
