@@ -40,6 +40,9 @@ type Summary struct {
 	// Warnings are plain-language problems with the run (client-limited, token count
 	// mismatch, failures); a report shows them at the top.
 	Warnings []string `json:"warnings"`
+	// Inputs compares the prompt tokens the trace asked for with those the server counted,
+	// when llmbench synthesized prompts (inputs.go, docs/inputs.md).
+	Inputs *InputCheck `json:"inputs,omitempty"`
 	// Quality is present when requests were graded against expect checks (issue 17).
 	Quality *Quality `json:"quality,omitempty"`
 
@@ -118,10 +121,15 @@ type Requests struct {
 	// Dropped counts requests never sent (FailDropped: the run was interrupted or a cap was
 	// reached first). They are in Total but not in Failed or Failures, add no tokens and do
 	// not stretch the throughput window: Succeeded + Failed + Dropped = Total.
-	Dropped      int            `json:"dropped,omitempty"`
-	FailStatus   map[string]int `json:"failures_by_status"` // by HTTP status code
-	InputTokens  int64          `json:"input_tokens"`
-	OutputTokens int64          `json:"output_tokens"`
+	Dropped    int            `json:"dropped,omitempty"`
+	FailStatus map[string]int `json:"failures_by_status"` // by HTTP status code
+	// InputTokens are the prompt tokens of the succeeded requests (a failed request's prompt
+	// is not throughput), each counted per its InputSource; OutputTokens the output tokens.
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	// InputSource counts the succeeded requests by where their prompt count came from:
+	// server usage, client tokenizer or trace (Record.InputSource; "unknown" in old records).
+	InputSource map[string]int `json:"input_source,omitempty"`
 	// TokenSource counts requests by where their output token count came from.
 	TokenSource map[string]int `json:"token_source"`
 	// TokenMismatch is the fraction of requests whose client count differs from the server's
