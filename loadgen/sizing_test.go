@@ -1,0 +1,196 @@
+package loadgen
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/tokenizer"
+	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/workloads"
+)
+
+// sizingTrace has prompts of the lengths issue 31 measured (64 to 1,000 tokens), some sharing
+// prefix blocks, with token counts only.
+func sizingTrace() []traces.Request {
+	var reqs []traces.Request
+	for i, n := range []int{64, 256, 500, 1000, 37, 64, 700, 129, 900, 300} {
+		q := traces.Request{ID: "r" + string(rune('a'+i)), InputTokens: n, OutputTokens: 1}
+		if i%3 == 0 && n >= 256 {
+			q.HashIDs = []int64{1, int64(10 + i)}
+		}
+		reqs = append(reqs, q)
+	}
+	return reqs
+}
+
+func runSizing(t *testing.T, s *tokStub, api, sizing string) ([]metrics.Record, *Result) {
+	t.Helper()
+	srv := newServer(t, s.ServeHTTP)
+	tg := target(srv.URL)
+	tg.Backend, tg.API = s.wire, api
+	var col collector
+	res, err := Run(context.Background(), sizingTrace(), Options{Target: tg, Tokenizer: tokenizer.Approx{},
+		PromptSizing: sizing, PromptBlockTokens: 128}, col.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return col.recs, res
+}
+
+// TestSizingOnServerTokenizeIsExact: against servers that count with a real SentencePiece
+// tokenizer and serve /tokenize in llama.cpp's, vLLM's and SGLang's formats, every prompt
+// synthesized under --prompt-sizing auto reaches the server at exactly the trace's length,
+// on completions and on chat (whose template adds tokens), and the record keeps the server's
+// count as the input.
+func TestSizingOnServerTokenizeIsExact(t *testing.T) {
+	for _, wire := range []string{"llamacpp", "vllm", "sglang"} {
+		for _, api := range []string{"completions", "chat"} {
+			t.Run(wire+"/"+api, func(t *testing.T) {
+				s := newTokStub(t, wire)
+				recs, res := runSizing(t, s, api, SizingAuto)
+				if res.Sizer == nil || res.Sizer.Method != SizingServer || !strings.Contains(res.Sizer.Detail, "exact on 4 sample texts") {
+					t.Fatalf("sizer %v, want the server's /tokenize, exact on its samples", res.Sizer)
+				}
+				if res.Sizer.TokensPerWord < 3 {
+					t.Errorf("tokens per word %.2f: the test tokenizer should cost several tokens per reference word", res.Sizer.TokensPerWord)
+				}
+				// One call per word and filler, 8 pairs, 4 samples, and the first call.
+				if got, want := s.tokenizes.Load(), int64(SizingVocab+len(workloads.FillerWords())+8+4+1); got != want {
+					t.Errorf("%d /tokenize calls, want %d", got, want)
+				}
+				for _, r := range recs {
+					if !r.OK() {
+						t.Fatalf("%s failed: %s %s", r.ID, r.Failure, r.Error)
+					}
+					if r.ServerInputTokens != r.IntendedInputTokens || r.IntendedInputTokens == 0 {
+						t.Errorf("%s: server counted %d prompt tokens, trace asked for %d", r.ID, r.ServerInputTokens, r.IntendedInputTokens)
+					}
+					if r.InputTokens != r.ServerInputTokens || r.InputSource != metrics.InputFromUsage {
+						t.Errorf("%s: input %d from %q, want the server's %d from usage", r.ID, r.InputTokens, r.InputSource, r.ServerInputTokens)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSizingDefaultTokenizerIsCaught: without sizing (the approximation fits the prompts),
+// the same server counts the prompts several times longer than asked, and the summary's
+// input check says so and fails.
+func TestSizingDefaultTokenizerIsCaught(t *testing.T) {
+	s := newTokStub(t, "vllm")
+	s.ctx = 1 << 20
+	recs, res := runSizing(t, s, "completions", SizingTokenizer)
+	if res.Sizer != nil {
+		t.Fatalf("sizer %v with sizing off", res.Sizer)
+	}
+	sum, err := metrics.Summarize(metrics.SliceSource(recs), metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sum.Inputs
+	if c == nil || !c.Exceeded || c.Difference < 1 || c.Requests != len(recs) {
+		t.Fatalf("input check %+v: want the server's count flagged as far beyond the trace's", c)
+	}
+	if sum.Requests.InputTokens != c.Counted {
+		t.Errorf("summary input tokens %d, want the server's %d", sum.Requests.InputTokens, c.Counted)
+	}
+	if metrics.InputFailure(sum) == "" {
+		t.Error("InputFailure is empty for an exceeded check")
+	}
+}
+
+// TestSizingCalibratesWithoutTokenize: a server without /tokenize is calibrated from probe
+// requests' usage; the run's total is then within the default tolerance, and auto says so.
+func TestSizingCalibratesWithoutTokenize(t *testing.T) {
+	for _, api := range []string{"completions", "chat"} {
+		t.Run(api, func(t *testing.T) {
+			s := newTokStub(t, "sglang")
+			s.noTokenize = true
+			recs, res := runSizing(t, s, api, SizingAuto)
+			if res.Sizer == nil || res.Sizer.Method != SizingCalibrate || !strings.Contains(res.Sizer.Detail, "no /tokenize") {
+				t.Fatalf("sizer %v, want calibration", res.Sizer)
+			}
+			if got := s.probes.Load(); got != 4 {
+				t.Errorf("%d probe requests, want 4", got)
+			}
+			sum, err := metrics.Summarize(metrics.SliceSource(recs), metrics.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := sum.Inputs; c == nil || c.Exceeded || c.Requests != len(recs) {
+				t.Fatalf("input check %+v: want the calibrated prompts within %.0f%%", c, 100*metrics.DefaultInputTolerance)
+			}
+		})
+	}
+}
+
+// TestSizingServerNeedsTokenize: --prompt-sizing server against a server without /tokenize
+// refuses to start, and says what to do.
+func TestSizingServerNeedsTokenize(t *testing.T) {
+	s := newTokStub(t, "vllm")
+	s.noTokenize = true
+	srv := newServer(t, s.ServeHTTP)
+	_, err := Run(context.Background(), sizingTrace(), Options{Target: target(srv.URL), PromptSizing: SizingServer}, nil)
+	if err == nil || !strings.Contains(err.Error(), "/tokenize") || !strings.Contains(err.Error(), "--tokenizer") {
+		t.Fatalf("err %v, want a refusal naming /tokenize and --tokenizer", err)
+	}
+	if _, err := Run(context.Background(), sizingTrace(), Options{Target: target(srv.URL), PromptSizing: "guess"}, nil); err == nil || !strings.Contains(err.Error(), "auto") {
+		t.Fatalf("err %v, want the modes listed", err)
+	}
+}
+
+// TestSizerReusedAcrossRuns: a Sizer measured once serves later runs without asking again.
+func TestSizerReusedAcrossRuns(t *testing.T) {
+	s := newTokStub(t, "llamacpp")
+	srv := newServer(t, s.ServeHTTP)
+	tg := target(srv.URL)
+	tg.Backend = "llamacpp"
+	sz, err := MeasureSizing(context.Background(), Options{Target: tg, PromptSizing: SizingServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.tokenizes.Load()
+	var col collector
+	if _, err := Run(context.Background(), sizingTrace(), Options{Target: tg, Sizer: sz, PromptSizing: SizingServer}, col.sink); err != nil {
+		t.Fatal(err)
+	}
+	if s.tokenizes.Load() != before {
+		t.Errorf("the run asked /tokenize again (%d calls after %d)", s.tokenizes.Load(), before)
+	}
+	for _, r := range col.recs {
+		if r.ServerInputTokens != r.IntendedInputTokens {
+			t.Errorf("%s: %d counted, %d intended", r.ID, r.ServerInputTokens, r.IntendedInputTokens)
+		}
+	}
+}
+
+// TestContextLengthKeepsKind: each server's context-length refusal becomes the
+// context_length kind with its type, and the prompt and context sizes it reported.
+func TestContextLengthKeepsKind(t *testing.T) {
+	for _, tc := range []struct{ wire, typ string }{
+		{"llamacpp", "exceed_context_size_error"}, {"vllm", "BadRequestError"}, {"sglang", "BadRequestError"},
+	} {
+		t.Run(tc.wire, func(t *testing.T) {
+			s := newTokStub(t, tc.wire)
+			s.ctx = 200
+			srv := newServer(t, s.ServeHTTP)
+			tg := target(srv.URL)
+			tg.Backend = tc.wire
+			req := traces.Request{ID: "long", Prompt: tokenizer.Text(3, 0, 100), OutputTokens: 4}
+			want := s.count(req.Prompt)
+			rec := runOne(t, Options{Target: tg}, req)
+			if rec.Failure != metrics.FailContextLength || rec.Status != 400 {
+				t.Fatalf("failure %q status %d (%s), want context_length", rec.Failure, rec.Status, rec.Error)
+			}
+			if rec.ErrorType != tc.typ || rec.ErrorPromptTokens != want || rec.ErrorContextTokens != 200 {
+				t.Errorf("type %q prompt %d context %d, want %q %d 200", rec.ErrorType, rec.ErrorPromptTokens, rec.ErrorContextTokens, tc.typ, want)
+			}
+			if rec.InputSource != metrics.InputFromTrace {
+				t.Errorf("input source %q, want trace (no usage on a refusal)", rec.InputSource)
+			}
+		})
+	}
+}
