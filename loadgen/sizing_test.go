@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/tokstub"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
@@ -25,11 +26,23 @@ func sizingTrace() []traces.Request {
 	return reqs
 }
 
-func runSizing(t *testing.T, s *tokStub, api, sizing string) ([]metrics.Record, *Result) {
+// stubTokenizer is the tokenizer.json the stub servers count with.
+const stubTokenizer = "../tokenizer/testdata/sentencepiece.tokenizer.json"
+
+func newTokStub(t *testing.T, wire string) *tokstub.Server {
+	t.Helper()
+	s, err := tokstub.New(wire, stubTokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func runSizing(t *testing.T, s *tokstub.Server, api, sizing string) ([]metrics.Record, *Result) {
 	t.Helper()
 	srv := newServer(t, s.ServeHTTP)
 	tg := target(srv.URL)
-	tg.Backend, tg.API = s.wire, api
+	tg.Backend, tg.API = s.Wire, api
 	var col collector
 	res, err := Run(context.Background(), sizingTrace(), Options{Target: tg, Tokenizer: tokenizer.Approx{},
 		PromptSizing: sizing, PromptBlockTokens: 128}, col.sink)
@@ -57,7 +70,7 @@ func TestSizingOnServerTokenizeIsExact(t *testing.T) {
 					t.Errorf("tokens per word %.2f: the test tokenizer should cost several tokens per reference word", res.Sizer.TokensPerWord)
 				}
 				// One call per word and filler, 8 pairs, 4 samples, and the first call.
-				if got, want := s.tokenizes.Load(), int64(SizingVocab+len(workloads.FillerWords())+8+4+1); got != want {
+				if got, want := s.Tokenizes.Load(), int64(SizingVocab+len(workloads.FillerWords())+8+4+1); got != want {
 					t.Errorf("%d /tokenize calls, want %d", got, want)
 				}
 				for _, r := range recs {
@@ -81,7 +94,7 @@ func TestSizingOnServerTokenizeIsExact(t *testing.T) {
 // input check says so and fails.
 func TestSizingDefaultTokenizerIsCaught(t *testing.T) {
 	s := newTokStub(t, "vllm")
-	s.ctx = 1 << 20
+	s.Ctx = 1 << 20
 	recs, res := runSizing(t, s, "completions", SizingTokenizer)
 	if res.Sizer != nil {
 		t.Fatalf("sizer %v with sizing off", res.Sizer)
@@ -108,12 +121,12 @@ func TestSizingCalibratesWithoutTokenize(t *testing.T) {
 	for _, api := range []string{"completions", "chat"} {
 		t.Run(api, func(t *testing.T) {
 			s := newTokStub(t, "sglang")
-			s.noTokenize = true
+			s.NoTokenize = true
 			recs, res := runSizing(t, s, api, SizingAuto)
 			if res.Sizer == nil || res.Sizer.Method != SizingCalibrate || !strings.Contains(res.Sizer.Detail, "no /tokenize") {
 				t.Fatalf("sizer %v, want calibration", res.Sizer)
 			}
-			if got := s.probes.Load(); got != 4 {
+			if got := s.Probes.Load(); got != 4 {
 				t.Errorf("%d probe requests, want 4", got)
 			}
 			sum, err := metrics.Summarize(metrics.SliceSource(recs), metrics.Options{})
@@ -131,7 +144,7 @@ func TestSizingCalibratesWithoutTokenize(t *testing.T) {
 // refuses to start, and says what to do.
 func TestSizingServerNeedsTokenize(t *testing.T) {
 	s := newTokStub(t, "vllm")
-	s.noTokenize = true
+	s.NoTokenize = true
 	srv := newServer(t, s.ServeHTTP)
 	_, err := Run(context.Background(), sizingTrace(), Options{Target: target(srv.URL), PromptSizing: SizingServer}, nil)
 	if err == nil || !strings.Contains(err.Error(), "/tokenize") || !strings.Contains(err.Error(), "--tokenizer") {
@@ -152,13 +165,13 @@ func TestSizerReusedAcrossRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := s.tokenizes.Load()
+	before := s.Tokenizes.Load()
 	var col collector
 	if _, err := Run(context.Background(), sizingTrace(), Options{Target: tg, Sizer: sz, PromptSizing: SizingServer}, col.sink); err != nil {
 		t.Fatal(err)
 	}
-	if s.tokenizes.Load() != before {
-		t.Errorf("the run asked /tokenize again (%d calls after %d)", s.tokenizes.Load(), before)
+	if s.Tokenizes.Load() != before {
+		t.Errorf("the run asked /tokenize again (%d calls after %d)", s.Tokenizes.Load(), before)
 	}
 	for _, r := range col.recs {
 		if r.ServerInputTokens != r.IntendedInputTokens {
@@ -175,12 +188,12 @@ func TestContextLengthKeepsKind(t *testing.T) {
 	} {
 		t.Run(tc.wire, func(t *testing.T) {
 			s := newTokStub(t, tc.wire)
-			s.ctx = 200
+			s.Ctx = 200
 			srv := newServer(t, s.ServeHTTP)
 			tg := target(srv.URL)
 			tg.Backend = tc.wire
 			req := traces.Request{ID: "long", Prompt: tokenizer.Text(3, 0, 100), OutputTokens: 4}
-			want := s.count(req.Prompt)
+			want := s.Count(req.Prompt)
 			rec := runOne(t, Options{Target: tg}, req)
 			if rec.Failure != metrics.FailContextLength || rec.Status != 400 {
 				t.Fatalf("failure %q status %d (%s), want context_length", rec.Failure, rec.Status, rec.Error)

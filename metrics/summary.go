@@ -66,13 +66,17 @@ type RunInfo struct {
 	Mode        string  `json:"mode"` // "open-loop", "closed-loop", "simulated"
 	Concurrency int     `json:"concurrency,omitempty"`
 	// MaxConcurrency caps an open-loop run (0 = none).
-	MaxConcurrency int               `json:"max_concurrency,omitempty"`
-	RateScale      float64           `json:"rate_scale,omitempty"`
-	Repeat         int               `json:"repeat,omitempty"`
-	Interrupted    bool              `json:"interrupted"`
-	Tokenizer      string            `json:"tokenizer,omitempty"`
-	Engine         map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
-	Host           Host              `json:"host"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	RateScale      float64 `json:"rate_scale,omitempty"`
+	Repeat         int     `json:"repeat,omitempty"`
+	Interrupted    bool    `json:"interrupted"`
+	Tokenizer      string  `json:"tokenizer,omitempty"`
+	// PromptSizing says how prompts synthesized from input_tokens were sized on the target
+	// when llmbench measured it (the server's /tokenize, or calibration; docs/inputs.md);
+	// empty when the tokenizer named by Tokenizer fitted them.
+	PromptSizing string            `json:"prompt_sizing,omitempty"`
+	Engine       map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
+	Host         Host              `json:"host"`
 	// Shard is set for one shard of a sharded run, Merged for the result of llmbench merge.
 	Shard  *ShardInfo `json:"shard,omitempty"`
 	Merged *MergeInfo `json:"merged,omitempty"`

@@ -316,6 +316,9 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		config = runner.FetchServerConfig(ctx, endpoint, t.APIKey, t.Model)
 	}
 	lo, err := o.load.options(t, tok)
+	if err == nil {
+		lo.PromptSizing, err = o.target.sizing(endpoint == "")
+	}
 	if err != nil {
 		closeArm()
 		return runner.Arm{}, nil, err

@@ -172,6 +172,9 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		if err != nil {
 			return nil, info, err
 		}
+		if lo.PromptSizing, err = o.tgt.sizing(o.tgt.endpoint == ""); err != nil {
+			return nil, info, err
+		}
 		rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
 		return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, nil
 	}
@@ -271,7 +274,7 @@ var searchOnly = []string{"start", "precision", "max-points"}
 var httpOnlySweep = []string{"api", "api-key-env", "backend", "batch-size", "ca-cert", "duration", "grace", "header",
 	"insecure", "max-concurrency", "max-line-bytes", "max-requests", "no-stream", "repeat",
 	"time-scale", "timeout-connect", "timeout-first-token", "timeout-idle", "timeout-total", "tokenizer",
-	"wire", "reasoning", "session-header"}
+	"wire", "reasoning", "session-header", "prompt-sizing", "input-tolerance"}
 
 // refuseIdleFlags makes a flag that would do nothing in this sweep an error that says why.
 func (o *sweepOptions) refuseIdleFlags() error {
