@@ -207,3 +207,26 @@ func TestContextLengthKeepsKind(t *testing.T) {
 		})
 	}
 }
+
+// TestSizerFitsFractionalCosts: a calibrated cost per word below or above one still fits a
+// prompt to its exact count under the sizer (the prompt fitter's word bound must not assume
+// a word is at least one token).
+func TestSizerFitsFractionalCosts(t *testing.T) {
+	words := sizingWords(SizingVocab)
+	for _, per := range []float64{0.8, 0.997, 1.25, 2.6} {
+		cost := make([]float64, len(words))
+		for i := range cost {
+			cost[i] = per
+		}
+		s := newSizer(SizingCalibrate, "", words, cost, 0)
+		p := workloads.NewPrompterWords(s.costs, 1, 128, words)
+		for _, n := range []int{1, 37, 64, 500, 1000} {
+			q := &traces.Request{ID: "x", InputTokens: n, HashIDs: []int64{4, 5}}
+			// With a mean cost above one some counts cannot be reached by whole words, and
+			// the fitter may stop one word short; never above.
+			if got := s.costs.Count(p.Text(q)); got > n || (per <= 1 && got != n) || n-got > int(per+0.5) {
+				t.Errorf("per %.3f: %d tokens fitted to %d", per, got, n)
+			}
+		}
+	}
+}

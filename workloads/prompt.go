@@ -219,8 +219,13 @@ func (p *Prompter) fit(prefix string, seed uint64, target int) string {
 	if base >= target {
 		return prefix
 	}
-	// Each word is at least one token, so at most target-base words fit.
+	// Each word of a real tokenizer is at least one token, so at most target-base words fit;
+	// a tokenizer that counts words at a fractional mean below one (loadgen's calibrated
+	// prompt sizing) fits more, found by doubling.
 	lo, hi := 0, target-base // invariant: lo words fit
+	for hi < 8*(target-base) && tok.Count(prefix+p.words(seed, hi)) < target {
+		lo, hi = hi, 2*hi
+	}
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		if tok.Count(prefix+p.words(seed, mid)) <= target {
