@@ -66,6 +66,7 @@ func TestRunInputsOnServerTokenizer(t *testing.T) {
 			if !strings.HasPrefix(s.Run.PromptSizing, "server: word costs from the server's /tokenize") {
 				t.Errorf("prompt sizing %q", s.Run.PromptSizing)
 			}
+			t.Logf("%s: intended %d, server counted %d; %s", wire, c.Intended, c.Counted, s.Run.PromptSizing)
 			if o := app.out.String(); !strings.Contains(o, "Inputs      intended 2,750 · server counted 2,750 (+0.0%") || !strings.Contains(o, "sized") {
 				t.Errorf("the terminal summary has no Inputs line:\n%s", app.out.String())
 			}
@@ -89,6 +90,7 @@ func TestRunInputsMismatchFails(t *testing.T) {
 	if s.Inputs == nil || !s.Inputs.Exceeded || s.Inputs.Intended != total || s.Inputs.Counted < 2*total {
 		t.Fatalf("inputs %+v", s.Inputs)
 	}
+	t.Logf("approx-sized: intended %d, server counted %d (%+.1f%%); exit %d: %s", s.Inputs.Intended, s.Inputs.Counted, 100*s.Inputs.Difference, code, strings.TrimSpace(app.err.String()))
 	found := false
 	for _, w := range s.Warnings {
 		found = found || strings.HasPrefix(w, "inputs: ")
