@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,9 +26,17 @@ const (
 	// sizingWorkers is how many /tokenize calls are in flight while sizing.
 	sizingWorkers = 8
 	// sizingCallTimeout bounds one sizing call when the target sets no total timeout.
-	sizingCallTimeout = 2 * time.Minute
+	sizingCallTimeout = 2 * time.Minute // or Timeouts.Total when shorter
 	// maxTokenizeBody bounds a /tokenize or probe response read while sizing.
 	maxTokenizeBody = 4 << 20
+	// maxSizingOffset bounds the tokens /tokenize adds to every input (special tokens, a
+	// leading word marker), and how far below the word costs a prompt's count may be.
+	maxSizingOffset = 64
+	// maxPromptOverhead bounds what a real request adds to a prompt (special tokens and a
+	// chat template, which may hold a default system prompt).
+	maxPromptOverhead = 1 << 14
+	// maxTokensPerWord bounds a calibrated word's cost (a reference word is 4-6 bytes).
+	maxTokensPerWord = 16
 )
 
 // MeasureSizing measures the prompt sizing opts.PromptSizing asks for against opts.Target
@@ -109,6 +118,9 @@ func (c *client) sizeByTokenize(ctx context.Context) (*Sizer, error) {
 		extras[i] = counts[2*i] + counts[2*i+1] - counts[nw+i]
 	}
 	k := modalExtra(extras)
+	if k < 0 || k > maxSizingOffset {
+		return nil, fmt.Errorf("%w: /tokenize counts do not add up (two words together differ from their sum by %d tokens)", errNoTokenize, k)
+	}
 	cost := make([]float64, len(words))
 	for i := range words {
 		cost[i] = float64(max(counts[i]-k, 1))
@@ -125,7 +137,9 @@ func (c *client) sizeByTokenize(ctx context.Context) (*Sizer, error) {
 	}
 	probe := "the prompt overhead from a probe request's usage.prompt_tokens"
 	if n, err := c.probe(ctx, samples[0]); err == nil {
-		s.Offset = n - s.costs.Count(samples[0])
+		if s.Offset = n - s.costs.Count(samples[0]); s.Offset < -maxSizingOffset || s.Offset > maxPromptOverhead {
+			return nil, fmt.Errorf("a probe request of %d words was counted %d prompt tokens, %d from what /tokenize says: not a usable overhead", strings.Count(samples[0], " "), n, s.Offset)
+		}
 	} else {
 		probe = fmt.Sprintf("the prompt overhead from /tokenize (a probe request gave none: %v)", err)
 	}
@@ -172,7 +186,10 @@ func (c *client) sizeByProbes(ctx context.Context) (*Sizer, error) {
 	if !(per > 0) {
 		return nil, fmt.Errorf("probe requests of %d and %d words were counted %v prompt tokens: no usable cost per word", lengths[0], lengths[2], got)
 	}
-	offset := int(short - per*float64(lengths[0]) + 0.5)
+	offset := int(math.Round(short - per*float64(lengths[0])))
+	if offset < -maxSizingOffset || offset > maxPromptOverhead || per > maxTokensPerWord {
+		return nil, fmt.Errorf("probe requests of %d and %d words were counted %v prompt tokens: %.2f tokens per word and %d added per prompt are not plausible", lengths[0], lengths[2], got, per, offset)
+	}
 	cost := make([]float64, len(words))
 	for i := range cost {
 		cost[i] = per
@@ -296,9 +313,9 @@ func (c *client) probe(ctx context.Context, text string) (int, error) {
 // sizingPost posts body as JSON to path and returns the response body (at most
 // maxTokenizeBody bytes) and status.
 func (c *client) sizingPost(ctx context.Context, path string, body any) ([]byte, int, error) {
-	d := c.target.Timeouts.Total
-	if d <= 0 {
-		d = sizingCallTimeout
+	d := sizingCallTimeout
+	if t := c.target.Timeouts.Total; t > 0 && t < d {
+		d = t
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()

@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -228,5 +230,33 @@ func TestSizerFitsFractionalCosts(t *testing.T) {
 				t.Errorf("per %.3f: %d tokens fitted to %d", per, got, n)
 			}
 		}
+	}
+}
+
+// TestSizingHostileServer: /tokenize answers and probe usage that make no sense stop the run
+// before it sends anything, with an error that says so; nothing panics or hangs.
+func TestSizingHostileServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, tokenize, usage string
+		want                  string
+	}{
+		{"count out of range, then absurd usage", `{"count":99999999999}`, `{"prompt_tokens":2000000000,"completion_tokens":1}`, "no usable usage.prompt_tokens"},
+		{"not JSON, then a constant count", `<html>busy</html>`, `{"prompt_tokens":1000,"completion_tokens":1}`, "no usable cost per word"},
+		{"constant counts, then a huge overhead", `{"count":1}`, `{"prompt_tokens":100000,"completion_tokens":1}`, "not a usable overhead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.URL.Path == "/tokenize" {
+					_, _ = io.WriteString(w, tc.tokenize)
+					return
+				}
+				_, _ = io.WriteString(w, `{"id":"x","choices":[{"index":0,"text":" ok","finish_reason":"length"}],"usage":`+tc.usage+`}`)
+			})
+			_, err := Run(context.Background(), sizingTrace(), Options{Target: target(srv.URL), PromptSizing: SizingAuto}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--tokenizer") {
+				t.Fatalf("err %v, want one naming %q and --tokenizer", err, tc.want)
+			}
+		})
 	}
 }
