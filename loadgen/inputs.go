@@ -27,7 +27,7 @@ func settleInput(rec *metrics.Record, k *call) {
 // plus that part is the trace's length as the target counts it. A later turn's carried
 // conversation (convTokens > 0) already holds that part. Without a Sizer q is returned as is.
 func (r *runner) sized(q *traces.Request, convTokens int) *traces.Request {
-	if r.sizer == nil || r.sizer.Offset == 0 || convTokens > 0 || q.InputTokens < 1 || q.Prompt != "" {
+	if !r.sizer.measured() || r.sizer.Offset == 0 || convTokens > 0 || q.InputTokens < 1 || q.Prompt != "" {
 		return q
 	}
 	c := *q

@@ -115,7 +115,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	}
 	r := &runner{opts: opts, c: c, clock: clock, sink: sink, soft: ctx, progress: opts.Progress,
 		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens), batches: batches, sizer: sizer}
-	if sizer != nil {
+	if sizer.measured() {
 		r.prompter = workloads.NewPrompterWords(sizer.costs, opts.Seed, opts.PromptBlockTokens, sizer.words)
 	}
 	if r.progress == nil {

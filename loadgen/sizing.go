@@ -45,6 +45,8 @@ const SizingVocab = 512
 // pass it to every run against the same target (Options.Sizer). Safe for concurrent use.
 type Sizer struct {
 	// Method is SizingServer or SizingCalibrate; Detail says in words what was measured.
+	// SizingTokenizer is auto's fallback when the server could not be measured: prompts are
+	// then fitted with Options.Tokenizer, and Detail says why.
 	Method string
 	Detail string
 	// Offset is the tokens the target adds to a prompt's text (special tokens, chat
@@ -149,6 +151,9 @@ func newSizer(method, detail string, words []string, cost []float64, offset int)
 	}
 	return s
 }
+
+// measured reports whether s sizes prompts itself (not auto's fallback to the tokenizer).
+func (s *Sizer) measured() bool { return s != nil && s.costs != nil }
 
 // target returns the text length, in the target's tokens, of a prompt of n tokens.
 func (s *Sizer) target(n int) int { return max(n-s.Offset, 1) }

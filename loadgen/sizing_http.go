@@ -52,6 +52,7 @@ func MeasureSizing(ctx context.Context, opts Options) (*Sizer, error) {
 		return nil, err
 	}
 	defer c.close()
+	c.tok = opts.Tokenizer
 	c.model = opts.Target.Model
 	if c.model == "" {
 		if c.model, err = c.discover(ctx); err != nil {
@@ -68,28 +69,44 @@ func checkSizing(mode string) error {
 	return nil
 }
 
-// measureSizing measures mode (SizingServer, SizingCalibrate or SizingAuto) with c.
+// measureSizing measures mode (SizingServer, SizingCalibrate or SizingAuto) with c. Auto
+// tries /tokenize, then probe requests, and when neither works falls back to fitting with the
+// run's tokenizer, saying why in the Sizer (the run's input check then tells whether the
+// lengths held); the explicit modes fail instead.
 func (c *client) measureSizing(ctx context.Context, mode string) (*Sizer, error) {
-	if mode == SizingServer || mode == SizingAuto {
+	const fix = "; pass --tokenizer with the model's tokenizer.json"
+	switch mode {
+	case SizingServer:
 		s, err := c.sizeByTokenize(ctx)
-		if err == nil || mode == SizingServer || !errors.Is(err, errNoTokenize) {
-			if err != nil {
-				err = fmt.Errorf("prompt sizing on the server: %w; pass --tokenizer with the model's tokenizer.json, or --prompt-sizing calibrate", err)
-			}
-			return s, err
+		if err != nil {
+			return nil, fmt.Errorf("prompt sizing on the server: %w%s, or --prompt-sizing calibrate", err, fix)
 		}
-		s, cerr := c.sizeByProbes(ctx)
-		if cerr != nil {
-			return nil, fmt.Errorf("prompt sizing: %v, and calibrating failed: %w; pass --tokenizer with the model's tokenizer.json", err, cerr)
+		return s, nil
+	case SizingCalibrate:
+		s, err := c.sizeByProbes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("prompt sizing by calibration: %w%s", err, fix)
 		}
-		s.Detail += " (the server has no /tokenize)"
 		return s, nil
 	}
-	s, err := c.sizeByProbes(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("prompt sizing by calibration: %w; pass --tokenizer with the model's tokenizer.json", err)
+	s, err := c.sizeByTokenize(ctx)
+	if err == nil || ctx.Err() != nil {
+		return s, err
 	}
-	return s, nil
+	s, cerr := c.sizeByProbes(ctx)
+	if cerr == nil {
+		s.Detail += "; /tokenize unusable: " + safetext.Clip(err.Error(), 200)
+		return s, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	name := "the reference tokenizer"
+	if c.tok != nil {
+		name = c.tok.Name()
+	}
+	return &Sizer{Method: SizingTokenizer, Detail: fmt.Sprintf("the server could not be measured (%s; calibration: %s): prompts fitted with %s, unverified until the server's usage says%s",
+		safetext.Clip(err.Error(), 200), safetext.Clip(cerr.Error(), 200), name, fix)}, nil
 }
 
 // sizeByTokenize learns each vocabulary word's cost from /tokenize, the tokens /tokenize adds

@@ -125,7 +125,7 @@ func TestSizingCalibratesWithoutTokenize(t *testing.T) {
 			s := newTokStub(t, "sglang")
 			s.NoTokenize = true
 			recs, res := runSizing(t, s, api, SizingAuto)
-			if res.Sizer == nil || res.Sizer.Method != SizingCalibrate || !strings.Contains(res.Sizer.Detail, "no /tokenize") {
+			if res.Sizer == nil || res.Sizer.Method != SizingCalibrate || !strings.Contains(res.Sizer.Detail, "/tokenize unusable") {
 				t.Fatalf("sizer %v, want calibration", res.Sizer)
 			}
 			if got := s.Probes.Load(); got != 4 {
@@ -233,16 +233,20 @@ func TestSizerFitsFractionalCosts(t *testing.T) {
 	}
 }
 
-// TestSizingHostileServer: /tokenize answers and probe usage that make no sense stop the run
-// before it sends anything, with an error that says so; nothing panics or hangs.
+// TestSizingHostileServer: /tokenize answers and probe usage that make no sense stop a run
+// that asked for that sizing before it sends anything, with an error that says so; auto falls
+// back to the run's tokenizer and says why. Nothing panics or hangs.
 func TestSizingHostileServer(t *testing.T) {
 	for _, tc := range []struct {
-		name, tokenize, usage string
-		want                  string
+		name, mode, tokenize, usage string
+		want                        string
 	}{
-		{"count out of range, then absurd usage", `{"count":99999999999}`, `{"prompt_tokens":2000000000,"completion_tokens":1}`, "no usable usage.prompt_tokens"},
-		{"not JSON, then a constant count", `<html>busy</html>`, `{"prompt_tokens":1000,"completion_tokens":1}`, "no usable cost per word"},
-		{"constant counts, then a huge overhead", `{"count":1}`, `{"prompt_tokens":100000,"completion_tokens":1}`, "not a usable overhead"},
+		{"count out of range", SizingServer, `{"count":99999999999}`, `null`, "out of range"},
+		{"not JSON", SizingServer, `<html>busy</html>`, `null`, "not a tokenize response"},
+		{"constant counts, then a huge overhead", SizingServer, `{"count":1}`, `{"prompt_tokens":100000,"completion_tokens":1}`, "not a usable overhead"},
+		{"absurd usage", SizingCalibrate, ``, `{"prompt_tokens":2000000000,"completion_tokens":1}`, "no usable usage.prompt_tokens"},
+		{"constant usage", SizingCalibrate, ``, `{"prompt_tokens":1000,"completion_tokens":1}`, "no usable cost per word"},
+		{"auto falls back", SizingAuto, `{"count":99999999999}`, `null`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -253,9 +257,22 @@ func TestSizingHostileServer(t *testing.T) {
 				}
 				_, _ = io.WriteString(w, `{"id":"x","choices":[{"index":0,"text":" ok","finish_reason":"length"}],"usage":`+tc.usage+`}`)
 			})
-			_, err := Run(context.Background(), sizingTrace(), Options{Target: target(srv.URL), PromptSizing: SizingAuto}, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--tokenizer") {
-				t.Fatalf("err %v, want one naming %q and --tokenizer", err, tc.want)
+			tg := target(srv.URL)
+			tg.Stream = false
+			var col collector
+			res, err := Run(context.Background(), sizingTrace(), Options{Target: tg, PromptSizing: tc.mode, Tokenizer: tokenizer.Approx{}}, col.sink)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--tokenizer") {
+					t.Fatalf("err %v, want one naming %q and --tokenizer", err, tc.want)
+				}
+				return
+			}
+			if err != nil || res.Sizer == nil || res.Sizer.Method != SizingTokenizer || !strings.Contains(res.Sizer.Detail, "prompts fitted with approx") ||
+				len(col.recs) != len(sizingTrace()) {
+				t.Fatalf("err %v, sizer %v, %d records: want the run to fall back to approx and say why", err, res.Sizer, len(col.recs))
+			}
+			if r := col.recs[0]; r.IntendedInputTokens != r.InputTokens || r.InputSource != metrics.InputFromTrace {
+				t.Errorf("record %+v: want the trace's count without usage", r)
 			}
 		})
 	}

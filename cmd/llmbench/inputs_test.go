@@ -117,7 +117,7 @@ func TestRunInputsOnEngineWires(t *testing.T) {
 			app := newTestApp(nil)
 			mustRun(t, app, "run", "--trace", trace, "--endpoint", srv.URL, "--backend", wire, "--out", out, "--no-progress")
 			s := readSummaryStruct(t, out)
-			if !strings.HasPrefix(s.Run.PromptSizing, "calibrate: ") || !strings.Contains(s.Run.PromptSizing, "no /tokenize") {
+			if !strings.HasPrefix(s.Run.PromptSizing, "calibrate: ") || !strings.Contains(s.Run.PromptSizing, "/tokenize unusable") {
 				t.Errorf("prompt sizing %q, want calibration", s.Run.PromptSizing)
 			}
 			// The 1,000-token prompt is past the context of 800.
