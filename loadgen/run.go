@@ -796,7 +796,8 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 			conv = &conversation{}
 		}
 		synthesized = true
-		if text != "" {
+		if text != "" && q.ImageCount() == 0 {
+			// (A request's images add their own tokens, which the text is not sized for.)
 			k.intendedInput = q.InputTokens
 		}
 	}
