@@ -114,8 +114,14 @@ func (c *client) measureSizing(ctx context.Context, mode string) (*Sizer, error)
 // real request adds with one probe.
 func (c *client) sizeByTokenize(ctx context.Context) (*Sizer, error) {
 	words := sizingWords(SizingVocab)
-	if _, err := c.tokenize(ctx, words[0]); err != nil {
-		return nil, err
+	// The backend's request format first, then the other one (a llama.cpp server benchmarked
+	// with the default --backend, say).
+	llama := c.target.Backend == "llamacpp"
+	if err := c.tokenizeReads(ctx, words, llama); err != nil {
+		if !errors.Is(err, errNoTokenize) || c.tokenizeReads(ctx, words, !llama) != nil {
+			return nil, err
+		}
+		llama = !llama
 	}
 	fill := workloads.FillerWords()
 	texts := append(append([]string(nil), words...), fill...)
@@ -125,7 +131,7 @@ func (c *client) sizeByTokenize(ctx context.Context) (*Sizer, error) {
 	}
 	samples := sampleTexts(words)
 	texts = append(texts, samples...)
-	counts, err := c.tokenizeAll(ctx, texts)
+	counts, err := c.tokenizeAll(ctx, texts, llama)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +169,23 @@ func (c *client) sizeByTokenize(ctx context.Context) (*Sizer, error) {
 	s.Detail = fmt.Sprintf("word costs from the server's /tokenize (%d words, %.2f tokens per word, %s), %d tokens added per prompt: %s",
 		len(words), s.TokensPerWord, describeVerify(errs), s.Offset, probe)
 	return s, nil
+}
+
+// tokenizeReads checks that /tokenize reads the text in the given format: a longer text must
+// count more (llama.cpp answers a body without "content" with an empty list, not an error).
+func (c *client) tokenizeReads(ctx context.Context, words []string, llama bool) error {
+	one, err := c.tokenize(ctx, words[0], llama)
+	if err != nil {
+		return err
+	}
+	eight, err := c.tokenize(ctx, joinWords(words[:8]), llama)
+	if err != nil {
+		return err
+	}
+	if eight <= one {
+		return fmt.Errorf("%w: POST /tokenize counted one word %d tokens and eight words %d: it does not read the text", errNoTokenize, one, eight)
+	}
+	return nil
 }
 
 // sampleTexts are whole texts of the vocabulary's words on which the learned costs are checked.
@@ -218,7 +241,7 @@ func (c *client) sizeByProbes(ctx context.Context) (*Sizer, error) {
 }
 
 // tokenizeAll runs c.tokenize over texts with sizingWorkers in flight; the first error wins.
-func (c *client) tokenizeAll(ctx context.Context, texts []string) ([]int, error) {
+func (c *client) tokenizeAll(ctx context.Context, texts []string, llama bool) ([]int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make([]int, len(texts))
@@ -231,7 +254,7 @@ func (c *client) tokenizeAll(ctx context.Context, texts []string) ([]int, error)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				n, err := c.tokenize(ctx, texts[i])
+				n, err := c.tokenize(ctx, texts[i], llama)
 				if err != nil {
 					once.Do(func() { first = err; cancel() })
 					continue
@@ -257,11 +280,11 @@ feed:
 }
 
 // tokenize asks the server's /tokenize how many tokens text is, special tokens included, in
-// the request format of the backend (llama.cpp: content and add_special; vLLM and SGLang:
-// model, prompt and add_special_tokens).
-func (c *client) tokenize(ctx context.Context, text string) (int, error) {
+// llama.cpp's request format (content and add_special) or vLLM's and SGLang's (model, prompt
+// and add_special_tokens).
+func (c *client) tokenize(ctx context.Context, text string, llama bool) (int, error) {
 	var body any = map[string]any{"model": c.model, "prompt": text, "add_special_tokens": true}
-	if c.target.Backend == "llamacpp" {
+	if llama {
 		body = map[string]any{"content": text, "add_special": true}
 	}
 	b, status, err := c.sizingPost(ctx, "/tokenize", body)

@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -40,11 +42,12 @@ func newTokStub(t *testing.T, wire string) *tokstub.Server {
 	return s
 }
 
-func runSizing(t *testing.T, s *tokstub.Server, api, sizing string) ([]metrics.Record, *Result) {
+// runSizing replays sizingTrace against s with --backend backend.
+func runSizing(t *testing.T, s *tokstub.Server, api, sizing, backend string) ([]metrics.Record, *Result) {
 	t.Helper()
 	srv := newServer(t, s.ServeHTTP)
 	tg := target(srv.URL)
-	tg.Backend, tg.API = s.Wire, api
+	tg.Backend, tg.API = backend, api
 	var col collector
 	res, err := Run(context.Background(), sizingTrace(), Options{Target: tg, Tokenizer: tokenizer.Approx{},
 		PromptSizing: sizing, PromptBlockTokens: 128}, col.sink)
@@ -64,15 +67,15 @@ func TestSizingOnServerTokenizeIsExact(t *testing.T) {
 		for _, api := range []string{"completions", "chat"} {
 			t.Run(wire+"/"+api, func(t *testing.T) {
 				s := newTokStub(t, wire)
-				recs, res := runSizing(t, s, api, SizingAuto)
+				recs, res := runSizing(t, s, api, SizingAuto, wire)
 				if res.Sizer == nil || res.Sizer.Method != SizingServer || !strings.Contains(res.Sizer.Detail, "exact on 4 sample texts") {
 					t.Fatalf("sizer %v, want the server's /tokenize, exact on its samples", res.Sizer)
 				}
 				if res.Sizer.TokensPerWord < 3 {
 					t.Errorf("tokens per word %.2f: the test tokenizer should cost several tokens per reference word", res.Sizer.TokensPerWord)
 				}
-				// One call per word and filler, 8 pairs, 4 samples, and the first call.
-				if got, want := s.Tokenizes.Load(), int64(SizingVocab+len(workloads.FillerWords())+8+4+1); got != want {
+				// One call per word and filler, 8 pairs, 4 samples, and the two format checks.
+				if got, want := s.Tokenizes.Load(), int64(SizingVocab+len(workloads.FillerWords())+8+4+2); got != want {
 					t.Errorf("%d /tokenize calls, want %d", got, want)
 				}
 				for _, r := range recs {
@@ -91,13 +94,28 @@ func TestSizingOnServerTokenizeIsExact(t *testing.T) {
 	}
 }
 
+// TestSizingOtherFormat: a llama.cpp server benchmarked with --backend vllm refuses vLLM's
+// /tokenize body; sizing then asks in llama.cpp's format and is exact all the same.
+func TestSizingOtherFormat(t *testing.T) {
+	s := newTokStub(t, "llamacpp")
+	recs, res := runSizing(t, s, "completions", SizingServer, "vllm")
+	if res.Sizer == nil || res.Sizer.Method != SizingServer {
+		t.Fatalf("sizer %v", res.Sizer)
+	}
+	for _, r := range recs {
+		if r.ServerInputTokens != r.IntendedInputTokens {
+			t.Errorf("%s: server counted %d, trace asked for %d", r.ID, r.ServerInputTokens, r.IntendedInputTokens)
+		}
+	}
+}
+
 // TestSizingDefaultTokenizerIsCaught: without sizing (the approximation fits the prompts),
 // the same server counts the prompts several times longer than asked, and the summary's
 // input check says so and fails.
 func TestSizingDefaultTokenizerIsCaught(t *testing.T) {
 	s := newTokStub(t, "vllm")
 	s.Ctx = 1 << 20
-	recs, res := runSizing(t, s, "completions", SizingTokenizer)
+	recs, res := runSizing(t, s, "completions", SizingTokenizer, "vllm")
 	if res.Sizer != nil {
 		t.Fatalf("sizer %v with sizing off", res.Sizer)
 	}
@@ -124,7 +142,7 @@ func TestSizingCalibratesWithoutTokenize(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			s := newTokStub(t, "sglang")
 			s.NoTokenize = true
-			recs, res := runSizing(t, s, api, SizingAuto)
+			recs, res := runSizing(t, s, api, SizingAuto, "sglang")
 			if res.Sizer == nil || res.Sizer.Method != SizingCalibrate || !strings.Contains(res.Sizer.Detail, "/tokenize unusable") {
 				t.Fatalf("sizer %v, want calibration", res.Sizer)
 			}
@@ -243,7 +261,8 @@ func TestSizingHostileServer(t *testing.T) {
 	}{
 		{"count out of range", SizingServer, `{"count":99999999999}`, `null`, "out of range"},
 		{"not JSON", SizingServer, `<html>busy</html>`, `null`, "not a tokenize response"},
-		{"constant counts, then a huge overhead", SizingServer, `{"count":1}`, `{"prompt_tokens":100000,"completion_tokens":1}`, "not a usable overhead"},
+		{"constant counts", SizingServer, `{"count":1}`, `null`, "does not read the text"},
+		{"counts by length, then a huge overhead", SizingServer, "bytes", `{"prompt_tokens":100000,"completion_tokens":1}`, "not a usable overhead"},
 		{"absurd usage", SizingCalibrate, ``, `{"prompt_tokens":2000000000,"completion_tokens":1}`, "no usable usage.prompt_tokens"},
 		{"constant usage", SizingCalibrate, ``, `{"prompt_tokens":1000,"completion_tokens":1}`, "no usable cost per word"},
 		{"auto falls back", SizingAuto, `{"count":99999999999}`, `null`, ""},
@@ -252,6 +271,12 @@ func TestSizingHostileServer(t *testing.T) {
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				if r.URL.Path == "/tokenize" {
+					if tc.tokenize == "bytes" { // one token per byte of the prompt
+						var body struct{ Prompt string }
+						_ = json.NewDecoder(r.Body).Decode(&body)
+						_, _ = fmt.Fprintf(w, `{"count":%d}`, len(body.Prompt))
+						return
+					}
 					_, _ = io.WriteString(w, tc.tokenize)
 					return
 				}

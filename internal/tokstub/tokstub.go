@@ -76,16 +76,24 @@ func (s *Server) tokenize(w http.ResponseWriter, body map[string]json.RawMessage
 		return
 	}
 	s.Tokenizes.Add(1)
-	text := str(body["prompt"])
-	if s.Wire == "llamacpp" {
-		text = str(body["content"])
-	}
-	ids := append([]int{1}, s.Tok.Encode(text)...)
 	w.Header().Set("Content-Type", "application/json")
 	if s.Wire == "llamacpp" {
+		// llama.cpp tokenizes "content" when the body has it and answers an empty list
+		// otherwise.
+		ids := []int{}
+		if raw, ok := body["content"]; ok {
+			ids = append([]int{1}, s.Tok.Encode(str(raw))...)
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"tokens": ids})
 		return
 	}
+	raw, ok := body["prompt"]
+	if !ok {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"object":"error","message":"[{'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}]","type":"BadRequestError","param":null,"code":400}`))
+		return
+	}
+	ids := append([]int{1}, s.Tok.Encode(str(raw))...)
 	_ = json.NewEncoder(w).Encode(map[string]any{"count": len(ids), "max_model_len": s.Ctx, "tokens": ids})
 }
 
