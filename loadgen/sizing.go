@@ -89,8 +89,7 @@ const unknownPiece = 1 << 30
 // (without the fixed part the target adds to every input). It is the tokenizer prompt
 // synthesis fits with under a Sizer, and knows nothing else.
 type wordCosts struct {
-	cost    map[string]float64
-	uniform float64 // >0: every word of the vocabulary costs this (calibrated)
+	cost map[string]float64 // per word (a calibrated sizing gives every word the mean)
 }
 
 // Name implements tokenizer.Tokenizer.

@@ -235,7 +235,6 @@ func (c *client) sizeByProbes(ctx context.Context) (*Sizer, error) {
 		cost[i] = per
 	}
 	s := newSizer(SizingCalibrate, "", words, cost, offset)
-	s.costs.uniform = per
 	s.Detail = fmt.Sprintf("calibrated from %d probe requests' usage.prompt_tokens: %.2f tokens per word, %d added per prompt (a mean: single prompts vary)", len(lengths), per, offset)
 	return s, nil
 }
