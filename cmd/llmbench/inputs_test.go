@@ -130,3 +130,32 @@ func TestRunInputsOnEngineWires(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepSizesOnce: a sweep against an outside server measures the prompt sizing once and
+// every load point's prompts reach the server at the trace's length.
+func TestSweepSizesOnce(t *testing.T) {
+	trace, total := inputsTrace(t)
+	s, err := tokstub.New("sglang", "../../tokenizer/testdata/sentencepiece.tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	out := filepath.Join(t.TempDir(), "sweep")
+	app := newTestApp(nil)
+	mustRun(t, app, "sweep", "--trace", trace, "--endpoint", srv.URL, "--backend", "sglang", "--model", "m", "--slo", "ttft=10s",
+		"--points", "2,4", "--min-duration", "0", "--out", out, "--no-progress")
+	if got, want := s.Tokenizes.Load(), int64(582); got != want {
+		t.Errorf("%d /tokenize calls, want one sizing (%d)", got, want)
+	}
+	sums, _ := filepath.Glob(filepath.Join(out, "*", "summary.json"))
+	if len(sums) != 2 {
+		t.Fatalf("point summaries %v", sums)
+	}
+	for _, p := range sums {
+		s := readSummaryStruct(t, filepath.Dir(p))
+		if c := s.Inputs; c == nil || c.Intended != total || c.Counted != total {
+			t.Errorf("%s: inputs %+v, want %d intended and counted", p, c, total)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/runner/engineadapter"
@@ -140,6 +141,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			c()
 		}
 	}()
+	var sizer *loadgen.Sizer // measured for the first point, reused by the others (one server)
 	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
 		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
 		if o.simulate {
@@ -175,6 +177,12 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		if lo.PromptSizing, err = o.tgt.sizing(o.tgt.endpoint == ""); err != nil {
 			return nil, info, err
 		}
+		if sizer == nil {
+			if sizer, err = loadgen.MeasureSizing(ctx, lo); err != nil {
+				return nil, info, err
+			}
+		}
+		lo.Sizer = sizer
 		rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
 		return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, nil
 	}
