@@ -159,3 +159,16 @@ func TestSweepSizesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepInputMismatchFails: a sweep whose prompts the server counts beyond the tolerance
+// exits 3 and names the load.
+func TestSweepInputMismatchFails(t *testing.T) {
+	trace, _ := inputsTrace(t)
+	srv := startTokStub(t, "vllm", 1<<20)
+	app := newTestApp(nil)
+	code := app.cli("sweep", "--trace", trace, "--endpoint", srv.URL, "--model", "m", "--slo", "ttft=10s", "--points", "2",
+		"--min-duration", "0", "--out", filepath.Join(t.TempDir(), "sweep"), "--no-progress", "--prompt-sizing", "tokenizer", "--tokenizer", "approx")
+	if code != exitRunFailed || !strings.Contains(app.err.String(), "the sweep failed at load 2") {
+		t.Fatalf("exit %d, stderr %q: want 3 naming the load", code, app.err.String())
+	}
+}

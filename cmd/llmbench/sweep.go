@@ -201,8 +201,28 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		if app.interrupted.Load() {
 			return &exitError{exitInterrupted, errors.New("interrupted: the points measured so far are written")}
 		}
+		if why := sweepInputFailure(res.Points); why != "" && err == nil {
+			return &exitError{exitRunFailed, errors.New(why)}
+		}
 	}
 	return err
+}
+
+// sweepInputFailure says why the sweep failed its input check ("" when no point did): a
+// point whose prompts the server counted beyond --input-tolerance measured another workload
+// (docs/inputs.md).
+func sweepInputFailure(points []metrics.SweepPoint) string {
+	for _, p := range points {
+		if p.Dir == "" {
+			continue
+		}
+		if s, err := runner.ReadSummary(p.Dir); err == nil {
+			if why := metrics.InputFailure(s); why != "" {
+				return fmt.Sprintf("the sweep failed at load %.4g: %s", p.Rate, why)
+			}
+		}
+	}
+	return ""
 }
 
 // loadText is a load as a progress line shows it: "20 req/s", "4.82 req/s", "concurrency 8".
