@@ -172,3 +172,40 @@ func TestSweepInputMismatchFails(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want 3 naming the load", code, app.err.String())
 	}
 }
+
+// TestABSizesEachArmOnce: ab measures each outside arm's prompt sizing once, for its warm-up
+// and every repeat, and both arms' prompts reach their servers at the trace's length.
+func TestABSizesEachArmOnce(t *testing.T) {
+	trace, total := inputsTrace(t)
+	var stubs []*tokstub.Server
+	var urls []string
+	for _, wire := range []string{"vllm", "llamacpp"} {
+		s, err := tokstub.New(wire, "../../tokenizer/testdata/sentencepiece.tokenizer.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		stubs, urls = append(stubs, s), append(urls, srv.URL)
+	}
+	out := filepath.Join(t.TempDir(), "ab")
+	app := newTestApp(nil)
+	mustRun(t, app, "ab", "--trace", trace, "--a-endpoint", urls[0], "--b-endpoint", urls[1], "--model", "m", "--repeats", "2",
+		"--warmup-requests", "2", "--out", out, "--no-progress")
+	// Arm B is llama.cpp under the shared --backend vllm: its sizing first finds that vLLM's
+	// /tokenize body is not read (two calls), then uses llama.cpp's.
+	for i, want := range []int64{582, 584} {
+		if got := stubs[i].Tokenizes.Load(); got != want {
+			t.Errorf("arm %d: %d /tokenize calls, want one sizing (%d)", i, got, want)
+		}
+	}
+	sums, _ := filepath.Glob(filepath.Join(out, "*", "summary.json"))
+	if len(sums) != 4 {
+		t.Fatalf("run summaries %v, want 2 arms × 2 repeats", sums)
+	}
+	for _, p := range sums {
+		if c := readSummaryStruct(t, filepath.Dir(p)).Inputs; c == nil || c.Intended != total || c.Counted != total {
+			t.Errorf("%s: inputs %+v", p, c)
+		}
+	}
+}
