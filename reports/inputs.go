@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/metrics"
 )
 
@@ -27,7 +28,7 @@ func inputsLine(c *metrics.InputCheck, sizing string) string {
 		b.WriteString(" · EXCEEDED")
 	}
 	if m, _, ok := strings.Cut(sizing, ":"); ok && m != "" {
-		b.WriteString(" · sized by " + m)
+		b.WriteString(" · sized by " + safetext.Escape(m, 40)) // the text may quote a server
 	}
 	return b.String()
 }
