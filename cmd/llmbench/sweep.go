@@ -145,46 +145,13 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
 		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
 		if o.simulate {
-			cfg, err := o.engine.config()
-			if err != nil {
-				return nil, info, err
-			}
-			a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown,
-				Replicas: o.replicas.replicas, Router: o.replicas.router}
-			info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
-			return a.Produce, info, nil
+			return o.simulatedPoint(load, baseRate, info)
 		}
-		lf := *o.load
-		if o.concurrency {
-			lf.concurrency = int(load)
-		} else {
-			lf.rateScale = o.load.rateScale * load / baseRate
+		p, rinfo, closeTarget, err := o.httpPoint(ctx, app, load, baseRate, info, &sizer)
+		if closeTarget != nil {
+			closers = append(closers, closeTarget)
 		}
-		tgt, rinfo, closeTarget, err := openTarget(app, o.tgt, &lf, o.engine)
-		if err != nil {
-			return nil, info, err
-		}
-		closeTarget = sync.OnceFunc(closeTarget)
-		closers = append(closers, closeTarget)
-		tok, err := o.tgt.loadTokenizer(o.tgt.endpoint == "")
-		if err != nil {
-			return nil, info, err
-		}
-		lo, err := lf.options(tgt, tok)
-		if err != nil {
-			return nil, info, err
-		}
-		if lo.PromptSizing, err = o.tgt.sizing(o.tgt.endpoint == ""); err != nil {
-			return nil, info, err
-		}
-		if sizer == nil {
-			if sizer, err = loadgen.MeasureSizing(ctx, lo); err != nil {
-				return nil, info, err
-			}
-		}
-		lo.Sizer = sizer
-		rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
-		return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, nil
+		return p, rinfo, err
 	}
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
 		Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
@@ -223,6 +190,53 @@ func sweepInputFailure(points []metrics.SweepPoint) string {
 		}
 	}
 	return ""
+}
+
+// simulatedPoint builds the producer of one load point on the reference engine's virtual
+// clock (--simulate).
+func (o *sweepOptions) simulatedPoint(load, baseRate float64, info metrics.RunInfo) (runner.Producer, metrics.RunInfo, error) {
+	cfg, err := o.engine.config()
+	if err != nil {
+		return nil, info, err
+	}
+	a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown,
+		Replicas: o.replicas.replicas, Router: o.replicas.router}
+	info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
+	return a.Produce, info, nil
+}
+
+// httpPoint builds the producer of one load point over HTTP (the endpoint, or an embedded
+// engine started for the point; closeTarget stops it). The prompt sizing is measured for the
+// first point and kept in *sizer for the others: one server, one measurement.
+func (o *sweepOptions) httpPoint(ctx context.Context, app *App, load, baseRate float64, info metrics.RunInfo, sizer **loadgen.Sizer) (runner.Producer, metrics.RunInfo, func(), error) {
+	lf := *o.load
+	if o.concurrency {
+		lf.concurrency = int(load)
+	} else {
+		lf.rateScale = o.load.rateScale * load / baseRate
+	}
+	tgt, rinfo, closeTarget, err := openTarget(app, o.tgt, &lf, o.engine)
+	if err != nil {
+		return nil, info, nil, err
+	}
+	closeTarget = sync.OnceFunc(closeTarget)
+	tok, err := o.tgt.loadTokenizer(o.tgt.endpoint == "")
+	if err != nil {
+		return nil, info, closeTarget, err
+	}
+	lo, err := lf.options(tgt, tok)
+	if err == nil {
+		lo.PromptSizing, err = o.tgt.sizing(o.tgt.endpoint == "")
+	}
+	if err == nil && *sizer == nil {
+		*sizer, err = loadgen.MeasureSizing(ctx, lo)
+	}
+	if err != nil {
+		return nil, info, closeTarget, err
+	}
+	lo.Sizer = *sizer
+	rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
+	return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, closeTarget, nil
 }
 
 // loadText is a load as a progress line shows it: "20 req/s", "4.82 req/s", "concurrency 8".
