@@ -218,6 +218,7 @@ func (c *client) embeddings(ctx context.Context, resp *http.Response, k *call, r
 	}
 	if e.isError {
 		c.fail(rec, metrics.FailServerError, "error in response: "+string(e.errMsg))
+		c.noteServerError(rec, b)
 		return
 	}
 	rec.OutputTokens = 0

@@ -226,20 +226,24 @@ func (c *client) now() int64              { return c.since(c.clock.Now()) }
 
 // call is one request on the wire.
 type call struct {
-	requestID   string
-	chat        bool
-	api         string   // responses, messages or embeddings (api.go); "" for completions and chat
-	inputs      []string // embeddings: the batch's inputs
-	prompt      string
-	messages    []traces.Message
-	maxTokens   int
-	temperature *float64
-	seed        *int64
-	keepText    bool // return the output text (multi-turn sessions need it)
-	inputTokens int  // the client's prompt count when it differs from the trace's (0: trace)
-	body        []byte
-	bodyErr     error
-	waiting     bool // counted among the dispatched requests not yet sent (Progress.Waiting, MaxWaiting)
+	// intendedInput is the trace's input_tokens a synthesized prompt was sized to (0: the
+	// trace gave the text); inputCounted says inputTokens is the client tokenizer's count.
+	intendedInput int
+	inputCounted  bool
+	requestID     string
+	chat          bool
+	api           string   // responses, messages or embeddings (api.go); "" for completions and chat
+	inputs        []string // embeddings: the batch's inputs
+	prompt        string
+	messages      []traces.Message
+	maxTokens     int
+	temperature   *float64
+	seed          *int64
+	keepText      bool // return the output text (multi-turn sessions need it)
+	inputTokens   int  // the client's prompt count when it differs from the trace's (0: trace)
+	body          []byte
+	bodyErr       error
+	waiting       bool // counted among the dispatched requests not yet sent (Progress.Waiting, MaxWaiting)
 
 	// Quality (issue 17): capture keeps the answer text and tool calls in the record; tools,
 	// toolChoice and responseFormat are the trace's, sent as is (chat only).
@@ -541,7 +545,9 @@ func (c *client) httpError(ctx context.Context, resp *http.Response, rec *metric
 		c.fail(rec, metrics.FailHTTP5xx, msg)
 	default:
 		c.fail(rec, metrics.FailMalformed, "unexpected "+msg)
+		return
 	}
+	c.noteServerError(rec, b)
 }
 
 // fnv64a constants: the output hash is computed incrementally over the chunks' text.
@@ -767,6 +773,7 @@ func (st *streamState) event(data, event []byte, t int64) {
 			msg = string(clip(data, 200))
 		}
 		st.stop(t, metrics.FailServerError, "error in stream: "+msg)
+		c.noteServerError(st.rec, data)
 		return
 	}
 	if n.cap != nil {
@@ -830,6 +837,7 @@ func (c *client) whole(ctx context.Context, resp *http.Response, k *call, rec *m
 	}
 	if f.isError {
 		c.fail(rec, metrics.FailServerError, "error in response: "+string(f.errMsg))
+		c.noteServerError(rec, b)
 		return ""
 	}
 	n := counter{c: c, rec: rec, hash: fnvOffset, keep: k.keepText, natural: k.natural}

@@ -56,7 +56,16 @@
 // ignore_eos was sent; the server's usage count is used when it reports one), canceled, and
 // client_fd_limit (no file descriptor left for a new connection, EMFILE/ENFILE: the
 // client's limit, never blamed on the server as connect; the summary then says
-// client-limited).
+// client-limited), and context_length (a refusal of the prompt as longer than the model's
+// context, whatever its status or framing: errdetail.go). An error body's type and code, and a
+// context-length error's prompt and context sizes, are kept in Record.ErrorType, ErrorCode,
+// ErrorPromptTokens and ErrorContextTokens.
+//
+// Prompt sizing (sizing.go, docs/inputs.md): against an outside server, prompts synthesized
+// from input_tokens are fitted to the server's own count, learned from its /tokenize or from
+// probe requests' usage before the run; Record.InputTokens is the server's
+// usage.prompt_tokens when reported (Record.InputSource says which count it is) and
+// Record.IntendedInputTokens the trace's length.
 // Error messages and response ids are scrubbed by the target's internal/redact policy (API
 // key, header values and their token parts, URL user info and query values), escaped and
 // truncated (metrics.TruncateError; ids to 128 bytes). Streams are read per the WHATWG

@@ -137,6 +137,14 @@ type Options struct {
 	// server sends no per-chunk usage, each chunk's output tokens. Nil synthesizes prompts for
 	// the reference tokenizer and counts one token per content chunk (TokenSource "chunks").
 	Tokenizer tokenizer.Tokenizer
+	// PromptSizing says how prompts synthesized from input_tokens are sized on the target
+	// (SizingModes; "" and SizingTokenizer fit them with Tokenizer). With SizingServer,
+	// SizingCalibrate or SizingAuto, RunSource measures the target before sending (see
+	// SizingServer) unless Sizer is given.
+	PromptSizing string
+	// Sizer is a sizing already measured (MeasureSizing), reused by the runs of ab and
+	// sweep against the same target; it wins over PromptSizing.
+	Sizer *Sizer
 	// PromptBlockTokens is the number of tokens per hash_ids block (default 512).
 	PromptBlockTokens int
 	// Grace is how long, after ctx is canceled, in-flight requests may finish before they are
@@ -193,6 +201,8 @@ type Result struct {
 	Elapsed time.Duration
 	// Model is the model requested (given or discovered).
 	Model string
+	// Sizer is the prompt sizing the run used (nil: Options.Tokenizer fitted the prompts).
+	Sizer *Sizer
 	// Mode is "open-loop" or "closed-loop".
 	Mode string
 	// Sent counts requests written to the wire; Succeeded + Failed counts every Record.

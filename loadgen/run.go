@@ -51,6 +51,7 @@ type runner struct {
 	progress *Progress
 	prompter *workloads.Prompter
 	batches  *batchSource // embeddings batches (batch.go); nil otherwise
+	sizer    *Sizer       // prompt sizing on the target (sizing.go); nil: opts.Tokenizer
 
 	sent, succeeded, failed, dropped, skipped atomic.Int64
 }
@@ -93,6 +94,12 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	if sink == nil {
 		sink = func(*metrics.Record) {}
 	}
+	sizer := opts.Sizer
+	if sizer == nil && opts.PromptSizing != "" && opts.PromptSizing != SizingTokenizer && ctx.Err() == nil {
+		if sizer, err = c.measureSizing(ctx, opts.PromptSizing); err != nil && ctx.Err() == nil {
+			return nil, err
+		}
+	}
 	var batches *batchSource
 	if opts.Target.API == "embeddings" {
 		if batches, err = newBatchSource(src, opts.Target.BatchSize); err != nil {
@@ -107,7 +114,10 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		clock = rc
 	}
 	r := &runner{opts: opts, c: c, clock: clock, sink: sink, soft: ctx, progress: opts.Progress,
-		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens), batches: batches}
+		prompter: workloads.NewPrompter(opts.Tokenizer, opts.Seed, opts.PromptBlockTokens), batches: batches, sizer: sizer}
+	if sizer.measured() {
+		r.prompter = workloads.NewPrompterWords(sizer.costs, opts.Seed, opts.PromptBlockTokens, sizer.words)
+	}
 	if r.progress == nil {
 		r.progress = &Progress{}
 	}
@@ -187,6 +197,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		Start:             r.start,
 		Elapsed:           end.Sub(r.start),
 		Model:             c.model,
+		Sizer:             sizer,
 		Mode:              mode,
 		Sent:              int(r.sent.Load()),
 		Succeeded:         int(r.succeeded.Load()),
@@ -222,6 +233,8 @@ func validate(o *Options) error {
 		return fmt.Errorf("batch size %d: must be >= 0, and above 1 only with the embeddings API", o.Target.BatchSize)
 	case o.MaxRequests < 0 || o.Repeat < 0 || o.PromptBlockTokens < 0:
 		return errors.New("max requests, repeat and prompt block tokens must be >= 0")
+	case checkSizing(o.PromptSizing) != nil:
+		return checkSizing(o.PromptSizing)
 	case o.Concurrency > 0 && o.Cooldown > 0 && o.Duration == 0:
 		return errors.New("cooldown in a closed-loop run needs a duration: the end of the run is not known in advance")
 	}
@@ -698,6 +711,7 @@ func (r *runner) send(it *item, i int, k *call, conv *conversation, intended, di
 	r.progress.Sent.Add(1)
 	r.progress.InFlight.Add(1)
 	out := r.c.execute(r.hard, k, rec)
+	settleInput(rec, k)
 	r.progress.InFlight.Add(-1)
 	ok, end := rec.OK(), rec.End
 	if ok && k.keepText {
@@ -777,11 +791,15 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 		// A turn with token counts only: its input_tokens are its whole prompt, the carried
 		// conversation included (workloads.Prompter.TurnText).
 		var carry bool
-		text, carry = r.prompter.TurnText(q, conv.tokens)
+		text, carry = r.prompter.TurnText(r.sized(q, conv.tokens), conv.tokens)
 		if !carry {
 			conv = &conversation{}
 		}
 		synthesized = true
+		if text != "" && q.ImageCount() == 0 {
+			// (A request's images add their own tokens, which the text is not sized for.)
+			k.intendedInput = q.InputTokens
+		}
 	}
 	if !k.chat && q.ImageCount() > 0 {
 		k.bodyErr = fmt.Errorf("request %s carries images: replay it with --api chat, responses or messages", q.ID)
@@ -820,7 +838,7 @@ func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
 		} else {
 			n = r.opts.Tokenizer.Count(k.prompt)
 		}
-		k.inputTokens = n
+		k.inputTokens, k.inputCounted = n, true
 	case i > 0 && !synthesized:
 		k.inputTokens = conv.tokens + q.InputTokens
 	}

@@ -134,8 +134,9 @@ func TestVLLMExtensions(t *testing.T) {
 	if gotID != "q1" || gotAuth != "Bearer k-123" {
 		t.Errorf("headers: X-Request-Id %q Authorization %q", gotID, gotAuth)
 	}
-	if rec.InputTokens != 20 {
-		t.Errorf("input tokens %d, want 20", rec.InputTokens)
+	// The server's usage.prompt_tokens (3) is the count; the trace's 20 is what was intended.
+	if rec.InputTokens != 3 || rec.InputSource != metrics.InputFromUsage || rec.IntendedInputTokens != 20 {
+		t.Errorf("input tokens %d from %q (intended %d), want the server's 3 from usage (intended 20)", rec.InputTokens, rec.InputSource, rec.IntendedInputTokens)
 	}
 }
 

@@ -60,6 +60,7 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 	out.Client = mergeClient(sums, hists)
 	out.Cost = mergeCost(sums, out)
 	out.Quality = mergeQuality(sums)
+	out.Inputs = mergeInputs(sums)
 	if mode == MergeShards {
 		ts, err := mergeTimeSeries(sums)
 		if err != nil {
@@ -202,6 +203,7 @@ func mergeWarnings(out *Summary, sums []*Summary) {
 	}
 	out.Warnings = append(out.Warnings, failureWarning(out.Requests)...)
 	out.Warnings = append(out.Warnings, mismatchWarning(out.Requests)...)
+	out.Warnings = append(out.Warnings, inputWarning(out.Inputs)...)
 	first := sums[0]
 	for i, s := range sums {
 		for _, w := range s.Warnings {
@@ -278,6 +280,12 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		addCounts(out.req.Failures, r.Failures)
 		addCounts(out.req.FailStatus, r.FailStatus)
 		addCounts(out.req.TokenSource, r.TokenSource)
+		if len(r.InputSource) > 0 {
+			if out.req.InputSource == nil {
+				out.req.InputSource = map[string]int{}
+			}
+			addCounts(out.req.InputSource, r.InputSource)
+		}
 		mergeProvenance(&out.req, r)
 		okIn += p.tp.InputTokensPerS * p.tp.WindowS
 		okOut += p.tp.OutputTokensPerS * p.tp.WindowS

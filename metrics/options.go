@@ -159,6 +159,11 @@ const (
 // Options configures Summarize. The zero value is valid: every zero field takes the default
 // documented on it.
 type Options struct {
+	// InputTolerance is the relative difference between the synthesized prompts' intended
+	// and server-counted tokens beyond which Summary.Inputs is Exceeded; 0 or less (or not
+	// finite) means DefaultInputTolerance.
+	InputTolerance float64
+
 	// SLO applies to every request without a class SLO; ClassSLO overrides it per class.
 	SLO      SLO
 	ClassSLO map[string]SLO

@@ -38,6 +38,13 @@ const (
 	FailDropped        FailureKind = "dropped"       // never sent (concurrency cap, run ended first)
 	FailServerError    FailureKind = "server_error"  // an error object inside a 200 stream
 
+	// FailContextLength: the server refused the prompt (or prompt plus max_tokens) as longer
+	// than the model's context, whatever its HTTP status or error framing (llama.cpp's
+	// exceed_context_size_error, OpenAI's context_length_exceeded, vLLM's and SGLang's
+	// messages); Record.ErrorPromptTokens and ErrorContextTokens say by how much when the
+	// server said so.
+	FailContextLength FailureKind = "context_length"
+
 	// FailClientFDLimit: the client had no file descriptor left for a new connection
 	// (EMFILE/ENFILE on dial). The client's limit, not the server's failure: a run with one
 	// is client-limited (issue 18).
@@ -59,6 +66,13 @@ const (
 	// servers that stream one event per token (llama.cpp, TGI, Ollama), whatever a
 	// tokenizer makes of each chunk's text.
 	TokensOnePerChunk = "one_per_chunk"
+)
+
+// Input sources: where a Record's InputTokens came from (Record.InputSource).
+const (
+	InputFromUsage     = "usage"     // the server's usage.prompt_tokens
+	InputFromTokenizer = "tokenizer" // the client's tokenizer over the prompt as sent
+	InputFromTrace     = "trace"     // the trace's input_tokens (nothing better was known)
 )
 
 // Phases of a run; only steady-state records feed the headline numbers.
@@ -105,11 +119,20 @@ type Record struct {
 	// End is when the response completed (or failed).
 	End int64
 
-	// InputTokens is the client's prompt length (tokenizer or trace); OutputTokens the
-	// generated tokens counted per TokenSource.
+	// InputTokens is the prompt length: the server's usage.prompt_tokens when it reported
+	// one, else the client's tokenizer count or the trace's input_tokens (InputSource says
+	// which); OutputTokens the generated tokens counted per TokenSource.
 	InputTokens  int
 	OutputTokens int
 	TokenSource  string
+	// InputSource is where InputTokens came from: InputFromUsage, InputFromTokenizer or
+	// InputFromTrace ("" in records written before it existed, and for requests never sent).
+	InputSource string
+	// IntendedInputTokens is the prompt length the trace asked for when llmbench synthesized
+	// the prompt from input_tokens (the whole prompt of a turn, carried conversation
+	// included); 0 when the trace gave the text itself. Against ServerInputTokens it says
+	// whether the prompt reached the server at the length the trace promised.
+	IntendedInputTokens int
 	// TokenAttribution is how OutputTokens were split among Chunks: per-chunk usage deltas,
 	// tokenizer counts (rescaled to the server's total when there is one), evenly, or one
 	// per chunk. Empty in records written before it existed.
@@ -135,11 +158,20 @@ type Record struct {
 	ReasoningChunks int
 	FirstAnswer     int64
 
-	Status     int
-	Failure    FailureKind
-	Error      string // server or client message, truncated
-	OutputHash string
-	ResponseID string
+	Status  int
+	Failure FailureKind
+	Error   string // server or client message, truncated
+	// ErrorType and ErrorCode are the server's error "type" and "code" (a number written in
+	// decimal), each at most MaxErrorField bytes, escaped and scrubbed of secrets like Error;
+	// ErrorPromptTokens and ErrorContextTokens are the prompt length and context size a
+	// context-length error reported (llama.cpp's n_prompt_tokens and n_ctx, or the numbers
+	// of vLLM's, SGLang's and OpenAI's messages); 0 when the server gave none.
+	ErrorType          string
+	ErrorCode          string
+	ErrorPromptTokens  int
+	ErrorContextTokens int
+	OutputHash         string
+	ResponseID         string
 
 	// Quality (issue 17). OutputText is the response's text (content, or the completion's
 	// text; reasoning is not part of it), at most MaxOutputText bytes, cut on a rune boundary;
@@ -190,6 +222,9 @@ func (r *Record) OK() bool { return r.Failure == FailNone }
 
 // MaxErrorLen bounds Record.Error.
 const MaxErrorLen = 512
+
+// MaxErrorField bounds Record.ErrorType and Record.ErrorCode.
+const MaxErrorField = 64
 
 // TruncateError shortens an error message to MaxErrorLen bytes on a rune boundary.
 func TruncateError(s string) string {

@@ -113,6 +113,7 @@ type summarizer struct {
 	// gradeExamples holds the first failing request per grade (issue 17).
 	gradeExamples map[string]string
 	sess          sessionTracker // agentic sessions
+	inputs        inputTally     // intended vs server-counted prompt tokens (inputs.go)
 }
 
 // Summarize computes a Summary from the records of src, following the package's measurement
@@ -218,6 +219,7 @@ func (s *summarizer) first(r *Record) {
 			s.warmEnd = r.Intended
 		}
 	}
+	s.inputs.add(r, s.opts.inputTolerance())
 	if r.Phase == PhaseSteady {
 		s.noteGrade(r)
 	}
@@ -238,7 +240,6 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		g.req.Dropped++ // never sent: no tokens, no window, not a failure
 		return
 	}
-	g.req.InputTokens += int64(r.InputTokens)
 	g.req.OutputTokens += int64(r.OutputTokens)
 	src := r.TokenSource
 	if src == "" {
@@ -276,7 +277,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		return
 	}
 	g.req.Succeeded++
-	g.okIn += int64(r.InputTokens)
+	g.addInput(r)
 	g.okOut += int64(r.OutputTokens)
 	s.addProvenance(g, r)
 	if r.FirstToken > 0 {
@@ -541,6 +542,7 @@ func (s *summarizer) build() (*Summary, error) {
 	if s.hasCool {
 		sum.TimeSeries.CooldownStartS = seconds(s.coolStart)
 	}
+	sum.Inputs = s.inputs.check(s.opts.inputTolerance())
 	sum.Warnings = s.warnings(sum)
 	return sum, nil
 }
@@ -615,6 +617,7 @@ func (s *summarizer) warnings(sum *Summary) []string {
 	}
 	w = append(w, failureWarning(sum.Requests)...)
 	w = append(w, mismatchWarning(sum.Requests)...)
+	w = append(w, inputWarning(sum.Inputs)...)
 	w = append(w, s.usageRejectedWarning(sum.Requests)...)
 	if s.overflow > 0 {
 		w = append(w, fmt.Sprintf("classes: more than %d request classes; %d requests of the classes after the first %d are counted together under %q", MaxClasses, s.overflow, MaxClasses, otherClass))

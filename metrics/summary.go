@@ -44,6 +44,9 @@ type Summary struct {
 	// Warnings are plain-language problems with the run (client-limited, token count
 	// mismatch, failures); a report shows them at the top.
 	Warnings []string `json:"warnings"`
+	// Inputs compares the prompt tokens the trace asked for with those the server counted,
+	// when llmbench synthesized prompts (inputs.go, docs/inputs.md).
+	Inputs *InputCheck `json:"inputs,omitempty"`
 	// Quality is present when requests were graded against expect checks (issue 17).
 	Quality *Quality `json:"quality,omitempty"`
 
@@ -67,13 +70,17 @@ type RunInfo struct {
 	Mode        string  `json:"mode"` // "open-loop", "closed-loop", "simulated"
 	Concurrency int     `json:"concurrency,omitempty"`
 	// MaxConcurrency caps an open-loop run (0 = none).
-	MaxConcurrency int               `json:"max_concurrency,omitempty"`
-	RateScale      float64           `json:"rate_scale,omitempty"`
-	Repeat         int               `json:"repeat,omitempty"`
-	Interrupted    bool              `json:"interrupted"`
-	Tokenizer      string            `json:"tokenizer,omitempty"`
-	Engine         map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
-	Host           Host              `json:"host"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	RateScale      float64 `json:"rate_scale,omitempty"`
+	Repeat         int     `json:"repeat,omitempty"`
+	Interrupted    bool    `json:"interrupted"`
+	Tokenizer      string  `json:"tokenizer,omitempty"`
+	// PromptSizing says how prompts synthesized from input_tokens were sized on the target
+	// when llmbench measured it (the server's /tokenize, or calibration; docs/inputs.md);
+	// empty when the tokenizer named by Tokenizer fitted them.
+	PromptSizing string            `json:"prompt_sizing,omitempty"`
+	Engine       map[string]string `json:"engine,omitempty"` // reference-engine or server config seen
+	Host         Host              `json:"host"`
 	// Shard is set for one shard of a sharded run, Merged for the result of llmbench merge.
 	Shard  *ShardInfo `json:"shard,omitempty"`
 	Merged *MergeInfo `json:"merged,omitempty"`
@@ -126,10 +133,15 @@ type Requests struct {
 	// Dropped counts requests never sent (FailDropped: the run was interrupted or a cap was
 	// reached first). They are in Total but not in Failed or Failures, add no tokens and do
 	// not stretch the throughput window: Succeeded + Failed + Dropped = Total.
-	Dropped      int            `json:"dropped,omitempty"`
-	FailStatus   map[string]int `json:"failures_by_status"` // by HTTP status code
-	InputTokens  int64          `json:"input_tokens"`
-	OutputTokens int64          `json:"output_tokens"`
+	Dropped    int            `json:"dropped,omitempty"`
+	FailStatus map[string]int `json:"failures_by_status"` // by HTTP status code
+	// InputTokens are the prompt tokens of the succeeded requests (a failed request's prompt
+	// is not throughput), each counted per its InputSource; OutputTokens the output tokens.
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	// InputSource counts the succeeded requests by where their prompt count came from:
+	// server usage, client tokenizer or trace (Record.InputSource; "unknown" in old records).
+	InputSource map[string]int `json:"input_source,omitempty"`
 	// TokenSource counts requests by where their output token count came from.
 	TokenSource map[string]int `json:"token_source"`
 	// TokenMismatch is the fraction of requests whose client count differs from the server's

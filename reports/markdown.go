@@ -89,6 +89,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	e.printf("- **Goodput:** %s\n", mdEscape(goodputLine(s.Goodput, s.Requests.Total)))
 	e.printf("- **Client:** %s\n", mdEscape(clientLine(s.Client)))
 	e.printf("- **Tokens:** %s\n", mdEscape(tokensLine(s.Requests)))
+	if s.Inputs != nil {
+		e.printf("- **Inputs:** %s\n", mdEscape(inputsLine(s.Inputs, s.Run.PromptSizing)))
+	}
 	if s.Requests.Failed > 0 {
 		e.printf("- **Failures:** %s\n", mdEscape(failuresText(s.Requests)))
 		for _, line := range failureMessageLines(s.Requests) {

@@ -303,6 +303,12 @@ func throughputSection(s *metrics.Summary) section {
 	for _, k := range sortedKeys(q.TokenSource) {
 		tp.add(txt("requests counted by "+k), txt(fmtInt(int64(q.TokenSource[k]))))
 	}
+	for _, k := range sortedKeys(q.InputSource) {
+		tp.add(txt("prompts counted by "+k), txt(fmtInt(int64(q.InputSource[k]))))
+	}
+	if c := s.Inputs; c != nil {
+		tp.add(txt("prompt tokens: trace vs server"), txt(inputsLine(c, s.Run.PromptSizing)))
+	}
 	for _, k := range sortedKeys(q.TokenAttribution) {
 		tp.add(txt("requests split per chunk by "+k), txt(fmtInt(int64(q.TokenAttribution[k]))))
 	}
@@ -583,8 +589,9 @@ func measuredWorkload(q metrics.Requests) (section, bool) {
 	}
 	t := &table{Caption: "Traffic measured (no trace statistics in the summary)", Numeric: true}
 	t.add(txt("requests"), txt(fmtInt(int64(q.Total))))
-	t.add(txt("input tokens per request (mean)"), txt(fmtFixed(float64(q.InputTokens)/float64(q.Total), 1)))
 	if q.Succeeded > 0 {
+		// requests.input_tokens counts the succeeded requests' prompts (docs/inputs.md).
+		t.add(txt("input tokens per successful request (mean)"), txt(fmtFixed(float64(q.InputTokens)/float64(q.Succeeded), 1)))
 		t.add(txt("output tokens per successful request (mean)"), txt(fmtFixed(float64(q.OutputTokens)/float64(q.Succeeded), 1)))
 	}
 	if q.OutputTokens > 0 {

@@ -74,6 +74,9 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 		fmtRate(s.Throughput.RequestsPerS), fmtRate(s.Throughput.InputTokensPerS),
 		fmtRate(s.Throughput.OutputTokensPerS), fmtSeconds(s.Throughput.WindowS)))
 	e.field("Tokens", tokensLine(s.Requests))
+	if s.Inputs != nil {
+		e.field("Inputs", termSafe(inputsLine(s.Inputs, s.Run.PromptSizing)))
+	}
 	e.printf("\n")
 
 	e.printf("%-14s", "Latency (ms)")

@@ -77,8 +77,9 @@ func TestMeasuredWorkloadWithoutTraceStatistics(t *testing.T) {
 	if err := WriteHTML(&b, s, HTMLOptions{Getenv: noEnv}); err != nil {
 		t.Fatal(err)
 	}
-	// 1,843,200 input tokens over 1,440 requests; 310,000 output tokens over 1,437 successes.
-	for _, want := range []string{"Traffic measured", "<td>1,280.0</td>", "<td>215.7</td>", "<td>5.95 : 1</td>"} {
+	// 1,843,200 input tokens (the succeeded requests' prompts) and 310,000 output tokens over
+	// 1,437 successes.
+	for _, want := range []string{"Traffic measured", "<td>1,282.7</td>", "<td>215.7</td>", "<td>5.95 : 1</td>"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -46,6 +46,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
+		"internal/tokstub":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"k8sjob":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
 		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},

@@ -13,7 +13,9 @@ import (
 const DefaultMaxFailureRate = 1.0
 
 // RunFailure says why a finished run counts as failed ("" when it does not): no request
-// succeeded, or more than maxFailureRate of them failed (maxFailureRate >= 1: only the first).
+// succeeded, or more than maxFailureRate of them failed (maxFailureRate >= 1: only the first),
+// or the server counted the synthesized prompts beyond the input tolerance
+// (metrics.InputFailure).
 // The reason names the commonest failure kinds.
 func RunFailure(s *metrics.Summary, maxFailureRate float64) string {
 	if s == nil || s.Requests.Total == 0 {
@@ -27,7 +29,9 @@ func RunFailure(s *metrics.Summary, maxFailureRate float64) string {
 	case maxFailureRate < 1 && frac > maxFailureRate:
 		return fmt.Sprintf("%.1f%% of requests failed (%d of %d%s), more than --max-failure-rate %g", frac*100, r.Failed, r.Total, kinds(r.Failures), maxFailureRate)
 	}
-	return ""
+	// Prompts the server counted at other lengths than the trace asked for measured another
+	// workload (docs/inputs.md).
+	return metrics.InputFailure(s)
 }
 
 func kinds(m map[string]int) string {

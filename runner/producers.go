@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync"
 
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
@@ -14,8 +15,15 @@ import (
 // as if the run had happened in real time (the harness's own overhead is magnified by the
 // factor; use it for quick checks, not for client-health figures).
 func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
+	// The prompt sizing measured by the first run is reused by the later ones (ab's repeats
+	// of an arm): one target, one measurement.
+	var mu sync.Mutex
+	sizer := lo.Sizer
 	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 		o := lo
+		mu.Lock()
+		o.Sizer = sizer
+		mu.Unlock()
 		if timeScale > 1 {
 			if o.RateScale == 0 {
 				o.RateScale = 1
@@ -39,7 +47,12 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 		if err != nil {
 			return nil, err
 		}
-		p := &Produced{Start: res.Start, Model: res.Model, Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, CPUStealFraction: res.CPUStealFraction, Skipped: res.Skipped, Err: res.TraceErr, LateStart: res.LateStart}
+		if res.Sizer != nil {
+			mu.Lock()
+			sizer = res.Sizer
+			mu.Unlock()
+		}
+		p := &Produced{Start: res.Start, Model: res.Model, Sizing: res.Sizer.String(), Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, CPUStealFraction: res.CPUStealFraction, Skipped: res.Skipped, Err: res.TraceErr, LateStart: res.LateStart}
 		if timeScale > 1 {
 			p.Duration = scaleDur(res.Elapsed, timeScale)
 		}

@@ -23,8 +23,11 @@ type Producer func(ctx context.Context, trace traces.Source, sink func(*metrics.
 
 // Produced is what a Producer reports about itself.
 type Produced struct {
-	Start             time.Time
-	Model             string
+	Start time.Time
+	Model string
+	// Sizing says how synthesized prompts were sized on the target (loadgen.Sizer.String;
+	// "" when the run's tokenizer fitted them), copied into RunInfo.PromptSizing.
+	Sizing            string
 	Interrupted       bool
 	ClientCPUFraction float64
 	// CPUStealFraction is the CPU steal during the run (loadgen.Result; 0: not measured).
@@ -221,6 +224,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	info := opts.Info
 	if prod.Model != "" {
 		info.Model = prod.Model
+	}
+	if prod.Sizing != "" {
+		info.PromptSizing = prod.Sizing
 	}
 	if prod.Engine != nil {
 		info.Engine = prod.Engine

@@ -34,6 +34,9 @@ type Prompter struct {
 	ref    bool
 	mu     sync.Mutex
 	blocks map[int64]string // fitted full-block text per hash id (non-reference tokenizers)
+	// vocab, when set, is the word list text is drawn from instead of tokenizer.Word's
+	// (NewPrompterWords).
+	vocab []string
 }
 
 // NewPrompter returns a Prompter; tok nil means tokenizer.Reference, blockTokens <= 0 means
@@ -50,6 +53,35 @@ func NewPrompter(tok tokenizer.Tokenizer, seed int64, blockTokens int) *Prompter
 		ref = true
 	}
 	return &Prompter{tok: tok, seed: seed, block: blockTokens, ref: ref, blocks: map[int64]string{}}
+}
+
+// NewPrompterWords is NewPrompter drawing its words from vocab (each with its leading space)
+// instead of the reference vocabulary: a tokenizer that knows the token cost of only those
+// words (one learned from a server's /tokenize, loadgen's prompt sizing) can then fit every
+// prompt. Text depends on (seed, position) as with NewPrompter; an empty vocab is NewPrompter.
+func NewPrompterWords(tok tokenizer.Tokenizer, seed int64, blockTokens int, vocab []string) *Prompter {
+	p := NewPrompter(tok, seed, blockTokens)
+	if len(vocab) > 0 {
+		p.vocab = append([]string(nil), vocab...)
+		p.ref = false
+	}
+	return p
+}
+
+// words returns n words of the stream seed: tokenizer.Text, or the same picks from p.vocab.
+func (p *Prompter) words(seed uint64, n int) string {
+	if p.vocab == nil {
+		return tokenizer.Text(seed, 0, n)
+	}
+	if n <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(min(n, 1<<20) * 6)
+	for i := 0; i < n; i++ {
+		b.WriteString(p.vocab[tokenizer.Mix(seed^tokenizer.Mix(uint64(i)))%uint64(len(p.vocab))])
+	}
+	return b.String()
 }
 
 // segment is a run of n tokens from the word stream seeded by seed.
@@ -139,7 +171,7 @@ func (p *Prompter) fitted(segs []segment, target int) string {
 		}
 		text += bt
 	}
-	return fit(p.tok, text, last.seed, target)
+	return p.fit(text, last.seed, target)
 }
 
 func (p *Prompter) blockText(s segment) string {
@@ -149,7 +181,7 @@ func (p *Prompter) blockText(s segment) string {
 	if ok {
 		return bt
 	}
-	bt = fit(p.tok, "", s.seed, p.block)
+	bt = p.fit("", s.seed, p.block)
 	p.mu.Lock()
 	p.blocks[s.id] = bt
 	p.mu.Unlock()
@@ -166,24 +198,43 @@ var fillers = func() []string {
 	return f
 }()
 
-// fit appends words from the stream seed to prefix so that tok counts exactly target tokens
+// FillerWords returns the fillers that begin with a space (" the", " of", " e", ...): the
+// ones a tokenizer that counts space-separated words (loadgen's prompt sizing) can learn the
+// cost of, so that a fitted prompt can end exactly on its target.
+func FillerWords() []string {
+	var out []string
+	for _, f := range fillers {
+		if len(f) > 1 && f[0] == ' ' {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// fit appends words from the stream seed to prefix so that p.tok counts exactly target tokens
 // (or as close below as the tokenizer allows).
-func fit(tok tokenizer.Tokenizer, prefix string, seed uint64, target int) string {
+func (p *Prompter) fit(prefix string, seed uint64, target int) string {
+	tok := p.tok
 	base := tok.Count(prefix)
 	if base >= target {
 		return prefix
 	}
-	// Each word is at least one token, so at most target-base words fit.
+	// Each word of a real tokenizer is at least one token, so at most target-base words fit;
+	// a tokenizer that counts words at a fractional mean below one (loadgen's calibrated
+	// prompt sizing) fits more, found by doubling.
 	lo, hi := 0, target-base // invariant: lo words fit
+	for hi < 8*(target-base) && tok.Count(prefix+p.words(seed, hi)) < target {
+		lo, hi = hi, 2*hi
+	}
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if tok.Count(prefix+tokenizer.Text(seed, 0, mid)) <= target {
+		if tok.Count(prefix+p.words(seed, mid)) <= target {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	text := prefix + tokenizer.Text(seed, 0, lo)
+	text := prefix + p.words(seed, lo)
 	n := tok.Count(text)
 	for step := 0; n < target && step < 4*len(fillers)+target-n; step++ {
 		added := false

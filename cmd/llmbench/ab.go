@@ -414,6 +414,9 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 		return runner.Arm{}, nil, fmt.Errorf("--independent-repeats %s: the embedded reference engine has no prefix-cache flush; use salt (the default)", o.independence)
 	}
 	lo, err := o.load.options(t, tok)
+	if err == nil {
+		lo.PromptSizing, err = o.target.sizing(endpoint == "")
+	}
 	if err != nil {
 		closeArm()
 		return runner.Arm{}, nil, err

@@ -353,8 +353,10 @@ func TestAPIErrorsAndKeys(t *testing.T) {
 			long := []traces.Request{{ID: "big", InputTokens: 16, OutputTokens: 1 << 20}}
 			recs, _, stop := runVirtualAPI(t, apiCell{api: "messages"}, long, nil, nil)
 			defer stop()
-			if r := recs[0]; r.Failure != metrics.FailHTTP4xx || !strings.Contains(r.Error, "maximum context length") {
-				t.Fatalf("failure %q error %q", r.Failure, r.Error)
+			// A refusal for length keeps its kind and numbers (issue 31), whatever the API.
+			if r := recs[0]; r.Failure != metrics.FailContextLength || r.Status != 400 || !strings.Contains(r.Error, "maximum context length") ||
+				r.ErrorContextTokens != 131072 || r.ErrorPromptTokens != 16 || r.ErrorType != "invalid_request_error" {
+				t.Fatalf("failure %q status %d error %q type %q prompt %d context %d", r.Failure, r.Status, r.Error, r.ErrorType, r.ErrorPromptTokens, r.ErrorContextTokens)
 			}
 		})
 	})

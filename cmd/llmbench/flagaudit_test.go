@@ -33,10 +33,14 @@ func TestFlagAudit(t *testing.T) {
 		{"run engine seed zero", []string{"run", "--trace", tr, "--engine-seed", "0"}, "--engine-seed"},
 		{"run batch size without embeddings", []string{"run", "--trace", tr, "--batch-size", "4"}, "--batch-size"},
 		{"run unknown api", []string{"run", "--trace", tr, "--api", "rerank"}, "--api"},
+		{"run server sizing on the engine", []string{"run", "--trace", tr, "--prompt-sizing", "server"}, "--prompt-sizing"},
+		{"run unknown prompt sizing", []string{"run", "--trace", tr, "--endpoint", ep, "--prompt-sizing", "guess"}, "--prompt-sizing"},
+		{"run input tolerance zero", []string{"run", "--trace", tr, "--input-tolerance", "0"}, "--input-tolerance"},
 		// simulate
 		{"simulate wire", []string{"simulate", "--trace", tr, "--wire", "tgi"}, "--wire"},
 		{"simulate reasoning", []string{"simulate", "--trace", tr, "--reasoning", "0.5"}, "--reasoning"},
 		{"simulate HTTP faults", []string{"simulate", "--trace", tr, "--faults", "status-503=0.1,early-eos=0.2"}, "status-503"},
+		{"simulate input tolerance", []string{"simulate", "--trace", tr, "--input-tolerance", "0.1"}, "--input-tolerance"},
 		{"simulate gpus without GPU-hour cost", []string{"simulate", "--trace", tr, "--gpus", "2"}, "--gpus"},
 		{"simulate draft model without k", []string{"simulate", "--trace", tr, "--spec-draft-model", "llama-3.2-1b"}, "--spec-draft-model"},
 		{"simulate router without replicas", []string{"simulate", "--trace", tr, "--router", "least-loaded"}, "--replicas"},
@@ -64,6 +68,7 @@ func TestFlagAudit(t *testing.T) {
 		{"sweep simulate time scale", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--time-scale", "4"}, "--time-scale"},
 		{"sweep simulate wire", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--wire", "tgi"}, "--wire"},
 		{"sweep simulate timeout", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--timeout-idle", "5s"}, "--timeout-idle"},
+		{"sweep simulate prompt sizing", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--prompt-sizing", "calibrate"}, "--prompt-sizing"},
 		{"sweep simulate HTTP faults", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--faults", "status-503=0.1"}, "status-503"},
 		{"sweep replicas over HTTP", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--replicas", "2"}, "--simulate"},
 		// gen

@@ -100,6 +100,9 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	if lo.PromptSizing, err = o.target.sizing(o.target.endpoint == ""); err != nil {
+		return err
+	}
 	lo.KeepOutput = o.quality.keepOutput || judgeOpts != nil
 	info.Command = commandLine(o.args)
 	info.Trace = o.traceFlags.path

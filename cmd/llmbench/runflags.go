@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -38,6 +39,7 @@ type targetFlags struct {
 	tTotal       time.Duration
 	maxLine      int
 	tokenizer    string
+	promptSizing string
 	scrapeMetric bool
 	// Connections at scale (issue 18).
 	sourceAddrs string
@@ -63,6 +65,7 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.DurationVar(&f.tTotal, "timeout-total", 30*time.Minute, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
 	fs.IntVar(&f.maxLine, "max-line-bytes", loadgen.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
+	fs.StringVar(&f.promptSizing, "prompt-sizing", loadgen.SizingAuto, `how prompts synthesized from input_tokens are made that many tokens on the target: "server" (word costs from its /tokenize: vLLM, SGLang, llama.cpp), "calibrate" (probe requests' usage.prompt_tokens), "tokenizer" (fit with --tokenizer), or "auto": tokenizer on the embedded engine or with a tokenizer.json, else server, else calibrate (docs/inputs.md)`)
 	fs.StringVar(&f.sourceAddrs, "source-addrs", "", "dial new connections from these local addresses in turn, so that tens of thousands of connections to one host do not run out of ephemeral ports: a comma-separated list of IPs and ranges, e.g. 127.0.0.2-127.0.0.9 on loopback")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2: h2c with prior knowledge to http:// endpoints (the embedded engine and serve accept it), only ALPN h2 to https:// ones; streams then share connections")
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
@@ -192,6 +195,23 @@ func (f *targetFlags) loadTokenizer(embedded bool) (tokenizer.Tokenizer, error) 
 	return tok, nil
 }
 
+// sizing resolves --prompt-sizing for a target (embedded: the reference engine): auto is
+// the tokenizer where it is exact (the embedded engine, a tokenizer.json), else the server.
+func (f *targetFlags) sizing(embedded bool) (string, error) {
+	mode := f.promptSizing
+	if !slices.Contains(loadgen.SizingModes(), mode) {
+		return "", fmt.Errorf("--prompt-sizing %s: want one of %s", safetext.Quote(mode, 40), strings.Join(loadgen.SizingModes(), ", "))
+	}
+	hfFile := f.tokenizer != "" && f.tokenizer != "reference" && f.tokenizer != "approx"
+	switch {
+	case embedded && (mode == loadgen.SizingServer || mode == loadgen.SizingCalibrate):
+		return "", fmt.Errorf("--prompt-sizing %s measures an outside server; the embedded reference engine counts with the reference tokenizer, which sizes prompts exactly (give --endpoint, or drop the flag)", mode)
+	case mode == loadgen.SizingAuto && (embedded || hfFile):
+		return loadgen.SizingTokenizer, nil
+	}
+	return mode, nil
+}
+
 // loadFlags shape the traffic.
 type loadFlags struct {
 	concurrency    int
@@ -262,6 +282,7 @@ func (f *loadFlags) mode() string {
 // metricFlags set SLOs, stall rules and prices.
 type metricFlags struct {
 	fs        *pflag.FlagSet
+	inputTol  float64
 	slo       string
 	classSLO  []string
 	stall     string
@@ -288,6 +309,7 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
 	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see docs/metrics.md)")
 	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see docs/metrics.md)")
+	fs.Float64Var(&f.inputTol, "input-tolerance", metrics.DefaultInputTolerance, "fail the run (exit 3) when the server's usage.prompt_tokens of the synthesized prompts differ from the trace's input_tokens by more than this fraction in total (docs/inputs.md)")
 	return f
 }
 
@@ -326,6 +348,10 @@ func (f *metricFlags) options() (metrics.Options, error) {
 	o.PricePerMInput, o.PricePerMOutput = f.priceIn, f.priceOut
 	o.GPUHourCost, o.GPUCount, o.Currency = f.gpuHour, f.gpus, f.currency
 	o.LagLimit = f.lagLimit
+	if !(f.inputTol > 0) || math.IsInf(f.inputTol, 0) {
+		return o, fmt.Errorf("--input-tolerance %g: want a fraction > 0, e.g. 0.05 for 5%%", f.inputTol)
+	}
+	o.InputTolerance = f.inputTol
 	o.FluidityTTFT, o.FluidityTBT = f.fluidTTFT, f.fluidTBT
 	return o, nil
 }
@@ -358,7 +384,7 @@ func parseSLOFlags(o *metrics.Options, slo string, classSLO []string) error {
 
 // metricFlagNames lists the flags addMetricFlags defines.
 var metricFlagNames = []string{"slo", "class-slo", "stall-threshold", "price-input", "price-output",
-	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt"}
+	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt", "input-tolerance"}
 
 func (f *metricFlags) changed(name string) bool {
 	fl := f.fs.Lookup(name)

@@ -106,6 +106,9 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.metrics.changed("input-tolerance") {
+		return fmt.Errorf("--input-tolerance checks a server's count of the synthesized prompts; a simulation's engine counts them with the reference tokenizer that sized them (use it with run, ab or sweep against an endpoint)")
+	}
 	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown, KeepOutput: o.keepOutput,
 		Replicas: o.replicas.replicas, Router: o.replicas.router}
 	info := metrics.RunInfo{

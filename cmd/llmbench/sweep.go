@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/runner/engineadapter"
@@ -140,40 +141,17 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			c()
 		}
 	}()
+	var sizer *loadgen.Sizer // measured for the first point, reused by the others (one server)
 	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
 		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
 		if o.simulate {
-			cfg, err := o.engine.config()
-			if err != nil {
-				return nil, info, err
-			}
-			a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown,
-				Replicas: o.replicas.replicas, Router: o.replicas.router}
-			info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
-			return a.Produce, info, nil
+			return o.simulatedPoint(load, baseRate, info)
 		}
-		lf := *o.load
-		if o.concurrency {
-			lf.concurrency = int(load)
-		} else {
-			lf.rateScale = o.load.rateScale * load / baseRate
+		p, rinfo, closeTarget, err := o.httpPoint(ctx, app, load, baseRate, info, &sizer)
+		if closeTarget != nil {
+			closers = append(closers, closeTarget)
 		}
-		tgt, rinfo, closeTarget, err := openTarget(app, o.tgt, &lf, o.engine)
-		if err != nil {
-			return nil, info, err
-		}
-		closeTarget = sync.OnceFunc(closeTarget)
-		closers = append(closers, closeTarget)
-		tok, err := o.tgt.loadTokenizer(o.tgt.endpoint == "")
-		if err != nil {
-			return nil, info, err
-		}
-		lo, err := lf.options(tgt, tok)
-		if err != nil {
-			return nil, info, err
-		}
-		rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
-		return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, nil
+		return p, rinfo, err
 	}
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
 		Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
@@ -190,8 +168,75 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		if app.interrupted.Load() {
 			return &exitError{exitInterrupted, errors.New("interrupted: the points measured so far are written")}
 		}
+		if why := sweepInputFailure(res.Points); why != "" && err == nil {
+			return &exitError{exitRunFailed, errors.New(why)}
+		}
 	}
 	return err
+}
+
+// sweepInputFailure says why the sweep failed its input check ("" when no point did): a
+// point whose prompts the server counted beyond --input-tolerance measured another workload
+// (docs/inputs.md).
+func sweepInputFailure(points []metrics.SweepPoint) string {
+	for _, p := range points {
+		if p.Dir == "" {
+			continue
+		}
+		if s, err := runner.ReadSummary(p.Dir); err == nil {
+			if why := metrics.InputFailure(s); why != "" {
+				return fmt.Sprintf("the sweep failed at load %.4g: %s", p.Rate, why)
+			}
+		}
+	}
+	return ""
+}
+
+// simulatedPoint builds the producer of one load point on the reference engine's virtual
+// clock (--simulate).
+func (o *sweepOptions) simulatedPoint(load, baseRate float64, info metrics.RunInfo) (runner.Producer, metrics.RunInfo, error) {
+	cfg, err := o.engine.config()
+	if err != nil {
+		return nil, info, err
+	}
+	a := &engineadapter.Simulator{Config: cfg, RateScale: load / baseRate, Warmup: o.load.warmup, Cooldown: o.load.cooldown,
+		Replicas: o.replicas.replicas, Router: o.replicas.router}
+	info.Mode, info.RateScale, info.Endpoint, info.Tokenizer = "simulated", load/baseRate, "simulated reference engine (virtual clock)", "reference"
+	return a.Produce, info, nil
+}
+
+// httpPoint builds the producer of one load point over HTTP (the endpoint, or an embedded
+// engine started for the point; closeTarget stops it). The prompt sizing is measured for the
+// first point and kept in *sizer for the others: one server, one measurement.
+func (o *sweepOptions) httpPoint(ctx context.Context, app *App, load, baseRate float64, info metrics.RunInfo, sizer **loadgen.Sizer) (runner.Producer, metrics.RunInfo, func(), error) {
+	lf := *o.load
+	if o.concurrency {
+		lf.concurrency = int(load)
+	} else {
+		lf.rateScale = o.load.rateScale * load / baseRate
+	}
+	tgt, rinfo, closeTarget, err := openTarget(app, o.tgt, &lf, o.engine)
+	if err != nil {
+		return nil, info, nil, err
+	}
+	closeTarget = sync.OnceFunc(closeTarget)
+	tok, err := o.tgt.loadTokenizer(o.tgt.endpoint == "")
+	if err != nil {
+		return nil, info, closeTarget, err
+	}
+	lo, err := lf.options(tgt, tok)
+	if err == nil {
+		lo.PromptSizing, err = o.tgt.sizing(o.tgt.endpoint == "")
+	}
+	if err == nil && *sizer == nil {
+		*sizer, err = loadgen.MeasureSizing(ctx, lo)
+	}
+	if err != nil {
+		return nil, info, closeTarget, err
+	}
+	lo.Sizer = *sizer
+	rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
+	return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, closeTarget, nil
 }
 
 // loadText is a load as a progress line shows it: "20 req/s", "4.82 req/s", "concurrency 8".
@@ -271,7 +316,7 @@ var searchOnly = []string{"start", "precision", "max-points"}
 var httpOnlySweep = []string{"api", "api-key-env", "backend", "batch-size", "ca-cert", "duration", "grace", "header",
 	"insecure", "max-concurrency", "max-line-bytes", "max-requests", "no-stream", "repeat",
 	"time-scale", "timeout-connect", "timeout-first-token", "timeout-idle", "timeout-total", "tokenizer",
-	"wire", "reasoning", "session-header"}
+	"wire", "reasoning", "session-header", "prompt-sizing", "input-tolerance"}
 
 // refuseIdleFlags makes a flag that would do nothing in this sweep an error that says why.
 func (o *sweepOptions) refuseIdleFlags() error {

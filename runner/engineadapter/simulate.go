@@ -221,7 +221,7 @@ func FillRecord(rec *metrics.Record, t *refengine.Timeline, req *traces.Request)
 	*rec = metrics.Record{
 		ID: req.ID, Class: req.Class, Session: req.Session, Turn: req.Turn,
 		Intended: int64(t.Arrival), Dispatched: int64(t.Arrival), Sent: int64(t.Arrival), Headers: int64(t.Arrival),
-		InputTokens: t.PromptTokens, OutputTokens: t.OutputTokens, TokenSource: metrics.TokensFromUsage,
+		InputTokens: t.PromptTokens, InputSource: metrics.InputFromUsage, OutputTokens: t.OutputTokens, TokenSource: metrics.TokensFromUsage,
 		RequestedTokens: req.OutputTokens, ServerInputTokens: t.PromptTokens, ServerOutputTokens: t.OutputTokens,
 		Status: 200,
 	}
