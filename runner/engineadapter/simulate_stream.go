@@ -62,19 +62,14 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 	}()
 
 	// The simulator, on this goroutine: what it holds of each request in flight, by position.
-	type held struct {
-		k   int
-		req traces.Request
-	}
-	inFlight := map[int]held{}
+	var inFlight heldQueue
 	var outBatch []finished
 	outputs := map[int]*refengine.Output{} // of finished requests, until their timeline follows
 	sim, err := refengine.NewSimulation(cfg, func(pos int, tl *refengine.Timeline) {
-		h := inFlight[pos]
-		delete(inFlight, pos)
+		h, k := inFlight.take(pos)
 		out := outputs[pos]
 		delete(outputs, pos)
-		outBatch = append(outBatch, finished{h.k, tl, h.req, out})
+		outBatch = append(outBatch, finished{k, tl, h.request(), out})
 		if len(outBatch) == batchLen {
 			done <- outBatch
 			outBatch = make([]finished, 0, batchLen)
@@ -136,7 +131,6 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 		tie = tie[:0]
 		return nil
 	}
-	k := 0
 	var simErr error
 	for b := range arrive {
 		if simErr != nil {
@@ -150,8 +144,7 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 				}
 			}
 			tieAt = b[i].q.Arrival
-			inFlight[b[i].pos] = held{k, b[i].req}
-			k++
+			inFlight.add(b[i].pos, holdRequest(&b[i].req))
 			tie = append(tie, b[i])
 		}
 	}
