@@ -8,9 +8,10 @@ import (
 // Simulation is Simulate fed one request at a time, in arrival order, as a trace is read or as
 // earlier requests release later ones (a session's next turn, RunUntil): each request's
 // timeline is handed to the done function when the request finishes and is then released, so
-// memory grows with the requests in flight, not with the trace. For the same requests, Add in
-// arrival order (input order among equal arrivals, with pos the input index) gives exactly
-// Simulate's timelines. It is one engine (Simulate's one-replica case of SimulateCluster).
+// memory grows with the requests in flight, not with the trace; those waiting behind an
+// engine that has fallen behind are held compactly (simulation_backlog.go). For the same
+// requests, Add in arrival order (input order among equal arrivals, with pos the input index)
+// gives exactly Simulate's timelines. It is one engine (Simulate's one-replica case of SimulateCluster).
 type Simulation struct {
 	r        *resolved
 	cl       *cluster
