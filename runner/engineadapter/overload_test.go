@@ -118,22 +118,25 @@ func TestOverloadNeedsGrowthThroughout(t *testing.T) {
 }
 
 // TestOverloadInTheSummary: runner.Execute puts the simulation's overload warning into the
-// summary's warnings.
+// summary's warnings, for one engine (the streamed pipeline) and for replicas behind a router
+// (the held trace of SimulateCluster).
 func TestOverloadInTheSummary(t *testing.T) {
 	capacity := servedRate(t, 2000)
-	reqs := poissonTrace(7, 800, 10*capacity)
-	sim := &Simulator{Config: overloadEngine, RateScale: 1}
-	res, err := runner.Execute(context.Background(), runner.Options{Requests: reqs, OutDir: t.TempDir(), Info: metrics.RunInfo{Mode: "simulated"}}, sim.Produce)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, w := range res.Summary.Warnings {
-		if strings.HasPrefix(w, "saturated: the offered load") {
-			n++
+	for _, replicas := range []int{1, 2} {
+		reqs := poissonTrace(7, 800, 10*capacity*float64(replicas))
+		sim := &Simulator{Config: overloadEngine, RateScale: 1, Replicas: replicas, Router: "least-loaded"}
+		res, err := runner.Execute(context.Background(), runner.Options{Requests: reqs, OutDir: t.TempDir(), Info: metrics.RunInfo{Mode: "simulated"}}, sim.Produce)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n != 1 {
-		t.Errorf("summary warnings %q: want one overload warning", res.Summary.Warnings)
+		n := 0
+		for _, w := range res.Summary.Warnings {
+			if strings.HasPrefix(w, "saturated: the offered load") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d replicas: summary warnings %q: want one overload warning", replicas, res.Summary.Warnings)
+		}
 	}
 }
