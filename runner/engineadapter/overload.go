@@ -16,10 +16,17 @@ const queueChecks = 10
 // hold too few arrivals for a queue's growth to tell overload from chance.
 const minQueueWatch = 100
 
+// minWindowServices is how many mean service times (first scheduled to finish) the watched
+// window must span for its completions to measure a capacity: a queue that grows over a
+// shorter window may only be waiting for the first requests to finish (a sweep's point is
+// window-limited by the same rule, metrics/sweep.go).
+const minWindowServices = 4
+
 // queueWatch tells, from the engine's ground truth, whether a simulated trace offered more
 // load than the engine serves: the requests waiting (arrived, not yet scheduled) at the ends
 // of ten equal parts of the arrival span grow from each end to the next, the first one
-// included, so the queue grew for the whole run. The capacity is what the engine served
+// included, so the queue grew for the whole run, and the window from the first end to the
+// last spans minWindowServices mean service times. The capacity is what the engine served
 // meanwhile: the requests (and their output tokens) that finished between the first end and
 // the last, per second. It sees each timeline once, in any order, and holds nothing per
 // request; a nil *queueWatch watches nothing.
@@ -28,8 +35,10 @@ type queueWatch struct {
 	n            int           // requests in the trace
 	at           [queueChecks]time.Duration
 	waiting      [queueChecks]int
-	served       int   // requests that finished in (at[0], at[last]]
-	servedTokens int64 // their output tokens
+	served       int           // requests that finished in (at[0], at[last]]
+	servedTokens int64         // their output tokens
+	services     int           // requests that were scheduled and finished
+	serviceTime  time.Duration // their times from first scheduled to finish, summed
 }
 
 // newQueueWatch watches a trace of n requests arriving from first to last (the engine's
@@ -53,7 +62,12 @@ func (w *queueWatch) observe(tl *refengine.Timeline) {
 			w.waiting[i]++
 		}
 	}
-	if tl.Done && tl.Finish > w.at[0] && tl.Finish <= w.at[queueChecks-1] {
+	if !tl.Done || tl.FirstScheduled < 0 {
+		return
+	}
+	w.services++
+	w.serviceTime += tl.Finish - tl.FirstScheduled
+	if tl.Finish > w.at[0] && tl.Finish <= w.at[queueChecks-1] {
 		w.served++
 		w.servedTokens += int64(tl.OutputTokens)
 	}
@@ -61,7 +75,11 @@ func (w *queueWatch) observe(tl *refengine.Timeline) {
 
 // overloaded reports whether the waiting queue grew for the whole run.
 func (w *queueWatch) overloaded() bool {
-	if w.n < minQueueWatch || w.last <= w.first || w.waiting[0] == 0 {
+	if w.n < minQueueWatch || w.last <= w.first || w.waiting[0] == 0 || w.served == 0 {
+		return false
+	}
+	meanService := w.serviceTime / time.Duration(w.services) // services >= served > 0
+	if w.at[queueChecks-1]-w.at[0] < minWindowServices*meanService {
 		return false
 	}
 	for i := 1; i < queueChecks; i++ {

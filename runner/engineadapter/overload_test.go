@@ -94,7 +94,10 @@ func TestOverloadReported(t *testing.T) {
 }
 
 // TestOverloadNeedsGrowthThroughout: a queue that builds in a burst and drains, or that starts
-// only late in the run, is not the whole run's; a trace too short to judge is not judged.
+// only late in the run, is not the whole run's; a trace too short to judge, or sent over a
+// window too short for its completions to measure a capacity (150 requests at twelve times the
+// capacity arrive within about three service times; 300 at a thousand times before any
+// finishes), is not judged.
 func TestOverloadNeedsGrowthThroughout(t *testing.T) {
 	capacity := servedRate(t, 2000)
 	burst := poissonTrace(3, 1200, capacity/2)
@@ -110,7 +113,9 @@ func TestOverloadNeedsGrowthThroughout(t *testing.T) {
 	}
 	late = append(late, tail...)
 	short := poissonTrace(6, minQueueWatch-1, 10*capacity)
-	for name, reqs := range map[string][]traces.Request{"burst": burst, "late": late, "short": short} {
+	quick := poissonTrace(8, 150, 12*capacity)
+	instant := poissonTrace(9, 300, 1000*capacity)
+	for name, reqs := range map[string][]traces.Request{"burst": burst, "late": late, "short": short, "quick": quick, "instant": instant} {
 		if warns := simulateWarnings(t, reqs); len(warns) != 0 {
 			t.Errorf("%s: reported as overloaded: %q", name, warns)
 		}
