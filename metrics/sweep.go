@@ -44,6 +44,10 @@ type SweepPoint struct {
 // complete; the TTFT-growth rule (see ttftGrowth) catches queues that build more slowly.
 const SaturationRatio = 0.8
 
+// QueueGrowth is the words for an offered load beyond what the server serves, said of a
+// saturated sweep point (PointFrom) and of an overloaded simulation (runner/engineadapter).
+const QueueGrowth = "requests queue faster than they are served"
+
 // PointFrom reads a sweep point from a run's summary. openLoop says whether rate is a request
 // rate (saturation is then judged against it) or a concurrency.
 func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
@@ -82,7 +86,7 @@ func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
 	switch {
 	case openLoop && grew:
 		p.Saturated = true
-		p.Reason = fmt.Sprintf("TTFT p50 grew from %.0f ms to %.0f ms while sending: requests queue faster than they are served", from, to)
+		p.Reason = fmt.Sprintf("TTFT p50 grew from %.0f ms to %.0f ms while sending: %s", from, to, QueueGrowth)
 	case openLoop && !shortWindow && sent > 0 && float64(done) < SaturationRatio*float64(sent):
 		p.Saturated = true
 		p.Reason = fmt.Sprintf("completed %d requests while %d were sent (below %.0f%%)", done, sent, SaturationRatio*100)

@@ -140,8 +140,20 @@ func newPreparer(r *resolved) *preparer {
 // prepareOne validates request i (q) and sets up its sequence s and timeline tl; it returns the
 // request's output plan when it gets an answer or asked for its output (nil otherwise).
 func (p *preparer) prepareOne(s *seq, tl *Timeline, i int, q *SimRequest) (*outPlan, error) {
-	r, tok, vision, errs, epoch := p.r, &p.tok, p.vision, p.errs, p.epoch
-	var out *outPlan // the answer or output plan, when there is one
+	var w queued
+	op, err := p.check(&w, i, q)
+	if err != nil {
+		return nil, err
+	}
+	p.materialize(s, tl, &w)
+	return op, nil
+}
+
+// check validates request i (q) and sets w to what its sequence is made from (materialize);
+// it returns the request's output plan when it gets an answer or asked for its output (nil
+// otherwise).
+func (p *preparer) check(w *queued, i int, q *SimRequest) (*outPlan, error) {
+	r, tok, vision := p.r, &p.tok, p.vision
 	if q.Arrival < 0 {
 		return nil, fmt.Errorf("refengine: request %d (%s): arrival %v is negative", i, q.ID, q.Arrival)
 	}
@@ -173,48 +185,69 @@ func (p *preparer) prepareOne(s *seq, tl *Timeline, i int, q *SimRequest) (*outP
 		imageTokens += n
 	}
 	promptTokens += imageTokens
-	switch {
-	case promptTokens < 1:
-		return nil, fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
-	case q.MaxTokens < 1:
-		return nil, fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
-	case promptTokens > r.maxModelLen || q.MaxTokens > r.maxModelLen-promptTokens: // no sum: it could wrap
-		return nil, fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory: %w",
-			i, q.ID, promptTokens, q.MaxTokens, r.maxModelLen, ErrTooLong)
-	case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:
-		return nil, fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
+	if err := checkLengths(i, q, promptTokens, r.maxModelLen); err != nil {
+		return nil, err
 	}
+	*w = queued{id: q.ID, arrival: q.Arrival, pos: i, promptTokens: promptTokens, encodeTokens: imageTokens,
+		maxTokens: q.MaxTokens, promptHash: promptHash, rho: r.repetitionFor(q.Class),
+		outputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
 	target := q.MaxTokens
 	if r.Faults.EarlyEOS > 0 {
 		plan := r.Faults.plan(hashString(fnvOffset, q.ID), q.Arrival)
 		target = plan.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS)
 	}
-	*tl = Timeline{ID: q.ID, Epoch: epoch, Scale: 1, Arrival: q.Arrival, FirstScheduled: -1, Finish: -1,
-		PromptTokens: promptTokens, MaxTokens: q.MaxTokens,
-		OutputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
+	var out *outPlan // the answer or output plan, when there is one
 	if q.Output || q.AnswerText != "" || mayAnswer(q.Prompt, q.Tools != nil, q.ResponseFormat != nil) {
-		op, err := simAnswer(q, promptTokens, tl.OutputSeed, errs, r.ReasoningFraction)
+		op, err := simAnswer(q, promptTokens, w.outputSeed, p.errs, r.ReasoningFraction)
 		if err != nil {
 			return nil, fmt.Errorf("refengine: request %d (%s): %s", i, q.ID, err.message)
 		}
 		target = op.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS, target)
 		out = op
 	}
-	s.tl = tl
-	s.pos = i
-	s.promptTokens = promptTokens
-	s.encodeTokens = imageTokens
-	s.target = target
+	w.target = target
 	if !r.DisablePrefixCaching {
-		s.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)
+		if ids != nil {
+			// The prompt's text is not kept: its blocks are hashed now.
+			w.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)
+		} else {
+			w.hashIDs = q.HashIDs // hashed when the sequence is made
+		}
 	}
 	seed := promptHash
 	if q.Seed != nil {
 		seed = uint64(*q.Seed)
 	}
-	s.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
-	s.rho = r.repetitionFor(q.Class)
+	w.rng = tokenizer.Mix(seed ^ 0x5eed5eed5eed5eed)
 	return out, nil
+}
+
+// checkLengths checks request i's prompt (promptTokens, images included) and output lengths.
+func checkLengths(i int, q *SimRequest, promptTokens, maxModelLen int) error {
+	switch {
+	case promptTokens < 1:
+		return fmt.Errorf("refengine: request %d (%s): the prompt is empty; give Prompt or PromptTokens >= 1", i, q.ID)
+	case q.MaxTokens < 1:
+		return fmt.Errorf("refengine: request %d (%s): MaxTokens %d must be >= 1", i, q.ID, q.MaxTokens)
+	case promptTokens > maxModelLen || q.MaxTokens > maxModelLen-promptTokens: // no sum: it could wrap
+		return fmt.Errorf("refengine: request %d (%s): %d prompt + %d output tokens exceed the max model length %d (the model's context, capped by the KV cache); shorten it or give more KV memory: %w",
+			i, q.ID, promptTokens, q.MaxTokens, maxModelLen, ErrTooLong)
+	case q.MinTokens < 0 || q.MinTokens > q.MaxTokens:
+		return fmt.Errorf("refengine: request %d (%s): MinTokens %d must be between 0 and MaxTokens %d", i, q.ID, q.MinTokens, q.MaxTokens)
+	}
+	return nil
+}
+
+// materialize sets up the sequence s and timeline tl of the checked request w.
+func (p *preparer) materialize(s *seq, tl *Timeline, w *queued) {
+	r := p.r
+	*tl = Timeline{ID: w.id, Epoch: p.epoch, Scale: 1, Arrival: w.arrival, FirstScheduled: -1, Finish: -1,
+		PromptTokens: w.promptTokens, MaxTokens: w.maxTokens, OutputSeed: w.outputSeed}
+	*s = seq{tl: tl, pos: w.pos, promptTokens: w.promptTokens, encodeTokens: w.encodeTokens,
+		target: w.target, rng: w.rng, rho: w.rho, hashes: w.hashes}
+	if !r.DisablePrefixCaching && w.hashes == nil {
+		s.hashes = blockHashes(nil, w.hashIDs, w.promptTokens, r.BlockSize, r.HashIDTokens, w.promptHash)
+	}
 }
 
 // fillOutputs sets res.Outputs for the requests that asked for their output (SimRequest.Output),

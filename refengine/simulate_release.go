@@ -19,7 +19,7 @@ func (s *Simulation) RunUntil(at time.Duration) time.Duration {
 		return at
 	}
 	for at > cl.now {
-		cl.planIdle()
+		s.planIdle()
 		t, ok := cl.nextEvent()
 		if !ok {
 			return at

@@ -8,9 +8,10 @@ import (
 // Simulation is Simulate fed one request at a time, in arrival order, as a trace is read or as
 // earlier requests release later ones (a session's next turn, RunUntil): each request's
 // timeline is handed to the done function when the request finishes and is then released, so
-// memory grows with the requests in flight, not with the trace. For the same requests, Add in
-// arrival order (input order among equal arrivals, with pos the input index) gives exactly
-// Simulate's timelines. It is one engine (Simulate's one-replica case of SimulateCluster).
+// memory grows with the requests in flight, not with the trace; those waiting behind an
+// engine that has fallen behind are held compactly (simulation_backlog.go). For the same
+// requests, Add in arrival order (input order among equal arrivals, with pos the input index)
+// gives exactly Simulate's timelines. It is one engine (Simulate's one-replica case of SimulateCluster).
 type Simulation struct {
 	r        *resolved
 	cl       *cluster
@@ -25,6 +26,7 @@ type Simulation struct {
 	// asked for it (SimRequest.Output), as SimResult.Outputs holds it.
 	OnOutput func(pos int, out Output)
 	plans    map[int]*outPlan // pos → plan of the requests whose output is wanted
+	backlog  backlog          // arrived, behind the waiting queue (simulation_backlog.go)
 }
 
 // NewSimulation starts a simulation of the engine cfg. done is called with each finished
@@ -58,8 +60,8 @@ func (s *Simulation) Add(pos int, q *SimRequest) error {
 		return fmt.Errorf("refengine: request %d (%s): arrival %v is before the previous request's %v; a Simulation takes requests in arrival order",
 			pos, q.ID, q.Arrival, s.last)
 	}
-	sq := &seq{tl: &Timeline{}}
-	op, err := s.p.prepareOne(sq, sq.tl, pos, q)
+	var w queued
+	op, err := s.p.check(&w, pos, q)
 	if err != nil {
 		return err
 	}
@@ -69,24 +71,25 @@ func (s *Simulation) Add(pos int, q *SimRequest) error {
 		}
 		s.plans[pos] = op
 	}
-	s.feed(sq)
+	s.feed(&w)
 	return nil
 }
 
-// feed runs the engine until sq's arrival and submits it. Between calls the simulation rests
-// just after completing the steps that ended at cl.now, with every arrival up to cl.now
-// submitted: the point of SimulateCluster's loop where the next arrival decides what comes
+// feed runs the engine until w's arrival and submits it, or puts it in the backlog behind a
+// waiting queue long enough for the next step. Between calls the simulation rests just after
+// completing the steps that ended at cl.now, with every arrival up to cl.now submitted or in
+// the backlog: the point of SimulateCluster's loop where the next arrival decides what comes
 // first.
-func (s *Simulation) feed(sq *seq) {
+func (s *Simulation) feed(w *queued) {
 	cl := s.cl
-	at := sq.tl.Arrival
+	at := w.arrival
 	if !s.started {
 		s.started, s.first = true, at
 		cl.now = at
 		cl.advance()
 	}
 	for at > cl.now {
-		cl.planIdle()
+		s.planIdle()
 		t, ok := cl.nextEvent()
 		if !ok || at < t {
 			t = at
@@ -96,13 +99,41 @@ func (s *Simulation) feed(sq *seq) {
 		s.drain()
 	}
 	s.last = at
+	s.inFlight++
+	c := cl.pools[0].c
+	// No request reaching here is one core.submit would end at once for want of KV blocks
+	// (check refuses it: the max model length is capped by the cache), so none waits in the
+	// backlog to be ended later than its arrival.
+	if s.backlog.len() > 0 || c.waiting.len() >= c.maxSeqs {
+		s.backlog.push(w)
+		return
+	}
+	s.submit(w)
+}
+
+// submit makes w into a sequence and queues it.
+func (s *Simulation) submit(w *queued) {
+	sq := &seq{}
+	s.p.materialize(sq, &Timeline{}, w)
 	emissionCap := sq.target
 	if s.r.SpecK > 0 {
 		emissionCap = emissionCap/2 + 1
 	}
 	sq.tl.Emissions = make([]Emission, 0, emissionCap)
-	cl.submit(sq)
-	s.inFlight++
+	s.cl.submit(sq)
+}
+
+// planIdle starts a step on every idle pool that has work, first filling the waiting queue
+// from the backlog: a step admits at most MaxNumSeqs requests, so a queue of that many gives
+// it every choice it would have with the whole backlog queued.
+func (s *Simulation) planIdle() {
+	c := s.cl.pools[0].c
+	var w queued
+	for s.backlog.len() > 0 && c.waiting.len() < c.maxSeqs {
+		s.backlog.pop(&w)
+		s.submit(&w)
+	}
+	s.cl.planIdle()
 }
 
 // drain hands the requests finished since the last call to the done function.
@@ -135,12 +166,12 @@ func (s *Simulation) Finish() (SimStats, error) {
 	if !s.finished {
 		s.finished = true
 		for {
-			cl.planIdle()
+			s.planIdle()
 			t, ok := cl.nextEvent()
 			if !ok {
 				if cl.pending() {
 					return SimStats{}, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?): %w",
-						cl.running(), cl.waiting(), r.numBlocks, ErrStalled)
+						cl.running(), cl.waiting()+s.backlog.len(), r.numBlocks, ErrStalled)
 				}
 				break
 			}

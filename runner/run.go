@@ -49,6 +49,9 @@ type Produced struct {
 	Err error
 	// LateStart is how long after its agreed start (--start-at) the run was ready to send.
 	LateStart time.Duration
+	// Warnings are the producer's own findings about the run (a simulated engine's
+	// overload), added to the summary's warnings.
+	Warnings []string
 }
 
 // Options configures one measured run written to one results directory.
@@ -255,6 +258,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if prod.LateStart >= lateStartWarning {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the client was ready %s after the run's start time (--start-at): the requests due before then were sent late, and their schedule lag and TTFT include the wait; give a later --start-at", prod.LateStart.Round(time.Millisecond)))
 	}
+	sum.Warnings = append(sum.Warnings, prod.Warnings...)
 	if prod.Skipped > 0 {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d of the trace's requests were outside the run (--duration or --max-requests) and were not sent", prod.Skipped))
 	}

@@ -41,7 +41,8 @@ func TestRuntimeTuning(t *testing.T) {
 func TestSimulateTuning(t *testing.T) {
 	gc := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(gc)
-	simulateTuning(func(string) string { return "" })
+	stop := simulateTuning(func(string) string { return "" })
+	stop()
 	if got := debug.SetGCPercent(100); got != 400 {
 		t.Errorf("GC percent %d, want 400", got)
 	}
@@ -77,4 +78,51 @@ func quietMachine(t *testing.T) {
 	if os.Getenv("LLMBENCH_QUIET_TESTS") == "" {
 		t.Skip("holds wall-clock timings to a threshold: runs in .ci/run's quiet pass (LLMBENCH_QUIET_TESTS=1, -p 1)")
 	}
+}
+
+func TestGCPercentFor(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 400}, {25 * mb, 400}, {96 * mb, 400}, {128 * mb, 300}, {232 * mb, 165}, {384 * mb, 100}, {4096 * mb, 100},
+	} {
+		if got := gcPercentFor(c.live, 384*mb); got != c.want {
+			t.Errorf("live %d MB: GOGC %d, want %d", c.live/mb, got, c.want)
+		}
+	}
+}
+
+// TestGovernGC: after a collection that leaves a live heap of four times the headroom, the
+// governor sets GOGC to 100; once that heap is dropped (the test binary's own live heap is a
+// few MB, under a quarter of the headroom), back to 400.
+func TestGovernGC(t *testing.T) {
+	gc := debug.SetGCPercent(400)
+	defer debug.SetGCPercent(gc)
+	set := make(chan int, 16)
+	stop := governGC(32<<20, func(p int) { set <- p })
+	defer stop()
+	next := func(want int) {
+		t.Helper()
+		for range 200 { // the cleanup runs after a collection, on the runtime's goroutine
+			runtime.GC()
+			select {
+			case p := <-set:
+				if p == want {
+					return
+				}
+			default:
+			}
+		}
+		t.Fatalf("the governor never set GOGC %d", want)
+	}
+	live := make([]byte, 128<<20)
+	next(100)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC %d with 128 MB live and 32 MB of headroom, want 100", got)
+	}
+	runtime.KeepAlive(live)
+	live = nil
+	next(400)
 }

@@ -174,8 +174,12 @@ func simulateCommand(args []string) bool {
 // finish, ≈ 25 MB), while every request allocates its timeline and record, so a collector
 // sized to the live heap runs often: 100,000 requests took 8.2–9.6 s of user CPU with GOGC=100
 // and 7.4–7.7 s with 400, the peak RSS 57–62 MB and 103–115 MB (refengine/BENCHMARKS.md).
-func simulateTuning(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+// When the engine falls behind the trace the live heap grows with the requests waiting, and
+// the percentage then follows it down (governGC, gctune.go). The returned function stops that.
+func simulateTuning(getenv func(string) string) (stop func()) {
+	if getenv("GOGC") != "" {
+		return func() {}
 	}
+	debug.SetGCPercent(400)
+	return governGC(gcHeadroom, nil)
 }

@@ -93,7 +93,7 @@ func TestSimulateSessionsAgreeWithRun(t *testing.T) {
 	simRec := map[string]*metrics.Record{}
 	var simRecs metrics.SliceSource
 	a := &Simulator{Config: cfg, RateScale: 1}
-	st, _, err := a.produceSessions(reqs, time.Hour, func(r *metrics.Record) {
+	st, _, err := a.produceSessions(reqs, time.Hour, nil, func(r *metrics.Record) {
 		simRec[r.ID] = r
 		simRecs = append(simRecs, *r)
 	})

@@ -118,10 +118,13 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	first, last := trace.Span()
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
 	end := metrics.ReplayLength(scale(first), scale(last), trace.Len())
+	watch := newQueueWatch(scale(first), scale(last), trace.Len())
 	if trace.Stats().Sessions > 0 || a.Replicas > 1 {
-		return a.produceHeld(trace, end, sink)
+		p, err := a.produceHeld(trace, end, watch, sink)
+		return withOverload(p, watch), err
 	}
 	toRecord := func(f *finished) *metrics.Record {
+		watch.observe(f.tl)
 		rec := TimelineRecord(f.tl, &f.req)
 		if f.out != nil {
 			setOutput(rec, f.out)
@@ -137,13 +140,21 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if n != trace.Len() {
 		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", n, trace.Len())
 	}
-	return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, nil
+	return withOverload(&runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, watch), nil
+}
+
+// withOverload adds the watch's overload warning, if any, to p's warnings.
+func withOverload(p *runner.Produced, watch *queueWatch) *runner.Produced {
+	if w := watch.warning(); p != nil && w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
+	return p
 }
 
 // produceHeld simulates a trace that the streaming pipeline cannot: one whose sessions release
 // turns as earlier turns finish (simulate_sessions.go), or a cluster of replicas
 // (refengine.SimulateCluster). Both hold the whole trace.
-func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, sink func(*metrics.Record)) (*runner.Produced, error) {
+func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *queueWatch, sink func(*metrics.Record)) (*runner.Produced, error) {
 	reqs, err := trace.Requests()
 	if err != nil {
 		return nil, err
@@ -153,7 +164,7 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, sink fun
 			return nil, fmt.Errorf("simulate: --replicas %d: this trace's sessions release their turns as earlier turns finish, which the cluster simulation does not follow; simulate it on one engine, or replay it with run against a cluster", a.Replicas)
 		}
 		// Session turns are released when their dependencies finish (simulate_sessions.go).
-		st, info, err := a.produceSessions(reqs, end, sink)
+		st, info, err := a.produceSessions(reqs, end, watch, sink)
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %w", err)
 		}
@@ -168,6 +179,7 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, sink fun
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	for i := range res.Timelines {
+		watch.observe(&res.Timelines[i])
 		rec := TimelineRecord(&res.Timelines[i], &reqs[i])
 		if res.Outputs != nil {
 			setOutput(rec, &res.Outputs[i])

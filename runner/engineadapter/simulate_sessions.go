@@ -66,6 +66,7 @@ const (
 // sessionSim is one simulation of a trace with sessions.
 type sessionSim struct {
 	a          *Simulator
+	watch      *queueWatch
 	reqs       []traces.Request
 	deps       [][]int // positions each request waits for; nil for none
 	dependents [][]int
@@ -158,13 +159,13 @@ func sessionDeps(reqs []traces.Request) ([][]int, error) {
 	return deps, nil
 }
 
-func (a *Simulator) produceSessions(reqs []traces.Request, end time.Duration, sink func(*metrics.Record)) (refengine.SimStats, refengine.Info, error) {
+func (a *Simulator) produceSessions(reqs []traces.Request, end time.Duration, watch *queueWatch, sink func(*metrics.Record)) (refengine.SimStats, refengine.Info, error) {
 	deps, err := sessionDeps(reqs)
 	if err != nil {
 		return refengine.SimStats{}, refengine.Info{}, err
 	}
 	n := len(reqs)
-	s := &sessionSim{a: a, reqs: reqs, deps: deps, dependents: make([][]int, n), left: make([]int, n),
+	s := &sessionSim{a: a, watch: watch, reqs: reqs, deps: deps, dependents: make([][]int, n), left: make([]int, n),
 		state: make([]uint8, n), finish: make([]time.Duration, n), prompt: make([]string, n), reply: make([]string, n), built: make([]bool, n), tokens: make([]int, n), replyTokens: make([]int, n),
 		prompter: workloads.NewPrompter(tokenizer.Reference{}, int64(a.Config.Seed), a.Config.HashIDTokens), images: imageFiles{}}
 	s.emit = func(rec *metrics.Record) {
@@ -286,6 +287,7 @@ func (s *sessionSim) release(ps []int) {
 // releases.
 func (s *sessionSim) done(pos int, tl *refengine.Timeline) {
 	q := &s.reqs[pos]
+	s.watch.observe(tl)
 	rec := TimelineRecord(tl, q)
 	if o := s.outputs[pos]; o != nil {
 		setOutput(rec, o)

@@ -62,19 +62,14 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 	}()
 
 	// The simulator, on this goroutine: what it holds of each request in flight, by position.
-	type held struct {
-		k   int
-		req traces.Request
-	}
-	inFlight := map[int]held{}
+	var inFlight heldQueue
 	var outBatch []finished
 	outputs := map[int]*refengine.Output{} // of finished requests, until their timeline follows
 	sim, err := refengine.NewSimulation(cfg, func(pos int, tl *refengine.Timeline) {
-		h := inFlight[pos]
-		delete(inFlight, pos)
+		h, k := inFlight.take(pos)
 		out := outputs[pos]
 		delete(outputs, pos)
-		outBatch = append(outBatch, finished{h.k, tl, h.req, out})
+		outBatch = append(outBatch, finished{k, tl, h.request(), out})
 		if len(outBatch) == batchLen {
 			done <- outBatch
 			outBatch = make([]finished, 0, batchLen)
@@ -92,33 +87,7 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 	var readErr error
 	go func() {
 		defer close(arrive)
-		b := make([]arriving, 0, batchLen)
-		readErr = walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
-			sr := simRequest(q, p.rateScale, p.keepOutput)
-			if q.ImageCount() > 0 {
-				one := []refengine.SimRequest{sr}
-				if err := p.images.add(one, []traces.Request{*q}); err != nil {
-					return err
-				}
-				sr = one[0]
-			}
-			b = append(b, arriving{pos, sr,
-				// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
-				traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
-					Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat}})
-			if len(b) == batchLen {
-				select {
-				case arrive <- b:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				b = make([]arriving, 0, batchLen)
-			}
-			return nil
-		})
-		if readErr == nil && len(b) > 0 {
-			arrive <- b
-		}
+		readErr = p.read(ctx, trace, arrive)
 	}()
 
 	// Scaling by the rate can make distinct arrivals equal, and Simulate orders equal (scaled)
@@ -136,7 +105,6 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 		tie = tie[:0]
 		return nil
 	}
-	k := 0
 	var simErr error
 	for b := range arrive {
 		if simErr != nil {
@@ -150,8 +118,7 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 				}
 			}
 			tieAt = b[i].q.Arrival
-			inFlight[b[i].pos] = held{k, b[i].req}
-			k++
+			inFlight.add(b[i].pos, holdRequest(&b[i].req))
 			tie = append(tie, b[i])
 		}
 	}
@@ -171,6 +138,39 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 	close(done)
 	n := <-written
 	return st, sim.Info(), n, simErr
+}
+
+// read walks trace in arrival order and sends its requests to arrive in batches, until the
+// walk ends or ctx is done.
+func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- []arriving) error {
+	b := make([]arriving, 0, batchLen)
+	err := walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
+		sr := simRequest(q, p.rateScale, p.keepOutput)
+		if q.ImageCount() > 0 {
+			one := []refengine.SimRequest{sr}
+			if err := p.images.add(one, []traces.Request{*q}); err != nil {
+				return err
+			}
+			sr = one[0]
+		}
+		b = append(b, arriving{pos, sr,
+			// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
+			traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
+				Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat}})
+		if len(b) == batchLen {
+			select {
+			case arrive <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			b = make([]arriving, 0, batchLen)
+		}
+		return nil
+	})
+	if err == nil && len(b) > 0 {
+		arrive <- b
+	}
+	return err
 }
 
 // walkArrivalOrder calls fn for every request of trace in arrival order, trace order among

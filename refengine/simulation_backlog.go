@@ -1,0 +1,66 @@
+package refengine
+
+import "time"
+
+// The backlog of a Simulation (issue 35): when the engine falls behind its trace, the requests
+// that have arrived but that the scheduler's waiting queue cannot admit in its next step are
+// held here as a queued value each (about 150 bytes, with no timeline, KV blocks or emission
+// storage), in arrival order, and made into sequences only as the waiting queue needs them.
+// Memory then grows with the backlog by that much per request, not by the few kilobytes a
+// sequence ready to run holds.
+//
+// The timelines are those of submitting every request at its arrival: the scheduler admits
+// new requests from the front of its waiting queue, at most MaxNumSeqs in one step, so keeping
+// that many in the queue before every step (topUp) gives it the same choices, and what a
+// sequence is made of does not depend on when it is made.
+
+// queued is a checked request that has not yet been made into a sequence (preparer.check).
+type queued struct {
+	id         string
+	hashIDs    []int64  // the trace's block ids, hashed when the sequence is made
+	hashes     []uint64 // the prompt's block hashes, when they come from its text (made at check)
+	arrival    time.Duration
+	pos        int
+	promptHash uint64
+	outputSeed uint64
+	rng        uint64
+	rho        float64
+
+	promptTokens, encodeTokens, target, maxTokens int
+}
+
+// backlogChunk is the number of queued requests one chunk of the backlog holds.
+const backlogChunk = 1024
+
+// backlog is a FIFO of queued requests in fixed-size chunks: it never copies what it holds to
+// grow, and gives a chunk back once it is read.
+type backlog struct {
+	chunks [][]queued
+	head   int // the next entry to pop in chunks[0]
+	n      int
+}
+
+func (b *backlog) len() int { return b.n }
+
+func (b *backlog) push(w *queued) {
+	if k := len(b.chunks); k == 0 || len(b.chunks[k-1]) == backlogChunk {
+		b.chunks = append(b.chunks, make([]queued, 0, backlogChunk))
+	}
+	last := &b.chunks[len(b.chunks)-1]
+	*last = append(*last, *w)
+	b.n++
+}
+
+// pop removes the oldest entry into w; the backlog must not be empty.
+func (b *backlog) pop(w *queued) {
+	c := b.chunks[0]
+	*w = c[b.head]
+	c[b.head] = queued{}
+	b.head++
+	b.n--
+	if b.head == len(c) { // read to its end: a full chunk, or the last one
+		b.chunks[0] = nil
+		b.chunks = b.chunks[1:]
+		b.head = 0
+	}
+}
