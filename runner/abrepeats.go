@@ -52,11 +52,17 @@ func RepeatSalt(rep int) uint64 { return uint64(rep) }
 
 // SaltedHTTPProducer is HTTPProducer whose synthesized prompts are salted: the prompt seed is
 // workloads.SaltedSeed(lo.Seed, salt). It fills Arm.Salted.
+// Use HTTPProducers for an arm, so that its salted and plain runs share one prompt sizing.
 func SaltedHTTPProducer(lo loadgen.Options, timeScale float64) func(salt uint64) Producer {
+	return newSizingCache(lo.Sizer).salted(lo, timeScale)
+}
+
+// salted is SaltedHTTPProducer over the cache c.
+func (c *sizingCache) salted(lo loadgen.Options, timeScale float64) func(salt uint64) Producer {
 	return func(salt uint64) Producer {
 		o := lo
 		o.Seed = workloads.SaltedSeed(lo.Seed, salt)
-		return HTTPProducer(o, timeScale)
+		return c.producer(o, timeScale)
 	}
 }
 

@@ -15,15 +15,45 @@ import (
 // as if the run had happened in real time (the harness's own overhead is magnified by the
 // factor; use it for quick checks, not for client-health figures).
 func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
-	// The prompt sizing measured by the first run is reused by the later ones (ab's repeats
-	// of an arm): one target, one measurement.
-	var mu sync.Mutex
-	sizer := lo.Sizer
+	return newSizingCache(lo.Sizer).producer(lo, timeScale)
+}
+
+// HTTPProducers returns an arm's HTTPProducer and its salted variant (SaltedHTTPProducer),
+// sharing one prompt sizing: the target is measured once for the warm-up and every repeat,
+// salted or not (the sizing prices the target's tokenizer, which no salt changes).
+func HTTPProducers(lo loadgen.Options, timeScale float64) (Producer, func(salt uint64) Producer) {
+	c := newSizingCache(lo.Sizer)
+	return c.producer(lo, timeScale), c.salted(lo, timeScale)
+}
+
+// sizingCache holds the prompt sizing measured by the first run of a target, reused by the
+// later ones (ab's repeats of an arm): one target, one measurement.
+type sizingCache struct {
+	mu    sync.Mutex
+	sizer *loadgen.Sizer
+}
+
+func newSizingCache(s *loadgen.Sizer) *sizingCache { return &sizingCache{sizer: s} }
+
+func (c *sizingCache) get() *loadgen.Sizer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sizer
+}
+
+func (c *sizingCache) keep(s *loadgen.Sizer) {
+	if s == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sizer = s
+}
+
+func (c *sizingCache) producer(lo loadgen.Options, timeScale float64) Producer {
 	return func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 		o := lo
-		mu.Lock()
-		o.Sizer = sizer
-		mu.Unlock()
+		o.Sizer = c.get()
 		if timeScale > 1 {
 			if o.RateScale == 0 {
 				o.RateScale = 1
@@ -47,11 +77,7 @@ func HTTPProducer(lo loadgen.Options, timeScale float64) Producer {
 		if err != nil {
 			return nil, err
 		}
-		if res.Sizer != nil {
-			mu.Lock()
-			sizer = res.Sizer
-			mu.Unlock()
-		}
+		c.keep(res.Sizer)
 		p := &Produced{Start: res.Start, Model: res.Model, Sizing: res.Sizer.String(), Interrupted: res.Interrupted, ClientCPUFraction: res.ClientCPUFraction, CPUStealFraction: res.CPUStealFraction, Skipped: res.Skipped, Err: res.TraceErr, LateStart: res.LateStart}
 		if timeScale > 1 {
 			p.Duration = scaleDur(res.Elapsed, timeScale)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/redact"
 )
 
 // serverConfigTimeout bounds the whole configuration fetch: the endpoints are asked in
@@ -50,8 +52,10 @@ const (
 // Anything unreachable is absent; values are cut to 200 characters and each endpoint gives
 // at most 300 facts (the first in key order). Facts that change with every server process
 // (VolatileConfigKey) are kept here and skipped by DiffConfig. apiKey, when set, is sent
-// as a bearer token and never returned.
-func FetchServerConfig(ctx context.Context, baseURL, apiKey, model string) map[string]string {
+// as a bearer token and never returned: every key and value is scrubbed by the target's
+// redaction policy (the key, the headers' values and the URL's secrets), since a server may
+// echo what it was sent into what it describes.
+func FetchServerConfig(ctx context.Context, baseURL, apiKey, model string, headers map[string]string) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, serverConfigTimeout)
 	defer cancel()
 	f, ok := newConfigFetcher(baseURL, apiKey)
@@ -74,6 +78,15 @@ func FetchServerConfig(ctx context.Context, baseURL, apiKey, model string) map[s
 		}()
 	}
 	wg.Wait()
+	return scrubConfig(out, redact.New(redact.Target{URL: baseURL, APIKey: apiKey, Headers: headers}))
+}
+
+// scrubConfig returns m with the policy applied to every key and value.
+func scrubConfig(m map[string]string, pol *redact.Policy) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[pol.String(k)] = pol.String(v)
+	}
 	return out
 }
 

@@ -171,7 +171,7 @@ func TestFetchServerConfigPerBackend(t *testing.T) {
 	}
 	for backend, keys := range want {
 		b := &backendStub{backend: backend, spec: 4}
-		got := FetchServerConfig(context.Background(), b.start(t).URL+"/v1", "", "m")
+		got := FetchServerConfig(context.Background(), b.start(t).URL+"/v1", "", "m", nil)
 		for k, v := range keys {
 			if got[k] != v {
 				t.Errorf("%s: %s = %q, want %q (facts %v)", backend, k, got[k], v, got)
@@ -203,7 +203,7 @@ func TestConfigDiffPerProcessValuesAndSpeculation(t *testing.T) {
 		"sglang":   {"sglang.internal_states.0.last_gen_throughput", "sglang.nccl_port", "sglang.random_seed"},
 	}
 	fetch := func(b *backendStub) map[string]string {
-		return FetchServerConfig(context.Background(), b.start(t).URL, "", "m")
+		return FetchServerConfig(context.Background(), b.start(t).URL, "", "m", nil)
 	}
 	for backend, key := range specKey {
 		a := fetch(&backendStub{backend: backend, spec: 4, proc: 1})

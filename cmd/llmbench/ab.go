@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/quality/judge"
 	"github.com/llmbench/llmbench/runner"
@@ -406,7 +407,7 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	}
 	arm := runner.Arm{Name: name, Info: info}
 	if endpoint != "" {
-		if config, err = o.serverFacts(ctx, &arm, endpoint, t.APIKey, t.Model, ind); err != nil {
+		if config, err = o.serverFacts(ctx, &arm, endpoint, t, ind); err != nil {
 			return runner.Arm{}, nil, err
 		}
 	} else if ind.Flush {
@@ -424,18 +425,19 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	lo.KeepOutput = o.quality.keepOutput || o.quality.judgeEndpoint != ""
 	config["model"] = t.Model
 	config["backend"] = t.Backend
-	arm.Produce, arm.Salted, arm.Config = runner.HTTPProducer(lo, timeScale), runner.SaltedHTTPProducer(lo, timeScale), config
+	arm.Produce, arm.Salted = runner.HTTPProducers(lo, timeScale)
+	arm.Config = config
 	return arm, closeArm, nil
 }
 
 // serverFacts reads an endpoint arm's server configuration into the arm's run facts (so the
 // comparison lists the servers' differences) and returns it; with a flush asked for, it finds
 // how the server flushes its prefix cache.
-func (o *abOptions) serverFacts(ctx context.Context, arm *runner.Arm, endpoint, apiKey, model string, ind runner.Independence) (map[string]string, error) {
-	config := runner.FetchServerConfig(ctx, endpoint, apiKey, model)
+func (o *abOptions) serverFacts(ctx context.Context, arm *runner.Arm, endpoint string, t loadgen.Target, ind runner.Independence) (map[string]string, error) {
+	config := runner.FetchServerConfig(ctx, endpoint, t.APIKey, t.Model, t.Headers)
 	arm.Info.Engine = maps.Clone(config)
 	if ind.Flush {
-		flush, err := runner.NewCacheFlush(ctx, endpoint, apiKey)
+		flush, err := runner.NewCacheFlush(ctx, endpoint, t.APIKey)
 		if err != nil {
 			return nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
 		}

@@ -57,7 +57,7 @@ func TestFlagAudit(t *testing.T) {
 		{"compare echarts without html", []string{"compare", t.TempDir(), t.TempDir(), "--echarts-js", "e.js"}, "--echarts-js"},
 		{"compare unknown format", []string{"compare", t.TempDir(), t.TempDir(), "--format", "yaml"}, "--format"},
 		// ab
-		{"ab repeat instead of repeats", []string{"ab", "--trace", tr, "--repeat", "3"}, "--repeats"},
+		{"ab repeat instead of runs", []string{"ab", "--trace", tr, "--repeat", "3"}, "--runs"},
 		{"ab unknown format", []string{"ab", "--trace", tr, "--format", "html"}, "--format"},
 		// sweep
 		{"sweep closed-loop concurrency", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--concurrency", "4"}, "--by-concurrency"},

@@ -190,7 +190,7 @@ func TestABSizesEachArmOnce(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "ab")
 	app := newTestApp(nil)
-	mustRun(t, app, "ab", "--trace", trace, "--a-endpoint", urls[0], "--b-endpoint", urls[1], "--model", "m", "--repeats", "2",
+	mustRun(t, app, "ab", "--trace", trace, "--a-endpoint", urls[0], "--b-endpoint", urls[1], "--model", "m", "--runs", "2",
 		"--warmup-requests", "2", "--out", out, "--no-progress")
 	// Arm B is llama.cpp under the shared --backend vllm: its sizing first finds that vLLM's
 	// /tokenize body is not read (two calls), then uses llama.cpp's.

@@ -209,7 +209,7 @@ func TestServerConfigOfEngineWires(t *testing.T) {
 	for _, wire := range refengine.Wires {
 		cfg := func(specK int) map[string]string {
 			srv, eng, _ := recordingEngine(t, wire, specK)
-			return runner.FetchServerConfig(context.Background(), srv.URL+"/v1", "", eng.ServedModelName())
+			return runner.FetchServerConfig(context.Background(), srv.URL+"/v1", "", eng.ServedModelName(), nil)
 		}
 		a, same, spec := cfg(0), cfg(0), cfg(4)
 		if a["server.wire"] != wire || a["models"] == "" {

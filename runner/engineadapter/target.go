@@ -51,7 +51,7 @@ func OpenTarget(o TargetOptions) (loadgen.Target, metrics.RunInfo, func(), error
 		if err == nil {
 			// The server's own configuration (speculative settings, dtype, batch limits) goes
 			// into the run facts, so that compare lists the differences between runs.
-			info.Engine = runner.FetchServerConfig(context.Background(), o.Endpoint, t.APIKey, t.Model)
+			info.Engine = runner.FetchServerConfig(context.Background(), o.Endpoint, t.APIKey, t.Model, t.Headers)
 		}
 		return t, info, func() {}, err
 	}
