@@ -176,7 +176,7 @@ func (t Threshold) Describe() string {
 // String renders the rule in canonical form.
 func (t Threshold) String() string {
 	v := strconv.FormatFloat(t.Value, 'g', -1, 64)
-	if t.Value >= 0 {
+	if !strings.HasPrefix(v, "-") { // a signed value; -0 (from "<-0") keeps its own sign
 		v = "+" + v
 	}
 	if t.Relative {
