@@ -478,24 +478,13 @@ func decodeExpect(v any) ([]Expectation, []fieldError) {
 	return checks, errs
 }
 
+// decodeCheck decodes one check of expect (at is its place, "expect[2]"): its kind, then
+// every field, in key order, against the fields that kind needs and takes (checkFields).
 func decodeCheck(v any, at string) (Expectation, []fieldError) {
 	var c Expectation
-	obj, ok := asObject(v)
-	if !ok {
-		return c, []fieldError{{at, `must be an object with a "kind" (got ` + describe(v) + ")"}}
-	}
-	vals := map[string]any{}
-	for _, kv := range obj {
-		vals[kv.key] = kv.val
-	}
-	kv, ok := vals["kind"]
-	if !ok {
-		return c, []fieldError{{at + ".kind", "missing (required: one of " + strings.Join(CheckKinds, ", ") + ")"}}
-	}
-	c.Kind, _ = kv.(string)
-	spec, known := checkFields[c.Kind]
-	if !known {
-		return c, []fieldError{{at + ".kind", "must be one of " + strings.Join(CheckKinds, ", ") + " (got " + describe(kv) + ")"}}
+	vals, spec, fe := checkKind(v, at, &c)
+	if fe != nil {
+		return c, fe
 	}
 	var errs []fieldError
 	bad := func(field, why string) { errs = append(errs, fieldError{at + "." + field, why}) }
@@ -523,69 +512,111 @@ func decodeCheck(v any, at string) (Expectation, []fieldError) {
 			bad(k, "not a field of a "+c.Kind+" check (it takes "+takes+")")
 			continue
 		}
-		val := vals[k]
-		var why string
-		switch k {
-		case "kind":
-		case "value":
-			switch c.Kind {
-			case CheckExact:
-				_, why = stringField(val, false, "must be a string")
-			case CheckNumber:
-				n, ok := asNumber(val)
-				if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
-					why = "must be a finite number (got " + describe(val) + ")"
-				}
-			case CheckMaxTokensUsed:
-				_, why = boundedInt(val, 1, MaxTokens, reasonTokens, boundTokens)
-			}
-			if why == "" {
-				c.Value, why = rawJSON(val)
-			}
-		case "values":
-			c.Values, why = stringList(val)
-		case "mode":
-			c.Mode, _ = val.(string)
-			if c.Mode != "all" && c.Mode != "any" {
-				why = `must be "all" or "any" (got ` + describe(val) + ")"
-			}
-		case "pattern":
-			c.Pattern, why = stringField(val, true, "must be a non-empty string (a Go RE2 regular expression)")
-			if why == "" && len(c.Pattern) > MaxPatternBytes {
-				why = fmt.Sprintf("must be at most %d bytes (got %d)", MaxPatternBytes, len(c.Pattern))
-			}
-			if why == "" {
-				if _, err := regexp.Compile(c.Pattern); err != nil {
-					why = "is not a valid RE2 regular expression: " + err.Error()
-				}
-			}
-		case "schema":
-			if _, isObj := asObject(val); !isObj {
-				if _, isBool := val.(bool); !isBool {
-					why = "must be a JSON Schema (an object or a boolean; got " + describe(val) + ")"
-				}
-			}
-			if why == "" {
-				if why = schemaField(val); why == "" {
-					c.Schema, why = rawJSON(val)
-				}
-			}
-		case "tolerance":
-			c.Tolerance, why = floatField(val, "must be a number >= 0")
-		case "name":
-			c.Name, why = stringField(val, true, "must be a non-empty string (a function name of tools)")
-		case "arguments":
-			if _, isObj := asObject(val); !isObj {
-				why = "must be an object of argument names to expected values (got " + describe(val) + ")"
-			} else {
-				c.Arguments, why = rawJSON(val)
-			}
-		}
-		if why != "" {
+		if why := c.decodeField(k, vals[k]); why != "" {
 			bad(k, why)
 		}
 	}
 	return c, errs
+}
+
+// checkKind reads a check's object into its values by key and sets c.Kind; spec is the
+// kind's required and optional fields (checkFields). A check that is not an object, or
+// whose kind is missing or unknown, is the one error returned.
+func checkKind(v any, at string, c *Expectation) (vals map[string]any, spec [2][]string, fe []fieldError) {
+	obj, ok := asObject(v)
+	if !ok {
+		return nil, spec, []fieldError{{at, `must be an object with a "kind" (got ` + describe(v) + ")"}}
+	}
+	vals = map[string]any{}
+	for _, kv := range obj {
+		vals[kv.key] = kv.val
+	}
+	kv, ok := vals["kind"]
+	if !ok {
+		return nil, spec, []fieldError{{at + ".kind", "missing (required: one of " + strings.Join(CheckKinds, ", ") + ")"}}
+	}
+	c.Kind, _ = kv.(string)
+	spec, known := checkFields[c.Kind]
+	if !known {
+		return nil, spec, []fieldError{{at + ".kind", "must be one of " + strings.Join(CheckKinds, ", ") + " (got " + describe(kv) + ")"}}
+	}
+	return vals, spec, nil
+}
+
+// decodeField decodes the check's field k (one its kind takes) into c and returns why its
+// value is wrong, "" when it is right.
+func (c *Expectation) decodeField(k string, val any) (why string) {
+	switch k {
+	case "value":
+		if why = checkValue(c.Kind, val); why == "" {
+			c.Value, why = rawJSON(val)
+		}
+	case "values":
+		c.Values, why = stringList(val)
+	case "mode":
+		c.Mode, _ = val.(string)
+		if c.Mode != "all" && c.Mode != "any" {
+			why = `must be "all" or "any" (got ` + describe(val) + ")"
+		}
+	case "pattern":
+		c.Pattern, why = checkPattern(val)
+	case "schema":
+		if why = checkSchema(val); why == "" {
+			c.Schema, why = rawJSON(val)
+		}
+	case "tolerance":
+		c.Tolerance, why = floatField(val, "must be a number >= 0")
+	case "name":
+		c.Name, why = stringField(val, true, "must be a non-empty string (a function name of tools)")
+	case "arguments":
+		if _, isObj := asObject(val); !isObj {
+			why = "must be an object of argument names to expected values (got " + describe(val) + ")"
+		} else {
+			c.Arguments, why = rawJSON(val)
+		}
+	}
+	return why
+}
+
+// checkValue says what is wrong with the value of a check of kind, "" when nothing is.
+func checkValue(kind string, val any) (why string) {
+	switch kind {
+	case CheckExact:
+		_, why = stringField(val, false, "must be a string")
+	case CheckNumber:
+		n, ok := asNumber(val)
+		if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
+			why = "must be a finite number (got " + describe(val) + ")"
+		}
+	case CheckMaxTokensUsed:
+		_, why = boundedInt(val, 1, MaxTokens, reasonTokens, boundTokens)
+	}
+	return why
+}
+
+// checkPattern parses a check's pattern: a non-empty RE2 regular expression of at most
+// MaxPatternBytes. The pattern is returned with the reason when it is too long or invalid.
+func checkPattern(val any) (string, string) {
+	p, why := stringField(val, true, "must be a non-empty string (a Go RE2 regular expression)")
+	if why == "" && len(p) > MaxPatternBytes {
+		why = fmt.Sprintf("must be at most %d bytes (got %d)", MaxPatternBytes, len(p))
+	}
+	if why == "" {
+		if _, err := regexp.Compile(p); err != nil {
+			why = "is not a valid RE2 regular expression: " + err.Error()
+		}
+	}
+	return p, why
+}
+
+// checkSchema says what is wrong with a check's JSON Schema, "" when nothing is.
+func checkSchema(val any) string {
+	if _, isObj := asObject(val); !isObj {
+		if _, isBool := val.(bool); !isBool {
+			return "must be a JSON Schema (an object or a boolean; got " + describe(val) + ")"
+		}
+	}
+	return schemaField(val)
 }
 
 func stringList(v any) ([]string, string) {
