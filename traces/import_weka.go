@@ -344,23 +344,11 @@ func (t *wekaTrace) list(v rawAt, path string, base float64, spawn []int) (int, 
 		deps := append(append([]int(nil), base...), joins...)
 		switch kind {
 		case "subagent":
-			inner, ok := m["requests"]
-			if !ok {
-				if err := w.sink.bad(line, field+".requests", "missing (a subagent marker lists its calls in requests)"); err != nil {
-					return -1, err
-				}
-				continue
-			}
-			innerBase := 0.0
-			if t.relative {
-				innerBase = ts
-			}
-			last, err := t.list(inner, field+".requests", innerBase, base)
+			last, err := t.subagent(m, field, line, ts, base)
 			if err != nil {
 				return -1, err
 			}
-			status, _ := scalar(m["status"].raw).(string)
-			if last >= 0 && status != "async_launched" {
+			if last >= 0 {
 				joins = append(joins, last)
 			}
 			continue
@@ -380,6 +368,28 @@ func (t *wekaTrace) list(v rawAt, path string, base float64, spawn []int) (int, 
 		}
 	}
 	return prev, nil
+}
+
+// subagent imports the calls of a sub-agent marker m, at ts seconds, whose first call waits
+// for the calls spawn. It returns the index of the sub-agent's last call when its caller
+// joins it (-1 when it has none, or was launched asynchronously, or m lists no calls).
+func (t *wekaTrace) subagent(m map[string]rawAt, field string, line int, ts float64, spawn []int) (int, error) {
+	inner, ok := m["requests"]
+	if !ok {
+		return -1, t.w.sink.bad(line, field+".requests", "missing (a subagent marker lists its calls in requests)")
+	}
+	innerBase := 0.0
+	if t.relative {
+		innerBase = ts
+	}
+	last, err := t.list(inner, field+".requests", innerBase, spawn)
+	if err != nil {
+		return -1, err
+	}
+	if status, _ := scalar(m["status"].raw).(string); last >= 0 && status != "async_launched" {
+		return last, nil
+	}
+	return -1, nil
 }
 
 type wekaNum struct {
