@@ -401,48 +401,7 @@ func decodeResponseFormat(v any, opts ReadOptions) (json.RawMessage, []fieldErro
 	case typ == "" && len(errs) == 0:
 		errs = append(errs, fieldError{fResponseFormat + ".type", `missing (required: "text", "json_object" or "json_schema")`})
 	case typ == "json_schema":
-		at := fResponseFormat + ".json_schema"
-		inner, ok := asObject(js)
-		if !ok {
-			errs = append(errs, fieldError{at, `must be an object {"name":...,"schema":{...}} (got ` + describe(js) + ")"})
-			break
-		}
-		var haveName, haveSchema bool
-		for _, kv := range inner {
-			var why string
-			switch kv.key {
-			case "name":
-				haveName = true
-				_, why = stringField(kv.val, true, "must be a non-empty string")
-			case "description":
-				_, why = stringField(kv.val, false, "must be a string")
-			case "strict":
-				if _, ok := kv.val.(bool); !ok {
-					why = "must be true or false (got " + describe(kv.val) + ")"
-				}
-			case "schema":
-				haveSchema = true
-				if _, ok := asObject(kv.val); !ok {
-					why = "must be a JSON Schema object (got " + describe(kv.val) + ")"
-				} else {
-					why = schemaField(kv.val)
-				}
-			default:
-				if !opts.Lenient {
-					why = "unknown field (json_schema has name, description, schema and strict)"
-				}
-				dropKey(js, kv.key)
-			}
-			if why != "" {
-				errs = append(errs, fieldError{at + "." + kv.key, why})
-			}
-		}
-		if !haveName {
-			errs = append(errs, fieldError{at + ".name", "missing (required: a non-empty string)"})
-		}
-		if !haveSchema {
-			errs = append(errs, fieldError{at + ".schema", "missing (required: a JSON Schema object)"})
-		}
+		errs = append(errs, decodeJSONSchemaFormat(js, opts)...)
 	case js != nil && typ != "":
 		errs = append(errs, fieldError{fResponseFormat + ".json_schema", `only goes with "type":"json_schema"`})
 	}
@@ -454,6 +413,55 @@ func decodeResponseFormat(v any, opts ReadOptions) (json.RawMessage, []fieldErro
 		return nil, []fieldError{{fResponseFormat, why}}
 	}
 	return raw, nil
+}
+
+// decodeJSONSchemaFormat validates the json_schema object of a response_format of type
+// json_schema: a non-empty name, a JSON Schema object, and optionally a description and
+// strict. Unknown fields are errors, or dropped with opts.Lenient.
+func decodeJSONSchemaFormat(js any, opts ReadOptions) []fieldError {
+	at := fResponseFormat + ".json_schema"
+	inner, ok := asObject(js)
+	if !ok {
+		return []fieldError{{at, `must be an object {"name":...,"schema":{...}} (got ` + describe(js) + ")"}}
+	}
+	var errs []fieldError
+	var haveName, haveSchema bool
+	for _, kv := range inner {
+		var why string
+		switch kv.key {
+		case "name":
+			haveName = true
+			_, why = stringField(kv.val, true, "must be a non-empty string")
+		case "description":
+			_, why = stringField(kv.val, false, "must be a string")
+		case "strict":
+			if _, ok := kv.val.(bool); !ok {
+				why = "must be true or false (got " + describe(kv.val) + ")"
+			}
+		case "schema":
+			haveSchema = true
+			if _, ok := asObject(kv.val); !ok {
+				why = "must be a JSON Schema object (got " + describe(kv.val) + ")"
+			} else {
+				why = schemaField(kv.val)
+			}
+		default:
+			if !opts.Lenient {
+				why = "unknown field (json_schema has name, description, schema and strict)"
+			}
+			dropKey(js, kv.key)
+		}
+		if why != "" {
+			errs = append(errs, fieldError{at + "." + kv.key, why})
+		}
+	}
+	if !haveName {
+		errs = append(errs, fieldError{at + ".name", "missing (required: a non-empty string)"})
+	}
+	if !haveSchema {
+		errs = append(errs, fieldError{at + ".schema", "missing (required: a JSON Schema object)"})
+	}
+	return errs
 }
 
 // decodeExpect validates the expect list.
