@@ -151,214 +151,32 @@ var (
 	reportQuantiles = []float64{0.5, 0.9, 0.99}
 )
 
-// Run loads the runs, fits the constants on opts.Fit and reports the error on every run.
+// Run loads the runs, fits the constants on opts.Fit and reports the error on every run:
+// newFitter checks the options and loads the runs, fitter.searchConstants fits the engine's
+// constants, fitter.fitFrontEnd the delay before the server sees a request, and
+// fitter.report replays every run with them (calibrate/fit.go).
 func Run(opts Options) (*Result, error) {
-	if len(opts.Fit) == 0 {
-		return nil, errors.New("calibrate: no runs to fit: give at least one results directory")
-	}
-	reg := opts.Engine.Profiles
-	if reg == nil {
-		reg = perf.NewRegistry()
-	}
-	gpuName := opts.Engine.GPU
-	if gpuName == "" {
-		gpuName = "h100"
-	}
-	gpu, err := reg.GPU(gpuName)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	start := perf.Config{GPU: gpu, BWEff: opts.Engine.BWEff, FLOPEff: opts.Engine.FLOPEff,
-		StepOverhead: opts.Engine.StepOverhead}.WithDefaults()
-	if start.StepOverhead <= 0 { // "none" is no place to start a search in logarithms
-		start.StepOverhead = perf.DefaultStepOverhead
-	}
-	// The KV cache's bandwidth efficiency moves with the weights': their ratio is the GPU
-	// profile's when it gives both, else perf's defaults'.
-	kvRatio := perf.DefaultKVBWEff / perf.DefaultBWEff
-	if gpu.BWEff > 0 && gpu.KVBWEff > 0 {
-		kvRatio = gpu.KVBWEff / gpu.BWEff
-	}
-
-	var fit, held []run
-	for _, p := range opts.Fit {
-		r, err := load(p)
-		if err != nil {
-			return nil, err
-		}
-		fit = append(fit, r)
-	}
-	for _, p := range opts.Validate {
-		r, err := load(p)
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, r)
-	}
-
-	// engineFor is the deployment with constants c in its GPU profile (a copy of the caller's
-	// registry carries it; the caller's is never changed).
-	seqCap := 0 // the fitted MaxNumSeqs, 0 while Engine's applies
-	engineFor := func(c Constants) (refengine.Config, error) {
-		e := opts.Engine
-		if seqCap > 0 {
-			e.MaxNumSeqs = seqCap
-		}
-		g := gpu
-		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
-		e.GPU = g.Name
-		e.BWEff, e.FLOPEff, e.StepOverhead = 0, 0, 0
-		r := reg.Clone()
-		if err := r.Add(nil, []perf.GPU{g}); err != nil {
-			return e, fmt.Errorf("calibrate: %w", err)
-		}
-		e.Profiles = r
-		return e, nil
-	}
-	toConst := func(x []float64) Constants {
-		bw := math.Min(math.Exp(x[0]), 1)
-		return Constants{BWEff: bw, KVBWEff: math.Min(bw*kvRatio, 1), FLOPEff: math.Min(math.Exp(x[1]), 1),
-			StepOverhead: time.Duration(math.Exp(x[2]) * 1e3)}
-	}
-	evals := 0
-	replayLoss := func(x []float64, tpotOnly bool) float64 {
-		evals++
-		var sum float64
-		var n int
-		penalty := 0.0
-		for _, v := range x[:2] {
-			if v > 0 { // efficiency above 1
-				penalty += v * v * 100
-			}
-		}
-		cfg, err := engineFor(toConst(x))
-		if err != nil {
-			return math.Inf(1)
-		}
-		for _, r := range fit {
-			sim, err := simulate(r, cfg, 0)
-			if err != nil {
-				return math.Inf(1)
-			}
-			s, k := mismatch(r.meas, sim, tpotOnly)
-			sum += s
-			n += k
-		}
-		if n == 0 {
-			return math.Inf(1)
-		}
-		return sum/float64(n) + penalty
-	}
-	loss := func(x []float64) float64 { return replayLoss(x, false) }
-	// tpotLoss leaves out TTFT and E2E, which count from the intended send time and so
-	// include the client's and the network's time before the server saw the request; TPOT is
-	// measured between chunks and carries the prefills interleaved with each decode.
-	tpotLoss := func(x []float64) float64 { return replayLoss(x, true) }
-	maxEvals := opts.MaxEvals
-	if maxEvals <= 0 {
-		maxEvals = 600
-	}
-	x0 := []float64{math.Log(start.BWEff), math.Log(start.FLOPEff), math.Log(float64(start.StepOverhead) / 1e3)}
-	var gaps []gapObs
-	for _, r := range fit {
-		gaps = append(gaps, r.gaps...)
-	}
-	gapLoss, err := stepLoss(opts.Engine, reg, gpu, gaps)
+	f, err := newFitter(opts)
 	if err != nil {
 		return nil, err
 	}
-	// search minimizes f over the coordinates idx of x (the others fixed), restarting the
-	// simplex from the best point with a smaller one until its share of evaluations runs out:
-	// the simulated times are piecewise in the constants (a batch changes when a step ends
-	// earlier), so a simplex can stall on a plateau.
-	search := func(f func([]float64) float64, x []float64, idx []int, budget int) []float64 {
-		sub := func(y []float64) float64 {
-			z := append([]float64(nil), x...)
-			for i, k := range idx {
-				z[k] = y[i]
-			}
-			return f(z)
-		}
-		y := make([]float64, len(idx))
-		for i, k := range idx {
-			y[i] = x[k]
-		}
-		best, bestV := y, math.Inf(1)
-		limit := evals + budget
-		for step := 0.4; evals < limit && step > 1e-4; step /= 2 {
-			got, v := nelderMead(sub, best, step, limit-evals)
-			if v < bestV {
-				best, bestV = got, v
-			}
-		}
-		out := append([]float64(nil), x...)
-		for i, k := range idx {
-			out[k] = best[i]
-		}
-		return out
+	best, err := f.searchConstants()
+	if err != nil {
+		return nil, err
 	}
-	best := x0
-	if len(gaps) >= 10 {
-		// Decode steps seen between chunks separate bandwidth (the slope of step time in the
-		// batch's KV cache) from the step overhead (what is left at no KV); the whole replay
-		// then fixes compute from TTFT, and the decode fit is redone with it.
-		g := func(x []float64) float64 { evals++; return gapLoss(toConst(x)) }
-		best = search(g, best, []int{0, 2}, maxEvals/6)
-		if opts.FitMaxNumSeqs {
-			seqCap = fitSeqCap(fit, func() float64 { return loss(best) }, &seqCap)
-		}
-		best = search(tpotLoss, best, []int{1}, maxEvals/3)
-		best = search(g, best, []int{0, 2}, maxEvals/6)
-		best = search(tpotLoss, best, []int{1}, maxEvals/6)
-	} else {
-		best = search(loss, best, []int{0, 1, 2}, maxEvals)
-		if opts.FitMaxNumSeqs {
-			seqCap = fitSeqCap(fit, func() float64 { return loss(best) }, &seqCap)
-		}
-	}
-	bestLoss := loss(best)
-	c := toConst(best)
-	res := &Result{Constants: c, Evals: evals, Loss: bestLoss, MaxNumSeqs: seqCap}
-	res.GPU = gpu
+	bestLoss := f.loss(best)
+	c := f.toConst(best)
+	res := &Result{Constants: c, Evals: f.evals, Loss: bestLoss, MaxNumSeqs: f.seqCap}
+	res.GPU = f.gpu
 	res.GPU.BWEff, res.GPU.KVBWEff, res.GPU.FLOPEff, res.GPU.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
-	cfg, err := engineFor(c)
+	cfg, err := f.engineFor(c)
 	if err != nil {
 		return nil, err
 	}
-	// The time before the server saw a request (the client's, the network's, the server's
-	// own parsing and tokenizing) is in every measured TTFT and E2E but in no engine step: fit
-	// it as one delay, by golden-section search over [0, the smallest measured TTFT].
-	if lim := minTTFT(fit); lim > 0 {
-		f := func(d float64) float64 {
-			evals++
-			var sum float64
-			for _, r := range fit {
-				sim, err := simulate(r, cfg, time.Duration(d*1e9))
-				if err != nil {
-					return math.Inf(1)
-				}
-				sum += ttftLoss(r.meas, sim)
-			}
-			return sum
-		}
-		zero := f(0)
-		d := goldenMin(f, 0, lim, 24)
-		if f(d) < zero {
-			res.FrontEnd = time.Duration(d * 1e9).Round(time.Microsecond)
-		}
-	}
-	res.Evals = evals
-	for _, group := range []struct {
-		runs []run
-		held bool
-	}{{fit, false}, {held, true}} {
-		for _, r := range group.runs {
-			sim, err := simulate(r, cfg, res.FrontEnd)
-			if err != nil {
-				return nil, fmt.Errorf("calibrate: %s: %w", r.path, err)
-			}
-			res.Runs = append(res.Runs, RunFit{Path: r.path, Requests: len(r.reqs), Held: group.held, Stats: stats(r.meas, sim)})
-		}
+	res.FrontEnd = f.fitFrontEnd(cfg)
+	res.Evals = f.evals
+	if res.Runs, err = f.report(cfg, res.FrontEnd); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -45,6 +45,25 @@ const (
 // error text. name (usually the file's path) prefixes every error, which names the field and
 // the request index.
 func ParseVLLMBench(data []byte, name string) ([]metrics.Record, error) {
+	f, err := decodeVLLM(data, name)
+	if err != nil {
+		return nil, err
+	}
+	t0, err := f.check(name)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]metrics.Record, len(f.TTFTs))
+	for i := range recs {
+		if err := f.record(&recs[i], i, t0, name); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// decodeVLLM decodes a result file, its syntax and type errors placed at a line and column.
+func decodeVLLM(data []byte, name string) (*vllmBench, error) {
 	var f vllmBench
 	if err := json.Unmarshal(data, &f); err != nil {
 		var se *json.SyntaxError
@@ -59,14 +78,21 @@ func ParseVLLMBench(data []byte, name string) ([]metrics.Record, error) {
 		}
 		return nil, fmt.Errorf("%s: invalid vLLM result file: %w", name, err)
 	}
+	return &f, nil
+}
+
+// check says what is wrong with the file's lists as a whole (missing, too long, of unequal
+// lengths, start times that are not times or too far apart) and returns the earliest start
+// time, the zero of the records' clock.
+func (f *vllmBench) check(name string) (t0 float64, err error) {
 	n := len(f.TTFTs)
 	switch {
 	case n == 0:
-		return nil, fmt.Errorf("%s: no \"ttfts\": not a vLLM bench serve result saved with --save-detailed", name)
+		return 0, fmt.Errorf("%s: no \"ttfts\": not a vLLM bench serve result saved with --save-detailed", name)
 	case n > maxVLLMRequests:
-		return nil, fmt.Errorf("%s: %d requests exceed the limit of %d", name, n, maxVLLMRequests)
+		return 0, fmt.Errorf("%s: %d requests exceed the limit of %d", name, n, maxVLLMRequests)
 	case len(f.StartTimes) == 0:
-		return nil, fmt.Errorf("%s: no \"start_times\": this vLLM version does not record when each request was sent, so its run cannot be replayed; use a vLLM whose bench serve writes start_times", name)
+		return 0, fmt.Errorf("%s: no \"start_times\": this vLLM version does not record when each request was sent, so its run cannot be replayed; use a vLLM whose bench serve writes start_times", name)
 	}
 	for _, l := range []struct {
 		field string
@@ -74,69 +100,86 @@ func ParseVLLMBench(data []byte, name string) ([]metrics.Record, error) {
 	}{{"input_lens", len(f.InputLens)}, {"output_lens", len(f.OutputLens)}, {"itls", len(f.ITLs)},
 		{"start_times", len(f.StartTimes)}, {"latencies", len(f.Latencies)}, {"errors", len(f.Errors)}} {
 		if l.n != n && !(l.n == 0 && (l.field == "latencies" || l.field == "errors")) {
-			return nil, fmt.Errorf("%s: field %q has %d entries but \"ttfts\" has %d: every list must have one entry per request", name, l.field, l.n, n)
+			return 0, fmt.Errorf("%s: field %q has %d entries but \"ttfts\" has %d: every list must have one entry per request", name, l.field, l.n, n)
 		}
 	}
-	t0 := math.Inf(1)
+	t0 = math.Inf(1)
 	for i, s := range f.StartTimes {
 		if !finite(s) || math.Abs(s) > 1e12 {
-			return nil, fmt.Errorf("%s: request %d: field \"start_times\": %v is not a time", name, i, s)
+			return 0, fmt.Errorf("%s: request %d: field \"start_times\": %v is not a time", name, i, s)
 		}
 		t0 = math.Min(t0, s)
 	}
 	for i, s := range f.StartTimes {
 		if s-t0 > maxVLLMSeconds {
-			return nil, fmt.Errorf("%s: request %d: field \"start_times\": %v s after the first request, more than %g s", name, i, s-t0, float64(maxVLLMSeconds))
+			return 0, fmt.Errorf("%s: request %d: field \"start_times\": %v s after the first request, more than %g s", name, i, s-t0, float64(maxVLLMSeconds))
 		}
 	}
-	ns := func(sec float64) int64 { return int64(math.Round(sec * 1e9)) }
-	valid := func(sec float64) bool { return finite(sec) && sec >= 0 && sec <= maxVLLMSeconds }
-	recs := make([]metrics.Record, n)
-	for i := range recs {
-		rec := &recs[i]
-		start := ns(f.StartTimes[i] - t0)
-		*rec = metrics.Record{ID: strconv.Itoa(i), Intended: start, Dispatched: start, Sent: start, Headers: start,
-			InputTokens: f.InputLens[i], OutputTokens: f.OutputLens[i], TokenSource: metrics.TokensFromUsage,
-			RequestedTokens: f.OutputLens[i], ServerInputTokens: f.InputLens[i], ServerOutputTokens: f.OutputLens[i]}
-		if len(f.Errors) > 0 && f.Errors[i] != "" {
-			rec.Failure, rec.Error = metrics.FailServerError, metrics.TruncateError(f.Errors[i])
-			rec.End = start
-			continue
+	return t0, nil
+}
+
+// vllmNS is sec seconds in nanoseconds.
+func vllmNS(sec float64) int64 { return int64(math.Round(sec * 1e9)) }
+
+// vllmValid says whether sec is a duration the file may hold: finite, >= 0 and at most
+// maxVLLMSeconds.
+func vllmValid(sec float64) bool { return finite(sec) && sec >= 0 && sec <= maxVLLMSeconds }
+
+// record fills rec from request i of the file, times counted from t0.
+func (f *vllmBench) record(rec *metrics.Record, i int, t0 float64, name string) error {
+	start := vllmNS(f.StartTimes[i] - t0)
+	*rec = metrics.Record{ID: strconv.Itoa(i), Intended: start, Dispatched: start, Sent: start, Headers: start,
+		InputTokens: f.InputLens[i], OutputTokens: f.OutputLens[i], TokenSource: metrics.TokensFromUsage,
+		RequestedTokens: f.OutputLens[i], ServerInputTokens: f.InputLens[i], ServerOutputTokens: f.OutputLens[i]}
+	if len(f.Errors) > 0 && f.Errors[i] != "" {
+		rec.Failure, rec.Error = metrics.FailServerError, metrics.TruncateError(f.Errors[i])
+		rec.End = start
+		return nil
+	}
+	if f.InputLens[i] < 0 || f.OutputLens[i] < 0 || f.InputLens[i] > maxVLLMTokens || f.OutputLens[i] > maxVLLMTokens {
+		return fmt.Errorf("%s: request %d: fields \"input_lens\" and \"output_lens\" must be in [0, %d], got %d and %d", name, i, maxVLLMTokens, f.InputLens[i], f.OutputLens[i])
+	}
+	chunks, err := f.chunks(i, start, name)
+	if err != nil {
+		return err
+	}
+	t := chunks[len(chunks)-1].T
+	rec.FirstToken, rec.Chunks, rec.End = chunks[0].T, chunks, t
+	if len(f.Latencies) > 0 {
+		if l := f.Latencies[i]; vllmValid(l) {
+			rec.End = max(t, start+vllmNS(l))
+		} else {
+			return fmt.Errorf("%s: request %d: field \"latencies\": %v must be a time >= 0 s", name, i, l)
 		}
-		if f.InputLens[i] < 0 || f.OutputLens[i] < 0 || f.InputLens[i] > maxVLLMTokens || f.OutputLens[i] > maxVLLMTokens {
-			return nil, fmt.Errorf("%s: request %d: fields \"input_lens\" and \"output_lens\" must be in [0, %d], got %d and %d", name, i, maxVLLMTokens, f.InputLens[i], f.OutputLens[i])
+	}
+	if f.OutputLens[i] == 0 {
+		rec.Failure = metrics.FailEmpty
+	}
+	return nil
+}
+
+// chunks are request i's chunks, sent at start: the first token at its TTFT, one chunk per
+// inter-token latency after it, the output tokens spread over them.
+func (f *vllmBench) chunks(i int, start int64, name string) ([]metrics.Chunk, error) {
+	if !vllmValid(f.TTFTs[i]) {
+		return nil, fmt.Errorf("%s: request %d: field \"ttfts\": %v must be a time >= 0 s", name, i, f.TTFTs[i])
+	}
+	itls := f.ITLs[i]
+	chunks := make([]metrics.Chunk, 0, len(itls)+1)
+	t := start + vllmNS(f.TTFTs[i])
+	chunks = append(chunks, metrics.Chunk{T: t})
+	for j, g := range itls {
+		if !vllmValid(g) {
+			return nil, fmt.Errorf("%s: request %d: field \"itls\"[%d]: %v must be a time >= 0 s", name, i, j, g)
 		}
-		if !valid(f.TTFTs[i]) {
-			return nil, fmt.Errorf("%s: request %d: field \"ttfts\": %v must be a time >= 0 s", name, i, f.TTFTs[i])
+		t += vllmNS(g)
+		if t-start > vllmNS(maxVLLMSeconds) {
+			return nil, fmt.Errorf("%s: request %d: field \"itls\": the request lasts more than %g s", name, i, float64(maxVLLMSeconds))
 		}
-		itls := f.ITLs[i]
-		chunks := make([]metrics.Chunk, 0, len(itls)+1)
-		t := start + ns(f.TTFTs[i])
 		chunks = append(chunks, metrics.Chunk{T: t})
-		for j, g := range itls {
-			if !valid(g) {
-				return nil, fmt.Errorf("%s: request %d: field \"itls\"[%d]: %v must be a time >= 0 s", name, i, j, g)
-			}
-			t += ns(g)
-			if t-start > ns(maxVLLMSeconds) {
-				return nil, fmt.Errorf("%s: request %d: field \"itls\": the request lasts more than %g s", name, i, float64(maxVLLMSeconds))
-			}
-			chunks = append(chunks, metrics.Chunk{T: t})
-		}
-		spread(chunks, f.OutputLens[i])
-		rec.FirstToken, rec.Chunks, rec.End = chunks[0].T, chunks, t
-		if len(f.Latencies) > 0 {
-			if l := f.Latencies[i]; valid(l) {
-				rec.End = max(t, start+ns(l))
-			} else {
-				return nil, fmt.Errorf("%s: request %d: field \"latencies\": %v must be a time >= 0 s", name, i, l)
-			}
-		}
-		if f.OutputLens[i] == 0 {
-			rec.Failure = metrics.FailEmpty
-		}
 	}
-	return recs, nil
+	spread(chunks, f.OutputLens[i])
+	return chunks, nil
 }
 
 // spread gives chunks tokens in all, as evenly as whole numbers allow, the first chunks

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// The two-level variance model (DESIGN.md, "Decisions under noise"; docs/comparing.md).
+// The two-level variance model (docs/comparing.md, "Decisions under noise").
 //
 // A run is one draw from a noisy process: neighbouring requests share queues and batches, so
 // their latencies are correlated, and whole runs differ. Compare's bootstrap therefore

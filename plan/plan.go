@@ -145,7 +145,9 @@ type shape struct {
 	price      float64 // per GPU-hour
 }
 
-// Run searches the deployments of o.
+// Run searches the deployments of o: it checks the options, simulates every shape's
+// replica counts on o.Workers goroutines (searchAll), ranks the candidates and counts them
+// (tally).
 func Run(o Options) (*Result, error) {
 	now := o.Now
 	if now == nil {
@@ -156,18 +158,40 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	res := o.newResult()
+	if res.Candidates, err = o.searchAll(shapes); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(res.Candidates, func(a, b int) bool { return less(&res.Candidates[a], &res.Candidates[b]) })
+	markFewest(res.Candidates)
+	res.tally()
+	res.Model = o.modelName(shapes)
+	res.ElapsedS = now().Sub(start).Seconds()
+	return res, nil
+}
+
+// validate says what is wrong with the question o asks, if anything.
+func (o *Options) validate() error {
 	switch {
 	case len(o.Requests) == 0:
-		return nil, errors.New("plan: no requests")
+		return errors.New("plan: no requests")
 	case o.Record == nil:
-		return nil, errors.New("plan: Options.Record is nil")
+		return errors.New("plan: Options.Record is nil")
 	case !(o.Target > 0 && o.Target <= 1):
-		return nil, fmt.Errorf("plan: target %g: want a goodput fraction in (0, 1], e.g. 0.9", o.Target)
+		return fmt.Errorf("plan: target %g: want a goodput fraction in (0, 1], e.g. 0.9", o.Target)
 	case o.SLO.SLO.IsZero() && len(o.SLO.ClassSLO) == 0:
-		return nil, errors.New("plan: no SLO: goodput needs at least one limit (e.g. ttft=500ms,tpot=50ms)")
+		return errors.New("plan: no SLO: goodput needs at least one limit (e.g. ttft=500ms,tpot=50ms)")
 	case o.MinReplicas < 0 || o.MaxReplicas < 0 || (o.MaxReplicas > 0 && o.MaxReplicas < max(o.MinReplicas, 1)):
-		return nil, fmt.Errorf("plan: replicas %d..%d: want 1 <= min <= max (max 0: search upward)", o.MinReplicas, o.MaxReplicas)
+		return fmt.Errorf("plan: replicas %d..%d: want 1 <= min <= max (max 0: search upward)", o.MinReplicas, o.MaxReplicas)
 	}
+	return nil
+}
+
+// newResult is a Result that states the question o asks, with no candidates yet.
+func (o *Options) newResult() *Result {
 	res := &Result{Requests: len(o.Requests), Target: o.Target, Router: o.Router, Currency: o.Currency,
 		SLO: map[string]string{"": o.SLO.SLO.String()}}
 	if res.Router == "" {
@@ -179,24 +203,31 @@ func Run(o Options) (*Result, error) {
 	for _, q := range o.Requests {
 		res.Tokens += int64(q.PromptTokens + q.MaxTokens)
 	}
+	return res
+}
+
+// searchAll searches every shape on o.Workers goroutines (0: GOMAXPROCS) and returns the
+// candidates in the order they finished; the shapes' errors, joined, when any failed.
+func (o *Options) searchAll(shapes []shape) ([]Candidate, error) {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-		work = make(chan shape)
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		errs  []error
+		cands []Candidate
+		work  = make(chan shape)
 	)
 	for w := 0; w < min(workers, len(shapes)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for sh := range work {
-				cands, err := o.searchShape(sh)
+				got, err := o.searchShape(sh)
 				mu.Lock()
-				res.Candidates = append(res.Candidates, cands...)
+				cands = append(cands, got...)
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -212,10 +243,15 @@ func Run(o Options) (*Result, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	sort.SliceStable(res.Candidates, func(a, b int) bool { return less(&res.Candidates[a], &res.Candidates[b]) })
+	return cands, nil
+}
+
+// markFewest sets Fewest on each shape's candidate with the fewest replicas that meets the
+// target.
+func markFewest(cands []Candidate) {
 	fewest := map[string]*Candidate{}
-	for i := range res.Candidates {
-		c := &res.Candidates[i]
+	for i := range cands {
+		c := &cands[i]
 		key := fmt.Sprint(c.GPU, c.Dtype, c.TP)
 		if f := fewest[key]; c.Meets && (f == nil || c.Replicas < f.Replicas) {
 			fewest[key] = c
@@ -224,6 +260,11 @@ func Run(o Options) (*Result, error) {
 	for _, c := range fewest {
 		c.Fewest = true
 	}
+}
+
+// tally counts the ranked candidates (simulated, stopped early, ruled out) and sets Best to
+// the first that meets the target.
+func (res *Result) tally() {
 	for i := range res.Candidates {
 		c := &res.Candidates[i]
 		if c.Replicas == 0 {
@@ -239,14 +280,17 @@ func Run(o Options) (*Result, error) {
 		}
 	}
 	res.Searched = res.Simulated + res.RuledOut
+}
+
+// modelName is the model's name as the engine reports it, from the first shape whose
+// configuration it accepts ("" when none does).
+func (o *Options) modelName(shapes []shape) string {
 	for _, sh := range shapes {
 		if r, err := refengine.SimulateCluster(nil, o.config(sh), refengine.ClusterOptions{}); err == nil {
-			res.Model = r.Info.Model
-			break
+			return r.Info.Model
 		}
 	}
-	res.ElapsedS = now().Sub(start).Seconds()
-	return res, nil
+	return ""
 }
 
 // less orders candidates cheapest first; at one price the higher goodput, then fewer GPUs.

@@ -291,7 +291,21 @@ func cdfSection(s *metrics.Summary) section {
 		}}}}
 }
 
+// throughputSection is the key-value tables of the run: throughput, goodput, stalls and
+// fluidity, client health, and sessions and cost when the run has them.
 func throughputSection(s *metrics.Summary) section {
+	kv := []*table{throughputTable(s), goodputTable(s), stallsTable(s), clientTable(s.Client)}
+	if ss := s.Sessions; ss != nil {
+		kv = append(kv, sessionsTable(ss))
+	}
+	if c := s.Cost; c != nil {
+		kv = append(kv, costTable(c))
+	}
+	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
+}
+
+// throughputTable is the steady-state throughput and how the tokens were counted.
+func throughputTable(s *metrics.Summary) *table {
 	q, th := s.Requests, s.Throughput
 	tp := &table{Caption: "Throughput (steady-state window)", Numeric: true}
 	tp.add(txt("requests / s"), keyed("throughput.requests_per_s.table", fmtRate(th.RequestsPerS)))
@@ -316,7 +330,11 @@ func throughputSection(s *metrics.Summary) section {
 		tp.add(txt("requests whose server usage was rejected"), txt(fmtInt(int64(q.UsageRejected))))
 	}
 	tp.add(txt("client vs server token mismatch"), txt(fmtPct(q.TokenMismatch)))
+	return tp
+}
 
+// goodputTable is the goodput and the SLOs it was judged by.
+func goodputTable(s *metrics.Summary) *table {
 	gp := &table{Caption: "Goodput", Numeric: true}
 	if len(s.Goodput.SLO) == 0 && len(s.Goodput.ClassSLO) == 0 {
 		gp.add(txt("SLO"), txt("none given (--slo ttft=…,tpot=…)"))
@@ -331,6 +349,11 @@ func throughputSection(s *metrics.Summary) section {
 			gp.add(txt("SLO for class "+c), txt(sloList(s.Goodput.ClassSLO[c])))
 		}
 	}
+	return gp
+}
+
+// stallsTable is the stalls and the fluidity index.
+func stallsTable(s *metrics.Summary) *table {
 	st := s.Stalls
 	sf := &table{Caption: "Stalls and fluidity", Numeric: true}
 	rule := st.ThresholdRule
@@ -346,34 +369,36 @@ func throughputSection(s *metrics.Summary) section {
 	sf.add(txt("fluidity index p1 / p5"), txt(fmtFixed(f.IndexP1, 3)+" / "+fmtFixed(f.IndexP5, 3)))
 	sf.add(txt("requests with index ≥ 0.9"), keyed("fluidity.fraction_ge_0_9", fmtPct(f.FractionAbove90)))
 	sf.add(txt("deadlines TTFT / TBT"), txt(fmtShort(f.TTFTDeadlineMs)+" ms / "+fmtShort(f.TBTDeadlineMs)+" ms"))
+	return sf
+}
 
+// clientTable is the client's health: its verdict, schedule lag and CPU.
+func clientTable(c metrics.Client) *table {
 	cl := &table{Caption: "Client health", Numeric: true}
-	cl.add(txt("verdict"), keyed("client.verdict", clientHealth(s.Client)))
-	cl.add(txt("schedule lag p50 / p99 / max"), txt(fmtDistMs(s.Client.LagMs, s.Client.LagMs.P50)+" / "+
-		fmtDistMs(s.Client.LagMs, s.Client.LagMs.P99)+" / "+fmtDistMs(s.Client.LagMs, s.Client.LagMs.Max)+" ms"))
-	cl.add(txt("client CPU"), txt(fmtPct(s.Client.CPUFraction)))
-	if s.Client.CPUStealFraction >= stealShown {
-		cl.add(txt("CPU steal (host)"), txt(fmtPct(s.Client.CPUStealFraction)))
+	cl.add(txt("verdict"), keyed("client.verdict", clientHealth(c)))
+	cl.add(txt("schedule lag p50 / p99 / max"), txt(fmtDistMs(c.LagMs, c.LagMs.P50)+" / "+
+		fmtDistMs(c.LagMs, c.LagMs.P99)+" / "+fmtDistMs(c.LagMs, c.LagMs.Max)+" ms"))
+	cl.add(txt("client CPU"), txt(fmtPct(c.CPUFraction)))
+	if c.CPUStealFraction >= stealShown {
+		cl.add(txt("CPU steal (host)"), txt(fmtPct(c.CPUStealFraction)))
 	}
-	kv := []*table{tp, gp, sf, cl}
-	if ss := s.Sessions; ss != nil {
-		kv = append(kv, sessionsTable(ss))
+	return cl
+}
+
+// costTable is the run's cost: total, per request and per million tokens.
+func costTable(c *metrics.Cost) *table {
+	ct := &table{Caption: "Cost (" + c.Basis + ")", Numeric: true}
+	ct.add(txt("total"), txt(fmtMoney(c.Total, c.Currency)))
+	ct.add(txt("per request"), txt(fmtMoney(c.PerRequest, c.Currency)))
+	if c.PerGoodRequest != 0 {
+		ct.add(txt("per request within SLO"), txt(fmtMoney(c.PerGoodRequest, c.Currency)))
 	}
-	if c := s.Cost; c != nil {
-		ct := &table{Caption: "Cost (" + c.Basis + ")", Numeric: true}
-		ct.add(txt("total"), txt(fmtMoney(c.Total, c.Currency)))
-		ct.add(txt("per request"), txt(fmtMoney(c.PerRequest, c.Currency)))
-		if c.PerGoodRequest != 0 {
-			ct.add(txt("per request within SLO"), txt(fmtMoney(c.PerGoodRequest, c.Currency)))
-		}
-		if c.PerMillionInput != 0 {
-			ct.add(txt("per million input tokens"), txt(fmtMoney(c.PerMillionInput, c.Currency)))
-		}
-		ct.add(txt("per million output tokens"), txt(fmtMoney(c.PerMillionOutput, c.Currency)))
-		ct.add(txt("per million tokens"), txt(fmtMoney(c.PerMillionTokens, c.Currency)))
-		kv = append(kv, ct)
+	if c.PerMillionInput != 0 {
+		ct.add(txt("per million input tokens"), txt(fmtMoney(c.PerMillionInput, c.Currency)))
 	}
-	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
+	ct.add(txt("per million output tokens"), txt(fmtMoney(c.PerMillionOutput, c.Currency)))
+	ct.add(txt("per million tokens"), txt(fmtMoney(c.PerMillionTokens, c.Currency)))
+	return ct
 }
 
 // phaseShades shades the warm-up and cool-down of a time series.

@@ -59,6 +59,20 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 		return fmt.Errorf("reports: WriteTerminal: nil summary")
 	}
 	e := &errWriter{w: w}
+	writeTermHead(e, s)
+	e.printf("\n")
+	writeTermLatency(e, s.Latency)
+	e.printf("\n")
+	writeTermFields(e, s)
+	writeTermClasses(e, s.ByClass)
+	writeCluster(e, s.Cluster)
+	writeTermWarnings(e, s.Warnings)
+	return e.err
+}
+
+// writeTermHead prints the run line, the headline, and the requests, throughput, tokens and
+// inputs.
+func writeTermHead(e *errWriter, s *metrics.Summary) {
 	for _, line := range wrapParts(runParts(s.Run), " · ", termWidth) {
 		e.printf("%s\n", termSafe(line))
 	}
@@ -77,14 +91,16 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	if s.Inputs != nil {
 		e.field("Inputs", termSafe(inputsLine(s.Inputs, s.Run.PromptSizing)))
 	}
-	e.printf("\n")
+}
 
+// writeTermLatency prints the latency table: one row per metric, one column per statistic.
+func writeTermLatency(e *errWriter, l metrics.Latency) {
 	e.printf("%-14s", "Latency (ms)")
 	for _, st := range distStats {
 		e.printf("%s", col(9, st.Label))
 	}
 	e.printf("%s\n", col(10, "count"))
-	for _, row := range latencyRows(s.Latency) {
+	for _, row := range latencyRows(l) {
 		if row.Key == "normalized" {
 			continue
 		}
@@ -94,7 +110,11 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 		}
 		e.printf("%s\n", col(10, fmtInt(row.D.Count)))
 	}
-	e.printf("\n")
+}
+
+// writeTermFields prints the one-line fields after the latency table (stalls, fluidity,
+// goodput, client health and those the run has) and the quality block.
+func writeTermFields(e *errWriter, s *metrics.Summary) {
 	e.field("Stalls", stallsLine(s.Stalls))
 	e.field("Fluidity", fluidityLine(s.Fluidity))
 	if s.Reasoning != nil {
@@ -117,35 +137,43 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	if s.Quality != nil {
 		writeQualityTerminal(e, s.Quality)
 	}
-	if len(s.ByClass) > 1 {
-		e.printf("\n%-18s%9s%8s%9s%10s%10s%10s%10s%9s\n", "Class (ms)", "requests", "failed",
-			"req/s", "TTFT p99", "TPOT p99", "ITL p99", "E2E p99", "goodput")
-		for _, name := range sortedKeys(s.ByClass) {
-			c := s.ByClass[name]
-			if c == nil {
-				continue
+}
+
+// writeTermClasses prints the per-class table when there is more than one class.
+func writeTermClasses(e *errWriter, byClass map[string]*metrics.ClassSummary) {
+	if len(byClass) <= 1 {
+		return
+	}
+	e.printf("\n%-18s%9s%8s%9s%10s%10s%10s%10s%9s\n", "Class (ms)", "requests", "failed",
+		"req/s", "TTFT p99", "TPOT p99", "ITL p99", "E2E p99", "goodput")
+	for _, name := range sortedKeys(byClass) {
+		c := byClass[name]
+		if c == nil {
+			continue
+		}
+		e.printf("%-18s%s%s%s%s%s%s%s%s\n", clip(termSafe(name), 17),
+			col(9, fmtInt(int64(c.Requests.Total))), col(8, fmtInt(int64(c.Requests.Failed))),
+			col(9, fmtRate(c.Throughput.RequestsPerS)), col(10, fmtDistMs(c.Latency.TTFT, c.Latency.TTFT.P99)),
+			col(10, fmtDistMs(c.Latency.TPOT, c.Latency.TPOT.P99)), col(10, fmtDistMs(c.Latency.ITL, c.Latency.ITL.P99)),
+			col(10, fmtDistMs(c.Latency.E2E, c.Latency.E2E.P99)), col(9, goodputCell(c.Goodput)))
+	}
+}
+
+// writeTermWarnings prints the warnings, each wrapped under a "!".
+func writeTermWarnings(e *errWriter, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	e.printf("\nWarnings\n")
+	for _, wn := range warnings {
+		for i, line := range wrap(termSafe(wn), termWidth-4) {
+			if i == 0 {
+				e.printf("  ! %s\n", line)
+			} else {
+				e.printf("    %s\n", line)
 			}
-			e.printf("%-18s%s%s%s%s%s%s%s%s\n", clip(termSafe(name), 17),
-				col(9, fmtInt(int64(c.Requests.Total))), col(8, fmtInt(int64(c.Requests.Failed))),
-				col(9, fmtRate(c.Throughput.RequestsPerS)), col(10, fmtDistMs(c.Latency.TTFT, c.Latency.TTFT.P99)),
-				col(10, fmtDistMs(c.Latency.TPOT, c.Latency.TPOT.P99)), col(10, fmtDistMs(c.Latency.ITL, c.Latency.ITL.P99)),
-				col(10, fmtDistMs(c.Latency.E2E, c.Latency.E2E.P99)), col(9, goodputCell(c.Goodput)))
 		}
 	}
-	writeCluster(e, s.Cluster)
-	if len(s.Warnings) > 0 {
-		e.printf("\nWarnings\n")
-		for _, wn := range s.Warnings {
-			for i, line := range wrap(termSafe(wn), termWidth-4) {
-				if i == 0 {
-					e.printf("  ! %s\n", line)
-				} else {
-					e.printf("    %s\n", line)
-				}
-			}
-		}
-	}
-	return e.err
 }
 
 // runLine is the first line of text outputs: what was run, against what, for how long, with

@@ -128,6 +128,27 @@ func orDash(s string) string {
 // trendChart draws one series: values per run (category axis of run ids), the level between
 // change points as a step, and the first run after each change as a marked point.
 func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
+	idx := trendPlotted(s, maxPoints)
+	d := trendRows(s, idx)
+	series := []seriesSpec{
+		{Name: s.Metric, Data: d.values, Color: colBlue, Symbol: 5},
+		{Name: "level between changes", Data: d.level, Color: colGray, Dashed: true, Width: 1.5},
+	}
+	if d.withIv {
+		series = append(series,
+			seriesSpec{Name: "run's own interval (low)", Data: d.ivLo, Color: colTeal, Dashed: true, Width: 1},
+			seriesSpec{Name: "run's own interval (high)", Data: d.ivHi, Color: colTeal, Dashed: true, Width: 1})
+	}
+	if len(d.marks) > 0 {
+		series = append(series, seriesSpec{Name: "change point (first run after)", Kind: "scatter", Data: d.marks, Color: colRed, Symbol: 14})
+	}
+	return &chartSpec{ID: id, Title: s.Metric, Note: trendNote(s, len(idx)), XName: "run", YName: s.Unit,
+		XCats: d.cats, Series: series, Table: d.tbl}
+}
+
+// trendPlotted is the indexes of the runs plotted, in order: every run, or past maxPoints an
+// LTTB selection plus the runs on both sides of every change.
+func trendPlotted(s *TrendSeries, maxPoints int) []int {
 	n := len(s.Runs)
 	keep := make([]bool, n)
 	idx := make([]int, 0, n)
@@ -157,62 +178,89 @@ func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
 			idx = append(idx, i)
 		}
 	}
+	return idx
+}
+
+// trendData is a trend chart's plotted data and its table, one entry per plotted run
+// ("-" where a run has no interval or level).
+type trendData struct {
+	cats                      []string
+	values, level, ivLo, ivHi []any
+	marks                     [][2]any // (position, value) of each run that starts a change
+	withIv                    bool     // some plotted run has its own interval
+	tbl                       *table
+}
+
+// trendRows lays out the runs idx of s as chart data and as the table's rows.
+func trendRows(s *TrendSeries, idx []int) trendData {
 	changeAt := map[int]TrendChange{}
 	for _, c := range s.Changes {
 		changeAt[c.Index] = c
 	}
-	cats := make([]string, 0, len(idx))
-	values := make([]any, 0, len(idx))
-	level := make([]any, 0, len(idx))
-	var marks [][2]any
-	withIv := false
+	d := trendData{cats: make([]string, 0, len(idx)), values: make([]any, 0, len(idx)), level: make([]any, 0, len(idx))}
 	for _, i := range idx {
-		withIv = withIv || s.Runs[i].Interval
+		d.withIv = d.withIv || s.Runs[i].Interval
 	}
 	head := []string{"run", "start", s.Metric + " (" + s.Unit + ")", "level", "change"}
-	var ivLo, ivHi []any
-	if withIv {
+	if d.withIv {
 		head = []string{"run", "start", s.Metric + " (" + s.Unit + ")", "run's own 95% interval", "level", "change"}
 	}
-	tbl := &table{Numeric: true, LastLeft: true, Head: head}
+	d.tbl = &table{Numeric: true, LastLeft: true, Head: head}
 	for pos, i := range idx {
 		r := s.Runs[i]
-		cats = append(cats, "#"+strconv.FormatInt(r.ID, 10))
-		values = append(values, rnd(r.Value))
+		d.cats = append(d.cats, "#"+strconv.FormatInt(r.ID, 10))
+		d.values = append(d.values, rnd(r.Value))
 		ivCell := "–"
 		if r.Interval {
-			ivLo, ivHi = append(ivLo, rnd(r.Lo)), append(ivHi, rnd(r.Hi))
+			d.ivLo, d.ivHi = append(d.ivLo, rnd(r.Lo)), append(d.ivHi, rnd(r.Hi))
 			ivCell = fmtShort(r.Lo) + " – " + fmtShort(r.Hi)
 		} else {
-			ivLo, ivHi = append(ivLo, "-"), append(ivHi, "-")
+			d.ivLo, d.ivHi = append(d.ivLo, "-"), append(d.ivHi, "-")
 		}
 		lv := "–"
 		if i < len(s.Level) && finite(s.Level[i]) {
-			level = append(level, rnd(s.Level[i]))
+			d.level = append(d.level, rnd(s.Level[i]))
 			lv = fmtShort(s.Level[i])
 		} else {
-			level = append(level, "-")
+			d.level = append(d.level, "-")
 		}
-		note := ""
-		if c, ok := changeAt[i]; ok {
-			marks = append(marks, [2]any{pos, rnd(r.Value)})
-			note = c.Kind + ": " + c.Summary
-			if c.Changed != "" {
-				note += "; changed: " + c.Changed
-			}
+		c, changed := changeAt[i]
+		if changed {
+			d.marks = append(d.marks, [2]any{pos, rnd(r.Value)})
 		}
 		runCell := txt("#" + strconv.FormatInt(r.ID, 10))
 		runCell.Href = r.Link
-		noteCell := classed("wr", note) // a long note wraps inside the card
-		if c, ok := changeAt[i]; ok && c.Bad {
-			noteCell.Class = "wr bad"
-		}
-		if withIv {
-			tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(ivCell), txt(lv), noteCell)
+		noteCell := trendNoteCell(c, changed)
+		if d.withIv {
+			d.tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(ivCell), txt(lv), noteCell)
 		} else {
-			tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(lv), noteCell)
+			d.tbl.add(runCell, txt(r.Start), txt(fmtShort(r.Value)), txt(lv), noteCell)
 		}
 	}
+	return d
+}
+
+// trendNoteCell is the table's change cell of a run: the change it starts, if any (changed),
+// marked bad when the change is a regression. A long note wraps inside the card.
+func trendNoteCell(c TrendChange, changed bool) cell {
+	note := ""
+	if changed {
+		note = c.Kind + ": " + c.Summary
+		if c.Changed != "" {
+			note += "; changed: " + c.Changed
+		}
+	}
+	noteCell := classed("wr", note)
+	if changed && c.Bad {
+		noteCell.Class = "wr bad"
+	}
+	return noteCell
+}
+
+// trendNote is the chart's note: the metric and which way is better, every change, and how
+// many of the runs are plotted when not all are.
+func trendNote(s *TrendSeries, plotted int) string {
+	n := len(s.Runs)
 	better := "lower is better"
 	switch s.Better {
 	case "higher":
@@ -226,20 +274,8 @@ func trendChart(id string, s *TrendSeries, maxPoints int) *chartSpec {
 			note += fmt.Sprintf("; %s at run %d: %s", c.Kind, s.Runs[c.Index].ID, c.Summary)
 		}
 	}
-	if len(idx) < n {
-		note += fmt.Sprintf("; %d of %d runs plotted (LTTB), every change kept", len(idx), n)
+	if plotted < n {
+		note += fmt.Sprintf("; %d of %d runs plotted (LTTB), every change kept", plotted, n)
 	}
-	series := []seriesSpec{
-		{Name: s.Metric, Data: values, Color: colBlue, Symbol: 5},
-		{Name: "level between changes", Data: level, Color: colGray, Dashed: true, Width: 1.5},
-	}
-	if withIv {
-		series = append(series,
-			seriesSpec{Name: "run's own interval (low)", Data: ivLo, Color: colTeal, Dashed: true, Width: 1},
-			seriesSpec{Name: "run's own interval (high)", Data: ivHi, Color: colTeal, Dashed: true, Width: 1})
-	}
-	if len(marks) > 0 {
-		series = append(series, seriesSpec{Name: "change point (first run after)", Kind: "scatter", Data: marks, Color: colRed, Symbol: 14})
-	}
-	return &chartSpec{ID: id, Title: s.Metric, Note: note, XName: "run", YName: s.Unit, XCats: cats, Series: series, Table: tbl}
+	return note
 }

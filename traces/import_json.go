@@ -133,20 +133,9 @@ func shareGPTRole(from string) string {
 // ShareGPT JSON: an array of {"id", "conversations": [{"from": "human"|"gpt"|"system",
 // "value": text}, ...]}. The file is read whole into memory.
 func importShareGPT(r io.Reader, name string, opts ImportOptions) ([]Request, error) {
-	if opts.Tokenizer == nil {
-		opts.Tokenizer = tokenizer.Reference{}
-	}
-	if opts.Rate == 0 {
-		opts.Rate = 1
-	}
-	if !(opts.Rate > 0) || math.IsInf(opts.Rate, 0) {
-		return nil, fmt.Errorf("import sharegpt: rate must be a finite number > 0 (got %v)", opts.Rate)
-	}
-	if opts.Think == 0 {
-		opts.Think = 10 * time.Second
-	}
-	if opts.Think < 0 {
-		return nil, fmt.Errorf("import sharegpt: think time must be >= 0 (got %v)", opts.Think)
+	opts, err := shareGPTOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -180,13 +169,7 @@ func importShareGPT(r io.Reader, name string, opts ImportOptions) ([]Request, er
 			}
 			return nil, &LineError{File: name, Line: lines.at(errorOffset(err, len(data))), Reason: "invalid JSON: " + err.Error(), Err: err}
 		}
-		turns := item.Conversations
-		if turns == nil {
-			turns = item.Conversation
-		}
-		if turns == nil {
-			turns = item.Messages
-		}
+		turns := item.turns()
 		if turns == nil {
 			if err := sink.bad(line, "conversations", "missing (expected an array of {\"from\",\"value\"} turns)"); err != nil {
 				return nil, err
@@ -199,30 +182,75 @@ func importShareGPT(r io.Reader, name string, opts ImportOptions) ([]Request, er
 			continue
 		}
 		conv++
-		for k := range reqs {
-			reqs[k].Arrival = at + time.Duration(k)*opts.Think
-			reqs[k].Line = line
-			if k > 0 {
-				reqs[k].Think = opts.Think
-			}
-		}
-		more := true
-		for _, q := range reqs {
-			if more = sink.add(q); !more {
-				break
-			}
-		}
-		if !more {
+		if !addConversation(sink, reqs, at, line, opts.Think) {
 			break
 		}
-		gap := 1 / opts.Rate
-		if opts.Poisson {
-			u := (float64(src.Uint64()>>11) + 0.5) / (1 << 53) // uniform in (0, 1)
-			gap = -math.Log(u) / opts.Rate
-		}
-		at += time.Duration(math.Round(gap * 1e9))
+		at += shareGPTGap(src, opts)
 	}
 	return sink.reqs, nil
+}
+
+// shareGPTOptions fills in the ShareGPT importer's defaults (the reference tokenizer, 1
+// conversation/s, 10 s of think time) and checks the rate and think time.
+func shareGPTOptions(opts ImportOptions) (ImportOptions, error) {
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = tokenizer.Reference{}
+	}
+	if opts.Rate == 0 {
+		opts.Rate = 1
+	}
+	if !(opts.Rate > 0) || math.IsInf(opts.Rate, 0) {
+		return opts, fmt.Errorf("import sharegpt: rate must be a finite number > 0 (got %v)", opts.Rate)
+	}
+	if opts.Think == 0 {
+		opts.Think = 10 * time.Second
+	}
+	if opts.Think < 0 {
+		return opts, fmt.Errorf("import sharegpt: think time must be >= 0 (got %v)", opts.Think)
+	}
+	return opts, nil
+}
+
+// turns are the conversation's turns under whichever key the file uses: conversations,
+// conversation or messages (nil when none).
+func (it *shareGPTItem) turns() []shareGPTTurn {
+	if it.Conversations != nil {
+		return it.Conversations
+	}
+	if it.Conversation != nil {
+		return it.Conversation
+	}
+	return it.Messages
+}
+
+// addConversation hands a conversation's requests, read at line, to the sink: the first
+// arriving at at, each later one think after the one before. It returns false when the sink
+// wants no more.
+func addConversation(sink *rowSink, reqs []Request, at time.Duration, line int, think time.Duration) bool {
+	for k := range reqs {
+		reqs[k].Arrival = at + time.Duration(k)*think
+		reqs[k].Line = line
+		if k > 0 {
+			reqs[k].Think = think
+		}
+	}
+	for _, q := range reqs {
+		if !sink.add(q) {
+			return false
+		}
+	}
+	return true
+}
+
+// shareGPTGap is the time from one conversation's start to the next's: 1/rate, or with
+// opts.Poisson an exponential gap of mean 1/rate drawn from src.
+func shareGPTGap(src *rand.PCG, opts ImportOptions) time.Duration {
+	gap := 1 / opts.Rate
+	if opts.Poisson {
+		u := (float64(src.Uint64()>>11) + 0.5) / (1 << 53) // uniform in (0, 1)
+		gap = -math.Log(u) / opts.Rate
+	}
+	return time.Duration(math.Round(gap * 1e9))
 }
 
 // shareGPTRequests turns one conversation into its request(s), or says why it is unusable.

@@ -61,16 +61,10 @@ func ToolAgentSessions(reqs []Request, blockTokens int, tpot time.Duration) {
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
-	type chain struct {
-		n int    // full blocks
-		h uint64 // hash of the first n ids
-	}
-	byChain := map[chain][]int{}
+	byChain := map[idChain][]int{}
 	parent := make(map[int]int, len(order))
 	session := make(map[int]int, len(order))
-	turns := map[int]int{}
 	sessions := 0
-	full := func(q *Request) int { return min(len(q.HashIDs), q.InputTokens/blockTokens) }
 	for g := 0; g < len(order); {
 		// Requests of equal arrival cannot continue one another: match the whole group against
 		// the requests before it, then index it.
@@ -79,22 +73,7 @@ func ToolAgentSessions(reqs []Request, blockTokens int, tpot time.Duration) {
 			end++
 		}
 		for _, b := range order[g:end] {
-			q := &reqs[b]
-			best, bestN, bestCommon := -1, 0, 0
-			h := uint64(fnvOffset64)
-			for k := 1; k <= len(q.HashIDs); k++ {
-				h = fnvMix(h, q.HashIDs[k-1])
-				for _, a := range byChain[chain{k, h}] {
-					p := &reqs[a]
-					if !sameIDs(p.HashIDs[:k], q.HashIDs[:k]) || q.InputTokens < p.InputTokens+p.OutputTokens {
-						continue
-					}
-					common := commonPrefix(p.HashIDs, q.HashIDs)
-					if k > bestN || k == bestN && (common > bestCommon || common == bestCommon && p.Arrival >= reqs[best].Arrival) {
-						best, bestN, bestCommon = a, k, common
-					}
-				}
-			}
+			best := chainParent(reqs, byChain, &reqs[b])
 			if best < 0 {
 				sessions++
 				session[b] = sessions
@@ -104,19 +83,11 @@ func ToolAgentSessions(reqs []Request, blockTokens int, tpot time.Duration) {
 			session[b] = session[best]
 		}
 		for _, a := range order[g:end] {
-			q := &reqs[a]
-			n := full(q)
-			if n < 1 {
-				continue
-			}
-			h := uint64(fnvOffset64)
-			for _, id := range q.HashIDs[:n] {
-				h = fnvMix(h, id)
-			}
-			byChain[chain{n, h}] = append(byChain[chain{n, h}], a)
+			indexChain(byChain, reqs, a, blockTokens)
 		}
 		g = end
 	}
+	turns := map[int]int{}
 	for _, i := range order {
 		q := &reqs[i]
 		s := session[i]
@@ -134,6 +105,50 @@ func ToolAgentSessions(reqs []Request, blockTokens int, tpot time.Duration) {
 		est := time.Duration(min(float64(a.OutputTokens)*float64(tpot), float64(MaxSeconds*time.Second)))
 		q.ToolDelay = min(max(0, q.Arrival-a.Arrival-est), MaxSeconds*time.Second)
 	}
+}
+
+// idChain is a chain of hash_ids: its length in blocks and the hash of its ids.
+type idChain struct {
+	n int    // full blocks
+	h uint64 // hash of the first n ids
+}
+
+// chainParent is the request (its index in reqs) that q continues, -1 for none: of the
+// indexed requests whose chain is a prefix of q's hash_ids and whose prompt and answer fit in
+// q's prompt, the one with the longest chain, then the longest common prefix with q, then the
+// latest arrival.
+func chainParent(reqs []Request, byChain map[idChain][]int, q *Request) int {
+	best, bestN, bestCommon := -1, 0, 0
+	h := uint64(fnvOffset64)
+	for k := 1; k <= len(q.HashIDs); k++ {
+		h = fnvMix(h, q.HashIDs[k-1])
+		for _, a := range byChain[idChain{k, h}] {
+			p := &reqs[a]
+			if !sameIDs(p.HashIDs[:k], q.HashIDs[:k]) || q.InputTokens < p.InputTokens+p.OutputTokens {
+				continue
+			}
+			common := commonPrefix(p.HashIDs, q.HashIDs)
+			if k > bestN || k == bestN && (common > bestCommon || common == bestCommon && p.Arrival >= reqs[best].Arrival) {
+				best, bestN, bestCommon = a, k, common
+			}
+		}
+	}
+	return best
+}
+
+// indexChain indexes request a under the chain of its hash_ids that its prompt fills (blocks
+// of blockTokens tokens); a request without a full block is not indexed.
+func indexChain(byChain map[idChain][]int, reqs []Request, a, blockTokens int) {
+	q := &reqs[a]
+	n := min(len(q.HashIDs), q.InputTokens/blockTokens)
+	if n < 1 {
+		return
+	}
+	h := uint64(fnvOffset64)
+	for _, id := range q.HashIDs[:n] {
+		h = fnvMix(h, id)
+	}
+	byChain[idChain{n, h}] = append(byChain[idChain{n, h}], a)
 }
 
 const fnvOffset64 = 14695981039346656037

@@ -344,23 +344,11 @@ func (t *wekaTrace) list(v rawAt, path string, base float64, spawn []int) (int, 
 		deps := append(append([]int(nil), base...), joins...)
 		switch kind {
 		case "subagent":
-			inner, ok := m["requests"]
-			if !ok {
-				if err := w.sink.bad(line, field+".requests", "missing (a subagent marker lists its calls in requests)"); err != nil {
-					return -1, err
-				}
-				continue
-			}
-			innerBase := 0.0
-			if t.relative {
-				innerBase = ts
-			}
-			last, err := t.list(inner, field+".requests", innerBase, base)
+			last, err := t.subagent(m, field, line, ts, base)
 			if err != nil {
 				return -1, err
 			}
-			status, _ := scalar(m["status"].raw).(string)
-			if last >= 0 && status != "async_launched" {
+			if last >= 0 {
 				joins = append(joins, last)
 			}
 			continue
@@ -380,6 +368,28 @@ func (t *wekaTrace) list(v rawAt, path string, base float64, spawn []int) (int, 
 		}
 	}
 	return prev, nil
+}
+
+// subagent imports the calls of a sub-agent marker m, at ts seconds, whose first call waits
+// for the calls spawn. It returns the index of the sub-agent's last call when its caller
+// joins it (-1 when it has none, or was launched asynchronously, or m lists no calls).
+func (t *wekaTrace) subagent(m map[string]rawAt, field string, line int, ts float64, spawn []int) (int, error) {
+	inner, ok := m["requests"]
+	if !ok {
+		return -1, t.w.sink.bad(line, field+".requests", "missing (a subagent marker lists its calls in requests)")
+	}
+	innerBase := 0.0
+	if t.relative {
+		innerBase = ts
+	}
+	last, err := t.list(inner, field+".requests", innerBase, spawn)
+	if err != nil {
+		return -1, err
+	}
+	if status, _ := scalar(m["status"].raw).(string); last >= 0 && status != "async_launched" {
+		return last, nil
+	}
+	return -1, nil
 }
 
 type wekaNum struct {
@@ -408,86 +418,33 @@ func (t *wekaTrace) seconds(m map[string]rawAt, name string, required bool) (wek
 }
 
 // call imports one API call; it returns its index in t.reqs, or -1 when it was skipped.
+// A field in error skips the call (the sink says whether the import goes on, err nil, or
+// stops, err set).
 func (t *wekaTrace) call(m map[string]rawAt, e rawAt, field string, line int, ts float64, deps []int) (int, error) {
-	w, sink := t.w, t.w.sink
-	count := func(name string, min int64) (int, bool, error) {
-		v, ok := m[name]
-		if !ok {
-			return 0, false, sink.bad(line, field+"."+name, "missing (a token count)")
-		}
-		n, why := intField(scalar(v.raw), min, fmt.Sprintf("must be an integer >= %d", min))
-		if why != "" {
-			return 0, false, sink.bad(w.lines.at(v.off), field+"."+name, why)
-		}
-		return int(min64(n, MaxTokens+1)), true, nil
-	}
-	in, ok, err := count("in", 1)
+	sink := t.w.sink
+	in, out, ok, err := t.callTokens(m, field, line)
 	if !ok {
 		return -1, err
-	}
-	out, ok, err := count("out", 0)
-	if !ok {
-		return -1, err
-	}
-	if out == 0 {
-		return -1, sink.failed(line, field+".out")
-	}
-	for _, c := range []struct {
-		name string
-		n    int
-	}{{"in", in}, {"out", out}} {
-		if c.n > MaxTokens {
-			return -1, sink.bad(line, field+"."+c.name, fmt.Sprintf("%d is past the token cap of trace format v1 (%d)", c.n, MaxTokens))
-		}
 	}
 	q := Request{ID: t.session + "." + field, Line: line, InputTokens: in, OutputTokens: out, Class: sink.opts.Class,
 		Session: t.session, Arrival: clampSeconds(ts)}
 	if len(q.ID) > MaxIDBytes {
 		q.ID = t.session + "." + strconv.Itoa(len(t.reqs)+1)
 	}
-	if v, ok := m["hash_ids"]; ok {
-		if x := scalar(v.raw); x != nil {
-			ids, ferrs := decodeHashIDs(x)
-			if len(ferrs) > 0 {
-				return -1, sink.bad(w.lines.at(v.off), field+"."+ferrs[0].field, ferrs[0].reason)
-			}
-			for i := range ids {
-				ids[i] += t.offset
-			}
-			q.HashIDs = ids
-		}
+	if ok, err := t.callHashIDs(m, field, &q); !ok {
+		return -1, err
 	}
 	think, why := t.seconds(m, "think_time", false)
 	if why != "" {
-		return -1, sink.bad(w.lines.at(think.off), field+".think_time", why)
+		return -1, sink.bad(t.w.lines.at(think.off), field+".think_time", why)
 	}
 	api, why := t.seconds(m, "api_time", false)
 	if why != "" {
-		return -1, sink.bad(w.lines.at(api.off), field+".api_time", why)
-	}
-	// The wait before the call: the recorded think_time, else the gap after the latest
-	// dependency's (recorded or estimated) end. It is a tool delay when the call carries a
-	// tool result or its first dependency stopped for a tool call.
-	var wait time.Duration
-	if think.off >= 0 {
-		wait = clampSeconds(think.f)
-	} else if len(deps) > 0 {
-		end := time.Duration(math.MinInt64)
-		for _, d := range deps {
-			end = max(end, t.reqs[d].Arrival+t.resp[d])
-		}
-		wait = min(max(0, q.Arrival-end), MaxSeconds*time.Second)
-	}
-	toolResult := false
-	if v, ok := m["input_types"]; ok {
-		if arr, isArr := scalar(v.raw).([]any); isArr {
-			for _, x := range arr {
-				toolResult = toolResult || x == "tool_result"
-			}
-		}
+		return -1, sink.bad(t.w.lines.at(api.off), field+".api_time", why)
 	}
 	if len(deps) > 0 {
-		if toolResult || t.tool[deps[0]] {
+		wait := t.callWait(think, deps, q.Arrival)
+		if wekaToolResult(m) || t.tool[deps[0]] {
 			q.ToolDelay = wait
 		} else {
 			q.Think = wait
@@ -502,17 +459,110 @@ func (t *wekaTrace) call(m map[string]rawAt, e rawAt, field string, line int, ts
 		resp = clampSeconds(api.f)
 	}
 	stop, _ := scalar(m["stop"].raw).(string)
+	return t.add(q, resp, stop == "tool_use"), nil
+}
+
+// callTokens reads a call's input and output token counts (in >= 1, out >= 1, neither past
+// MaxTokens); ok is false when the call is to be skipped, err what the sink said of it.
+func (t *wekaTrace) callTokens(m map[string]rawAt, field string, line int) (in, out int, ok bool, err error) {
+	w, sink := t.w, t.w.sink
+	count := func(name string, min int64) (int, bool, error) {
+		v, ok := m[name]
+		if !ok {
+			return 0, false, sink.bad(line, field+"."+name, "missing (a token count)")
+		}
+		n, why := intField(scalar(v.raw), min, fmt.Sprintf("must be an integer >= %d", min))
+		if why != "" {
+			return 0, false, sink.bad(w.lines.at(v.off), field+"."+name, why)
+		}
+		return int(min64(n, MaxTokens+1)), true, nil
+	}
+	if in, ok, err = count("in", 1); !ok {
+		return 0, 0, false, err
+	}
+	if out, ok, err = count("out", 0); !ok {
+		return 0, 0, false, err
+	}
+	if out == 0 {
+		return 0, 0, false, sink.failed(line, field+".out")
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"in", in}, {"out", out}} {
+		if c.n > MaxTokens {
+			return 0, 0, false, sink.bad(line, field+"."+c.name, fmt.Sprintf("%d is past the token cap of trace format v1 (%d)", c.n, MaxTokens))
+		}
+	}
+	return in, out, true, nil
+}
+
+// callHashIDs sets q.HashIDs from the call's hash_ids, moved by the conversation's offset;
+// ok is false when they are malformed (err: what the sink said).
+func (t *wekaTrace) callHashIDs(m map[string]rawAt, field string, q *Request) (ok bool, err error) {
+	v, ok := m["hash_ids"]
+	if !ok {
+		return true, nil
+	}
+	x := scalar(v.raw)
+	if x == nil {
+		return true, nil
+	}
+	ids, ferrs := decodeHashIDs(x)
+	if len(ferrs) > 0 {
+		return false, t.w.sink.bad(t.w.lines.at(v.off), field+"."+ferrs[0].field, ferrs[0].reason)
+	}
+	for i := range ids {
+		ids[i] += t.offset
+	}
+	q.HashIDs = ids
+	return true, nil
+}
+
+// callWait is the wait before a call with dependencies deps arriving at arrival: the
+// recorded think_time, else the gap after the latest dependency's (recorded or estimated)
+// end, at most MaxSeconds.
+func (t *wekaTrace) callWait(think wekaNum, deps []int, arrival time.Duration) time.Duration {
+	if think.off >= 0 {
+		return clampSeconds(think.f)
+	}
+	end := time.Duration(math.MinInt64)
+	for _, d := range deps {
+		end = max(end, t.reqs[d].Arrival+t.resp[d])
+	}
+	return min(max(0, arrival-end), MaxSeconds*time.Second)
+}
+
+// wekaToolResult says whether a call carries a tool result (its input_types name one): its
+// wait is then a tool delay, not a think time.
+func wekaToolResult(m map[string]rawAt) bool {
+	v, ok := m["input_types"]
+	if !ok {
+		return false
+	}
+	arr, _ := scalar(v.raw).([]any)
+	for _, x := range arr {
+		if x == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+// add appends the call q with its response time resp (toolStop: it stopped for a tool call)
+// and hands it to the sink, numbering it with the conversation's next turn; it returns the
+// call's index in t.reqs. Turns number the conversation's calls in import order, so every
+// dependency has a lower turn; the conversation's requests go to the sink as they come.
+func (t *wekaTrace) add(q Request, resp time.Duration, toolStop bool) int {
 	t.reqs = append(t.reqs, q)
 	t.resp = append(t.resp, resp)
-	t.tool = append(t.tool, stop == "tool_use")
+	t.tool = append(t.tool, toolStop)
 	idx := len(t.reqs) - 1
-	// Turns number the conversation's calls in import order, so every dependency has a lower
-	// turn; the conversation's requests go to the sink as they come.
 	t.reqs[idx].Turn = idx + 1
-	if !sink.add(t.reqs[idx]) {
+	if !t.w.sink.add(t.reqs[idx]) {
 		t.stopped = true
 	}
-	return idx, nil
+	return idx
 }
 
 func min64(a, b int64) int64 {

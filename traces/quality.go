@@ -401,48 +401,7 @@ func decodeResponseFormat(v any, opts ReadOptions) (json.RawMessage, []fieldErro
 	case typ == "" && len(errs) == 0:
 		errs = append(errs, fieldError{fResponseFormat + ".type", `missing (required: "text", "json_object" or "json_schema")`})
 	case typ == "json_schema":
-		at := fResponseFormat + ".json_schema"
-		inner, ok := asObject(js)
-		if !ok {
-			errs = append(errs, fieldError{at, `must be an object {"name":...,"schema":{...}} (got ` + describe(js) + ")"})
-			break
-		}
-		var haveName, haveSchema bool
-		for _, kv := range inner {
-			var why string
-			switch kv.key {
-			case "name":
-				haveName = true
-				_, why = stringField(kv.val, true, "must be a non-empty string")
-			case "description":
-				_, why = stringField(kv.val, false, "must be a string")
-			case "strict":
-				if _, ok := kv.val.(bool); !ok {
-					why = "must be true or false (got " + describe(kv.val) + ")"
-				}
-			case "schema":
-				haveSchema = true
-				if _, ok := asObject(kv.val); !ok {
-					why = "must be a JSON Schema object (got " + describe(kv.val) + ")"
-				} else {
-					why = schemaField(kv.val)
-				}
-			default:
-				if !opts.Lenient {
-					why = "unknown field (json_schema has name, description, schema and strict)"
-				}
-				dropKey(js, kv.key)
-			}
-			if why != "" {
-				errs = append(errs, fieldError{at + "." + kv.key, why})
-			}
-		}
-		if !haveName {
-			errs = append(errs, fieldError{at + ".name", "missing (required: a non-empty string)"})
-		}
-		if !haveSchema {
-			errs = append(errs, fieldError{at + ".schema", "missing (required: a JSON Schema object)"})
-		}
+		errs = append(errs, decodeJSONSchemaFormat(js, opts)...)
 	case js != nil && typ != "":
 		errs = append(errs, fieldError{fResponseFormat + ".json_schema", `only goes with "type":"json_schema"`})
 	}
@@ -454,6 +413,55 @@ func decodeResponseFormat(v any, opts ReadOptions) (json.RawMessage, []fieldErro
 		return nil, []fieldError{{fResponseFormat, why}}
 	}
 	return raw, nil
+}
+
+// decodeJSONSchemaFormat validates the json_schema object of a response_format of type
+// json_schema: a non-empty name, a JSON Schema object, and optionally a description and
+// strict. Unknown fields are errors, or dropped with opts.Lenient.
+func decodeJSONSchemaFormat(js any, opts ReadOptions) []fieldError {
+	at := fResponseFormat + ".json_schema"
+	inner, ok := asObject(js)
+	if !ok {
+		return []fieldError{{at, `must be an object {"name":...,"schema":{...}} (got ` + describe(js) + ")"}}
+	}
+	var errs []fieldError
+	var haveName, haveSchema bool
+	for _, kv := range inner {
+		var why string
+		switch kv.key {
+		case "name":
+			haveName = true
+			_, why = stringField(kv.val, true, "must be a non-empty string")
+		case "description":
+			_, why = stringField(kv.val, false, "must be a string")
+		case "strict":
+			if _, ok := kv.val.(bool); !ok {
+				why = "must be true or false (got " + describe(kv.val) + ")"
+			}
+		case "schema":
+			haveSchema = true
+			if _, ok := asObject(kv.val); !ok {
+				why = "must be a JSON Schema object (got " + describe(kv.val) + ")"
+			} else {
+				why = schemaField(kv.val)
+			}
+		default:
+			if !opts.Lenient {
+				why = "unknown field (json_schema has name, description, schema and strict)"
+			}
+			dropKey(js, kv.key)
+		}
+		if why != "" {
+			errs = append(errs, fieldError{at + "." + kv.key, why})
+		}
+	}
+	if !haveName {
+		errs = append(errs, fieldError{at + ".name", "missing (required: a non-empty string)"})
+	}
+	if !haveSchema {
+		errs = append(errs, fieldError{at + ".schema", "missing (required: a JSON Schema object)"})
+	}
+	return errs
 }
 
 // decodeExpect validates the expect list.
@@ -478,24 +486,13 @@ func decodeExpect(v any) ([]Expectation, []fieldError) {
 	return checks, errs
 }
 
+// decodeCheck decodes one check of expect (at is its place, "expect[2]"): its kind, then
+// every field, in key order, against the fields that kind needs and takes (checkFields).
 func decodeCheck(v any, at string) (Expectation, []fieldError) {
 	var c Expectation
-	obj, ok := asObject(v)
-	if !ok {
-		return c, []fieldError{{at, `must be an object with a "kind" (got ` + describe(v) + ")"}}
-	}
-	vals := map[string]any{}
-	for _, kv := range obj {
-		vals[kv.key] = kv.val
-	}
-	kv, ok := vals["kind"]
-	if !ok {
-		return c, []fieldError{{at + ".kind", "missing (required: one of " + strings.Join(CheckKinds, ", ") + ")"}}
-	}
-	c.Kind, _ = kv.(string)
-	spec, known := checkFields[c.Kind]
-	if !known {
-		return c, []fieldError{{at + ".kind", "must be one of " + strings.Join(CheckKinds, ", ") + " (got " + describe(kv) + ")"}}
+	vals, spec, fe := checkKind(v, at, &c)
+	if fe != nil {
+		return c, fe
 	}
 	var errs []fieldError
 	bad := func(field, why string) { errs = append(errs, fieldError{at + "." + field, why}) }
@@ -523,69 +520,111 @@ func decodeCheck(v any, at string) (Expectation, []fieldError) {
 			bad(k, "not a field of a "+c.Kind+" check (it takes "+takes+")")
 			continue
 		}
-		val := vals[k]
-		var why string
-		switch k {
-		case "kind":
-		case "value":
-			switch c.Kind {
-			case CheckExact:
-				_, why = stringField(val, false, "must be a string")
-			case CheckNumber:
-				n, ok := asNumber(val)
-				if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
-					why = "must be a finite number (got " + describe(val) + ")"
-				}
-			case CheckMaxTokensUsed:
-				_, why = boundedInt(val, 1, MaxTokens, reasonTokens, boundTokens)
-			}
-			if why == "" {
-				c.Value, why = rawJSON(val)
-			}
-		case "values":
-			c.Values, why = stringList(val)
-		case "mode":
-			c.Mode, _ = val.(string)
-			if c.Mode != "all" && c.Mode != "any" {
-				why = `must be "all" or "any" (got ` + describe(val) + ")"
-			}
-		case "pattern":
-			c.Pattern, why = stringField(val, true, "must be a non-empty string (a Go RE2 regular expression)")
-			if why == "" && len(c.Pattern) > MaxPatternBytes {
-				why = fmt.Sprintf("must be at most %d bytes (got %d)", MaxPatternBytes, len(c.Pattern))
-			}
-			if why == "" {
-				if _, err := regexp.Compile(c.Pattern); err != nil {
-					why = "is not a valid RE2 regular expression: " + err.Error()
-				}
-			}
-		case "schema":
-			if _, isObj := asObject(val); !isObj {
-				if _, isBool := val.(bool); !isBool {
-					why = "must be a JSON Schema (an object or a boolean; got " + describe(val) + ")"
-				}
-			}
-			if why == "" {
-				if why = schemaField(val); why == "" {
-					c.Schema, why = rawJSON(val)
-				}
-			}
-		case "tolerance":
-			c.Tolerance, why = floatField(val, "must be a number >= 0")
-		case "name":
-			c.Name, why = stringField(val, true, "must be a non-empty string (a function name of tools)")
-		case "arguments":
-			if _, isObj := asObject(val); !isObj {
-				why = "must be an object of argument names to expected values (got " + describe(val) + ")"
-			} else {
-				c.Arguments, why = rawJSON(val)
-			}
-		}
-		if why != "" {
+		if why := c.decodeField(k, vals[k]); why != "" {
 			bad(k, why)
 		}
 	}
 	return c, errs
+}
+
+// checkKind reads a check's object into its values by key and sets c.Kind; spec is the
+// kind's required and optional fields (checkFields). A check that is not an object, or
+// whose kind is missing or unknown, is the one error returned.
+func checkKind(v any, at string, c *Expectation) (vals map[string]any, spec [2][]string, fe []fieldError) {
+	obj, ok := asObject(v)
+	if !ok {
+		return nil, spec, []fieldError{{at, `must be an object with a "kind" (got ` + describe(v) + ")"}}
+	}
+	vals = map[string]any{}
+	for _, kv := range obj {
+		vals[kv.key] = kv.val
+	}
+	kv, ok := vals["kind"]
+	if !ok {
+		return nil, spec, []fieldError{{at + ".kind", "missing (required: one of " + strings.Join(CheckKinds, ", ") + ")"}}
+	}
+	c.Kind, _ = kv.(string)
+	spec, known := checkFields[c.Kind]
+	if !known {
+		return nil, spec, []fieldError{{at + ".kind", "must be one of " + strings.Join(CheckKinds, ", ") + " (got " + describe(kv) + ")"}}
+	}
+	return vals, spec, nil
+}
+
+// decodeField decodes the check's field k (one its kind takes) into c and returns why its
+// value is wrong, "" when it is right.
+func (c *Expectation) decodeField(k string, val any) (why string) {
+	switch k {
+	case "value":
+		if why = checkValue(c.Kind, val); why == "" {
+			c.Value, why = rawJSON(val)
+		}
+	case "values":
+		c.Values, why = stringList(val)
+	case "mode":
+		c.Mode, _ = val.(string)
+		if c.Mode != "all" && c.Mode != "any" {
+			why = `must be "all" or "any" (got ` + describe(val) + ")"
+		}
+	case "pattern":
+		c.Pattern, why = checkPattern(val)
+	case "schema":
+		if why = checkSchema(val); why == "" {
+			c.Schema, why = rawJSON(val)
+		}
+	case "tolerance":
+		c.Tolerance, why = floatField(val, "must be a number >= 0")
+	case "name":
+		c.Name, why = stringField(val, true, "must be a non-empty string (a function name of tools)")
+	case "arguments":
+		if _, isObj := asObject(val); !isObj {
+			why = "must be an object of argument names to expected values (got " + describe(val) + ")"
+		} else {
+			c.Arguments, why = rawJSON(val)
+		}
+	}
+	return why
+}
+
+// checkValue says what is wrong with the value of a check of kind, "" when nothing is.
+func checkValue(kind string, val any) (why string) {
+	switch kind {
+	case CheckExact:
+		_, why = stringField(val, false, "must be a string")
+	case CheckNumber:
+		n, ok := asNumber(val)
+		if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
+			why = "must be a finite number (got " + describe(val) + ")"
+		}
+	case CheckMaxTokensUsed:
+		_, why = boundedInt(val, 1, MaxTokens, reasonTokens, boundTokens)
+	}
+	return why
+}
+
+// checkPattern parses a check's pattern: a non-empty RE2 regular expression of at most
+// MaxPatternBytes. The pattern is returned with the reason when it is too long or invalid.
+func checkPattern(val any) (string, string) {
+	p, why := stringField(val, true, "must be a non-empty string (a Go RE2 regular expression)")
+	if why == "" && len(p) > MaxPatternBytes {
+		why = fmt.Sprintf("must be at most %d bytes (got %d)", MaxPatternBytes, len(p))
+	}
+	if why == "" {
+		if _, err := regexp.Compile(p); err != nil {
+			why = "is not a valid RE2 regular expression: " + err.Error()
+		}
+	}
+	return p, why
+}
+
+// checkSchema says what is wrong with a check's JSON Schema, "" when nothing is.
+func checkSchema(val any) string {
+	if _, isObj := asObject(val); !isObj {
+		if _, isBool := val.(bool); !isBool {
+			return "must be a JSON Schema (an object or a boolean; got " + describe(val) + ")"
+		}
+	}
+	return schemaField(val)
 }
 
 func stringList(v any) ([]string, string) {

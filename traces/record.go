@@ -77,132 +77,171 @@ type member struct {
 // decodeRecord validates one decoded trace object and builds its Request. It returns every
 // problem it finds, in field order (unknown and malformed fields first, then missing ones).
 func decodeRecord(ms []member, opts ReadOptions) (Request, []fieldError) {
-	var r Request
-	var errs []fieldError
-	bad := func(field, reason string) { errs = append(errs, fieldError{field, reason}) }
-	seen := map[string]bool{}
-	var toolNames []string // quality (issue 17)
-	var choiceName string
+	d := &recordDecoder{opts: opts, seen: map[string]bool{}}
 	for _, m := range ms {
-		if seen[m.key] {
-			bad(m.key, "appears more than once in the object (keep one)")
+		if d.seen[m.key] {
+			d.bad(m.key, "appears more than once in the object (keep one)")
 			continue
 		}
-		seen[m.key] = true
-		var why string
-		switch m.key {
-		case fID:
-			r.ID, why = stringField(m.val, true, "must be a non-empty string")
-			if why == "" {
-				why = checkID(r.ID)
-			}
-		case fArrival:
-			r.Arrival, why = secondsField(m.val, reasonSeconds)
-			if why == "" && r.Arrival > MaxSeconds*time.Second {
-				why = boundSeconds + " (got " + describe(m.val) + ")"
-			}
-		case fClass:
-			r.Class, why = stringField(m.val, false, "must be a string")
-		case fInputTokens:
-			var n int64
-			n, why = boundedInt(m.val, 1, MaxTokens, reasonTokens, boundTokens)
-			r.InputTokens = int(n)
-		case fOutputTokens:
-			var n int64
-			n, why = boundedInt(m.val, 1, MaxTokens, reasonTokens, boundTokens)
-			r.OutputTokens = int(n)
-		case fSession:
-			r.Session, why = stringField(m.val, true, "must be a non-empty string")
-		case fTurn:
-			var n int64
-			n, why = boundedInt(m.val, 1, MaxTurn, "must be an integer >= 1", fmt.Sprintf("must be at most %d", MaxTurn))
-			r.Turn = int(n)
-		case fThink:
-			r.Think, why = secondsField(m.val, reasonSeconds)
-			if why == "" && r.Think > MaxSeconds*time.Second {
-				why = boundSeconds + " (got " + describe(m.val) + ")"
-			}
-		case fHashIDs:
-			var fe []fieldError
-			r.HashIDs, fe = decodeHashIDs(m.val)
-			errs = append(errs, fe...)
-		case fTemperature:
-			var t float64
-			t, why = floatField(m.val, "must be a number >= 0")
-			if why == "" {
-				r.Temperature = &t
-			}
-		case fSeed:
-			var s int64
-			s, why = intField(m.val, -1<<63, "must be an integer")
-			if why == "" {
-				r.Seed = &s
-			}
-		case fPrompt:
-			r.Prompt, why = stringField(m.val, false, "must be a string")
-		case fMessages:
-			var fe []fieldError
-			r.Messages, fe = decodeMessages(m.val, opts)
-			errs = append(errs, fe...)
-		case fTools:
-			var fe []fieldError
-			r.Tools, toolNames, fe = decodeTools(m.val, opts)
-			errs = append(errs, fe...)
-		case fToolChoice:
-			r.ToolChoice, choiceName, why = decodeToolChoice(m.val)
-		case fResponseFormat:
-			var fe []fieldError
-			r.ResponseFormat, fe = decodeResponseFormat(m.val, opts)
-			errs = append(errs, fe...)
-		case fExpect:
-			var fe []fieldError
-			r.Expect, fe = decodeExpect(m.val)
-			errs = append(errs, fe...)
-		case fAfter:
-			var fe []fieldError
-			r.afterRefs, fe = decodeAfter(m.val)
-			errs = append(errs, fe...)
-		case fToolDelay:
-			r.ToolDelay, why = secondsField(m.val, reasonSeconds)
-			if why == "" && r.ToolDelay > MaxSeconds*time.Second {
-				why = boundSeconds + " (got " + describe(m.val) + ")"
-			}
-		case fAffinity:
-			r.Affinity, why = stringField(m.val, true, "must be a non-empty string")
-			if why == "" {
-				why = checkHeaderValue(r.Affinity)
-			}
-		default:
-			if !opts.Lenient {
-				why = "unknown field (trace format v1 has " + strings.Join(Fields, ", ") +
-					"; fix the spelling, or read with --lenient to ignore unknown fields)"
-			}
-		}
-		if why != "" {
-			bad(m.key, why)
+		d.seen[m.key] = true
+		if why := d.field(m); why != "" {
+			d.bad(m.key, why)
 		}
 	}
+	d.checkCombined()
+	return d.r, d.errs
+}
+
+// recordDecoder is one record being decoded: the Request so far, its problems in the order
+// found, the fields seen, and what the quality checks need of tools and tool_choice.
+type recordDecoder struct {
+	opts       ReadOptions
+	r          Request
+	errs       []fieldError
+	seen       map[string]bool
+	toolNames  []string // quality (issue 17)
+	choiceName string
+}
+
+// bad records a problem with field.
+func (d *recordDecoder) bad(field, reason string) { d.errs = append(d.errs, fieldError{field, reason}) }
+
+// field decodes one member into d.r and returns why its value is wrong ("" when it is
+// right, or when its problems were recorded field by field inside it).
+func (d *recordDecoder) field(m member) string {
+	if why, ok := d.scalarField(m); ok {
+		return why
+	}
+	if d.nestedField(m) {
+		return ""
+	}
+	switch m.key {
+	case fToolChoice:
+		var why string
+		d.r.ToolChoice, d.choiceName, why = decodeToolChoice(m.val)
+		return why
+	case fAffinity:
+		var why string
+		d.r.Affinity, why = stringField(m.val, true, "must be a non-empty string")
+		if why == "" {
+			why = checkHeaderValue(d.r.Affinity)
+		}
+		return why
+	}
+	if !d.opts.Lenient {
+		return "unknown field (trace format v1 has " + strings.Join(Fields, ", ") +
+			"; fix the spelling, or read with --lenient to ignore unknown fields)"
+	}
+	return ""
+}
+
+// scalarField decodes a field whose value is one string or number; ok is false for any
+// other key.
+func (d *recordDecoder) scalarField(m member) (why string, ok bool) {
+	r := &d.r
+	var n int64
+	switch m.key {
+	case fID:
+		r.ID, why = stringField(m.val, true, "must be a non-empty string")
+		if why == "" {
+			why = checkID(r.ID)
+		}
+	case fArrival:
+		r.Arrival, why = cappedSeconds(m.val)
+	case fClass:
+		r.Class, why = stringField(m.val, false, "must be a string")
+	case fInputTokens:
+		n, why = boundedInt(m.val, 1, MaxTokens, reasonTokens, boundTokens)
+		r.InputTokens = int(n)
+	case fOutputTokens:
+		n, why = boundedInt(m.val, 1, MaxTokens, reasonTokens, boundTokens)
+		r.OutputTokens = int(n)
+	case fSession:
+		r.Session, why = stringField(m.val, true, "must be a non-empty string")
+	case fTurn:
+		n, why = boundedInt(m.val, 1, MaxTurn, "must be an integer >= 1", fmt.Sprintf("must be at most %d", MaxTurn))
+		r.Turn = int(n)
+	case fThink:
+		r.Think, why = cappedSeconds(m.val)
+	case fToolDelay:
+		r.ToolDelay, why = cappedSeconds(m.val)
+	case fTemperature:
+		var t float64
+		if t, why = floatField(m.val, "must be a number >= 0"); why == "" {
+			r.Temperature = &t
+		}
+	case fSeed:
+		var s int64
+		if s, why = intField(m.val, -1<<63, "must be an integer"); why == "" {
+			r.Seed = &s
+		}
+	case fPrompt:
+		r.Prompt, why = stringField(m.val, false, "must be a string")
+	default:
+		return "", false
+	}
+	return why, true
+}
+
+// nestedField decodes a field whose value is an array or object, recording each of its
+// problems; ok is false for any other key.
+func (d *recordDecoder) nestedField(m member) bool {
+	r := &d.r
+	var fe []fieldError
+	switch m.key {
+	case fHashIDs:
+		r.HashIDs, fe = decodeHashIDs(m.val)
+	case fMessages:
+		r.Messages, fe = decodeMessages(m.val, d.opts)
+	case fTools:
+		r.Tools, d.toolNames, fe = decodeTools(m.val, d.opts)
+	case fResponseFormat:
+		r.ResponseFormat, fe = decodeResponseFormat(m.val, d.opts)
+	case fExpect:
+		r.Expect, fe = decodeExpect(m.val)
+	case fAfter:
+		r.afterRefs, fe = decodeAfter(m.val)
+	default:
+		return false
+	}
+	d.errs = append(d.errs, fe...)
+	return true
+}
+
+// cappedSeconds parses a duration in seconds >= 0 and at most MaxSeconds; the value parsed
+// is returned with the reason when it is past the cap.
+func cappedSeconds(v any) (time.Duration, string) {
+	t, why := secondsField(v, reasonSeconds)
+	if why == "" && t > MaxSeconds*time.Second {
+		why = boundSeconds + " (got " + describe(v) + ")"
+	}
+	return t, why
+}
+
+// checkCombined reports what the fields seen say together: the required fields missing,
+// fields that exclude or need one another, and the quality checks (checkQuality).
+func (d *recordDecoder) checkCombined() {
+	seen := d.seen
 	for _, req := range []struct{ name, what string }{
 		{fArrival, reasonSeconds}, {fInputTokens, reasonTokens}, {fOutputTokens, reasonTokens},
 	} {
 		if !seen[req.name] {
-			bad(req.name, "missing (required: "+strings.TrimPrefix(req.what, "must be ")+")")
+			d.bad(req.name, "missing (required: "+strings.TrimPrefix(req.what, "must be ")+")")
 		}
 	}
 	if seen[fPrompt] && seen[fMessages] {
-		bad(fMessages, "cannot be combined with prompt (give prompt for /v1/completions or messages for /v1/chat/completions)")
+		d.bad(fMessages, "cannot be combined with prompt (give prompt for /v1/completions or messages for /v1/chat/completions)")
 	}
 	if seen[fTurn] && !seen[fSession] {
-		bad(fTurn, "needs a session (add \"session\" or remove \"turn\")")
+		d.bad(fTurn, "needs a session (add \"session\" or remove \"turn\")")
 	}
-	checkQuality(&r, seen, toolNames, choiceName, bad)
+	checkQuality(&d.r, seen, d.toolNames, d.choiceName, d.bad)
 	if seen[fAfter] && !seen[fSession] {
-		bad(fAfter, "needs a session (the turns it names are turns of the same session)")
+		d.bad(fAfter, "needs a session (the turns it names are turns of the same session)")
 	}
-	if seen[fAfter] && r.afterRefs == nil {
-		r.afterRefs = []afterRef{} // "after": [] starts a branch of its own
+	if seen[fAfter] && d.r.afterRefs == nil {
+		d.r.afterRefs = []afterRef{} // "after": [] starts a branch of its own
 	}
-	return r, errs
 }
 
 // boundedInt parses an integer in [min, max]; below is the reason for a value that is not an

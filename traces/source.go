@@ -149,80 +149,99 @@ func OpenFile(path string, opts ReadOptions) (Source, error) {
 		}
 		return FromSlice(reqs), nil
 	}
-	fs := &fileSource{path: path, opts: opts, id: fileID{st.Size(), st.ModTime()}}
-	b := NewStatsBuilder(DefaultBlockTokens)
-	seed := maphash.MakeSeed()
-	var ids []uint64 // hashes of the ids: 8 bytes per request, checked for repeats after the pass
-	type turnKey struct {
-		session string
-		turn    int
-	}
-	turns := map[turnKey]struct{}{}
-	fallback := false // a problem, a possible duplicate or unsorted arrivals: let ReadFile decide
-	emit := func(q *Request) bool {
-		if q.ID == "" {
-			q.ID = fmt.Sprintf("r%d", q.Line)
-		}
-		ids = append(ids, maphash.String(seed, q.ID))
-		if q.hasAgentic() {
-			fallback = true // dependencies are resolved across lines: let ReadFile decide
-			return false
-		}
-		if fs.n > 0 && q.Arrival < fs.last {
-			fallback = true
-			return false
-		}
-		if q.Session != "" {
-			if q.Turn > 0 {
-				k := turnKey{q.Session, q.Turn}
-				if _, dup := turns[k]; dup {
-					fallback = true
-					return false
-				}
-				turns[k] = struct{}{}
-			}
-			fs.sessions = append(fs.sessions, *q)
-			fs.sessionPos = append(fs.sessionPos, fs.n)
-		}
-		if fs.n == 0 {
-			fs.first = q.Arrival
-		}
-		fs.last = q.Arrival
-		fs.n++
-		b.Add(q)
-		return true
-	}
-	errf := func(*LineError) bool { fallback = true; return false }
+	sc := &openScan{fs: &fileSource{path: path, opts: opts, id: fileID{st.Size(), st.ModTime()}},
+		b: NewStatsBuilder(DefaultBlockTokens), seed: maphash.MakeSeed(), turns: map[turnKey]struct{}{}}
+	errf := func(*LineError) bool { sc.fallback = true; return false }
 	if IsMsgpackName(path) {
-		err = scanMsgpack(f, path, opts, errf, emit)
+		err = scanMsgpack(f, path, opts, errf, sc.emit)
 		if err == errUnreadable {
 			err = nil
 		}
 	} else {
-		err = scanJSONL(f, path, opts, errf, emit)
+		err = scanJSONL(f, path, opts, errf, sc.emit)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !fallback {
-		slices.Sort(ids)
-		for i := 1; i < len(ids); i++ {
-			if ids[i] == ids[i-1] {
-				fallback = true // a repeated id, or (for a million ids, about once in 10^7 traces) a collision
-				break
-			}
-		}
+	if !sc.fallback && repeatedHash(sc.ids) {
+		sc.fallback = true // a repeated id, or (for a million ids, about once in 10^7 traces) a collision
 	}
-	ids = nil
-	if fallback || fs.n == 0 {
+	sc.ids = nil
+	if sc.fallback || sc.fs.n == 0 {
 		reqs, err := ReadFile(path, opts)
 		if err != nil {
 			return nil, err
 		}
 		return FromSlice(reqs), nil
 	}
-	fs.stats = b.Stats()
-	return fs, nil
+	sc.fs.stats = sc.b.Stats()
+	return sc.fs, nil
+}
+
+// turnKey is one turn of one session.
+type turnKey struct {
+	session string
+	turn    int
+}
+
+// openScan is OpenFile's one pass over a regular trace file: it fills fs (the sessions'
+// requests, the count, the first and last arrival) and the stats, and notes whether the file
+// is one fileSource cannot replay as it reads it (fallback: a problem, a possible duplicate
+// or unsorted arrivals, for ReadFile to decide).
+type openScan struct {
+	fs       *fileSource
+	b        *StatsBuilder
+	seed     maphash.Seed
+	ids      []uint64 // hashes of the ids: 8 bytes per request, checked for repeats after the pass
+	turns    map[turnKey]struct{}
+	fallback bool
+}
+
+// emit takes the next request of the file; false stops the scan (a fallback).
+func (sc *openScan) emit(q *Request) bool {
+	fs := sc.fs
+	if q.ID == "" {
+		q.ID = fmt.Sprintf("r%d", q.Line)
+	}
+	sc.ids = append(sc.ids, maphash.String(sc.seed, q.ID))
+	if q.hasAgentic() {
+		sc.fallback = true // dependencies are resolved across lines: let ReadFile decide
+		return false
+	}
+	if fs.n > 0 && q.Arrival < fs.last {
+		sc.fallback = true
+		return false
+	}
+	if q.Session != "" {
+		if q.Turn > 0 {
+			k := turnKey{q.Session, q.Turn}
+			if _, dup := sc.turns[k]; dup {
+				sc.fallback = true
+				return false
+			}
+			sc.turns[k] = struct{}{}
+		}
+		fs.sessions = append(fs.sessions, *q)
+		fs.sessionPos = append(fs.sessionPos, fs.n)
+	}
+	if fs.n == 0 {
+		fs.first = q.Arrival
+	}
+	fs.last = q.Arrival
+	fs.n++
+	sc.b.Add(q)
+	return true
+}
+
+// repeatedHash sorts ids and says whether one appears twice.
+func repeatedHash(ids []uint64) bool {
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // fileSource is a sorted trace file read again on each pass.

@@ -1,0 +1,266 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// fitter is one calibration in progress: the deployment as known, the loaded runs, and what
+// the search has fitted so far. Its methods are the seams of Run.
+type fitter struct {
+	opts Options
+	reg  *perf.Registry
+	gpu  perf.GPU
+	// start is the search's starting point: Engine's constants, else the GPU profile's or
+	// perf's defaults.
+	start perf.Config
+	// kvRatio is the KV cache's bandwidth efficiency over the weights': the GPU profile's
+	// when it gives both, else perf's defaults'.
+	kvRatio   float64
+	fit, held []run
+	// seqCap is the fitted MaxNumSeqs, 0 while Engine's applies.
+	seqCap int
+	// evals counts the simulations (and step-model evaluations) the fit has run.
+	evals int
+}
+
+// newFitter checks opts, resolves the GPU profile and the search's starting point, and loads
+// the runs to fit and the held-out runs.
+func newFitter(opts Options) (*fitter, error) {
+	if len(opts.Fit) == 0 {
+		return nil, errors.New("calibrate: no runs to fit: give at least one results directory")
+	}
+	f := &fitter{opts: opts, reg: opts.Engine.Profiles}
+	if f.reg == nil {
+		f.reg = perf.NewRegistry()
+	}
+	gpuName := opts.Engine.GPU
+	if gpuName == "" {
+		gpuName = "h100"
+	}
+	gpu, err := f.reg.GPU(gpuName)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	f.gpu = gpu
+	f.start = perf.Config{GPU: gpu, BWEff: opts.Engine.BWEff, FLOPEff: opts.Engine.FLOPEff,
+		StepOverhead: opts.Engine.StepOverhead}.WithDefaults()
+	if f.start.StepOverhead <= 0 { // "none" is no place to start a search in logarithms
+		f.start.StepOverhead = perf.DefaultStepOverhead
+	}
+	// The KV cache's bandwidth efficiency moves with the weights'.
+	f.kvRatio = perf.DefaultKVBWEff / perf.DefaultBWEff
+	if gpu.BWEff > 0 && gpu.KVBWEff > 0 {
+		f.kvRatio = gpu.KVBWEff / gpu.BWEff
+	}
+	if f.fit, err = loadAll(opts.Fit); err != nil {
+		return nil, err
+	}
+	if f.held, err = loadAll(opts.Validate); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// loadAll loads each of paths in order; the first that fails is the error.
+func loadAll(paths []string) ([]run, error) {
+	var runs []run
+	for _, p := range paths {
+		r, err := load(p)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// engineFor is the deployment with constants c in its GPU profile and the fitted cap on
+// running sequences, if any (a copy of the caller's registry carries the profile; the
+// caller's is never changed).
+func (f *fitter) engineFor(c Constants) (refengine.Config, error) {
+	e := f.opts.Engine
+	if f.seqCap > 0 {
+		e.MaxNumSeqs = f.seqCap
+	}
+	g := f.gpu
+	g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+	e.GPU = g.Name
+	e.BWEff, e.FLOPEff, e.StepOverhead = 0, 0, 0
+	r := f.reg.Clone()
+	if err := r.Add(nil, []perf.GPU{g}); err != nil {
+		return e, fmt.Errorf("calibrate: %w", err)
+	}
+	e.Profiles = r
+	return e, nil
+}
+
+// toConst maps the search's coordinates (the logarithms of the bandwidth efficiency, the
+// compute efficiency and the step overhead in µs) to constants, efficiencies capped at 1.
+func (f *fitter) toConst(x []float64) Constants {
+	bw := math.Min(math.Exp(x[0]), 1)
+	return Constants{BWEff: bw, KVBWEff: math.Min(bw*f.kvRatio, 1), FLOPEff: math.Min(math.Exp(x[1]), 1),
+		StepOverhead: time.Duration(math.Exp(x[2]) * 1e3)}
+}
+
+// replayLoss replays the fitted runs with the constants at x and returns their mismatch per
+// measurement (TPOT alone when tpotOnly), plus a penalty for efficiencies above 1.
+func (f *fitter) replayLoss(x []float64, tpotOnly bool) float64 {
+	f.evals++
+	var sum float64
+	var n int
+	penalty := 0.0
+	for _, v := range x[:2] {
+		if v > 0 { // efficiency above 1
+			penalty += v * v * 100
+		}
+	}
+	cfg, err := f.engineFor(f.toConst(x))
+	if err != nil {
+		return math.Inf(1)
+	}
+	for _, r := range f.fit {
+		sim, err := simulate(r, cfg, 0)
+		if err != nil {
+			return math.Inf(1)
+		}
+		s, k := mismatch(r.meas, sim, tpotOnly)
+		sum += s
+		n += k
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	return sum/float64(n) + penalty
+}
+
+// loss is the whole replay's loss at x: TPOT and the quantiles of TTFT and E2E.
+func (f *fitter) loss(x []float64) float64 { return f.replayLoss(x, false) }
+
+// tpotLoss leaves out TTFT and E2E, which count from the intended send time and so include
+// the client's and the network's time before the server saw the request; TPOT is measured
+// between chunks and carries the prefills interleaved with each decode.
+func (f *fitter) tpotLoss(x []float64) float64 { return f.replayLoss(x, true) }
+
+// search minimizes fn over the coordinates idx of x (the others fixed), restarting the
+// simplex from the best point with a smaller one until its share of evaluations runs out:
+// the simulated times are piecewise in the constants (a batch changes when a step ends
+// earlier), so a simplex can stall on a plateau.
+func (f *fitter) search(fn func([]float64) float64, x []float64, idx []int, budget int) []float64 {
+	sub := func(y []float64) float64 {
+		z := append([]float64(nil), x...)
+		for i, k := range idx {
+			z[k] = y[i]
+		}
+		return fn(z)
+	}
+	y := make([]float64, len(idx))
+	for i, k := range idx {
+		y[i] = x[k]
+	}
+	best, bestV := y, math.Inf(1)
+	limit := f.evals + budget
+	for step := 0.4; f.evals < limit && step > 1e-4; step /= 2 {
+		got, v := nelderMead(sub, best, step, limit-f.evals)
+		if v < bestV {
+			best, bestV = got, v
+		}
+	}
+	out := append([]float64(nil), x...)
+	for i, k := range idx {
+		out[k] = best[i]
+	}
+	return out
+}
+
+// searchConstants fits the constants (and, when asked, the cap on running sequences, left
+// in f.seqCap) and returns the best point in the search's coordinates.
+func (f *fitter) searchConstants() ([]float64, error) {
+	maxEvals := f.opts.MaxEvals
+	if maxEvals <= 0 {
+		maxEvals = 600
+	}
+	start := f.start
+	best := []float64{math.Log(start.BWEff), math.Log(start.FLOPEff), math.Log(float64(start.StepOverhead) / 1e3)}
+	var gaps []gapObs
+	for _, r := range f.fit {
+		gaps = append(gaps, r.gaps...)
+	}
+	gapLoss, err := stepLoss(f.opts.Engine, f.reg, f.gpu, gaps)
+	if err != nil {
+		return nil, err
+	}
+	fitCap := func() {
+		if f.opts.FitMaxNumSeqs {
+			f.seqCap = fitSeqCap(f.fit, func() float64 { return f.loss(best) }, &f.seqCap)
+		}
+	}
+	if len(gaps) < 10 {
+		best = f.search(f.loss, best, []int{0, 1, 2}, maxEvals)
+		fitCap()
+		return best, nil
+	}
+	// Decode steps seen between chunks separate bandwidth (the slope of step time in the
+	// batch's KV cache) from the step overhead (what is left at no KV); the whole replay
+	// then fixes compute from TTFT, and the decode fit is redone with it.
+	g := func(x []float64) float64 { f.evals++; return gapLoss(f.toConst(x)) }
+	best = f.search(g, best, []int{0, 2}, maxEvals/6)
+	fitCap()
+	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/3)
+	best = f.search(g, best, []int{0, 2}, maxEvals/6)
+	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/6)
+	return best, nil
+}
+
+// fitFrontEnd fits the time before the server saw a request (the client's, the network's,
+// the server's own parsing and tokenizing), which is in every measured TTFT and E2E but in
+// no engine step, as one delay: golden-section search over [0, the smallest measured TTFT].
+// It returns 0 when no delay fits better than none.
+func (f *fitter) fitFrontEnd(cfg refengine.Config) time.Duration {
+	lim := minTTFT(f.fit)
+	if lim <= 0 {
+		return 0
+	}
+	fn := func(d float64) float64 {
+		f.evals++
+		var sum float64
+		for _, r := range f.fit {
+			sim, err := simulate(r, cfg, time.Duration(d*1e9))
+			if err != nil {
+				return math.Inf(1)
+			}
+			sum += ttftLoss(r.meas, sim)
+		}
+		return sum
+	}
+	zero := fn(0)
+	d := goldenMin(fn, 0, lim, 24)
+	if fn(d) < zero {
+		return time.Duration(d * 1e9).Round(time.Microsecond)
+	}
+	return 0
+}
+
+// report replays every run, fitted then held out, with cfg and the front-end delay and
+// returns each run's measured and simulated percentiles.
+func (f *fitter) report(cfg refengine.Config, frontEnd time.Duration) ([]RunFit, error) {
+	var out []RunFit
+	for _, group := range []struct {
+		runs []run
+		held bool
+	}{{f.fit, false}, {f.held, true}} {
+		for _, r := range group.runs {
+			sim, err := simulate(r, cfg, frontEnd)
+			if err != nil {
+				return nil, fmt.Errorf("calibrate: %s: %w", r.path, err)
+			}
+			out = append(out, RunFit{Path: r.path, Requests: len(r.reqs), Held: group.held, Stats: stats(r.meas, sim)})
+		}
+	}
+	return out, nil
+}
