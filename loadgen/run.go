@@ -82,28 +82,93 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		return nil, err
 	}
 	defer c.close()
+	if err := c.prepare(ctx, opts); err != nil {
+		return nil, err
+	}
+	r, p, err := newRunner(ctx, src, opts, c, sink)
+	if err != nil {
+		return nil, err
+	}
+	hard, hardCancel := context.WithCancelCause(context.Background())
+	defer hardCancel(nil)
+	r.hard = hard
+	finished := make(chan struct{})
+	go r.abortAfterGrace(finished, hardCancel)
+
+	mode := "open-loop"
+	var pre *preparer
+	if opts.Concurrency > 0 {
+		mode = "closed-loop"
+	} else {
+		// The first requests are built before the epoch, so their prompts cost no lag.
+		pre = r.startPreparer(p)
+		defer pre.close()
+		select {
+		case <-pre.ready:
+		case <-ctx.Done():
+		}
+	}
+	cpu0, cpuOK := processCPU()
+	steal := hoststat.Since()
+	lateStart := r.startEpoch()
+	if pre == nil {
+		r.closedLoop(p)
+	} else {
+		r.openLoop(pre)
+	}
+	r.wg.Wait()
+	if p.err == nil {
+		// Every request the plan did not hand out is outside the run (Duration, MaxRequests).
+		r.skipped.Add(int64(p.total - p.emitted))
+	}
+	end := r.clock.Now()
+	close(finished)
+	cpu1, _ := processCPU()
+
+	res := r.result(end, mode, p.err)
+	res.CPUStealFraction = steal()
+	res.LateStart = lateStart
+	if wall := end.Sub(r.start); cpuOK && wall > 0 {
+		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))
+	}
+	return res, nil
+}
+
+// prepare sets c up for the run: the tokenizer, and the model, discovered on the target when
+// opts names none. Interrupted while discovering, it returns no error: nothing will be sent,
+// and the run records every request as dropped, so the results still account for the whole
+// trace.
+func (c *client) prepare(ctx context.Context, opts Options) error {
 	c.tok = opts.Tokenizer
 	c.model = opts.Target.Model
-	if c.model == "" {
-		if c.model, err = c.discover(ctx); err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-		// Interrupted while discovering: nothing will be sent, and the run below records
-		// every request as dropped, so the results still account for the whole trace.
+	if c.model != "" {
+		return nil
 	}
+	var err error
+	if c.model, err = c.discover(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// newRunner builds the run's state over c and its plan over src: the prompt sizing (measured
+// on the target when opts asks for it), the embeddings batches, the clock, the prompter and the
+// concurrency bounds.
+func newRunner(ctx context.Context, src traces.Source, opts Options, c *client, sink func(*metrics.Record)) (*runner, *planner, error) {
 	if sink == nil {
 		sink = func(*metrics.Record) {}
 	}
 	sizer := opts.Sizer
+	var err error
 	if sizer == nil && opts.PromptSizing != "" && opts.PromptSizing != SizingTokenizer && ctx.Err() == nil {
 		if sizer, err = c.measureSizing(ctx, opts.PromptSizing); err != nil && ctx.Err() == nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var batches *batchSource
 	if opts.Target.API == "embeddings" {
 		if batches, err = newBatchSource(src, opts.Target.BatchSize); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		src = batches
 	}
@@ -128,7 +193,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	}
 	p, err := r.newPlanner(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if opts.MaxConcurrency > 0 {
 		r.sem = make(chan struct{}, opts.MaxConcurrency)
@@ -136,85 +201,60 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	if opts.MaxWaiting > 0 {
 		r.waiting = make(chan struct{}, opts.MaxWaiting)
 	}
-	hard, hardCancel := context.WithCancelCause(context.Background())
-	defer hardCancel(nil)
-	r.hard = hard
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-finished:
-			return
-		case <-ctx.Done():
-		}
-		t := time.NewTimer(opts.Grace)
-		defer t.Stop()
-		select {
-		case <-finished:
-		case <-t.C:
-			hardCancel(errInterrupted)
-		}
-	}()
+	return r, p, nil
+}
 
-	mode := "open-loop"
-	var pre *preparer
-	if opts.Concurrency > 0 {
-		mode = "closed-loop"
-	} else {
-		// The first requests are built before the epoch, so their prompts cost no lag.
-		pre = r.startPreparer(p)
-		defer pre.close()
-		select {
-		case <-pre.ready:
-		case <-ctx.Done():
-		}
+// abortAfterGrace cancels the requests in flight (hardCancel) Options.Grace after the caller
+// canceled the run, unless the run finishes first (finished closed).
+func (r *runner) abortAfterGrace(finished <-chan struct{}, hardCancel context.CancelCauseFunc) {
+	select {
+	case <-finished:
+		return
+	case <-r.soft.Done():
 	}
-	cpu0, cpuOK := processCPU()
-	steal := hoststat.Since()
+	t := time.NewTimer(r.opts.Grace)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		hardCancel(errInterrupted)
+	}
+}
+
+// startEpoch sets the run's start (r.start, and the client's clock): now, or Options.StartAt,
+// waited for. It returns how late the run was for StartAt (0 without one).
+func (r *runner) startEpoch() (lateStart time.Duration) {
+	clock, opts := r.clock, r.opts
 	r.start = clock.Now()
-	var lateStart time.Duration
 	if !opts.StartAt.IsZero() {
 		lateStart = max(0, clock.Now().Sub(opts.StartAt))
-		_ = clock.SleepUntil(ctx, opts.StartAt) // interrupted while waiting: all dropped below
+		_ = clock.SleepUntil(r.soft, opts.StartAt) // interrupted while waiting: all dropped
 		now := clock.Now()
 		r.start = now.Add(opts.StartAt.Sub(now)) // the agreed instant, with now's monotonic reading
 	}
-	c.clock, c.start = clock, r.start
-	if pre == nil {
-		r.closedLoop(p)
-	} else {
-		r.openLoop(pre)
-	}
-	r.wg.Wait()
-	if p.err == nil {
-		// Every request the plan did not hand out is outside the run (Duration, MaxRequests).
-		r.skipped.Add(int64(p.total - p.emitted))
-	}
-	end := clock.Now()
-	close(finished)
-	cpu1, _ := processCPU()
+	r.c.clock, r.c.start = clock, r.start
+	return lateStart
+}
 
-	res := &Result{
+// result is the run's Result at end from its counters; the caller adds the host figures
+// (CPU fraction, steal) and the late start.
+func (r *runner) result(end time.Time, mode string, traceErr error) *Result {
+	return &Result{
 		Start:             r.start,
 		Elapsed:           end.Sub(r.start),
-		Model:             c.model,
-		Sizer:             sizer,
+		Model:             r.c.model,
+		Sizer:             r.sizer,
 		Mode:              mode,
 		Sent:              int(r.sent.Load()),
 		Succeeded:         int(r.succeeded.Load()),
 		Failed:            int(r.failed.Load()),
 		Dropped:           int(r.dropped.Load()),
 		Skipped:           int(r.skipped.Load()),
-		Interrupted:       ctx.Err() != nil,
+		Interrupted:       r.soft.Err() != nil,
 		ClientCPUFraction: -1,
-		CPUStealFraction:  steal(),
-		TraceErr:          p.err,
-		Connections:       int(c.conns.Load()),
-		LateStart:         lateStart,
+		TraceErr:          traceErr,
+		Connections:       int(r.c.conns.Load()),
 	}
-	if wall := end.Sub(r.start); cpuOK && wall > 0 {
-		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))
-	}
-	return res, nil
 }
 
 func validate(o *Options) error {
