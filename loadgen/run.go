@@ -7,7 +7,6 @@ import (
 	"iter"
 	"math"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -776,114 +775,6 @@ func (r *runner) unwait(k *call) {
 		}
 		r.progress.Waiting.Add(-1)
 	}
-}
-
-// buildCall makes the wire request of turn i: its prompt (given or synthesized), carrying the
-// conversation so far (conv may be nil for a first turn), and its encoded body.
-func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
-	if conv == nil {
-		conv = &conversation{}
-	}
-	q := it.turns[i]
-	k := &call{
-		requestID:   q.ID,
-		maxTokens:   q.OutputTokens,
-		temperature: q.Temperature,
-		seed:        q.Seed,
-		keepText:    i+1 < len(it.turns),
-		capture:     len(q.Expect) > 0 || r.opts.KeepOutput,
-		natural:     q.NaturalEnd(),
-	}
-	if len(q.Messages) > 0 || r.opts.Target.API == "chat" {
-		k.tools, k.toolChoice, k.responseFormat = q.Tools, q.ToolChoice, q.ResponseFormat
-	}
-	if r.opts.Repeat > 1 {
-		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)
-	}
-	k.affinity = r.affinity(it, q)
-	if it.graph {
-		k.keepText = true // a dependent may be any later turn
-	}
-	switch api := r.opts.Target.API; api {
-	case "chat":
-		k.chat = true
-	case "completions":
-	case "responses", "messages":
-		k.chat, k.api = true, api
-	case "embeddings":
-		r.embeddingCall(k, q)
-		if k.bodyErr == nil {
-			k.body, k.bodyErr = r.c.body(k)
-		}
-		return k
-	default:
-		k.chat = len(q.Messages) > 0
-	}
-	if q.InputTokens > traces.MaxTokens || q.OutputTokens > traces.MaxTokens {
-		// A Request built in code skipped trace validation: refuse it rather than build a
-		// prompt of unbounded size.
-		k.bodyErr = fmt.Errorf("input_tokens %d / output_tokens %d: past the cap of %d tokens (traces.MaxTokens)", q.InputTokens, q.OutputTokens, traces.MaxTokens)
-		return k
-	}
-	synthesized := false
-	text := q.Prompt
-	if text == "" && (len(q.Messages) == 0 || textless(q.Messages)) {
-		// A turn with token counts only: its input_tokens are its whole prompt, the carried
-		// conversation included (workloads.Prompter.TurnText).
-		var carry bool
-		text, carry = r.prompter.TurnText(r.sized(q, conv.tokens), conv.tokens)
-		if !carry {
-			conv = &conversation{}
-		}
-		synthesized = true
-		if text != "" && q.ImageCount() == 0 {
-			// (A request's images add their own tokens, which the text is not sized for.)
-			k.intendedInput = q.InputTokens
-		}
-	}
-	if !k.chat && q.ImageCount() > 0 {
-		k.bodyErr = fmt.Errorf("request %s carries images: replay it with --api chat, responses or messages", q.ID)
-		return k
-	}
-	if q.HoldsHistory() {
-		// The turn's messages are the whole conversation (traces.Request.HoldsHistory).
-		conv = &conversation{}
-	}
-	if k.chat {
-		msgs := make([]traces.Message, 0, len(conv.messages)+len(q.Messages)+1)
-		msgs = append(msgs, conv.messages...)
-		switch {
-		case len(q.Messages) > 0 && synthesized:
-			msgs = append(msgs, withText(q.Messages, text)...)
-		case len(q.Messages) > 0:
-			msgs = append(msgs, q.Messages...)
-		default:
-			msgs = append(msgs, traces.Message{Role: "user", Content: text})
-		}
-		k.messages = msgs
-	} else {
-		if len(q.Messages) > 0 && text == "" {
-			text = joinMessages(q.Messages)
-			synthesized = false
-		}
-		k.prompt = conv.text + text
-	}
-	switch {
-	case r.opts.Tokenizer != nil && (!synthesized || i > 0):
-		n := 0
-		if k.chat {
-			for _, m := range k.messages {
-				n += r.opts.Tokenizer.Count(m.Content)
-			}
-		} else {
-			n = r.opts.Tokenizer.Count(k.prompt)
-		}
-		k.inputTokens, k.inputCounted = n, true
-	case i > 0 && !synthesized:
-		k.inputTokens = conv.tokens + q.InputTokens
-	}
-	k.body, k.bodyErr = r.c.body(k)
-	return k
 }
 
 // joinMessages flattens chat messages into one completion prompt.
