@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,8 +19,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -169,128 +166,10 @@ func Build(o Options) (*Manifest, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	meta := func(suffix, component string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: o.Name + "-" + suffix, Namespace: o.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/name": "llmbench", "app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": component}}
-	}
-	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta("trace", "trace")}
-	if isText(o.Trace) {
-		cm.Data = map[string]string{o.TraceName: string(o.Trace)}
-	} else {
-		cm.BinaryData = map[string][]byte{o.TraceName: o.Trace}
-	}
-	pvc := &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: meta("results", "results"),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(o.Storage)}},
-		},
-	}
-	if o.StorageClass != "" {
-		pvc.Spec.StorageClassName = &o.StorageClass
-	}
-
-	clockLabels := map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "clock"}
-	one := int32(1)
-	clock := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta("clock", "clock"),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: clockLabels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: clockLabels},
-				Spec: corev1.PodSpec{
-					SecurityContext: podSecurity(),
-					Containers: []corev1.Container{{
-						Name: "clock", Image: o.Image, Command: []string{binary},
-						Args:  []string{"clock", "--addr", ":" + strconv.Itoa(clockPort)},
-						Ports: []corev1.ContainerPort{{Name: "clock", ContainerPort: clockPort}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-							HTTPGet: &corev1.HTTPGetAction{Path: "/llmbench/time", Port: intstr.FromString("clock")}}},
-						Resources: resources("100m"),
-					}},
-				},
-			},
-		},
-	}
-	clockSvc := &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta("clock", "clock"),
-		Spec: corev1.ServiceSpec{Selector: clockLabels,
-			Ports: []corev1.ServicePort{{Name: "clock", Port: clockPort, TargetPort: intstr.FromString("clock")}}},
-	}
+	clock, clockSvc := o.clockObjects()
 	clockURL := fmt.Sprintf("http://%s-clock:%d", o.Name, clockPort)
-
-	n := int32(o.Shards)
-	zero := int32(0)
-	indexed := batchv1.IndexedCompletion
-	tracePath := path.Join(traceDir, o.TraceName)
-	runArgs := append([]string{"run", "--trace", tracePath, "--endpoint", o.Endpoint,
-		"--shard", fmt.Sprintf("auto/%d", o.Shards), "--start-at", o.StartAt.UTC().Format(time.RFC3339),
-		"--clock-ref", clockURL, "--clock-wait", clockWait, "--no-progress",
-		// $(JOB_COMPLETION_INDEX) is expanded by the kubelet from the variable the Job sets.
-		"--out", resultsDir + "/shard-$(JOB_COMPLETION_INDEX)"}, o.RunArgs...)
-	var env []corev1.EnvVar
-	if o.APIKeySecret != "" {
-		name, key, _ := strings.Cut(o.APIKeySecret, ":")
-		if key == "" {
-			key = "api-key"
-		}
-		env = []corev1.EnvVar{{Name: apiKeyEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}}}
-		runArgs = append(runArgs, "--api-key-env", apiKeyEnv)
-	}
-	shards := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta("shards", "shard"),
-		Spec: batchv1.JobSpec{
-			CompletionMode: &indexed, Completions: &n, Parallelism: &n,
-			// A shard that fails is not retried: a rerun would start after the common start.
-			// merge names it and counts its requests as dropped.
-			BackoffLimit: &zero,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "shard"}},
-				Spec: corev1.PodSpec{
-					RestartPolicy:   corev1.RestartPolicyNever,
-					SecurityContext: podSecurity(),
-					Containers: []corev1.Container{{
-						Name: "llmbench", Image: o.Image, Command: []string{binary}, Args: runArgs, Env: env,
-						VolumeMounts: mounts(), Resources: resources(o.CPU),
-					}},
-					Volumes: volumes(o.Name),
-				},
-			},
-		},
-	}
-	mergeArgs := []string{"merge", "-o", resultsDir + "/merged", "--trace", tracePath}
-	for i := range o.Shards {
-		mergeArgs = append(mergeArgs, fmt.Sprintf("%s/shard-%d", resultsDir, i))
-	}
-	suspend := true
-	merge := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta("merge", "merge"),
-		Spec: batchv1.JobSpec{
-			// Suspended: resume it once the shards' Job is done (docs/distributed.md).
-			Suspend:      &suspend,
-			BackoffLimit: &zero,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "merge"}},
-				Spec: corev1.PodSpec{
-					RestartPolicy:   corev1.RestartPolicyNever,
-					SecurityContext: podSecurity(),
-					Containers: []corev1.Container{{
-						Name: "merge", Image: o.Image, Command: []string{binary}, Args: mergeArgs,
-						VolumeMounts: mounts(), Resources: resources("1"),
-					}},
-					Volumes: volumes(o.Name),
-				},
-			},
-		},
-	}
-	return &Manifest{Trace: cm, Results: pvc, Clock: clock, ClockSv: clockSvc, Shards: shards, Merge: merge}, nil
+	return &Manifest{Trace: o.traceConfigMap(), Results: o.resultsClaim(), Clock: clock, ClockSv: clockSvc,
+		Shards: o.shardsJob(clockURL), Merge: o.mergeJob()}, nil
 }
 
 func podSecurity() *corev1.PodSecurityContext {

@@ -387,27 +387,12 @@ func arm(d time.Duration, cancel context.CancelCauseFunc, cause error) *time.Tim
 	return time.AfterFunc(d, func() { cancel(cause) })
 }
 
-// execute sends one request and fills rec from Sent on. It returns the generated text when
-// k.keepText is set.
-func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) string {
-	rec.RequestedTokens = k.maxTokens
-	rec.ServerInputTokens, rec.ServerOutputTokens = -1, -1
-	path := apiPath(k.api, k.chat)
-	if k.bodyErr != nil {
-		rec.Sent = c.now()
-		rec.End = rec.Sent
-		c.fail(rec, metrics.FailMalformed, "encoding the request body: "+k.bodyErr.Error())
-		return ""
-	}
-	body := k.body
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path+c.query, bytes.NewReader(body))
+// newRequest is k's HTTP request on ctx: the POST of its encoded body to the API's path,
+// with the target's headers, the request id and the session affinity header.
+func (c *client) newRequest(ctx context.Context, k *call) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+apiPath(k.api, k.chat)+c.query, bytes.NewReader(k.body))
 	if err != nil {
-		rec.Sent = c.now()
-		rec.End = rec.Sent
-		c.fail(rec, metrics.FailConnect, err.Error())
-		return ""
+		return nil, err
 	}
 	c.header(req.Header)
 	req.Header.Set("Content-Type", "application/json")
@@ -419,6 +404,29 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 	}
 	if c.target.SessionHeader != "" && k.affinity != "" {
 		req.Header.Set(c.target.SessionHeader, k.affinity)
+	}
+	return req, nil
+}
+
+// execute sends one request and fills rec from Sent on. It returns the generated text when
+// k.keepText is set.
+func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) string {
+	rec.RequestedTokens = k.maxTokens
+	rec.ServerInputTokens, rec.ServerOutputTokens = -1, -1
+	if k.bodyErr != nil {
+		rec.Sent = c.now()
+		rec.End = rec.Sent
+		c.fail(rec, metrics.FailMalformed, "encoding the request body: "+k.bodyErr.Error())
+		return ""
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	req, err := c.newRequest(ctx, k)
+	if err != nil {
+		rec.Sent = c.now()
+		rec.End = rec.Sent
+		c.fail(rec, metrics.FailConnect, err.Error())
+		return ""
 	}
 	to := c.target.Timeouts
 	tm := &timers{idleD: to.Idle}

@@ -383,29 +383,7 @@ func (cc *h2Conn) roundTrip(req *http.Request, body []byte) (*http.Response, err
 	cc.streams[s.id] = s
 	maxFrame, tableSize := cc.maxFrame, cc.tableSize
 	cc.mu.Unlock()
-	if tableSize != cc.encTableSize {
-		cc.henc.SetMaxDynamicTableSizeLimit(tableSize)
-		cc.encTableSize = tableSize
-	}
-	cc.hbuf.Reset()
-	for _, f := range hdrs {
-		cc.henc.WriteField(f)
-	}
-	block := cc.hbuf.Bytes()
-	first := true
-	for first || len(block) > 0 {
-		n := min(len(block), maxFrame)
-		frag, end := block[:n], n == len(block)
-		if first {
-			err = cc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: frag, EndStream: len(body) == 0, EndHeaders: end})
-		} else {
-			err = cc.fr.WriteContinuation(s.id, end, frag)
-		}
-		if err != nil {
-			break
-		}
-		block, first = block[n:], false
-	}
+	err = cc.writeHeaders(s.id, hdrs, maxFrame, tableSize, len(body) == 0)
 	// As much of the body as the windows allow goes with the headers, in one write; the rest
 	// as the server opens its windows.
 	watching := false
@@ -448,6 +426,38 @@ func (cc *h2Conn) roundTrip(req *http.Request, body []byte) (*http.Response, err
 	return &http.Response{Status: strconv.Itoa(s.status) + " " + http.StatusText(s.status), StatusCode: s.status,
 		Proto: "HTTP/2.0", ProtoMajor: 2, Header: s.header, Body: &h2Body{s: s}, ContentLength: s.contentLength,
 		Request: req}, nil
+}
+
+// writeHeaders writes stream id's header block (wmu held): hdrs encoded with the connection's
+// HPACK encoder (its dynamic table resized to the peer's tableSize first), in a HEADERS frame
+// and as many CONTINUATION frames as maxFrame requires; endStream marks a request without a
+// body.
+func (cc *h2Conn) writeHeaders(id uint32, hdrs []hpack.HeaderField, maxFrame int, tableSize uint32, endStream bool) error {
+	if tableSize != cc.encTableSize {
+		cc.henc.SetMaxDynamicTableSizeLimit(tableSize)
+		cc.encTableSize = tableSize
+	}
+	cc.hbuf.Reset()
+	for _, f := range hdrs {
+		cc.henc.WriteField(f)
+	}
+	block := cc.hbuf.Bytes()
+	first := true
+	for first || len(block) > 0 {
+		n := min(len(block), maxFrame)
+		frag, end := block[:n], n == len(block)
+		var err error
+		if first {
+			err = cc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: end})
+		} else {
+			err = cc.fr.WriteContinuation(id, end, frag)
+		}
+		if err != nil {
+			return err
+		}
+		block, first = block[n:], false
+	}
+	return nil
 }
 
 // writeData writes as much of body as the send windows allow (wmu held), taking it from

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"math"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,28 +81,93 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 		return nil, err
 	}
 	defer c.close()
+	if err := c.prepare(ctx, opts); err != nil {
+		return nil, err
+	}
+	r, p, err := newRunner(ctx, src, opts, c, sink)
+	if err != nil {
+		return nil, err
+	}
+	hard, hardCancel := context.WithCancelCause(context.Background())
+	defer hardCancel(nil)
+	r.hard = hard
+	finished := make(chan struct{})
+	go r.abortAfterGrace(finished, hardCancel)
+
+	mode := "open-loop"
+	var pre *preparer
+	if opts.Concurrency > 0 {
+		mode = "closed-loop"
+	} else {
+		// The first requests are built before the epoch, so their prompts cost no lag.
+		pre = r.startPreparer(p)
+		defer pre.close()
+		select {
+		case <-pre.ready:
+		case <-ctx.Done():
+		}
+	}
+	cpu0, cpuOK := processCPU()
+	steal := hoststat.Since()
+	lateStart := r.startEpoch()
+	if pre == nil {
+		r.closedLoop(p)
+	} else {
+		r.openLoop(pre)
+	}
+	r.wg.Wait()
+	if p.err == nil {
+		// Every request the plan did not hand out is outside the run (Duration, MaxRequests).
+		r.skipped.Add(int64(p.total - p.emitted))
+	}
+	end := r.clock.Now()
+	close(finished)
+	cpu1, _ := processCPU()
+
+	res := r.result(end, mode, p.err)
+	res.CPUStealFraction = steal()
+	res.LateStart = lateStart
+	if wall := end.Sub(r.start); cpuOK && wall > 0 {
+		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))
+	}
+	return res, nil
+}
+
+// prepare sets c up for the run: the tokenizer, and the model, discovered on the target when
+// opts names none. Interrupted while discovering, it returns no error: nothing will be sent,
+// and the run records every request as dropped, so the results still account for the whole
+// trace.
+func (c *client) prepare(ctx context.Context, opts Options) error {
 	c.tok = opts.Tokenizer
 	c.model = opts.Target.Model
-	if c.model == "" {
-		if c.model, err = c.discover(ctx); err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-		// Interrupted while discovering: nothing will be sent, and the run below records
-		// every request as dropped, so the results still account for the whole trace.
+	if c.model != "" {
+		return nil
 	}
+	var err error
+	if c.model, err = c.discover(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// newRunner builds the run's state over c and its plan over src: the prompt sizing (measured
+// on the target when opts asks for it), the embeddings batches, the clock, the prompter and the
+// concurrency bounds.
+func newRunner(ctx context.Context, src traces.Source, opts Options, c *client, sink func(*metrics.Record)) (*runner, *planner, error) {
 	if sink == nil {
 		sink = func(*metrics.Record) {}
 	}
 	sizer := opts.Sizer
+	var err error
 	if sizer == nil && opts.PromptSizing != "" && opts.PromptSizing != SizingTokenizer && ctx.Err() == nil {
 		if sizer, err = c.measureSizing(ctx, opts.PromptSizing); err != nil && ctx.Err() == nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var batches *batchSource
 	if opts.Target.API == "embeddings" {
 		if batches, err = newBatchSource(src, opts.Target.BatchSize); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		src = batches
 	}
@@ -128,7 +192,7 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	}
 	p, err := r.newPlanner(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if opts.MaxConcurrency > 0 {
 		r.sem = make(chan struct{}, opts.MaxConcurrency)
@@ -136,85 +200,60 @@ func RunSource(ctx context.Context, src traces.Source, opts Options, sink func(*
 	if opts.MaxWaiting > 0 {
 		r.waiting = make(chan struct{}, opts.MaxWaiting)
 	}
-	hard, hardCancel := context.WithCancelCause(context.Background())
-	defer hardCancel(nil)
-	r.hard = hard
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-finished:
-			return
-		case <-ctx.Done():
-		}
-		t := time.NewTimer(opts.Grace)
-		defer t.Stop()
-		select {
-		case <-finished:
-		case <-t.C:
-			hardCancel(errInterrupted)
-		}
-	}()
+	return r, p, nil
+}
 
-	mode := "open-loop"
-	var pre *preparer
-	if opts.Concurrency > 0 {
-		mode = "closed-loop"
-	} else {
-		// The first requests are built before the epoch, so their prompts cost no lag.
-		pre = r.startPreparer(p)
-		defer pre.close()
-		select {
-		case <-pre.ready:
-		case <-ctx.Done():
-		}
+// abortAfterGrace cancels the requests in flight (hardCancel) Options.Grace after the caller
+// canceled the run, unless the run finishes first (finished closed).
+func (r *runner) abortAfterGrace(finished <-chan struct{}, hardCancel context.CancelCauseFunc) {
+	select {
+	case <-finished:
+		return
+	case <-r.soft.Done():
 	}
-	cpu0, cpuOK := processCPU()
-	steal := hoststat.Since()
+	t := time.NewTimer(r.opts.Grace)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		hardCancel(errInterrupted)
+	}
+}
+
+// startEpoch sets the run's start (r.start, and the client's clock): now, or Options.StartAt,
+// waited for. It returns how late the run was for StartAt (0 without one).
+func (r *runner) startEpoch() (lateStart time.Duration) {
+	clock, opts := r.clock, r.opts
 	r.start = clock.Now()
-	var lateStart time.Duration
 	if !opts.StartAt.IsZero() {
 		lateStart = max(0, clock.Now().Sub(opts.StartAt))
-		_ = clock.SleepUntil(ctx, opts.StartAt) // interrupted while waiting: all dropped below
+		_ = clock.SleepUntil(r.soft, opts.StartAt) // interrupted while waiting: all dropped
 		now := clock.Now()
 		r.start = now.Add(opts.StartAt.Sub(now)) // the agreed instant, with now's monotonic reading
 	}
-	c.clock, c.start = clock, r.start
-	if pre == nil {
-		r.closedLoop(p)
-	} else {
-		r.openLoop(pre)
-	}
-	r.wg.Wait()
-	if p.err == nil {
-		// Every request the plan did not hand out is outside the run (Duration, MaxRequests).
-		r.skipped.Add(int64(p.total - p.emitted))
-	}
-	end := clock.Now()
-	close(finished)
-	cpu1, _ := processCPU()
+	r.c.clock, r.c.start = clock, r.start
+	return lateStart
+}
 
-	res := &Result{
+// result is the run's Result at end from its counters; the caller adds the host figures
+// (CPU fraction, steal) and the late start.
+func (r *runner) result(end time.Time, mode string, traceErr error) *Result {
+	return &Result{
 		Start:             r.start,
 		Elapsed:           end.Sub(r.start),
-		Model:             c.model,
-		Sizer:             sizer,
+		Model:             r.c.model,
+		Sizer:             r.sizer,
 		Mode:              mode,
 		Sent:              int(r.sent.Load()),
 		Succeeded:         int(r.succeeded.Load()),
 		Failed:            int(r.failed.Load()),
 		Dropped:           int(r.dropped.Load()),
 		Skipped:           int(r.skipped.Load()),
-		Interrupted:       ctx.Err() != nil,
+		Interrupted:       r.soft.Err() != nil,
 		ClientCPUFraction: -1,
-		CPUStealFraction:  steal(),
-		TraceErr:          p.err,
-		Connections:       int(c.conns.Load()),
-		LateStart:         lateStart,
+		TraceErr:          traceErr,
+		Connections:       int(r.c.conns.Load()),
 	}
-	if wall := end.Sub(r.start); cpuOK && wall > 0 {
-		res.ClientCPUFraction = float64(cpu1-cpu0) / (float64(wall) * float64(CPUs))
-	}
-	return res, nil
 }
 
 func validate(o *Options) error {
@@ -736,114 +775,6 @@ func (r *runner) unwait(k *call) {
 		}
 		r.progress.Waiting.Add(-1)
 	}
-}
-
-// buildCall makes the wire request of turn i: its prompt (given or synthesized), carrying the
-// conversation so far (conv may be nil for a first turn), and its encoded body.
-func (r *runner) buildCall(it *item, i int, conv *conversation) *call {
-	if conv == nil {
-		conv = &conversation{}
-	}
-	q := it.turns[i]
-	k := &call{
-		requestID:   q.ID,
-		maxTokens:   q.OutputTokens,
-		temperature: q.Temperature,
-		seed:        q.Seed,
-		keepText:    i+1 < len(it.turns),
-		capture:     len(q.Expect) > 0 || r.opts.KeepOutput,
-		natural:     q.NaturalEnd(),
-	}
-	if len(q.Messages) > 0 || r.opts.Target.API == "chat" {
-		k.tools, k.toolChoice, k.responseFormat = q.Tools, q.ToolChoice, q.ResponseFormat
-	}
-	if r.opts.Repeat > 1 {
-		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)
-	}
-	k.affinity = r.affinity(it, q)
-	if it.graph {
-		k.keepText = true // a dependent may be any later turn
-	}
-	switch api := r.opts.Target.API; api {
-	case "chat":
-		k.chat = true
-	case "completions":
-	case "responses", "messages":
-		k.chat, k.api = true, api
-	case "embeddings":
-		r.embeddingCall(k, q)
-		if k.bodyErr == nil {
-			k.body, k.bodyErr = r.c.body(k)
-		}
-		return k
-	default:
-		k.chat = len(q.Messages) > 0
-	}
-	if q.InputTokens > traces.MaxTokens || q.OutputTokens > traces.MaxTokens {
-		// A Request built in code skipped trace validation: refuse it rather than build a
-		// prompt of unbounded size.
-		k.bodyErr = fmt.Errorf("input_tokens %d / output_tokens %d: past the cap of %d tokens (traces.MaxTokens)", q.InputTokens, q.OutputTokens, traces.MaxTokens)
-		return k
-	}
-	synthesized := false
-	text := q.Prompt
-	if text == "" && (len(q.Messages) == 0 || textless(q.Messages)) {
-		// A turn with token counts only: its input_tokens are its whole prompt, the carried
-		// conversation included (workloads.Prompter.TurnText).
-		var carry bool
-		text, carry = r.prompter.TurnText(r.sized(q, conv.tokens), conv.tokens)
-		if !carry {
-			conv = &conversation{}
-		}
-		synthesized = true
-		if text != "" && q.ImageCount() == 0 {
-			// (A request's images add their own tokens, which the text is not sized for.)
-			k.intendedInput = q.InputTokens
-		}
-	}
-	if !k.chat && q.ImageCount() > 0 {
-		k.bodyErr = fmt.Errorf("request %s carries images: replay it with --api chat, responses or messages", q.ID)
-		return k
-	}
-	if q.HoldsHistory() {
-		// The turn's messages are the whole conversation (traces.Request.HoldsHistory).
-		conv = &conversation{}
-	}
-	if k.chat {
-		msgs := make([]traces.Message, 0, len(conv.messages)+len(q.Messages)+1)
-		msgs = append(msgs, conv.messages...)
-		switch {
-		case len(q.Messages) > 0 && synthesized:
-			msgs = append(msgs, withText(q.Messages, text)...)
-		case len(q.Messages) > 0:
-			msgs = append(msgs, q.Messages...)
-		default:
-			msgs = append(msgs, traces.Message{Role: "user", Content: text})
-		}
-		k.messages = msgs
-	} else {
-		if len(q.Messages) > 0 && text == "" {
-			text = joinMessages(q.Messages)
-			synthesized = false
-		}
-		k.prompt = conv.text + text
-	}
-	switch {
-	case r.opts.Tokenizer != nil && (!synthesized || i > 0):
-		n := 0
-		if k.chat {
-			for _, m := range k.messages {
-				n += r.opts.Tokenizer.Count(m.Content)
-			}
-		} else {
-			n = r.opts.Tokenizer.Count(k.prompt)
-		}
-		k.inputTokens, k.inputCounted = n, true
-	case i > 0 && !synthesized:
-		k.inputTokens = conv.tokens + q.InputTokens
-	}
-	k.body, k.bodyErr = r.c.body(k)
-	return k
 }
 
 // joinMessages flattens chat messages into one completion prompt.

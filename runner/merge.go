@@ -78,6 +78,61 @@ func Merge(o MergeOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	mi := newMergeInfo(parts, epoch)
+
+	// The trace is needed to account for a missing or partial shard; otherwise it only gives
+	// the whole workload's statistics, and is skipped when it cannot be read.
+	trace, terr := openMergeTrace(o, first)
+	if terr != nil {
+		if len(mi.Missing)+len(mi.Partial) > 0 {
+			return nil, terr
+		}
+		trace = nil
+	}
+	if o.OutDir == "" {
+		o.OutDir = DefaultOutDir(now()) + "-merged"
+	}
+	if err := os.MkdirAll(o.OutDir, dirPerm); err != nil {
+		return nil, fmt.Errorf("create results directory: %w", err)
+	}
+	recPath := filepath.Join(o.OutDir, RecordsFile)
+	count, warnings, err := writeMergedRecords(recPath, parts, absent, mi, trace)
+	if err != nil {
+		return nil, err
+	}
+
+	mopts, sums, durS := mergedMetricsOptions(first.Metrics, parts)
+	sum, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
+	if err != nil {
+		return nil, fmt.Errorf("summarize: %w", err)
+	}
+	if len(sums) == len(parts) && len(mi.Missing) == 0 {
+		warnings = append(warnings, crossCheckShards(sums, sum)...)
+	}
+	sum.Run = mergedRunInfo(parts, o.Command, epoch, durS, mi)
+	if trace != nil {
+		sum.Workload = workloadOf(trace.Stats(), sum.Run)
+	} else if len(sums) > 0 {
+		sum.Workload = sums[0].Workload
+		warnings = append(warnings, fmt.Sprintf("workload: the statistics are shard %d's, the trace could not be read (%v)", parts[0].facts.Index, terr))
+	}
+	warnings = append(warnings, clockWarnings(sum, mi, mopts.LagLimit)...)
+	sum.Warnings = append(append([]string{}, warnings...), sum.Warnings...)
+	if sum.Run.Interrupted {
+		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
+	}
+	if err := WriteJSON(filepath.Join(o.OutDir, SummaryFile), sum); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: o.OutDir, Summary: sum, Records: count}
+	return res, RenderReport(o.OutDir, sum, o.HTML)
+}
+
+// newMergeInfo is the summary's account of the shards merged at epoch: which were merged,
+// which did not finish, which are missing, and the worst clock offset and bound among them
+// (a bound of -1: some shard's offset was not measured).
+func newMergeInfo(parts []*mergePart, epoch time.Time) *metrics.MergeInfo {
+	first := parts[0].facts
 	mi := &metrics.MergeInfo{Shards: first.Count, Epoch: epoch.UTC().Format(time.RFC3339Nano)}
 	byIndex := map[int]*mergePart{}
 	for _, p := range parts {
@@ -99,26 +154,18 @@ func Merge(o MergeOptions) (*Result, error) {
 			mi.Missing = append(mi.Missing, i)
 		}
 	}
+	return mi
+}
 
-	// The trace is needed to account for a missing or partial shard; otherwise it only gives
-	// the whole workload's statistics, and is skipped when it cannot be read.
-	trace, terr := openMergeTrace(o, first)
-	if terr != nil {
-		if len(mi.Missing)+len(mi.Partial) > 0 {
-			return nil, terr
-		}
-		trace = nil
-	}
-	if o.OutDir == "" {
-		o.OutDir = DefaultOutDir(now()) + "-merged"
-	}
-	if err := os.MkdirAll(o.OutDir, dirPerm); err != nil {
-		return nil, fmt.Errorf("create results directory: %w", err)
-	}
-	recPath := filepath.Join(o.OutDir, RecordsFile)
+// writeMergedRecords streams the shards' records, rebased onto the common epoch, into the
+// records file at recPath, and records as dropped the requests of a partial or missing shard
+// that have no record (counted in mi.Dropped). It returns the number of records written and
+// the warnings naming the directories that do not exist (absent) and the shards accounted for.
+func writeMergedRecords(recPath string, parts []*mergePart, absent []string, mi *metrics.MergeInfo, trace traces.Source) (int, []string, error) {
+	first := parts[0].facts
 	w, err := metrics.CreateRecordFile(recPath)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	var warnings []string
 	for _, d := range absent {
@@ -128,7 +175,7 @@ func Merge(o MergeOptions) (*Result, error) {
 		n, err := copyShard(w, p, trace)
 		if err != nil {
 			w.Close()
-			return nil, err
+			return 0, nil, err
 		}
 		mi.Dropped += n
 		if p.sum == nil {
@@ -139,16 +186,22 @@ func Merge(o MergeOptions) (*Result, error) {
 		n, err := dropShard(w, first, i, trace)
 		if err != nil {
 			w.Close()
-			return nil, err
+			return 0, nil, err
 		}
 		mi.Dropped += n
 		warnings = append(warnings, fmt.Sprintf("shard %d/%d is missing: none of its results were given; its %d requests are counted as dropped", i, first.Count, n))
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("records file: %w", err)
+		return 0, nil, fmt.Errorf("records file: %w", err)
 	}
+	return w.Count(), warnings, nil
+}
 
-	mopts := first.Metrics
+// mergedMetricsOptions are the merged summary's options: the shards' (mopts) with the worst
+// client CPU and steal fractions of the finished shards. It also returns the finished shards'
+// summaries and the merged run's duration (s), the latest end of a finished shard on the
+// common epoch.
+func mergedMetricsOptions(mopts metrics.Options, parts []*mergePart) (metrics.Options, []*metrics.Summary, float64) {
 	var sums []*metrics.Summary
 	durS := 0.0
 	for _, p := range parts {
@@ -159,56 +212,49 @@ func Merge(o MergeOptions) (*Result, error) {
 			durS = math.Max(durS, float64(p.shift)/1e9+p.sum.Run.DurationS)
 		}
 	}
-	sum, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
+	return mopts, sums, durS
+}
+
+// crossCheckShards checks the records against the shards' own summaries (sums, every shard's):
+// merged HdrHistograms of the shards must equal those of all the records (sum), bit for bit.
+// It returns a warning per histogram that differs.
+func crossCheckShards(sums []*metrics.Summary, sum *metrics.Summary) []string {
+	ms, err := metrics.MergeSummaries(metrics.MergeShards, sums...)
 	if err != nil {
-		return nil, fmt.Errorf("summarize: %w", err)
+		return nil
 	}
-	// Check the records against the shards' own summaries: merged HdrHistograms of the shards
-	// must equal those of all the records, bit for bit.
-	if len(sums) == len(parts) && len(mi.Missing) == 0 {
-		if ms, err := metrics.MergeSummaries(metrics.MergeShards, sums...); err == nil {
-			// A fluidity deadline derived from each shard's own median (no --slo) differs from
-			// shard to shard, so the shards' fluidity histograms measure different things:
-			// the merged one (from all records, with the union's deadlines) is right, and the
-			// cross-check leaves fluidity out.
-			skipFluidity := !sameFluidityDeadlines(sums)
-			for _, d := range metrics.HistogramDiff(ms, sum) {
-				if skipFluidity && isFluidityHist(d) {
-					continue
-				}
-				warnings = append(warnings, "merge check: the shards' summaries and their records disagree: "+d)
-			}
+	// A fluidity deadline derived from each shard's own median (no --slo) differs from
+	// shard to shard, so the shards' fluidity histograms measure different things:
+	// the merged one (from all records, with the union's deadlines) is right, and the
+	// cross-check leaves fluidity out.
+	skipFluidity := !sameFluidityDeadlines(sums)
+	var warnings []string
+	for _, d := range metrics.HistogramDiff(ms, sum) {
+		if skipFluidity && isFluidityHist(d) {
+			continue
 		}
+		warnings = append(warnings, "merge check: the shards' summaries and their records disagree: "+d)
 	}
-	sum.Run = mergedRunInfo(parts, o.Command, epoch, durS, mi)
-	if trace != nil {
-		sum.Workload = workloadOf(trace.Stats(), sum.Run)
-	} else if len(sums) > 0 {
-		sum.Workload = sums[0].Workload
-		warnings = append(warnings, fmt.Sprintf("workload: the statistics are shard %d's, the trace could not be read (%v)", parts[0].facts.Index, terr))
-	}
-	lagLimit := mopts.LagLimit
+	return warnings
+}
+
+// clockWarnings says how far times across shards can be trusted: not at all closer than the
+// machines' clocks when an offset was not measured; and when the worst bound is past the lag
+// limit (lagLimit; <= 0: metrics.DefaultLagLimit), the merged run is marked client-limited.
+func clockWarnings(sum *metrics.Summary, mi *metrics.MergeInfo, lagLimit time.Duration) []string {
 	if lagLimit <= 0 {
 		lagLimit = metrics.DefaultLagLimit
 	}
 	switch {
 	case mi.WorstBoundNs < 0:
-		warnings = append(warnings, "clock: a shard's clock offset was not measured (no llmbench time endpoint answered; see --clock-ref); times across shards are only as close as the machines' clocks")
+		return []string{"clock: a shard's clock offset was not measured (no llmbench time endpoint answered; see --clock-ref); times across shards are only as close as the machines' clocks"}
 	case time.Duration(mi.WorstBoundNs) > lagLimit:
 		why := fmt.Sprintf("client-limited: the shards' clocks are known only to within %.3g ms, above the %g ms lag limit; times across shards are not valid", float64(mi.WorstBoundNs)/1e6, float64(lagLimit)/1e6)
 		sum.Client.Limited = true
 		sum.Client.Reason = strings.TrimPrefix(sum.Client.Reason+"; "+why, "; ")
-		warnings = append(warnings, why)
+		return []string{why}
 	}
-	sum.Warnings = append(append([]string{}, warnings...), sum.Warnings...)
-	if sum.Run.Interrupted {
-		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
-	}
-	if err := WriteJSON(filepath.Join(o.OutDir, SummaryFile), sum); err != nil {
-		return nil, err
-	}
-	res := &Result{Dir: o.OutDir, Summary: sum, Records: w.Count()}
-	return res, RenderReport(o.OutDir, sum, o.HTML)
+	return nil
 }
 
 func abs64(x int64) int64 {

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/quality"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/traces"
 )
@@ -102,170 +99,32 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if now == nil {
 		now = time.Now
 	}
-	if opts.OutDir == "" {
-		opts.OutDir = DefaultOutDir(now())
-	}
-	_, statErr := os.Stat(opts.OutDir)
-	created := os.IsNotExist(statErr)
-	if err := os.MkdirAll(opts.OutDir, dirPerm); err != nil {
-		return nil, fmt.Errorf("create results directory: %w", err)
-	}
-	recPath := filepath.Join(opts.OutDir, RecordsFile)
-	startFacts := opts.Info
-	if startFacts.Host.OS == "" {
-		startFacts.Host = HostFacts()
-	}
-	if startFacts.TraceFingerprint == nil {
-		fp, ferr := FingerprintTrace(opts.Trace)
-		if ferr != nil {
-			return nil, fmt.Errorf("fingerprint the trace: %w", ferr)
-		}
-		startFacts.TraceFingerprint = fp
-	}
-	startFacts.Start = now().UTC().Format(time.RFC3339)
-	opts.Info = startFacts
-	grader, err := quality.NewGrader(opts.Trace)
-	if err != nil {
-		return nil, fmt.Errorf("the trace's expect checks: %w", err)
-	}
-	if err := writeRunFacts(opts.OutDir, RunFacts{Run: startFacts, Metrics: opts.Metrics, Workload: workloadOf(opts.Trace.Stats(), startFacts)}); err != nil {
-		return nil, err
-	}
-	rw, err := metrics.CreateRecordFile(recPath)
+	rec, err := startRecording(&opts, now)
 	if err != nil {
 		return nil, err
-	}
-	if opts.OnRecords != nil {
-		opts.OnRecords(rw)
-	}
-	var writeErr atomic.Value
-	sink := func(r *metrics.Record) {
-		if grader != nil {
-			grader.Grade(r) // the request's timing is complete: grading is outside it
-		}
-		if err := rw.Write(r); err != nil {
-			writeErr.CompareAndSwap(nil, err)
-		}
-	}
-	var live *liveSummary
-	if opts.SummarizeLive {
-		live = startLiveSummary(metrics.FileSource(recPath), opts.Metrics)
-		sink = live.sink(sink)
 	}
 	started := now()
-	prod, perr := produce(ctx, opts.Trace, sink)
-	if live != nil {
-		live.produced()
-	}
-	if cerr := rw.Close(); cerr != nil && perr == nil {
-		perr = fmt.Errorf("records file: %w", cerr)
-	}
-	if live != nil {
-		live.fileReady()
-		if perr != nil || (prod != nil && prod.ClientCPUFraction != 0) {
-			live.result() // not used: wait for it to let go of the file
-			live = nil
-		}
-	}
-	if werr, ok := writeErr.Load().(error); ok && perr == nil {
-		perr = fmt.Errorf("records file: %w", werr)
-	}
-	if opts.scraper != nil {
-		opts.scraper.Stop()
-		if prod != nil && !prod.Start.IsZero() {
-			opts.scraper.SetEpoch(prod.Start)
-		}
-		if err := WriteJSON(filepath.Join(opts.OutDir, ScrapeFile), opts.scraper.Data()); err != nil && perr == nil {
-			perr = err
-		}
-	}
+	prod, perr := produce(ctx, opts.Trace, rec.sink)
+	perr = rec.close(opts, prod, perr)
 	if perr != nil {
-		if rw.Count() == 0 {
-			// Nothing was measured (the run could not start): leave no empty results behind.
-			os.Remove(recPath)
-			os.Remove(filepath.Join(opts.OutDir, ScrapeFile))
-			os.Remove(filepath.Join(opts.OutDir, RunFactsFile))
-			if created {
-				os.Remove(opts.OutDir) // only if empty
-			}
-		}
-		return &Result{Dir: opts.OutDir, Records: rw.Count()}, perr
+		rec.discardIfEmpty(opts)
+		return &Result{Dir: opts.OutDir, Records: rec.rw.Count()}, perr
 	}
 	if prod == nil {
 		prod = &Produced{Start: started}
 	}
-	mopts := opts.Metrics
-	mopts.ClientCPUFraction = prod.ClientCPUFraction
-	mopts.ClientStealFraction = prod.CPUStealFraction
-	// The report's sampled token timelines are picked in a pass of their own over the records,
-	// on another core while the summary makes its two (a million-request simulation: seconds).
-	var samples []metrics.Record
-	var reasons []string
-	var sampleErr error
-	sampled := make(chan struct{})
-	if opts.HTML.Samples == nil {
-		go func() {
-			defer close(sampled)
-			samples, reasons, sampleErr = reports.SampleRecords(metrics.FileSource(recPath).Each)
-		}()
-	} else {
-		close(sampled)
-	}
-	var sum *metrics.Summary
-	if live != nil {
-		sum, err = live.result()
-	} else {
-		sum, err = metrics.Summarize(metrics.FileSource(recPath), mopts)
-	}
-	<-sampled
-	if opts.HTML.Samples == nil && sampleErr == nil {
-		opts.HTML.Samples, opts.HTML.SampleReasons = samples, reasons // else RenderReport says why there are none
-	}
+	sum, err := summarizeRun(&opts, rec, prod)
 	if err != nil {
-		return &Result{Dir: opts.OutDir, Records: rw.Count()}, fmt.Errorf("summarize: %w", err)
+		return &Result{Dir: opts.OutDir, Records: rec.rw.Count()}, fmt.Errorf("summarize: %w", err)
 	}
-	info := opts.Info
-	if prod.Model != "" {
-		info.Model = prod.Model
-	}
-	if prod.Sizing != "" {
-		info.PromptSizing = prod.Sizing
-	}
-	if prod.Engine != nil {
-		info.Engine = prod.Engine
-	}
-	if !prod.Start.IsZero() {
-		started = prod.Start
-	}
-	info.Start = started.UTC().Format(time.RFC3339)
-	info.DurationS = now().Sub(started).Seconds()
-	if prod.Duration > 0 {
-		info.DurationS = prod.Duration.Seconds()
-	}
-	info.Interrupted = prod.Interrupted
-	if info.Host.OS == "" {
-		info.Host = HostFacts()
-	}
-	sum.Run = info
-	sum.Workload = workloadOf(opts.Trace.Stats(), info)
+	sum.Run = runInfo(opts.Info, prod, started, now)
+	sum.Workload = workloadOf(opts.Trace.Stats(), sum.Run)
 	sum.Cluster = prod.Cluster
-	if prod.Interrupted {
-		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
+	sum.Warnings = producedWarnings(sum.Warnings, prod)
+	if err := finish(opts, sum, rec.path); err != nil {
+		return &Result{Dir: opts.OutDir, Summary: sum, Records: rec.rw.Count()}, err
 	}
-	if prod.Err != nil {
-		sum.Warnings = append([]string{"the run ended early: " + prod.Err.Error() + "; requests after that point were not sent and have no record"}, sum.Warnings...)
-	}
-	if prod.LateStart >= lateStartWarning {
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the client was ready %s after the run's start time (--start-at): the requests due before then were sent late, and their schedule lag and TTFT include the wait; give a later --start-at", prod.LateStart.Round(time.Millisecond)))
-	}
-	sum.Warnings = append(sum.Warnings, prod.Warnings...)
-	if prod.Skipped > 0 {
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d of the trace's requests were outside the run (--duration or --max-requests) and were not sent", prod.Skipped))
-	}
-	if err := finish(opts, sum, recPath); err != nil {
-		return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, err
-	}
-	return &Result{Dir: opts.OutDir, Summary: sum, Records: rw.Count()}, prod.Err
+	return &Result{Dir: opts.OutDir, Summary: sum, Records: rec.rw.Count()}, prod.Err
 }
 
 // lateStartWarning is the lateness past --start-at that is worth a warning: below it, the

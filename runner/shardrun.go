@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 )
 
@@ -92,52 +93,15 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 	if src.Len() == 0 {
 		return fmt.Errorf("shard %s has no requests: the trace's %d requests (sessions kept whole) all hash to other shards; use fewer shards", sh, plan.Whole.Len)
 	}
-	client := o.Client
-	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second}
+	clk, err := shardClock(ctx, s, o, now)
+	if err != nil {
+		return err
 	}
-	ref := o.ClockRef
-	if ref == "" {
-		ref = strings.TrimSuffix(strings.TrimSuffix(s.Load.Target.URL, "/"), "/v1")
-	}
-	clk, cerr := MeasureClock(ctx, client, ref, now, ClockSamples)
-	for until := now().Add(o.ClockWait); cerr != nil && now().Before(until); {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.Interrupts.C:
-			return fmt.Errorf("interrupted while waiting for the clock reference %s (%v)", ref, cerr)
-		case <-time.After(time.Second):
-		}
-		clk, cerr = MeasureClock(ctx, client, ref, now, ClockSamples)
-	}
-	if cerr != nil {
-		clk = metrics.Clock{Method: "none", Reference: clk.Reference, BoundNs: -1, Error: cerr.Error()}
-	}
-	var epoch time.Time
-	switch {
-	case !o.StartAt.IsZero():
-		epoch = o.StartAt.Add(-time.Duration(clk.OffsetNs))
-	case o.StartIn > 0:
-		epoch = now().Add(o.StartIn)
-	default:
-		epoch = now()
-	}
-	epoch = epoch.Round(0) // wall clock only
+	epoch := shardEpoch(o, clk, now)
 	if s.OutDir == "" {
 		s.OutDir = fmt.Sprintf("%s-shard-%d-of-%d", DefaultOutDir(epoch), sh.Index, sh.Count)
 	}
-	repeat := max(1, s.Load.Repeat)
-	rate := s.Load.RateScale
-	if rate == 0 {
-		rate = 1
-	}
-	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / rate) }
-	period := metrics.ReplayLength(scale(plan.Whole.First), scale(plan.Whole.Last), plan.Whole.Len)
-	runEnd := s.Load.Duration
-	if runEnd == 0 {
-		runEnd = time.Duration(repeat) * period
-	}
+	repeat, rate, period, runEnd := shardSchedule(s.Load, plan.Whole)
 	tracePath := o.TracePath
 	if abs, err := filepath.Abs(tracePath); err == nil && tracePath != "" {
 		tracePath = abs
@@ -166,6 +130,69 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 	s.Load.StartAt = epoch
 	s.Load.Whole = plan.Whole
 	return nil
+}
+
+// shardClock measures this machine's clock against the clock reference (o.ClockRef, else the
+// target's server), retrying for up to o.ClockWait while it does not answer. A reference
+// that never answers gives a clock of method "none" with an unknown bound (-1), not an
+// error; an interruption while waiting is one.
+func shardClock(ctx context.Context, s *HTTPRun, o ShardOptions, now func() time.Time) (metrics.Clock, error) {
+	client := o.Client
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	ref := o.ClockRef
+	if ref == "" {
+		ref = strings.TrimSuffix(strings.TrimSuffix(s.Load.Target.URL, "/"), "/v1")
+	}
+	clk, cerr := MeasureClock(ctx, client, ref, now, ClockSamples)
+	for until := now().Add(o.ClockWait); cerr != nil && now().Before(until); {
+		select {
+		case <-ctx.Done():
+			return clk, ctx.Err()
+		case <-s.Interrupts.C:
+			return clk, fmt.Errorf("interrupted while waiting for the clock reference %s (%v)", ref, cerr)
+		case <-time.After(time.Second):
+		}
+		clk, cerr = MeasureClock(ctx, client, ref, now, ClockSamples)
+	}
+	if cerr != nil {
+		clk = metrics.Clock{Method: "none", Reference: clk.Reference, BoundNs: -1, Error: cerr.Error()}
+	}
+	return clk, nil
+}
+
+// shardEpoch is the run's common start on this machine's wall clock: o.StartAt corrected by
+// the measured offset, else o.StartIn from now, else now.
+func shardEpoch(o ShardOptions, clk metrics.Clock, now func() time.Time) time.Time {
+	var epoch time.Time
+	switch {
+	case !o.StartAt.IsZero():
+		epoch = o.StartAt.Add(-time.Duration(clk.OffsetNs))
+	case o.StartIn > 0:
+		epoch = now().Add(o.StartIn)
+	default:
+		epoch = now()
+	}
+	return epoch.Round(0) // wall clock only
+}
+
+// shardSchedule is the whole run's schedule as loadgen plans it over the whole trace (whole):
+// the passes (Repeat, at least 1), the rate scale (1 when unset), the length of one pass and
+// the run's nominal end (Duration, else Repeat passes).
+func shardSchedule(l loadgen.Options, whole loadgen.TraceShape) (repeat int, rate float64, period, runEnd time.Duration) {
+	repeat = max(1, l.Repeat)
+	rate = l.RateScale
+	if rate == 0 {
+		rate = 1
+	}
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / rate) }
+	period = metrics.ReplayLength(scale(whole.First), scale(whole.Last), whole.Len)
+	runEnd = l.Duration
+	if runEnd == 0 {
+		runEnd = time.Duration(repeat) * period
+	}
+	return repeat, rate, period, runEnd
 }
 
 // shardConfig lists the settings that make two shards parts of one run.

@@ -127,73 +127,113 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 	if opts.Concurrency {
 		mode = "concurrency"
 	}
-	res := &SweepResult{Mode: mode, Target: opts.Target, SLO: opts.Metrics.SLO.String()}
+	w := &sweeper{ctx: ctx, opts: opts, produce: produce, mode: mode, measured: map[float64]bool{},
+		res: &SweepResult{Mode: mode, Target: opts.Target, SLO: opts.Metrics.SLO.String()}}
 	search := CapacitySearch{Target: opts.Target, Precision: opts.Precision, MaxPoints: opts.MaxPoints}
 	if opts.Concurrency {
 		search.MinRate = 1
 	}
-	measured := map[float64]bool{}
-	measure := func(load float64) error {
-		if opts.OnPoint != nil {
-			opts.OnPoint(load)
-		}
-		prod, info, err := produce(load)
-		if err != nil {
-			return err
-		}
-		dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%s", mode, strconv.FormatFloat(load, 'g', 6, 64)))
-		trace := opts.Trace
-		if !opts.Concurrency && opts.MinDuration > 0 && opts.BaseRate > 0 {
-			trace = traces.Tile(trace, copiesFor(trace, opts.MinDuration, load/opts.BaseRate))
-		}
-		r, err := Execute(ctx, Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
-		if err != nil {
-			return fmt.Errorf("load %g: %w", load, err)
-		}
-		p := metrics.PointFrom(load, !opts.Concurrency, r.Summary)
-		p.Dir = dir
-		res.Points = append(res.Points, p)
-		measured[load] = true
-		return nil
-	}
 	var err error
 	if len(opts.Points) > 0 {
-		for _, l := range opts.Points {
-			if err = ctx.Err(); err != nil {
-				break
-			}
-			if err = measure(l); err != nil {
-				break
-			}
-		}
-		_, res.Capacity = search.Next(opts.Points[0], usablePoints(res.Points))
+		err = w.explicit(search)
 	} else {
 		if opts.Start <= 0 {
 			return nil, errors.New("sweep needs a start load > 0 (or explicit points)")
 		}
-		for {
-			if err = ctx.Err(); err != nil {
-				break
-			}
-			next, c := search.Next(opts.Start, usablePoints(res.Points))
-			res.Capacity = c
-			if c.Done {
-				break
-			}
-			if opts.Concurrency {
-				next = math.Max(1, math.Round(next))
-			}
-			if measured[next] { // concurrency bisection cannot split the bracket further
-				res.Capacity.Done, res.Capacity.Reason = true, "bracket cannot be split further"
-				break
-			}
-			if err = measure(next); err != nil {
-				break
-			}
+		err = w.search(search)
+	}
+	res := w.res
+	res.settle(opts.Target)
+	if werr := WriteJSON(filepath.Join(opts.OutDir, sweepFile), res); werr != nil && err == nil {
+		err = werr
+	}
+	return res, err
+}
+
+// sweeper is a sweep in progress: the points measured so far, in the order they were.
+type sweeper struct {
+	ctx      context.Context
+	opts     SweepOptions
+	produce  func(load float64) (Producer, metrics.RunInfo, error)
+	mode     string // "rate" or "concurrency", the prefix of each point's directory
+	res      *SweepResult
+	measured map[float64]bool
+}
+
+// measure runs one load into its own results directory under opts.OutDir (the trace tiled to
+// last opts.MinDuration at that rate) and adds its point to the result.
+func (w *sweeper) measure(load float64) error {
+	opts := w.opts
+	if opts.OnPoint != nil {
+		opts.OnPoint(load)
+	}
+	prod, info, err := w.produce(load)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%s", w.mode, strconv.FormatFloat(load, 'g', 6, 64)))
+	trace := opts.Trace
+	if !opts.Concurrency && opts.MinDuration > 0 && opts.BaseRate > 0 {
+		trace = traces.Tile(trace, copiesFor(trace, opts.MinDuration, load/opts.BaseRate))
+	}
+	r, err := Execute(w.ctx, Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
+	if err != nil {
+		return fmt.Errorf("load %g: %w", load, err)
+	}
+	p := metrics.PointFrom(load, !opts.Concurrency, r.Summary)
+	p.Dir = dir
+	w.res.Points = append(w.res.Points, p)
+	w.measured[load] = true
+	return nil
+}
+
+// explicit measures the given points in order, until one fails or the sweep is canceled,
+// and judges the capacity among those measured.
+func (w *sweeper) explicit(search CapacitySearch) error {
+	var err error
+	for _, l := range w.opts.Points {
+		if err = w.ctx.Err(); err != nil {
+			break
+		}
+		if err = w.measure(l); err != nil {
+			break
 		}
 	}
+	_, w.res.Capacity = search.Next(w.opts.Points[0], usablePoints(w.res.Points))
+	return err
+}
+
+// search measures the loads the capacity search asks for from opts.Start until it is done,
+// a point fails or the sweep is canceled.
+func (w *sweeper) search(search CapacitySearch) error {
+	for {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		next, c := search.Next(w.opts.Start, usablePoints(w.res.Points))
+		w.res.Capacity = c
+		if c.Done {
+			return nil
+		}
+		if w.opts.Concurrency {
+			next = math.Max(1, math.Round(next))
+		}
+		if w.measured[next] { // concurrency bisection cannot split the bracket further
+			w.res.Capacity.Done, w.res.Capacity.Reason = true, "bracket cannot be split further"
+			return nil
+		}
+		if err := w.measure(next); err != nil {
+			return err
+		}
+	}
+}
+
+// settle orders the points by load and sets what follows from the capacity found: its
+// reason, whether it is only a lower bound (the next load was limited by the harness), and
+// the results directory of the capacity point.
+func (res *SweepResult) settle(target float64) {
 	sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Rate < res.Points[j].Rate })
-	res.Capacity.Reason = capacityReason(res, opts.Target)
+	res.Capacity.Reason = capacityReason(res, target)
 	for _, p := range res.Points {
 		if p.Rate == res.Capacity.Failing && p.Limited != "" {
 			res.CapacityLowerBound = true
@@ -204,10 +244,6 @@ func Sweep(ctx context.Context, opts SweepOptions, produce func(load float64) (P
 			res.CapacityDir = p.Dir
 		}
 	}
-	if werr := WriteJSON(filepath.Join(opts.OutDir, sweepFile), res); werr != nil && err == nil {
-		err = werr
-	}
-	return res, err
 }
 
 // copiesFor returns how many back-to-back copies of trace last at least min at rate scale.

@@ -234,6 +234,10 @@ func goMemory() uint64 {
 	return v
 }
 
+// longPoint measures n long streams held open at once against the built-in server: the
+// client's wake floor, the memory per open stream, the dispatch lag and, over o.Window once
+// every stream is open, the error of the client's chunk arrival times against the server's
+// send times.
 func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	p := LongPoint{Streams: n}
 	if !o.HTTP2 && o.FDLimit > 0 && uint64(2*n+64) > o.FDLimit {
@@ -246,80 +250,23 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 		return p, err
 	}
 	defer srv.close()
-	ramp := time.Duration(float64(n) / o.RampRate * float64(time.Second))
-	tokens := int((ramp+o.Window)/o.Gap) + 2
-	reqs := make([]traces.Request, n)
-	for i := range reqs {
-		reqs[i] = traces.Request{ID: "s" + strconv.Itoa(i), Arrival: ramp * time.Duration(i) / time.Duration(n), InputTokens: 1, OutputTokens: tokens, Prompt: " hi"}
-	}
-	late, err := loadgen.WakeLateness(ctx, wakeFloorSleeps, time.Millisecond)
-	if err != nil {
+	reqs, tokens := longRequests(o, n)
+	if p.WakeFloorP99Ms, err = wakeFloorP99(ctx); err != nil {
 		return p, err
 	}
-	lateMs := make([]float64, len(late))
-	for i, d := range late {
-		lateMs[i] = ms(d)
-	}
-	slices.Sort(lateMs)
-	p.WakeFloorP99Ms = quantile(lateMs, 0.99)
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss0, go0 := o.RSS(), goMemory()
 	steal := hoststat.Since()
-	var rss1, go1 uint64
-	var openAt int64
-	probe := make(chan struct{})
-	stopProbe := make(chan struct{})
-	go func() {
-		// Memory is read when every stream is open (or, if they never all are, at the most
-		// that were), polling the server's count: this is a benchmark, not a test.
-		defer close(probe)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-			case <-stopProbe:
-				return
-			}
-			if open := srv.open.Load(); open > openAt {
-				openAt = open
-				rss1, go1 = o.RSS(), goMemory()
-				if open >= int64(n) {
-					return
-				}
-			}
-		}
-	}()
-
-	var mu sync.Mutex
-	lags := make([]float64, 0, n)
-	got := map[string][]int64{}
+	probe := startMemProbe(srv, o.RSS, n)
+	col := &longCollector{p: &p, srv: srv, lags: make([]float64, 0, n), got: map[string][]int64{}}
 	p.Failures = map[string]int{}
 	tg := loadgen.Target{URL: srv.url, Model: "bench", Backend: "openai", Stream: true, HTTP2: o.HTTP2, SourceAddrs: o.SourceAddrs,
 		Headers:  map[string]string{tokensHeader: strconv.Itoa(tokens), gapHeader: o.Gap.String()},
 		Timeouts: loadgen.Timeouts{Connect: 30 * time.Second, Idle: 30 * time.Second}}
-	res, err := loadgen.Run(ctx, reqs, loadgen.Options{Target: tg}, func(r *llmmetrics.Record) {
-		mu.Lock()
-		defer mu.Unlock()
-		lags = append(lags, ms(time.Duration(r.Dispatched-r.Intended)))
-		if !r.OK() {
-			p.Failed++
-			p.Failures[string(r.Failure)]++
-			return
-		}
-		p.Succeeded++
-		if srv.sampled(r.ID) {
-			ts := make([]int64, len(r.Chunks))
-			for i, c := range r.Chunks {
-				ts[i] = c.T
-			}
-			got[r.ID] = ts
-		}
-	})
+	res, err := loadgen.Run(ctx, reqs, loadgen.Options{Target: tg}, col.record)
 	p.CPUStealFraction = steal()
-	close(stopProbe)
-	<-probe
+	probe.stop()
 	if err != nil {
 		return p, err
 	}
@@ -328,19 +275,134 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	}
 	p.Connections = res.Connections
 	p.ClientCPUFraction = res.ClientCPUFraction
-	p.PeakOpen = int(openAt)
-	if rss1 > 0 && openAt > 0 {
-		p.RSSMB = float64(rss1) / 1e6
-		p.RSSPerStreamKB = (float64(rss1) - float64(rss0)) / float64(openAt) / 1e3
+	probe.perStream(&p, rss0, go0)
+	slices.Sort(col.lags)
+	p.LagP99Ms = quantile(col.lags, 0.99)
+	if err := arrivalErrors(&p, o, srv, res.Start, col.got, sample); err != nil {
+		return p, err
 	}
-	if go1 > 0 && openAt > 0 {
-		p.GoPerStreamKB = (float64(go1) - float64(go0)) / float64(openAt) / 1e3
+	if len(p.Failures) == 0 {
+		p.Failures = nil
 	}
-	slices.Sort(lags)
-	p.LagP99Ms = quantile(lags, 0.99)
+	return p, nil
+}
 
+// longRequests is the trace of n streams arriving evenly over the ramp (n at o.RampRate per
+// second), each long enough to stay open through the ramp and the measured window at one token
+// per o.Gap; tokens is the length of each.
+func longRequests(o LongOptions, n int) (reqs []traces.Request, tokens int) {
+	ramp := time.Duration(float64(n) / o.RampRate * float64(time.Second))
+	tokens = int((ramp+o.Window)/o.Gap) + 2
+	reqs = make([]traces.Request, n)
+	for i := range reqs {
+		reqs[i] = traces.Request{ID: "s" + strconv.Itoa(i), Arrival: ramp * time.Duration(i) / time.Duration(n), InputTokens: 1, OutputTokens: tokens, Prompt: " hi"}
+	}
+	return reqs, tokens
+}
+
+// wakeFloorP99 is the P99 lateness (ms) of wakeFloorSleeps idle 1 ms sleeps of the client's
+// clock, the floor under any lag the run measures.
+func wakeFloorP99(ctx context.Context) (float64, error) {
+	late, err := loadgen.WakeLateness(ctx, wakeFloorSleeps, time.Millisecond)
+	if err != nil {
+		return 0, err
+	}
+	lateMs := make([]float64, len(late))
+	for i, d := range late {
+		lateMs[i] = ms(d)
+	}
+	slices.Sort(lateMs)
+	return quantile(lateMs, 0.99), nil
+}
+
+// memProbe reads the process's memory when every stream is open (or, if they never all are,
+// at the most that were), polling the server's count of open streams: this is a benchmark,
+// not a test.
+type memProbe struct {
+	rss, gomem uint64 // read at openAt streams open (0: never read)
+	openAt     int64
+	done, quit chan struct{}
+}
+
+// startMemProbe starts polling srv until n streams are open or stop is called.
+func startMemProbe(srv *longServer, rss func() uint64, n int) *memProbe {
+	m := &memProbe{done: make(chan struct{}), quit: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+			case <-m.quit:
+				return
+			}
+			if open := srv.open.Load(); open > m.openAt {
+				m.openAt = open
+				m.rss, m.gomem = rss(), goMemory()
+				if open >= int64(n) {
+					return
+				}
+			}
+		}
+	}()
+	return m
+}
+
+// stop ends the polling; the probe's figures may be read after it.
+func (m *memProbe) stop() {
+	close(m.quit)
+	<-m.done
+}
+
+// perStream sets p's peak of open streams and its memory figures: the resident set, and the
+// resident and Go memory per open stream above the readings before the run (rss0, go0).
+func (m *memProbe) perStream(p *LongPoint, rss0, go0 uint64) {
+	p.PeakOpen = int(m.openAt)
+	if m.rss > 0 && m.openAt > 0 {
+		p.RSSMB = float64(m.rss) / 1e6
+		p.RSSPerStreamKB = (float64(m.rss) - float64(rss0)) / float64(m.openAt) / 1e3
+	}
+	if m.gomem > 0 && m.openAt > 0 {
+		p.GoPerStreamKB = (float64(m.gomem) - float64(go0)) / float64(m.openAt) / 1e3
+	}
+}
+
+// longCollector is the run's sink: it counts the outcomes into p, keeps every request's
+// dispatch lag (ms) and the chunk times of the streams the server samples.
+type longCollector struct {
+	mu   sync.Mutex
+	p    *LongPoint
+	srv  *longServer
+	lags []float64
+	got  map[string][]int64 // sampled stream → its chunks' times (ns from the run's start)
+}
+
+func (c *longCollector) record(r *llmmetrics.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lags = append(c.lags, ms(time.Duration(r.Dispatched-r.Intended)))
+	if !r.OK() {
+		c.p.Failed++
+		c.p.Failures[string(r.Failure)]++
+		return
+	}
+	c.p.Succeeded++
+	if c.srv.sampled(r.ID) {
+		ts := make([]int64, len(r.Chunks))
+		for i, ch := range r.Chunks {
+			ts[i] = ch.T
+		}
+		c.got[r.ID] = ts
+	}
+}
+
+// arrivalErrors sets p's arrival error quantiles and token rate over the window of o.Window
+// from the moment every stream was open: each sampled token's client arrival time (got, on
+// the run's clock from start) against the time the server sent it.
+func arrivalErrors(p *LongPoint, o LongOptions, srv *longServer, start time.Time, got map[string][]int64, sample int) error {
 	booked := srv.booked.take()
-	offset := res.Start.Sub(srv.epoch).Nanoseconds()
+	offset := start.Sub(srv.epoch).Nanoseconds()
 	allOpen := srv.last1.Load()
 	end := allOpen + o.Window.Nanoseconds()
 	var errs []float64
@@ -348,7 +410,7 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	for id, client := range got {
 		sent := booked[id]
 		if len(sent) != len(client) {
-			return p, fmt.Errorf("long streams: stream %s: the server sent %d tokens, the client saw %d chunks", id, len(sent), len(client))
+			return fmt.Errorf("long streams: stream %s: the server sent %d tokens, the client saw %d chunks", id, len(sent), len(client))
 		}
 		for i := range client {
 			if sent[i] >= allOpen && sent[i] < end {
@@ -362,8 +424,5 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 		p.ArrivalErrorP50Ms, p.ArrivalErrorP99Ms, p.ArrivalErrorMaxMs = quantile(errs, 0.5), quantile(errs, 0.99), quantile(errs, 1)
 		p.TokensPerS = float64(inWindow) * float64(sample) / o.Window.Seconds()
 	}
-	if len(p.Failures) == 0 {
-		p.Failures = nil
-	}
-	return p, nil
+	return nil
 }
