@@ -36,7 +36,8 @@ func streamVariants() []streamVariant {
 	}
 }
 
-// streamRequests are the streamed requests of every API, sent in this order to each engine.
+// streamRequests are the streamed requests of every API (and a few whole ones), sent in this
+// order to each engine.
 var streamRequests = []struct{ name, path, body string }{
 	{"completions", "/v1/completions", `{"prompt":"hi there","max_tokens":9,"stream":true,"stream_options":{"include_usage":true}}`},
 	{"chat", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi there"}],"max_tokens":9,"stream":true}`},
@@ -44,9 +45,14 @@ var streamRequests = []struct{ name, path, body string }{
 	{"chat-tools", "/v1/chat/completions", `{"messages":[{"role":"user","content":` + jsonString(flightTask) + `}],"tools":` + flightTools + `,"max_tokens":80,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`},
 	{"responses", "/v1/responses", `{"input":"hi there","max_output_tokens":9,"stream":true}`},
 	{"messages", "/v1/messages", `{"messages":[{"role":"user","content":"hi there"}],"max_tokens":9,"stream":true}`},
+	// Whole (non-streamed) bodies: the Responses and Messages encoders write these too.
+	{"responses-whole", "/v1/responses", `{"input":"hi there","max_output_tokens":9}`},
+	{"messages-whole", "/v1/messages", `{"messages":[{"role":"user","content":"hi there"}],"max_tokens":9}`},
+	{"chat-whole", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi there"}],"max_tokens":9}`},
 }
 
-// TestStreamGoldens pins the bytes of every streamed response, per wire personality, API and
+// TestStreamGoldens pins the bytes of every streamed response (and of the whole bodies the
+// same encoders write), per wire personality, API and
 // engine variant, to the digests in testdata/streams.golden: a refactoring of the stream
 // writers must leave every stream byte-identical. Run with -update-streams to rewrite the
 // file after an intended wire change.
@@ -59,7 +65,7 @@ func TestStreamGoldens(t *testing.T) {
 			_, url := startEngine(t, v.cfg(w))
 			for _, r := range streamRequests {
 				name := w + "/" + v.name + "/" + r.name
-				body := postStream(t, url+r.path, r.body)
+				body := postForBody(t, url+r.path, r.body, strings.Contains(r.body, `"stream":true`))
 				sum := sha256.Sum256(body)
 				got[name] = fmt.Sprintf("%s %d", hex.EncodeToString(sum[:]), len(body))
 				bodies[name] = string(body)
@@ -89,8 +95,9 @@ func TestStreamGoldens(t *testing.T) {
 	}
 }
 
-// postStream posts body and returns the whole response body, which must be a 200 stream.
-func postStream(t *testing.T, url, body string) []byte {
+// postForBody posts body and returns the whole response body, which must be a 200 (a stream
+// when stream is set).
+func postForBody(t *testing.T, url, body string, stream bool) []byte {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -101,7 +108,7 @@ func postStream(t *testing.T, url, body string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if resp.StatusCode != http.StatusOK || stream != strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("%s: %s %s", url, resp.Status, raw)
 	}
 	return raw
