@@ -358,16 +358,12 @@ func (e *Engine) generate(w http.ResponseWriter, r *http.Request, api wireAPI, r
 	}
 	out.reasoning = g.reasoning
 	switch {
+	case req.stream:
+		finished = e.writeStreamed(ctx, w, g, e.framingFor(api, g))
 	case api == apiResponses || api == apiMessages:
-		if req.stream {
-			finished = e.writeAPIStream(ctx, w, g, api)
-		} else {
-			finished = e.writeAPIWhole(ctx, w, g, api)
-		}
-	case !req.stream:
-		finished = e.writeWhole(ctx, w, g)
+		finished = e.writeAPIWhole(ctx, w, g, api)
 	default:
-		finished = e.writeStream(ctx, w, g)
+		finished = e.writeWhole(ctx, w, g)
 	}
 }
 
