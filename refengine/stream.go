@@ -43,17 +43,17 @@ func (e *Engine) writeStreamed(ctx context.Context, w http.ResponseWriter, g *ge
 	f.open(w, rc)
 	// Headers go out at once (as uvicorn does for vLLM's streaming responses).
 	rc.Flush()
-	return e.emitLoop(ctx, w, rc, g, f.appendError, f.emit)
+	return e.emitLoop(ctx, w, rc, g, f)
 }
 
 // emitLoop is the emission loop of every streamed response, whatever its framing: it waits
-// for the sequence's emissions and hands each to emit, which writes it (last: it ended the
+// for the sequence's emissions and hands each to f.emit, which writes it (last: it ended the
 // response; ok false: the client is gone). Once the stream has sent something and passed the
 // plan's mid-stream threshold it first injects the plan's fault: an error event in the
-// framing's own shape (errorEvent), or injectMid's reset, stall or malformed data. It flushes
-// after each batch of emissions, records what was sent, and reports whether the request
-// finished.
-func (e *Engine) emitLoop(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, g *generation, errorEvent func(b []byte, msg string) []byte, emit func(pe pendingEmit, completion int) (last, ok bool)) bool {
+// framing's own shape (f.appendError), or injectMid's reset, stall or malformed data. It
+// flushes after each batch of emissions, records what was sent, and reports whether the
+// request finished.
+func (e *Engine) emitLoop(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, g *generation, f streamFraming) bool {
 	s, plan := g.s, g.plan
 	threshold := max(1, int(plan.midAt*float64(s.target)))
 	midDone := !plan.midStream()
@@ -70,7 +70,7 @@ func (e *Engine) emitLoop(ctx context.Context, w http.ResponseWriter, rc *http.R
 				midDone = true
 				if plan.errorMid {
 					e.faultCount("error-mid")
-					w.Write(errorEvent(nil, "injected fault: the engine failed while generating"))
+					w.Write(f.appendError(nil, "injected fault: the engine failed while generating"))
 					rc.Flush()
 					e.abort(s)
 					return true // the request ended (with an error) as planned
@@ -79,7 +79,7 @@ func (e *Engine) emitLoop(ctx context.Context, w http.ResponseWriter, rc *http.R
 					return false
 				}
 			}
-			last, ok := emit(pe, completion)
+			last, ok := f.emit(pe, completion)
 			if !ok {
 				return false
 			}
