@@ -138,92 +138,122 @@ func decodeJSONBody(body []byte, v any) *apiError {
 }
 
 // decodeAPIRequest parses and validates a Responses or Messages body into the engine's
-// request. It never panics on any input.
+// request. It never panics on any input. The API's own decoder reads the body's shape and
+// prompt into an apiParams; the checks after it are the two APIs' common ones.
 func decodeAPIRequest(body []byte, api wireAPI, lim decodeLimits) (*request, *apiError) {
 	r := &request{chat: true, promptHash: fnvOffset, temperature: 1}
-	var model string
-	var maxTok *int
-	var temp *float64
-	var stream *bool
-	maxParam := "max_tokens"
+	var ap apiParams
+	var err *apiError
 	switch api {
 	case apiResponses:
-		var rr responsesRequest
-		if err := decodeJSONBody(body, &rr); err != nil {
-			return nil, err
-		}
-		model, maxTok, temp, stream, maxParam = rr.Model, rr.MaxOutputTokens, rr.Temperature, rr.Stream, "max_output_tokens"
-		if rr.Instructions != nil && *rr.Instructions != "" {
-			raw, _ := json.Marshal(*rr.Instructions)
-			if err := r.addMessage("system", raw, "instructions", lim.vision); err != nil {
-				return nil, err
-			}
-		}
-		if err := r.addResponsesInput(rr.Input, lim); err != nil {
-			return nil, err
-		}
+		ap, err = r.decodeResponsesBody(body, lim)
 	case apiMessages:
-		var mr messagesRequest
-		if err := decodeJSONBody(body, &mr); err != nil {
-			return nil, err
-		}
-		model, maxTok, temp, stream = mr.Model, mr.MaxTokens, mr.Temperature, mr.Stream
-		if maxTok == nil {
-			return nil, badRequest("max_tokens", "max_tokens is required")
-		}
-		if s := bytes.TrimSpace(mr.System); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
-			if err := r.addMessage("system", s, "system", lim.vision); err != nil {
-				return nil, err
-			}
-		}
-		if len(mr.Messages) == 0 {
-			return nil, badRequest("messages", "`messages` must be a non-empty array of {role, content}")
-		}
-		for i, m := range mr.Messages {
-			if m.Role != "user" && m.Role != "assistant" {
-				return nil, badRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role must be \"user\" or \"assistant\" (system prompts go in \"system\")", i)
-			}
-			if err := r.addMessage(m.Role, m.Content, fmt.Sprintf("messages.%d.content", i), lim.vision); err != nil {
-				return nil, err
-			}
+		ap, err = r.decodeMessagesBody(body, lim)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.applyAPIParams(ap, lim); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// apiParams are the fields the Responses and Messages bodies share, under their own names.
+type apiParams struct {
+	model    string
+	maxTok   *int
+	maxParam string // the name of the maximum output length's field
+	temp     *float64
+	stream   *bool
+}
+
+// decodeResponsesBody reads a Responses body: its instructions (a system message) and input.
+func (r *request) decodeResponsesBody(body []byte, lim decodeLimits) (apiParams, *apiError) {
+	var rr responsesRequest
+	if err := decodeJSONBody(body, &rr); err != nil {
+		return apiParams{}, err
+	}
+	ap := apiParams{model: rr.Model, maxTok: rr.MaxOutputTokens, maxParam: "max_output_tokens", temp: rr.Temperature, stream: rr.Stream}
+	if rr.Instructions != nil && *rr.Instructions != "" {
+		raw, _ := json.Marshal(*rr.Instructions)
+		if err := r.addMessage("system", raw, "instructions", lim.vision); err != nil {
+			return ap, err
 		}
 	}
+	return ap, r.addResponsesInput(rr.Input, lim)
+}
+
+// decodeMessagesBody reads a Messages body: max_tokens (required), the system prompt and the
+// user and assistant messages.
+func (r *request) decodeMessagesBody(body []byte, lim decodeLimits) (apiParams, *apiError) {
+	var mr messagesRequest
+	if err := decodeJSONBody(body, &mr); err != nil {
+		return apiParams{}, err
+	}
+	ap := apiParams{model: mr.Model, maxTok: mr.MaxTokens, maxParam: "max_tokens", temp: mr.Temperature, stream: mr.Stream}
+	if ap.maxTok == nil {
+		return ap, badRequest("max_tokens", "max_tokens is required")
+	}
+	if s := bytes.TrimSpace(mr.System); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		if err := r.addMessage("system", s, "system", lim.vision); err != nil {
+			return ap, err
+		}
+	}
+	if len(mr.Messages) == 0 {
+		return ap, badRequest("messages", "`messages` must be a non-empty array of {role, content}")
+	}
+	for i, m := range mr.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return ap, badRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role must be \"user\" or \"assistant\" (system prompts go in \"system\")", i)
+		}
+		if err := r.addMessage(m.Role, m.Content, fmt.Sprintf("messages.%d.content", i), lim.vision); err != nil {
+			return ap, err
+		}
+	}
+	return ap, nil
+}
+
+// applyAPIParams checks the model and the prompt's length and sets the output length, the
+// temperature and streaming.
+func (r *request) applyAPIParams(ap apiParams, lim decodeLimits) *apiError {
+	model := ap.model
 	if model == "" {
 		model = lim.servedModel
 	}
 	if model != lim.servedModel {
-		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
+		return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
 			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", clipText(model, 200), lim.servedModel)}
 	}
 	r.model = model
 	if r.promptTokens == 0 {
-		return nil, badRequest("input", "the prompt is empty; send at least one token")
+		return badRequest("input", "the prompt is empty; send at least one token")
 	}
 	if r.promptTokens >= lim.maxModelLen {
-		return nil, badRequest("input", "This model's maximum context length is %d tokens, but the prompt has %d tokens; shorten the prompt.", lim.maxModelLen, r.promptTokens)
+		return badRequest("input", "This model's maximum context length is %d tokens, but the prompt has %d tokens; shorten the prompt.", lim.maxModelLen, r.promptTokens)
 	}
-	switch {
+	switch maxTok, maxParam := ap.maxTok, ap.maxParam; {
 	case maxTok != nil:
 		if *maxTok < 1 {
-			return nil, badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
+			return badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
 		}
 		if *maxTok > lim.maxModelLen-r.promptTokens {
-			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in the output (%d in the prompt). Reduce the prompt or %s.", lim.maxModelLen, *maxTok, r.promptTokens, maxParam)
+			return badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in the output (%d in the prompt). Reduce the prompt or %s.", lim.maxModelLen, *maxTok, r.promptTokens, maxParam)
 		}
 		r.maxTokens = *maxTok
 	default:
 		r.maxTokens = min(lim.defaultMaxTokens, lim.maxModelLen-r.promptTokens)
 	}
-	if temp != nil {
-		if *temp < 0 || *temp > 2 {
-			return nil, badRequest("temperature", "temperature must be between 0 and 2, got %g", *temp)
+	if ap.temp != nil {
+		if *ap.temp < 0 || *ap.temp > 2 {
+			return badRequest("temperature", "temperature must be between 0 and 2, got %g", *ap.temp)
 		}
-		r.temperature = *temp
+		r.temperature = *ap.temp
 	}
-	if stream != nil {
-		r.stream = *stream
+	if ap.stream != nil {
+		r.stream = *ap.stream
 	}
-	return r, nil
+	return nil
 }
 
 func clipText(s string, n int) string {
