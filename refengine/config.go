@@ -165,7 +165,19 @@ type resolved struct {
 	maxModelLen int
 }
 
+// resolve fills the defaults, validates the result and derives the
+// performance model: withDefaults, validate, then build.
 func (c Config) resolve() (*resolved, error) {
+	alphaGiven := c.SpecAlpha != 0
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c.build(alphaGiven)
+}
+
+// withDefaults returns c with every zero field that has a default filled in.
+func (c Config) withDefaults() Config {
 	if c.Model == "" {
 		c.Model = "llama-3.1-8b"
 	}
@@ -187,7 +199,6 @@ func (c Config) resolve() (*resolved, error) {
 	if c.HashIDTokens == 0 {
 		c.HashIDTokens = 512
 	}
-	alphaGiven := c.SpecAlpha != 0
 	if c.SpecK > 0 && c.SpecAlpha == 0 && len(c.SpecAlphas) == 0 {
 		c.SpecAlpha = 0.8
 	}
@@ -212,45 +223,57 @@ func (c Config) resolve() (*resolved, error) {
 	if c.TimelineCapacity == 0 {
 		c.TimelineCapacity = 10000
 	}
+	return c
+}
+
+// validate rejects a defaulted config whose fields are out of range or name
+// an unknown wire personality, noise or quality setting.
+func (c Config) validate() error {
 	switch {
 	case c.TP < 1:
-		return nil, fmt.Errorf("refengine: TP %d: the tensor-parallel degree must be >= 1", c.TP)
+		return fmt.Errorf("refengine: TP %d: the tensor-parallel degree must be >= 1", c.TP)
 	case c.BlockSize < 1:
-		return nil, fmt.Errorf("refengine: BlockSize %d: must be >= 1 (vLLM uses 16)", c.BlockSize)
+		return fmt.Errorf("refengine: BlockSize %d: must be >= 1 (vLLM uses 16)", c.BlockSize)
 	case c.MaxNumSeqs < 1:
-		return nil, fmt.Errorf("refengine: MaxNumSeqs %d: must be >= 1", c.MaxNumSeqs)
+		return fmt.Errorf("refengine: MaxNumSeqs %d: must be >= 1", c.MaxNumSeqs)
 	case c.MaxNumBatchedTokens < 1:
-		return nil, fmt.Errorf("refengine: MaxNumBatchedTokens %d: must be >= 1", c.MaxNumBatchedTokens)
+		return fmt.Errorf("refengine: MaxNumBatchedTokens %d: must be >= 1", c.MaxNumBatchedTokens)
 	case c.SpecK < 0:
-		return nil, fmt.Errorf("refengine: SpecK %d: the draft length must be >= 0", c.SpecK)
+		return fmt.Errorf("refengine: SpecK %d: the draft length must be >= 0", c.SpecK)
 	case c.SpecAlpha < 0 || c.SpecAlpha > 1 || math.IsNaN(c.SpecAlpha):
-		return nil, fmt.Errorf("refengine: SpecAlpha %g: the acceptance probability must be in [0, 1]", c.SpecAlpha)
+		return fmt.Errorf("refengine: SpecAlpha %g: the acceptance probability must be in [0, 1]", c.SpecAlpha)
 	case c.TimeScale < 0 || math.IsNaN(c.TimeScale) || math.IsInf(c.TimeScale, 0):
-		return nil, fmt.Errorf("refengine: TimeScale %g: must be > 0 (2 runs twice as fast as the GPU)", c.TimeScale)
+		return fmt.Errorf("refengine: TimeScale %g: must be > 0 (2 runs twice as fast as the GPU)", c.TimeScale)
 	case c.NumBlocks < 0:
-		return nil, fmt.Errorf("refengine: NumBlocks %d: must be >= 0 (0 sizes the cache from memory)", c.NumBlocks)
+		return fmt.Errorf("refengine: NumBlocks %d: must be >= 0 (0 sizes the cache from memory)", c.NumBlocks)
 	case c.MaxModelLen < 0:
-		return nil, fmt.Errorf("refengine: MaxModelLen %d: must be >= 0", c.MaxModelLen)
+		return fmt.Errorf("refengine: MaxModelLen %d: must be >= 0", c.MaxModelLen)
 	case c.RateLimit < 0 || c.MaxConcurrentRequests < 0 || c.MaxBodyBytes < 0 || c.BodyReadTimeout < 0:
-		return nil, fmt.Errorf("refengine: RateLimit, MaxConcurrentRequests, MaxBodyBytes and BodyReadTimeout must be >= 0")
+		return fmt.Errorf("refengine: RateLimit, MaxConcurrentRequests, MaxBodyBytes and BodyReadTimeout must be >= 0")
 	case c.DefaultMaxTokens < 1:
-		return nil, fmt.Errorf("refengine: DefaultMaxTokens %d: must be >= 1", c.DefaultMaxTokens)
+		return fmt.Errorf("refengine: DefaultMaxTokens %d: must be >= 1", c.DefaultMaxTokens)
 	case c.KVTransferBW < 0 || math.IsNaN(c.KVTransferBW):
-		return nil, fmt.Errorf("refengine: KVTransferBW %g: must be >= 0 bytes/s (0: the GPUs' links)", c.KVTransferBW)
+		return fmt.Errorf("refengine: KVTransferBW %g: must be >= 0 bytes/s (0: the GPUs' links)", c.KVTransferBW)
 	case c.HashIDTokens < 0:
-		return nil, fmt.Errorf("refengine: HashIDTokens %d: must be >= 0", c.HashIDTokens)
+		return fmt.Errorf("refengine: HashIDTokens %d: must be >= 0", c.HashIDTokens)
 	case !(c.ReasoningFraction >= 0 && c.ReasoningFraction < 1):
-		return nil, fmt.Errorf("refengine: ReasoningFraction %g: must be in [0, 1) (0.5 makes half of each answer reasoning)", c.ReasoningFraction)
+		return fmt.Errorf("refengine: ReasoningFraction %g: must be in [0, 1) (0.5 makes half of each answer reasoning)", c.ReasoningFraction)
 	}
 	if _, err := personalityFor(c.Wire); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.Noise.validate(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.Quality.validate(); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
+
+// build resolves the model, GPU and draft profiles of a validated config and
+// derives the roofline, the KV-cache size and the maximum model length.
+func (c Config) build(alphaGiven bool) (*resolved, error) {
 	reg := c.Profiles
 	if reg == nil {
 		reg = perf.NewRegistry()

@@ -27,7 +27,13 @@
 //
 // POST /v1/responses (OpenAI Responses), POST /v1/messages (Anthropic Messages, with its own
 // events and error bodies; the key may come as x-api-key) and POST /v1/embeddings are served
-// by the same scheduler (apis.go, embeddings.go); their framings are cited there.
+// by the same scheduler (apis.go, embeddings.go); their framings are cited there and written
+// by apis_encode.go (one apiFormat per API).
+//
+// Every streamed response, whatever its API, is written by one stream writer (stream.go:
+// writeStreamed and emitLoop, which also injects the mid-stream faults) through a small
+// per-API framing (streamFraming): chatStream for chat and completions in the wire
+// personality, blockStream for Responses and Messages.
 //
 // A streamed response is text/event-stream in the wire personality of Config.Wire (see
 // personality.go: vllm, sglang, llamacpp, tgi, ollama, openai, each framed as that server

@@ -42,6 +42,7 @@ type embedInput struct {
 }
 
 // decodeEmbeddings parses and validates an embeddings body. It never panics on any input.
+// It returns the inputs, the encoding format and the dimensions.
 func decodeEmbeddings(body []byte, lim decodeLimits, hidden int) ([]embedInput, string, int, *apiError) {
 	var er embeddingsRequest
 	if err := decodeJSONBody(body, &er); err != nil {
@@ -51,70 +52,13 @@ func decodeEmbeddings(body []byte, lim decodeLimits, hidden int) ([]embedInput, 
 		return nil, "", 0, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
 			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", clipText(er.Model, 200), lim.servedModel)}
 	}
-	format := er.EncodingFormat
-	switch format {
-	case "":
-		format = "float"
-	case "float", "base64":
-	default:
-		return nil, "", 0, badRequest("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", clipText(format, 40))
+	format, dims, err := embedOptions(&er, hidden)
+	if err != nil {
+		return nil, "", 0, err
 	}
-	dims := hidden
-	if er.Dimensions != nil {
-		if *er.Dimensions < 1 || *er.Dimensions > hidden {
-			return nil, "", 0, badRequest("dimensions", "dimensions must be between 1 and %d, got %d", hidden, *er.Dimensions)
-		}
-		dims = *er.Dimensions
-	}
-	raw := bytes.TrimSpace(er.Input)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, "", 0, badRequest("input", "`input` is required")
-	}
-	var tok tokenizer.Reference
-	var ins []embedInput
-	text := func(s string) {
-		ins = append(ins, embedInput{ids: tok.Encode(s), hash: hashString(fnvOffset, s)})
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, "", 0, badRequest("input", "`input` is not a valid JSON string: %v", err)
-		}
-		text(s)
-	case '[':
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, "", 0, badRequest("input", "`input` must be a string, an array of strings or an array of token id arrays: %v", err)
-		}
-		if len(items) == 0 || len(items) > maxEmbeddingInputs {
-			return nil, "", 0, badRequest("input", "`input` must hold 1 to %d inputs, got %d", maxEmbeddingInputs, len(items))
-		}
-		for i, it := range items {
-			it = bytes.TrimSpace(it)
-			if len(it) > 0 && it[0] == '[' {
-				var ids []int
-				if err := json.Unmarshal(it, &ids); err != nil {
-					return nil, "", 0, badRequest(fmt.Sprintf("input[%d]", i), "input[%d] must be a string or an array of token ids", i)
-				}
-				h := uint64(fnvOffset)
-				for _, id := range ids {
-					if id < 0 {
-						return nil, "", 0, badRequest(fmt.Sprintf("input[%d]", i), "input[%d] holds a negative token id", i)
-					}
-					h = hashUint(h, uint64(id))
-				}
-				ins = append(ins, embedInput{ids: ids, hash: h})
-				continue
-			}
-			var s string
-			if err := json.Unmarshal(it, &s); err != nil {
-				return nil, "", 0, badRequest(fmt.Sprintf("input[%d]", i), "input[%d] must be a string or an array of token ids", i)
-			}
-			text(s)
-		}
-	default:
-		return nil, "", 0, badRequest("input", "`input` must be a string, an array of strings or an array of token id arrays")
+	ins, err := decodeEmbedInputs(er.Input)
+	if err != nil {
+		return nil, "", 0, err
 	}
 	for i, in := range ins {
 		switch n := len(in.ids); {
@@ -125,6 +69,93 @@ func decodeEmbeddings(body []byte, lim decodeLimits, hidden int) ([]embedInput, 
 		}
 	}
 	return ins, format, dims, nil
+}
+
+// embedOptions validates encoding_format (default "float") and dimensions (default and at
+// most the model's hidden size).
+func embedOptions(er *embeddingsRequest, hidden int) (format string, dims int, err *apiError) {
+	format = er.EncodingFormat
+	switch format {
+	case "":
+		format = "float"
+	case "float", "base64":
+	default:
+		return "", 0, badRequest("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", clipText(format, 40))
+	}
+	dims = hidden
+	if er.Dimensions != nil {
+		if *er.Dimensions < 1 || *er.Dimensions > hidden {
+			return "", 0, badRequest("dimensions", "dimensions must be between 1 and %d, got %d", hidden, *er.Dimensions)
+		}
+		dims = *er.Dimensions
+	}
+	return format, dims, nil
+}
+
+// decodeEmbedInputs reads input: a string, or an array of 1 to maxEmbeddingInputs strings or
+// token id arrays.
+func decodeEmbedInputs(input json.RawMessage) ([]embedInput, *apiError) {
+	raw := bytes.TrimSpace(input)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, badRequest("input", "`input` is required")
+	}
+	var tok tokenizer.Reference
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, badRequest("input", "`input` is not a valid JSON string: %v", err)
+		}
+		return []embedInput{embedText(&tok, s)}, nil
+	case '[':
+	default:
+		return nil, badRequest("input", "`input` must be a string, an array of strings or an array of token id arrays")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badRequest("input", "`input` must be a string, an array of strings or an array of token id arrays: %v", err)
+	}
+	if len(items) == 0 || len(items) > maxEmbeddingInputs {
+		return nil, badRequest("input", "`input` must hold 1 to %d inputs, got %d", maxEmbeddingInputs, len(items))
+	}
+	ins := make([]embedInput, 0, len(items))
+	for i, it := range items {
+		in, err := decodeEmbedItem(&tok, i, it)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, in)
+	}
+	return ins, nil
+}
+
+// decodeEmbedItem reads input[i]: a string or an array of non-negative token ids.
+func decodeEmbedItem(tok *tokenizer.Reference, i int, it json.RawMessage) (embedInput, *apiError) {
+	it = bytes.TrimSpace(it)
+	if len(it) > 0 && it[0] == '[' {
+		var ids []int
+		if err := json.Unmarshal(it, &ids); err != nil {
+			return embedInput{}, badRequest(fmt.Sprintf("input[%d]", i), "input[%d] must be a string or an array of token ids", i)
+		}
+		h := uint64(fnvOffset)
+		for _, id := range ids {
+			if id < 0 {
+				return embedInput{}, badRequest(fmt.Sprintf("input[%d]", i), "input[%d] holds a negative token id", i)
+			}
+			h = hashUint(h, uint64(id))
+		}
+		return embedInput{ids: ids, hash: h}, nil
+	}
+	var s string
+	if err := json.Unmarshal(it, &s); err != nil {
+		return embedInput{}, badRequest(fmt.Sprintf("input[%d]", i), "input[%d] must be a string or an array of token ids", i)
+	}
+	return embedText(tok, s), nil
+}
+
+// embedText is a text input: its reference tokens and its hash.
+func embedText(tok *tokenizer.Reference, s string) embedInput {
+	return embedInput{ids: tok.Encode(s), hash: hashString(fnvOffset, s)}
 }
 
 // handleEmbeddings serves an admitted embeddings request (handleGenerate did the admission).

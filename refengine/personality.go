@@ -216,103 +216,128 @@ func (w *wireEncoder) appendUsage(b []byte, completion, reasoned int) []byte {
 	return append(b, "}}"...)
 }
 
-// appendEvent appends one SSE event "data: <json>\n\n".
+// appendEvent appends one SSE event "data: <json>\n\n": the head, the one choice (chat or
+// text), the usage, llama.cpp's timings and OpenAI's obfuscation padding, as the
+// personality frames them.
 func (w *wireEncoder) appendEvent(b []byte, ev *wireEvent) []byte {
-	p := w.p
 	b = append(b, "data: "...)
 	b = append(b, w.head...)
 	b = append(b, `{"index":0,`...)
 	if w.chat {
-		b = append(b, `"delta":{`...)
-		switch {
-		case ev.role:
-			b = append(b, `"role":"assistant","content":`...)
-			if p.roleNull {
-				b = append(b, "null"...)
-			} else {
-				b = append(b, `""`...)
-			}
-			if p.refusal {
-				b = append(b, `,"refusal":null`...)
-			}
-		case len(ev.tools) > 0:
-			// Tool calls are framed as vLLM frames them in every personality.
-			if p.roleEvery {
-				b = append(b, `"role":"assistant",`...)
-			}
-			b = append(b, `"tool_calls":[`...)
-			b = append(b, ev.tools...)
-			b = append(b, ']')
-		case len(ev.text) == 0 && p.roleEvery:
-			b = append(b, `"role":"assistant","content":""`...)
-		case len(ev.text) == 0:
-		default:
-			if p.roleEvery {
-				b = append(b, `"role":"assistant",`...)
-			}
-			if ev.reasoning && p.reasoning != "" {
-				b = append(b, '"')
-				b = append(b, p.reasoning...)
-				b = append(b, `":`...)
-			} else {
-				b = append(b, `"content":`...)
-			}
-			b = appendJSONBytes(b, ev.text)
-		}
-		b = append(b, '}')
-		if p.logprobs {
-			b = append(b, `,"logprobs":null`...)
-		}
-		b = append(b, `,"finish_reason":`...)
-		if ev.finish == "" {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONString(b, ev.finish)
-			if p.stopReason {
-				b = append(b, `,"stop_reason":null`...)
-			}
-		}
+		b = w.appendChatChoice(b, ev)
 	} else {
-		b = append(b, `"text":`...)
-		b = appendJSONBytes(b, ev.text)
-		if p.logprobs {
-			b = append(b, `,"logprobs":null`...)
-		}
-		b = append(b, `,"finish_reason":`...)
-		if ev.finish == "" {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONString(b, ev.finish)
-		}
-		if p.stopReason {
-			b = append(b, `,"stop_reason":null`...)
-		}
+		b = w.appendTextChoice(b, ev)
 	}
 	b = append(b, "}]"...)
 	b = w.appendUsage(b, ev.usage, ev.reasoned)
 	if t := ev.timings; t != nil {
-		b = append(b, `,"timings":{"prompt_n":`...)
-		b = strconv.AppendInt(b, int64(t.promptN), 10)
-		b = append(b, `,"prompt_ms":`...)
-		b = strconv.AppendFloat(b, t.promptMs, 'f', 3, 64)
-		b = append(b, `,"predicted_n":`...)
-		b = strconv.AppendInt(b, int64(t.predictedN), 10)
-		b = append(b, `,"predicted_ms":`...)
-		b = strconv.AppendFloat(b, t.predictedMs, 'f', 3, 64)
-		b = append(b, '}')
+		b = appendTimings(b, t)
 	}
-	if p.obfuscation && !ev.role {
-		// Random-looking padding whose length varies with the chunk, as OpenAI adds to
-		// hide token lengths from side channels; it is not generated text.
-		w.pad = mix(w.pad)
-		n := 1 + int(w.pad%12)
-		b = append(b, `,"obfuscation":"`...)
-		for i := 0; i < n; i++ {
-			b = append(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[(w.pad>>(6*i))%62])
-		}
-		b = append(b, '"')
+	if w.p.obfuscation && !ev.role {
+		b = w.appendObfuscation(b)
 	}
 	return append(b, "}\n\n"...)
+}
+
+// appendChatChoice appends a chat chunk's choice after its index: the delta (a role
+// prelude, tool calls, reasoning or content), logprobs and the finish reason.
+func (w *wireEncoder) appendChatChoice(b []byte, ev *wireEvent) []byte {
+	p := w.p
+	b = append(b, `"delta":{`...)
+	switch {
+	case ev.role:
+		b = append(b, `"role":"assistant","content":`...)
+		if p.roleNull {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, `""`...)
+		}
+		if p.refusal {
+			b = append(b, `,"refusal":null`...)
+		}
+	case len(ev.tools) > 0:
+		// Tool calls are framed as vLLM frames them in every personality.
+		if p.roleEvery {
+			b = append(b, `"role":"assistant",`...)
+		}
+		b = append(b, `"tool_calls":[`...)
+		b = append(b, ev.tools...)
+		b = append(b, ']')
+	case len(ev.text) == 0 && p.roleEvery:
+		b = append(b, `"role":"assistant","content":""`...)
+	case len(ev.text) == 0:
+	default:
+		if p.roleEvery {
+			b = append(b, `"role":"assistant",`...)
+		}
+		if ev.reasoning && p.reasoning != "" {
+			b = append(b, '"')
+			b = append(b, p.reasoning...)
+			b = append(b, `":`...)
+		} else {
+			b = append(b, `"content":`...)
+		}
+		b = appendJSONBytes(b, ev.text)
+	}
+	b = append(b, '}')
+	if p.logprobs {
+		b = append(b, `,"logprobs":null`...)
+	}
+	b = append(b, `,"finish_reason":`...)
+	if ev.finish == "" {
+		return append(b, "null"...)
+	}
+	b = appendJSONString(b, ev.finish)
+	if p.stopReason {
+		b = append(b, `,"stop_reason":null`...)
+	}
+	return b
+}
+
+// appendTextChoice appends a completions chunk's choice after its index: the text, logprobs,
+// the finish reason and vLLM's stop_reason.
+func (w *wireEncoder) appendTextChoice(b []byte, ev *wireEvent) []byte {
+	p := w.p
+	b = append(b, `"text":`...)
+	b = appendJSONBytes(b, ev.text)
+	if p.logprobs {
+		b = append(b, `,"logprobs":null`...)
+	}
+	b = append(b, `,"finish_reason":`...)
+	if ev.finish == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, ev.finish)
+	}
+	if p.stopReason {
+		b = append(b, `,"stop_reason":null`...)
+	}
+	return b
+}
+
+// appendTimings appends llama.cpp's timings object.
+func appendTimings(b []byte, t *wireTimings) []byte {
+	b = append(b, `,"timings":{"prompt_n":`...)
+	b = strconv.AppendInt(b, int64(t.promptN), 10)
+	b = append(b, `,"prompt_ms":`...)
+	b = strconv.AppendFloat(b, t.promptMs, 'f', 3, 64)
+	b = append(b, `,"predicted_n":`...)
+	b = strconv.AppendInt(b, int64(t.predictedN), 10)
+	b = append(b, `,"predicted_ms":`...)
+	b = strconv.AppendFloat(b, t.predictedMs, 'f', 3, 64)
+	return append(b, '}')
+}
+
+// appendObfuscation appends random-looking padding whose length varies with the chunk, as
+// OpenAI adds to hide token lengths from side channels; it is not generated text.
+func (w *wireEncoder) appendObfuscation(b []byte) []byte {
+	w.pad = mix(w.pad)
+	n := 1 + int(w.pad%12)
+	b = append(b, `,"obfuscation":"`...)
+	for i := 0; i < n; i++ {
+		b = append(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[(w.pad>>(6*i))%62])
+	}
+	return append(b, '"')
 }
 
 // appendStreamError appends the events that end a started stream with an error message.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -103,19 +102,9 @@ type ClusterResult struct {
 // Simulate. Deterministic for a given input, Config and options; with Config.Noise each
 // replica's pools draw their own step noise.
 func SimulateCluster(reqs []SimRequest, cfg Config, o ClusterOptions) (*ClusterResult, error) {
-	n := o.Replicas
-	if n == 0 {
-		n = 1
-	}
-	router := o.Router
-	if router == "" {
-		router = RouterRoundRobin
-	}
-	switch {
-	case n < 1:
-		return nil, fmt.Errorf("refengine: Replicas %d: must be >= 1", o.Replicas)
-	case !slices.Contains(Routers, router):
-		return nil, fmt.Errorf("refengine: Router %q: want one of %v", o.Router, Routers)
+	n, router, err := o.normalize()
+	if err != nil {
+		return nil, err
 	}
 	r, err := cfg.resolve()
 	if err != nil {
@@ -126,137 +115,35 @@ func SimulateCluster(reqs []SimRequest, cfg Config, o ClusterOptions) (*ClusterR
 	if err != nil {
 		return nil, err
 	}
-	prefixAware := router == RouterPrefixAware && !r.DisablePrefixCaching
-	track := o.OnFinish != nil || prefixAware
-	noise := newNoiser(r.Noise, r.Seed)
-	rt := &routing{kind: router, cls: make([]*cluster, n), blockSize: r.BlockSize}
-	for k := range rt.cls {
-		cl := r.newCluster(nil, track)
-		cl.noise = noise
-		cl.noiseBase = k * len(cl.pools)
-		rt.cls[k] = cl
-	}
-	if prefixAware {
-		rt.inflight = make([]map[uint64]int32, n)
-		for k := range rt.inflight {
-			rt.inflight[k] = map[uint64]int32{}
-		}
-		rt.held = make([][]uint64, len(reqs))
-	}
-	var index map[*seq]int
-	if track {
-		index = make(map[*seq]int, len(seqs))
-		for i := range seqs {
-			index[&seqs[i]] = i
-		}
-	}
-	res.Replica = make([]int, len(reqs))
-	res.Replicas = make([]ReplicaStats, n)
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
-		res.Replica[i] = -1
-	}
-	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
-	var now time.Duration
-	if len(reqs) > 0 {
-		now = reqs[order[0]].Arrival
-	}
-	stop := false
-	done := func(s *seq) {
-		i := index[s]
-		if rt.held != nil {
-			rt.release(res.Replica[i], rt.held[i])
-			rt.held[i] = nil
-		}
-		if o.OnFinish != nil && !stop && !o.OnFinish(i, s.tl) {
-			stop = true
-		}
-	}
-	next := 0
-	for {
-		for _, cl := range rt.cls {
-			cl.now = now
-			cl.advance()
-		}
-		if track {
-			for _, cl := range rt.cls {
-				cl.drainDone(done)
-			}
-			if stop {
-				res.Stopped = true
-				break
-			}
-		}
-		for next < len(order) && reqs[order[next]].Arrival <= now {
-			i := order[next]
-			emissionCap := seqs[i].target
-			if r.SpecK > 0 {
-				emissionCap = emissionCap/2 + 1
-			}
-			res.Timelines[i].Emissions = make([]Emission, 0, emissionCap)
-			k := rt.route(&seqs[i], next)
-			res.Replica[i] = k
-			res.Replicas[k].Requests++
-			if rt.held != nil && len(seqs[i].hashes) > 0 {
-				rt.held[i] = seqs[i].hashes
-				rt.hold(k, seqs[i].hashes)
-			}
-			rt.cls[k].submit(&seqs[i])
-			next++
-		}
-		var t time.Duration
-		ok := false
-		for _, cl := range rt.cls {
-			cl.planIdle()
-			if e, eok := cl.nextEvent(); eok && (!ok || e < t) {
-				t, ok = e, true
-			}
-		}
-		if next < len(order) && (!ok || reqs[order[next]].Arrival < t) {
-			t, ok = reqs[order[next]].Arrival, true
-		}
-		if !ok {
-			running, waiting := 0, 0
-			for _, cl := range rt.cls {
-				running += cl.running()
-				waiting += cl.waiting()
-			}
-			if running+waiting > 0 {
-				return nil, fmt.Errorf("refengine: simulation stalled with %d running and %d waiting requests (KV cache of %d blocks too small?): %w",
-					running, waiting, r.numBlocks, ErrStalled)
-			}
-			break
-		}
-		now = max(now, t)
+	cr := newClusterRun(reqs, seqs, r, res, o.OnFinish, n)
+	if err := cr.loop(); err != nil {
+		return nil, err
 	}
 	for i := range seqs {
 		seqs[i].hashes, seqs[i].blocks = nil, nil
 	}
 	fillOutputs(reqs, plans, seqs, r, &res.SimResult)
-	var st coreStats
-	for k, cl := range rt.cls {
-		s := cl.stats()
-		res.Replicas[k].PromptTokens = s.PromptTokens
-		res.Replicas[k].OutputTokens = s.GenerationTokens
-		res.Replicas[k].PrefixQueries = s.PrefixQueries
-		res.Replicas[k].PrefixHits = s.PrefixHits
-		res.Replicas[k].Preemptions = s.Preemptions
-		res.Replicas[k].Steps = s.Steps
-		res.Replicas[k].BusyTime = s.BusyTime
-		st.add(s)
-	}
-	res.Stats = SimStats{
-		Steps: st.Steps, BusyTime: st.BusyTime, Preemptions: st.Preemptions, PreemptedReqs: st.PreemptedRequests,
-		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, SpecPasses: st.SpecPasses,
-		SpecDraftTokens: st.SpecDraftTokens, SpecAccepted: st.SpecAccepted, PromptTokens: st.PromptTokens,
-		GenerationTokens: st.GenerationTokens, ComputedTokens: st.ComputedTokens, MaxRunning: st.MaxRunning,
-		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: r.numBlocks, PrefixEvictions: st.PrefixEvictions,
-	}
-	if len(reqs) > 0 {
-		res.Stats.Makespan = now - reqs[order[0]].Arrival
-	}
+	cr.report()
 	return res, nil
+}
+
+// normalize applies the defaults of the replica count and the router and validates them.
+func (o ClusterOptions) normalize() (n int, router string, err error) {
+	n = o.Replicas
+	if n == 0 {
+		n = 1
+	}
+	router = o.Router
+	if router == "" {
+		router = RouterRoundRobin
+	}
+	switch {
+	case n < 1:
+		return 0, "", fmt.Errorf("refengine: Replicas %d: must be >= 1", o.Replicas)
+	case !slices.Contains(Routers, router):
+		return 0, "", fmt.Errorf("refengine: Router %q: want one of %v", o.Router, Routers)
+	}
+	return n, router, nil
 }
 
 // add sums counters (maxima are the largest), as cluster.stats does over pools.

@@ -128,32 +128,43 @@ type core struct {
 }
 
 // plan schedules the next step and returns its duration; ok is false when nothing can run.
+// Running requests are scheduled first, in admission order; then waiting requests, first
+// come first served, unless scheduling the running ones preempted.
 func (c *core) plan() (d time.Duration, ok bool) {
+	c.resetStep()
+	budget, preempted := c.scheduleRunning(c.maxBatched)
+	if !preempted {
+		c.scheduleWaiting(budget)
+	}
+	if len(c.running) > c.stats.MaxRunning {
+		c.stats.MaxRunning = len(c.running)
+	}
+	if u := c.pool.used(); u > c.stats.MaxBlocksUsed {
+		c.stats.MaxBlocksUsed = u
+	}
+	if len(c.scheduled) == 0 {
+		return 0, false
+	}
+	return c.stepTime(), true
+}
+
+// resetStep drops aborted requests and clears the previous step's batch and work.
+func (c *core) resetStep() {
 	c.dropAborted()
 	c.scheduled = c.scheduled[:0]
 	c.work = perf.Work{}
 	c.draftWork = perf.Work{}
 	c.draftPass = 0
 	c.headSeqs = 0
-	budget := c.maxBatched
-	preempted := false
+}
 
-	// Running requests first, in admission order.
+// scheduleRunning schedules the running requests in admission order within budget tokens,
+// preempting (by recomputation) the most recently admitted ones when the KV cache is full.
+// It returns the budget left and whether it preempted.
+func (c *core) scheduleRunning(budget int) (left int, preempted bool) {
 	for i := 0; i < len(c.running) && budget > 0; i++ {
 		s := c.running[i]
-		n := s.numTokens - s.numComputed
-		spec := 0
-		if n == 1 && c.specK > 0 && s.drafted {
-			spec = max(0, min(c.specK, s.target-s.numOutput-1))
-			if spec > 0 && c.specMethod == perf.SpecNgram && !(uniform(&s.rng) < s.rho) {
-				spec = 0 // no earlier text matches: nothing to draft this step
-			}
-			n += c.candidates(spec)
-		}
-		if n > budget {
-			n = budget
-			spec = max(0, n-(s.numTokens-s.numComputed)) // a tree that does not fit becomes a chain
-		}
+		n, spec := c.runningTokens(s, budget)
 		scheduled := true
 		for !c.ensureBlocks(s, s.numComputed+n) {
 			// Recompute preemption of the most recently admitted request.
@@ -172,9 +183,31 @@ func (c *core) plan() (d time.Duration, ok bool) {
 		c.add(s, n, spec)
 		budget -= n
 	}
+	return budget, preempted
+}
 
-	// Then waiting requests, first come first served, unless this step preempted.
-	for !preempted && c.waiting.len() > 0 && len(c.running) < c.maxSeqs && budget > 0 {
+// runningTokens is the tokens a running request computes this step within budget (its
+// uncomputed tokens plus the draft candidates it verifies) and its drafted positions.
+func (c *core) runningTokens(s *seq, budget int) (n, spec int) {
+	n = s.numTokens - s.numComputed
+	if n == 1 && c.specK > 0 && s.drafted {
+		spec = max(0, min(c.specK, s.target-s.numOutput-1))
+		if spec > 0 && c.specMethod == perf.SpecNgram && !(uniform(&s.rng) < s.rho) {
+			spec = 0 // no earlier text matches: nothing to draft this step
+		}
+		n += c.candidates(spec)
+	}
+	if n > budget {
+		n = budget
+		spec = max(0, n-(s.numTokens-s.numComputed)) // a tree that does not fit becomes a chain
+	}
+	return n, spec
+}
+
+// scheduleWaiting admits waiting requests first come first served while seats, budget and
+// KV blocks last, matching a fresh request's prompt against the prefix cache.
+func (c *core) scheduleWaiting(budget int) {
+	for c.waiting.len() > 0 && len(c.running) < c.maxSeqs && budget > 0 {
 		s := c.waiting.front()
 		if s.aborted {
 			c.waiting.popFront()
@@ -196,32 +229,34 @@ func (c *core) plan() (d time.Duration, ok bool) {
 		s.state = stRunning
 		c.running = append(c.running, s)
 		if !s.everRun {
-			s.everRun = true
-			s.tl.FirstScheduled = c.now
-			s.tl.CachedTokens = hits
-			if c.obs != nil {
-				c.obs.queued(c.now - s.tl.Arrival)
-			}
-			c.stats.PromptTokens += int64(s.promptTokens)
-			c.work.EncoderTokens += s.encodeTokens
-			if c.prefixCaching {
-				c.stats.PrefixQueries += int64(s.promptTokens)
-				c.stats.PrefixHits += int64(hits)
-			}
+			c.firstRun(s, hits)
 		}
 		c.add(s, n, 0)
 		budget -= n
 	}
-	if len(c.running) > c.stats.MaxRunning {
-		c.stats.MaxRunning = len(c.running)
+}
+
+// firstRun records a request's first scheduling: its timeline, its queueing time, its prompt
+// and encoder work and its prefix-cache hits.
+func (c *core) firstRun(s *seq, hits int) {
+	s.everRun = true
+	s.tl.FirstScheduled = c.now
+	s.tl.CachedTokens = hits
+	if c.obs != nil {
+		c.obs.queued(c.now - s.tl.Arrival)
 	}
-	if u := c.pool.used(); u > c.stats.MaxBlocksUsed {
-		c.stats.MaxBlocksUsed = u
+	c.stats.PromptTokens += int64(s.promptTokens)
+	c.work.EncoderTokens += s.encodeTokens
+	if c.prefixCaching {
+		c.stats.PrefixQueries += int64(s.promptTokens)
+		c.stats.PrefixHits += int64(hits)
 	}
-	if len(c.scheduled) == 0 {
-		return 0, false
-	}
-	d = c.pricer.StepTime(c.work)
+}
+
+// stepTime prices the planned step: the target model's pass, the draft model's passes and the
+// Medusa heads; at least a nanosecond.
+func (c *core) stepTime() time.Duration {
+	d := c.pricer.StepTime(c.work)
 	if c.hasDraft && c.draftPass > 0 {
 		d += time.Duration(c.draftPass) * c.pricer.DraftStepTime(c.draft, c.draftWork)
 	}
@@ -231,7 +266,7 @@ func (c *core) plan() (d time.Duration, ok bool) {
 	if d <= 0 {
 		d = time.Nanosecond
 	}
-	return d, true
+	return d
 }
 
 func (c *core) add(s *seq, n, spec int) {

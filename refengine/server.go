@@ -211,48 +211,24 @@ func tooMany(msg string) *apiError {
 	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: msg}
 }
 
-// handleGenerate serves the generation endpoints (and admits embeddings requests).
+// handleGenerate serves the generation endpoints (and admits embeddings requests): admit,
+// read and decode the body, apply the faults that answer before the response, then generate.
 func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wireAPI) {
-	chat := api.chatLike()
-	if e.ctx.Err() != nil {
-		writeAPIError(w, api, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down",
-			message: "the engine is shutting down"})
+	release, ok := e.admit(w, api)
+	if !ok {
 		return
 	}
-	if e.limiter != nil && !e.limiter.allow() {
-		writeAPIError(w, api, tooMany(fmt.Sprintf("rate limit of %g requests/s exceeded; retry later", e.cfg.RateLimit)))
-		return
-	}
-	if lim := int64(e.cfg.MaxConcurrentRequests); lim > 0 {
-		if e.inflight.Add(1) > lim {
-			e.inflight.Add(-1)
-			writeAPIError(w, api, tooMany(fmt.Sprintf("more than %d requests in flight; retry later", lim)))
-			return
-		}
-		defer e.inflight.Add(-1)
-	}
+	defer release()
 	body, err := e.readBody(w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			w.Header().Set("Connection", "close")
-			writeAPIError(w, api, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "body_timeout",
-				message: fmt.Sprintf("the request body did not arrive within %v", e.cfg.BodyReadTimeout)})
-			return
-		}
-		if errors.As(err, &mbe) {
-			writeAPIError(w, api, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "body_too_large",
-				message: fmt.Sprintf("request body exceeds %d bytes; send a shorter prompt", mbe.Limit)})
-			return
-		}
-		writeAPIError(w, api, badRequest("", "reading the request body: %v", err))
+		e.writeBodyError(w, api, err)
 		return
 	}
 	var req *request
 	var aerr *apiError
 	switch api {
 	case apiCompletions, apiChat:
-		req, aerr = decodeRequest(body, chat, e.decodeLimits())
+		req, aerr = decodeRequest(body, api.chatLike(), e.decodeLimits())
 	case apiResponses, apiMessages:
 		req, aerr = decodeAPIRequest(body, api, e.decodeLimits())
 	case apiEmbeddings:
@@ -273,25 +249,82 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 		key = respID
 	}
 	plan := e.cfg.Faults.plan(faultKey, e.clock.Now())
-	if plan.resetBefore {
-		e.faultCount("reset-before")
-		resetConn(w)
-		return
-	}
-	if plan.status != 0 {
-		e.faultCount(fmt.Sprintf("status-%d", plan.status))
-		writeAPIError(w, api, injectedStatus(plan.status))
-		return
-	}
-	if q := e.cfg.Faults.OverloadQueue; q > 0 && e.waitingLen() >= q {
-		e.faultCount("overload")
-		writeAPIError(w, api, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
+	if e.injectBefore(w, api, &plan) {
 		return
 	}
 	if api == apiEmbeddings {
 		e.handleEmbeddings(w, r, body, key, respID, &plan)
 		return
 	}
+	e.generate(w, r, api, req, key, respID, faultKey, &plan)
+}
+
+// admit applies the engine's shutdown, rate limit and concurrency limit; when it admits the
+// request (ok), release must be called once the request is served.
+func (e *Engine) admit(w http.ResponseWriter, api wireAPI) (release func(), ok bool) {
+	if e.ctx.Err() != nil {
+		writeAPIError(w, api, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down",
+			message: "the engine is shutting down"})
+		return nil, false
+	}
+	if e.limiter != nil && !e.limiter.allow() {
+		writeAPIError(w, api, tooMany(fmt.Sprintf("rate limit of %g requests/s exceeded; retry later", e.cfg.RateLimit)))
+		return nil, false
+	}
+	if lim := int64(e.cfg.MaxConcurrentRequests); lim > 0 {
+		if e.inflight.Add(1) > lim {
+			e.inflight.Add(-1)
+			writeAPIError(w, api, tooMany(fmt.Sprintf("more than %d requests in flight; retry later", lim)))
+			return nil, false
+		}
+		return func() { e.inflight.Add(-1) }, true
+	}
+	return func() {}, true
+}
+
+// writeBodyError answers a request whose body could not be read: 408 when it did not arrive
+// in time, 413 when it is too large, 400 otherwise.
+func (e *Engine) writeBodyError(w http.ResponseWriter, api wireAPI, err error) {
+	var mbe *http.MaxBytesError
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.Header().Set("Connection", "close")
+		writeAPIError(w, api, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "body_timeout",
+			message: fmt.Sprintf("the request body did not arrive within %v", e.cfg.BodyReadTimeout)})
+		return
+	}
+	if errors.As(err, &mbe) {
+		writeAPIError(w, api, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "body_too_large",
+			message: fmt.Sprintf("request body exceeds %d bytes; send a shorter prompt", mbe.Limit)})
+		return
+	}
+	writeAPIError(w, api, badRequest("", "reading the request body: %v", err))
+}
+
+// injectBefore applies the faults of plan that answer instead of the engine (a reset, an
+// injected status, an overloaded queue); it reports true when it answered.
+func (e *Engine) injectBefore(w http.ResponseWriter, api wireAPI, plan *faultPlan) bool {
+	if plan.resetBefore {
+		e.faultCount("reset-before")
+		resetConn(w)
+		return true
+	}
+	if plan.status != 0 {
+		e.faultCount(fmt.Sprintf("status-%d", plan.status))
+		writeAPIError(w, api, injectedStatus(plan.status))
+		return true
+	}
+	if q := e.cfg.Faults.OverloadQueue; q > 0 && e.waitingLen() >= q {
+		e.faultCount("overload")
+		writeAPIError(w, api, tooMany(fmt.Sprintf("server overloaded: %d requests already waiting", q)))
+		return true
+	}
+	return false
+}
+
+// generate submits a decoded generation request to the scheduler and writes its answer,
+// streamed or whole, in api's format; the request is aborted unless the answer completes.
+func (e *Engine) generate(w http.ResponseWriter, r *http.Request, api wireAPI, req *request, key, respID string, faultKey uint64, plan *faultPlan) {
+	chat := api.chatLike()
 	if s := plan.earlyEOSFor(req); s {
 		e.faultCount("early-eos")
 	}
@@ -301,7 +334,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 	base := outputBase(req.promptHash, req.temperature, req.seed, tokenizer64(e.seed, faultKey))
 	out := e.outPlan(req, base)
 	st := newStream()
-	s := e.submit(req, key, respID, out, &plan, st)
+	s := e.submit(req, key, respID, out, plan, st)
 	finished := false
 	defer func() {
 		if !finished {
@@ -316,7 +349,7 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 		}
 	}
 	w.Header().Set("X-Request-Id", key)
-	g := &generation{req: req, chat: chat, respID: respID, base: base, created: e.cfg.Now().Unix(), s: s, st: st, plan: &plan, out: out}
+	g := &generation{req: req, chat: chat, respID: respID, base: base, created: e.cfg.Now().Unix(), s: s, st: st, plan: plan, out: out}
 	if chat {
 		g.reasoning = int(e.cfg.ReasoningFraction * float64(s.target))
 		if out.ans != nil {
@@ -325,16 +358,12 @@ func (e *Engine) handleGenerate(w http.ResponseWriter, r *http.Request, api wire
 	}
 	out.reasoning = g.reasoning
 	switch {
+	case req.stream:
+		finished = e.writeStreamed(ctx, w, g, e.framingFor(api, g))
 	case api == apiResponses || api == apiMessages:
-		if req.stream {
-			finished = e.writeAPIStream(ctx, w, g, api)
-		} else {
-			finished = e.writeAPIWhole(ctx, w, g, api)
-		}
-	case !req.stream:
-		finished = e.writeWhole(ctx, w, g)
+		finished = e.writeAPIWhole(ctx, w, g, api)
 	default:
-		finished = e.writeStream(ctx, w, g)
+		finished = e.writeWhole(ctx, w, g)
 	}
 }
 

@@ -148,6 +148,8 @@ type decodeLimits struct {
 }
 
 // decodeRequest parses and validates a request body. It never panics on any input.
+// It parses the one JSON object, checks the model, reads the prompt or messages, then the
+// output length, the sampling parameters and the stream options.
 func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiError) {
 	var wr wireRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -166,44 +168,66 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 			code:    "model_not_found",
 			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", safetext.Clip(wr.Model, 200), lim.servedModel)}
 	}
-	if chat {
-		if wr.Prompt != nil {
-			return nil, badRequest("prompt", "chat completions take `messages`, not `prompt`")
-		}
-		if len(wr.Messages) == 0 {
-			return nil, badRequest("messages", "`messages` must be a non-empty array of {role, content}")
-		}
-		r.promptHash = fnvOffset
-		for i, m := range wr.Messages {
-			if m.Role == "" {
-				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
-			}
-			if err := r.addMessage(m.Role, m.Content, fmt.Sprintf("messages[%d].content", i), lim.vision); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		if wr.Messages != nil {
-			return nil, badRequest("messages", "completions take `prompt`, not `messages`; use /v1/chat/completions for chat")
-		}
-		if err := r.decodePrompt(wr.Prompt); err != nil {
+	for _, step := range []func(*request, *wireRequest, decodeLimits) *apiError{
+		(*request).decodeInput, (*request).checkPromptLen, (*request).decodeMaxTokens,
+		(*request).decodeSampling, (*request).decodeStreaming,
+	} {
+		if err := step(r, &wr, lim); err != nil {
 			return nil, err
 		}
 	}
-	if r.promptTokens == 0 {
-		p := "prompt"
-		if chat {
-			p = "messages"
+	r.hashIDs = wr.HashIDs
+	if err := r.decodeStructured(&wr); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decodeInput reads a chat request's messages or a completions request's prompt.
+func (r *request) decodeInput(wr *wireRequest, lim decodeLimits) *apiError {
+	if !r.chat {
+		if wr.Messages != nil {
+			return badRequest("messages", "completions take `prompt`, not `messages`; use /v1/chat/completions for chat")
 		}
-		return nil, badRequest(p, "the prompt is empty; send at least one token")
+		return r.decodePrompt(wr.Prompt)
+	}
+	if wr.Prompt != nil {
+		return badRequest("prompt", "chat completions take `messages`, not `prompt`")
+	}
+	if len(wr.Messages) == 0 {
+		return badRequest("messages", "`messages` must be a non-empty array of {role, content}")
+	}
+	r.promptHash = fnvOffset
+	for i, m := range wr.Messages {
+		if m.Role == "" {
+			return badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
+		}
+		if err := r.addMessage(m.Role, m.Content, fmt.Sprintf("messages[%d].content", i), lim.vision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPromptLen rejects an empty prompt and one that fills the model's context.
+func (r *request) checkPromptLen(_ *wireRequest, lim decodeLimits) *apiError {
+	p := "prompt"
+	if r.chat {
+		p = "messages"
+	}
+	if r.promptTokens == 0 {
+		return badRequest(p, "the prompt is empty; send at least one token")
 	}
 	if r.promptTokens >= lim.maxModelLen {
-		p := "prompt"
-		if chat {
-			p = "messages"
-		}
-		return nil, badRequest(p, "This model's maximum context length is %d tokens, but the prompt has %d tokens; shorten the prompt.", lim.maxModelLen, r.promptTokens)
+		return badRequest(p, "This model's maximum context length is %d tokens, but the prompt has %d tokens; shorten the prompt.", lim.maxModelLen, r.promptTokens)
 	}
+	return nil
+}
+
+// decodeMaxTokens reads max_tokens (or max_completion_tokens, which wins) and min_tokens;
+// without a maximum, chat generates up to the default and completions 16 tokens, within the
+// context left after the prompt.
+func (r *request) decodeMaxTokens(wr *wireRequest, lim decodeLimits) *apiError {
 	maxTok := wr.MaxTokens
 	maxParam := "max_tokens"
 	if wr.MaxCompletionTokens != nil {
@@ -212,57 +236,64 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 	switch {
 	case maxTok != nil:
 		if *maxTok < 1 {
-			return nil, badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
+			return badRequest(maxParam, "%s must be at least 1, got %d", maxParam, *maxTok)
 		}
 		r.maxTokens = *maxTok
 		// promptTokens < maxModelLen here, so the subtraction cannot wrap (the sum could).
 		if r.maxTokens > lim.maxModelLen-r.promptTokens {
-			return nil, badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in the completion (%d in the prompt). Reduce the prompt or %s.", lim.maxModelLen, r.maxTokens, r.promptTokens, maxParam)
+			return badRequest(maxParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in the completion (%d in the prompt). Reduce the prompt or %s.", lim.maxModelLen, r.maxTokens, r.promptTokens, maxParam)
 		}
-	case chat:
+	case r.chat:
 		r.maxTokens = min(lim.defaultMaxTokens, lim.maxModelLen-r.promptTokens)
 	default:
 		r.maxTokens = min(16, lim.maxModelLen-r.promptTokens)
 	}
 	if wr.MinTokens != nil {
 		if *wr.MinTokens < 0 || *wr.MinTokens > r.maxTokens {
-			return nil, badRequest("min_tokens", "min_tokens must be between 0 and max_tokens (%d), got %d", r.maxTokens, *wr.MinTokens)
+			return badRequest("min_tokens", "min_tokens must be between 0 and max_tokens (%d), got %d", r.maxTokens, *wr.MinTokens)
 		}
 		r.minTokens = *wr.MinTokens
 	}
+	return nil
+}
+
+// decodeSampling reads ignore_eos, temperature (1 when absent), seed and n (only 1).
+func (r *request) decodeSampling(wr *wireRequest, _ decodeLimits) *apiError {
 	if wr.IgnoreEOS != nil {
 		r.ignoreEOS = *wr.IgnoreEOS
 	}
 	r.temperature = 1
 	if wr.Temperature != nil {
 		if *wr.Temperature < 0 || *wr.Temperature > 2 {
-			return nil, badRequest("temperature", "temperature must be between 0 and 2, got %g", *wr.Temperature)
+			return badRequest("temperature", "temperature must be between 0 and 2, got %g", *wr.Temperature)
 		}
 		r.temperature = *wr.Temperature
 	}
 	r.seed = wr.Seed
 	if wr.N != nil && *wr.N != 1 {
-		return nil, badRequest("n", "only n=1 is supported, got %d", *wr.N)
+		return badRequest("n", "only n=1 is supported, got %d", *wr.N)
 	}
+	return nil
+}
+
+// decodeStreaming reads stream and stream_options, which need stream true.
+func (r *request) decodeStreaming(wr *wireRequest, _ decodeLimits) *apiError {
 	if wr.Stream != nil {
 		r.stream = *wr.Stream
 	}
-	if wr.StreamOptions != nil {
-		if !r.stream {
-			return nil, badRequest("stream_options", "stream_options can only be given when stream is true")
-		}
-		if o := wr.StreamOptions.IncludeUsage; o != nil {
-			r.includeUsage = *o
-		}
-		if o := wr.StreamOptions.ContinuousUsageStats; o != nil {
-			r.continuousUsage = *o
-		}
+	if wr.StreamOptions == nil {
+		return nil
 	}
-	r.hashIDs = wr.HashIDs
-	if err := r.decodeStructured(&wr); err != nil {
-		return nil, err
+	if !r.stream {
+		return badRequest("stream_options", "stream_options can only be given when stream is true")
 	}
-	return r, nil
+	if o := wr.StreamOptions.IncludeUsage; o != nil {
+		r.includeUsage = *o
+	}
+	if o := wr.StreamOptions.ContinuousUsageStats; o != nil {
+		r.continuousUsage = *o
+	}
+	return nil
 }
 
 // decodePrompt accepts a string, an array of one string, or an array of token ids.
