@@ -59,7 +59,7 @@ greedy outputs are identical, and lists every configuration difference it can se
 
 Arms are two endpoints, or two configurations of the embedded reference engine given as
 overrides of the engine flags (--a-engine spec-k=0 --b-engine spec-k=4,spec-alpha=0.8).
-Intervals follow the two-level variance model (README, "Decisions under noise"): give
+Intervals follow the two-level variance model (docs/comparing.md, "Decisions under noise"): give
 --runs 3 or more, or --runs auto with --fail-on, for decisions that hold up on a rerun.
 (--runs was --repeats, still accepted with a warning; --repeat, which replays the trace N times
 inside one run, does not apply to ab.)
@@ -75,7 +75,7 @@ With --format json or markdown, stdout carries only that format; messages go to 
 
 Requests with expect checks (traces/FORMAT.md) are graded on both arms and compared per
 request (paired bootstrap of the pass/fail differences; --fail-on 'quality<-1pp' gates on it);
---judge-endpoint adds a pairwise LLM judge after the measured runs (README, "Quality under load").
+--judge-endpoint adds a pairwise LLM judge after the measured runs (docs/quality.md).
 
 Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
 than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
@@ -189,6 +189,9 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 		OutDir: out, Metrics: mopts, HTML: o.output.html(app), Independence: ind,
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
 		OnRun: func(arm string, rep, of int) {
+			if o.output.noProgress || !app.showProgress() { // a line per run is ab's progress
+				return
+			}
 			upTo := ""
 			if auto {
 				upTo = "up to "
