@@ -1,6 +1,9 @@
 package metrics
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // ServerPrefixCache is the server's own prefix-cache hit rate over a run, from its Prometheus
 // counters (runner/scrape.go): the increase of the cached-token and queried-token counters
@@ -76,6 +79,9 @@ func ServerPrefixCacheDelta(backend, source string, pts []PrefixCounterPoint, st
 		}
 		out.Hits += cur.Hits - prev.Hits
 		out.Queries += cur.Queries - prev.Queries
+	}
+	if math.IsInf(out.Hits, 0) || math.IsInf(out.Queries, 0) || math.IsNaN(out.Hits+out.Queries) {
+		return &ServerPrefixCache{Backend: backend, Source: source, Note: "the prefix-cache counters' values are out of range"}
 	}
 	if out.Queries > 0 {
 		out.HitRate = out.Hits / out.Queries

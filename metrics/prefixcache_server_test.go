@@ -73,3 +73,11 @@ func TestServerPrefixCacheDeltaSaysWhenTheScrapesMissTheWindow(t *testing.T) {
 		t.Fatalf("%+v", idle)
 	}
 }
+
+func TestServerPrefixCacheDeltaOutOfRange(t *testing.T) {
+	pts := []PrefixCounterPoint{{T: 0, Hits: 1e308, Queries: 1e308}, {T: 1, Hits: 0, Queries: 0}, {T: 2, Hits: 1.7e308, Queries: 1.7e308}, {T: 3, Hits: 0, Queries: 0}, {T: 4, Hits: 1.7e308, Queries: 1.7e308}}
+	got := ServerPrefixCacheDelta("vllm", "", pts, 0, 4)
+	if got.Available || got.HitRate != 0 || got.Hits != 0 || !strings.Contains(got.Note, "out of range") {
+		t.Fatalf("%+v", got)
+	}
+}

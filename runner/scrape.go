@@ -163,8 +163,8 @@ func MetricsURL(base string) (string, error) {
 	return u.String(), nil
 }
 
-// startScraper polls o.URL's /metrics every interval until Stop or ctx ends. Sample times
-// count from the scraper's start until SetEpoch names the run epoch.
+// startScraper polls o.URL's /metrics once, then every interval until Stop or ctx ends.
+// Sample times count from the scraper's start until SetEpoch names the run epoch.
 func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 	interval := o.Interval
 	if interval <= 0 {
@@ -219,11 +219,13 @@ func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 		s.at = append(s.at, at)
 		s.mu.Unlock()
 	}
+	// The first poll is done before returning, so that it precedes the run's first request:
+	// it is the start of the counters' delta over the run (scrape_prefix.go).
+	poll()
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		poll()
 		for {
 			select {
 			case <-ctx.Done():

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"math"
 	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -40,7 +41,7 @@ func pickPrefix(m map[string]float64) prefixPick {
 	for _, c := range prefixCounters {
 		h, ok1 := m[c.hits]
 		q, ok2 := m[c.queries]
-		if ok1 && ok2 {
+		if ok1 && ok2 && counterValue(h) && counterValue(q) {
 			p.hits, p.queries, p.source, p.backend = h, q, c.hits+" / "+c.queries, c.backend
 			break
 		}
@@ -56,6 +57,9 @@ func pickPrefix(m map[string]float64) prefixPick {
 	}
 	return p
 }
+
+// counterValue reports whether v can be a counter's value: finite and not negative.
+func counterValue(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // backendOf is the server family of the first recognized metric name (in a fixed order).
 func backendOf(m map[string]float64) string {
