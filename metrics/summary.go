@@ -53,6 +53,9 @@ type Summary struct {
 	// Cluster (simulate --replicas): the per-replica load of a simulated cluster, as the
 	// engine reported it; absent for a single engine and for runs over HTTP.
 	Cluster *Cluster `json:"cluster,omitempty"`
+	// ServerPrefixCache (run --scrape-metrics): the server's prefix-cache hit rate over the
+	// measured window from its counters (prefixcache_server.go).
+	ServerPrefixCache *ServerPrefixCache `json:"server_prefix_cache,omitempty"`
 }
 
 // RunInfo describes how the run was made.

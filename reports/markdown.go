@@ -101,6 +101,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.Cost != nil {
 		e.printf("- **Cost:** %s\n", mdEscape(costLine(s.Cost)))
 	}
+	if s.ServerPrefixCache != nil {
+		e.printf("- **Prefix cache:** %s\n", mdEscape(serverPrefixCacheLine(s.ServerPrefixCache)))
+	}
 	if q := s.Quality; q != nil && q.Graded > 0 { // quality (issue 17)
 		line := qualityCore(q)
 		if f := gradeFailures(q.Failures); f != "" {

@@ -301,6 +301,9 @@ func throughputSection(s *metrics.Summary) section {
 	if c := s.Cost; c != nil {
 		kv = append(kv, costTable(c))
 	}
+	if p := s.ServerPrefixCache; p != nil {
+		kv = append(kv, serverPrefixCacheTable(p))
+	}
 	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
 

@@ -134,6 +134,9 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.Cost != nil {
 		e.field("Cost", costLine(s.Cost))
 	}
+	if s.ServerPrefixCache != nil {
+		e.field("Cache hits", serverPrefixCacheLine(s.ServerPrefixCache))
+	}
 	if s.Quality != nil {
 		writeQualityTerminal(e, s.Quality)
 	}

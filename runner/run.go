@@ -120,6 +120,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	sum.Run = runInfo(opts.Info, prod, started, now)
 	sum.Workload = workloadOf(opts.Trace.Stats(), sum.Run)
 	sum.Cluster = prod.Cluster
+	if opts.scraper != nil {
+		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
+	}
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
 	if err := finish(opts, sum, rec.path); err != nil {
 		return &Result{Dir: opts.OutDir, Summary: sum, Records: rec.rw.Count()}, err

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -103,11 +104,22 @@ func FuzzParsePrometheus(f *testing.F) {
 	f.Add("vllm:num_requests_running{a=\"b\"} 1\n")
 	f.Add("x{a=\"\\\"}\"} 2 3\n# c\n")
 	f.Add("{}} 1")
+	f.Add("vllm:prefix_cache_hits_total{engine=\"0\"} 3\nvllm:prefix_cache_queries_total{engine=\"0\"} 8\n")
+	f.Add("sglang:cached_tokens_total{cache_source=\"device\"} 1e3\nsglang:prompt_tokens_total 2e3\nsglang:cache_hit_rate 0.5\n")
+	f.Add("vllm:gpu_prefix_cache_hits_total -Inf\nvllm:gpu_prefix_cache_queries_total +Inf\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		for k, v := range parsePrometheus(strings.NewReader(s)) {
+		m := parsePrometheus(strings.NewReader(s))
+		for k, v := range m {
 			if k == "" || v != v {
 				t.Fatalf("bad entry %q=%v", k, v)
 			}
+		}
+		// The prefix-cache counters of two such scrapes make a delta that encodes as JSON.
+		p := pickPrefix(m)
+		d := ServerSamples{Samples: []ServerSample{{T: -1, PrefixHits: 0, PrefixQueries: 0}, {T: 1, PrefixHits: p.hits, PrefixQueries: p.queries}}}
+		p.note(&d)
+		if _, err := json.Marshal(serverPrefixCache(d, 0, 0)); err != nil {
+			t.Fatalf("summary block does not encode: %v", err)
 		}
 	})
 }

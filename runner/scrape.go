@@ -26,6 +26,10 @@ type ServerSample struct {
 	Waiting     float64 `json:"waiting"`
 	KVUsage     float64 `json:"kv_cache_usage"` // 0..1
 	Preemptions float64 `json:"preemptions_total"`
+	// PrefixHits and PrefixQueries are the prefix-cache counters (cumulative, in tokens) named
+	// by ServerSamples.PrefixSource (scrape_prefix.go); -1 when not exported.
+	PrefixHits    float64 `json:"prefix_cache_hits"`
+	PrefixQueries float64 `json:"prefix_cache_queries"`
 }
 
 // ServerSamples is what server-metrics.json holds.
@@ -35,6 +39,12 @@ type ServerSamples struct {
 	Errors   int            `json:"errors"`
 	// LastError is the last scrape failure, if any, redacted like Endpoint.
 	LastError string `json:"last_error,omitempty"`
+	// Backend is the server family its metric names show ("vllm", "sglang", "tgi",
+	// "llamacpp"); PrefixSource names the prefix-cache counters read ("hits / queries") and
+	// PrefixGauge a rolling hit-rate gauge the server exports instead, if any.
+	Backend      string `json:"backend,omitempty"`
+	PrefixSource string `json:"prefix_cache_source,omitempty"`
+	PrefixGauge  string `json:"prefix_cache_gauge,omitempty"`
 }
 
 // metric names per field, in preference order: vLLM (v1 and older), SGLang
@@ -153,8 +163,8 @@ func MetricsURL(base string) (string, error) {
 	return u.String(), nil
 }
 
-// startScraper polls o.URL's /metrics every interval until Stop or ctx ends. Sample times
-// count from the scraper's start until SetEpoch names the run epoch.
+// startScraper polls o.URL's /metrics once, then every interval until Stop or ctx ends.
+// Sample times count from the scraper's start until SetEpoch names the run epoch.
 func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 	interval := o.Interval
 	if interval <= 0 {
@@ -201,21 +211,29 @@ func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 		at := time.Now()
 		kv := pick(m, "kv")
 		smp := ServerSample{Running: pick(m, "running"), Waiting: pick(m, "waiting"), KVUsage: kv, Preemptions: pick(m, "preemptions")}
+		pc := pickPrefix(m)
+		smp.PrefixHits, smp.PrefixQueries = pc.hits, pc.queries
 		s.mu.Lock()
+		pc.note(&s.data)
 		s.data.Samples = append(s.data.Samples, smp)
 		s.at = append(s.at, at)
 		s.mu.Unlock()
 	}
+	// The first poll is done before returning, so that it precedes the run's first request:
+	// it is the start of the counters' delta over the run (scrape_prefix.go).
+	poll()
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		poll()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-s.stop:
+				if ctx.Err() == nil {
+					poll() // a last scrape after the run's last completion (scrape_prefix.go)
+				}
 				return
 			case <-t.C:
 				poll()
@@ -240,7 +258,8 @@ func (s *scraper) fail(msg string) {
 	s.mu.Unlock()
 }
 
-// Stop ends polling and waits for the poller to finish.
+// Stop ends polling, after one last poll unless the context ended, and waits for the poller
+// to finish.
 func (s *scraper) Stop() {
 	s.stopped.Do(func() { close(s.stop) })
 	<-s.done
