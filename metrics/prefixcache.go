@@ -1,6 +1,10 @@
 package metrics
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
 
 // Prefix-cache reuse from the records (issue 34): the prompt tokens each server said it found
 // in its prefix cache (Record.CachedInputTokens, from the usage details, Messages' cache
@@ -101,6 +105,57 @@ func (t *prefixTally) add(r *Record) {
 	if r.FirstToken > 0 {
 		t.ttft[b].recordNs(r.FirstToken - r.Intended)
 	}
+}
+
+// prefixHistKey is the Summary.Histograms key of reuse bucket i's TTFT, kept so that
+// MergeSummaries rebuilds the buckets' percentiles exactly.
+func prefixHistKey(i int) string { return "prefix_cache/ttft/" + strconv.Itoa(i) }
+
+// encode writes the buckets' TTFT histograms into dst.
+func (t *prefixTally) encode(dst map[string]string) error {
+	for i, h := range t.ttft {
+		if h == nil || h.count() == 0 {
+			continue
+		}
+		enc, err := h.encode()
+		if err != nil {
+			return fmt.Errorf("%s: %w", prefixHistKey(i), err)
+		}
+		dst[prefixHistKey(i)] = enc
+	}
+	return nil
+}
+
+// mergePrefixCache adds the parts' prefix_cache blocks: token and request counts add, the
+// buckets' TTFT percentiles come from the merged histograms (nil when no part has a block).
+func mergePrefixCache(sums []*Summary, hists map[string]*hist) *PrefixCache {
+	var t prefixTally
+	for _, s := range sums {
+		pc := s.PrefixCache
+		if pc == nil {
+			continue
+		}
+		t.reported += pc.Reported
+		t.succeeded += pc.Succeeded
+		t.cached += pc.CachedTokens
+		t.prompt += pc.PromptTokens
+		t.writes += pc.CacheWriteTokens
+		for _, src := range pc.Sources {
+			if t.sources == nil {
+				t.sources = map[string]bool{}
+			}
+			t.sources[src] = true
+		}
+		for i, b := range pc.TTFTByReuse {
+			if i < len(t.count) {
+				t.count[i] += b.Count
+			}
+		}
+	}
+	for i := range t.ttft {
+		t.ttft[i] = hists[prefixHistKey(i)]
+	}
+	return t.block()
 }
 
 // block is the prefix_cache block, nil when no request reported cached tokens.

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -153,4 +154,29 @@ func picks(n int, seed uint64) []int {
 		out[i] = [...]int{0, 400, 900, 950}[z%4]
 	}
 	return out
+}
+
+// TestPrefixCacheMerges: the blocks of two shards merged (MergeSummaries) are the block of
+// one Summarize over all their records, bucket percentiles included.
+func TestPrefixCacheMerges(t *testing.T) {
+	all := prefixRecords(120, picks(120, 9), true)
+	whole, err := Summarize(all, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Summarize(all[:60], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Summarize(all[60:], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MergeSummaries(MergeShards, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.PrefixCache, whole.PrefixCache) {
+		t.Fatalf("merged %+v\nwhole  %+v", m.PrefixCache, whole.PrefixCache)
+	}
 }

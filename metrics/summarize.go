@@ -493,6 +493,9 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Sessions = s.sessions(h)
 	sum.PrefixCache = s.prefix.block()
+	if err := s.prefix.encode(sum.Histograms); err != nil {
+		return nil, err
+	}
 	sum.Throughput = h.throughput(h.winStart, h.winEnd)
 	sum.Goodput = s.goodput(h, s.opts.SLO.millisMap(), sum.Throughput.WindowS)
 	if len(s.opts.ClassSLO) > 0 {
