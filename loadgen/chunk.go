@@ -467,6 +467,7 @@ type usageKeys struct {
 	prompt, completion, details string
 	reasoning                   string // details + ".reasoning_tokens", for messages
 	promptDetails               string // the object holding cached_tokens ("": none)
+	cachedName                  string // promptDetails + ".cached_tokens", for error messages
 	cacheRead, cacheWrite       string // Messages' cache counts ("": none)
 	cacheSrc                    string // metrics.CacheFrom* of this API's cached count
 }
@@ -474,10 +475,12 @@ type usageKeys struct {
 var (
 	openAIUsage = usageKeys{prompt: "prompt_tokens", completion: "completion_tokens",
 		details: "completion_tokens_details", reasoning: "completion_tokens_details.reasoning_tokens",
-		promptDetails: "prompt_tokens_details", cacheSrc: metrics.CacheFromPromptDetails}
+		promptDetails: "prompt_tokens_details", cachedName: "prompt_tokens_details.cached_tokens",
+		cacheSrc: metrics.CacheFromPromptDetails}
 	responsesUsage = usageKeys{prompt: "input_tokens", completion: "output_tokens",
 		details: "output_tokens_details", reasoning: "output_tokens_details.reasoning_tokens",
-		promptDetails: "input_tokens_details", cacheSrc: metrics.CacheFromInputDetails}
+		promptDetails: "input_tokens_details", cachedName: "input_tokens_details.cached_tokens",
+		cacheSrc: metrics.CacheFromInputDetails}
 	messagesUsage = usageKeys{prompt: "input_tokens", completion: "output_tokens",
 		cacheRead: "cache_read_input_tokens", cacheWrite: "cache_creation_input_tokens",
 		cacheSrc: metrics.CacheFromMessages}
@@ -505,7 +508,7 @@ func (s *scanner) usageOf(f *chunkFields, k *usageKeys) bool {
 		case k.details != "" && string(key) == k.details:
 			return s.detail(f, "reasoning_tokens", k.reasoning, &f.reasoningTokens)
 		case k.promptDetails != "" && string(key) == k.promptDetails:
-			return s.detail(f, "cached_tokens", k.promptDetails+".cached_tokens", &f.cachedTokens) &&
+			return s.detail(f, "cached_tokens", k.cachedName, &f.cachedTokens) &&
 				s.noteCache(f, k)
 		case k.cacheRead != "" && string(key) == k.cacheRead:
 			f.cachedTokens, ok = s.count(k.cacheRead, &f.usageBad)

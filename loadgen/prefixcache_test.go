@@ -96,3 +96,33 @@ func TestLlamacppCacheN(t *testing.T) {
 		t.Fatalf("cache_n -4: source %q, bad %q", f.cacheSrc, f.usageBad)
 	}
 }
+
+// TestCachedTokenParsingAllocatesNothing: reading the cache fields keeps the parsers
+// allocation-free, as every other usage field is.
+func TestCachedTokenParsingAllocatesNothing(t *testing.T) {
+	data := func(ev string) []byte {
+		_, payload, _ := strings.Cut(ev, "data: ")
+		payload, _, _ = strings.Cut(payload, "\n")
+		return []byte(payload)
+	}
+	for _, tc := range []struct {
+		name  string
+		b     []byte
+		parse func(b []byte, f *chunkFields, scratch []byte) error
+	}{
+		{"chat usage details", []byte(chatWholeCached), func(b []byte, f *chunkFields, s []byte) error { _, err := parseChunk(b, f, s); return err }},
+		{"llama.cpp timings", data(llamaCached[strings.LastIndex(llamaCached[:len(llamaCached)-len("data: [DONE]\n\n")], "data: "):]),
+			func(b []byte, f *chunkFields, s []byte) error { _, err := parseChunk(b, f, s); return err }},
+		{"responses", data(respDoneCached), func(b []byte, f *chunkFields, s []byte) error { _, _, err := parseResponsesEvent(b, f, s); return err }},
+		{"messages", data(msgStartCached), func(b []byte, f *chunkFields, s []byte) error { _, _, err := parseMessagesEvent(b, f, s); return err }},
+	} {
+		var f chunkFields
+		scratch := make([]byte, 0, 256)
+		if err := tc.parse(tc.b, &f, scratch); err != nil || f.cacheSrc == "" {
+			t.Fatalf("%s: %v, source %q in %s", tc.name, err, f.cacheSrc, tc.b)
+		}
+		if n := testing.AllocsPerRun(100, func() { tc.parse(tc.b, &f, scratch) }); n != 0 {
+			t.Errorf("%s: %v allocations per parse", tc.name, n)
+		}
+	}
+}
