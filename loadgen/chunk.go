@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"errors"
+	"github.com/llmbench/llmbench/metrics"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -35,6 +36,12 @@ type chunkFields struct {
 	completionTokens int64
 	reasoningTokens  int64
 	usageBad         string
+	// cachedTokens is the prompt tokens the server found in its prefix cache and cacheWrite
+	// the tokens Messages wrote to it (-1: not reported); cacheSrc names the field
+	// (metrics.CacheFrom*, "" when none was seen).
+	cachedTokens int64
+	cacheWrite   int64
+	cacheSrc     string
 	// id is the raw (still escaped) response id.
 	id []byte
 	// isError reports an error object ({"error":...} or {"object":"error",...}); errMsg is
@@ -53,7 +60,7 @@ var errJSON = errors.New("invalid JSON")
 // text into scratch (returned, possibly grown, for reuse). It allocates nothing unless scratch
 // must grow or an error message has to be copied.
 func parseChunk(b []byte, f *chunkFields, scratch []byte) ([]byte, error) {
-	*f = chunkFields{promptTokens: -1, completionTokens: -1, reasoningTokens: -1}
+	resetFields(f)
 	s := scanner{b: b}
 	var err error
 	scratch = scratch[:0]
@@ -66,6 +73,8 @@ func parseChunk(b []byte, f *chunkFields, scratch []byte) ([]byte, error) {
 			return err == nil
 		case "usage":
 			return s.usage(f)
+		case "timings":
+			return s.timings(f)
 		case "id":
 			if s.peek() == '"' {
 				raw, _, ok := s.str()
@@ -451,49 +460,113 @@ func (s *scanner) choices(f *chunkFields, scratch []byte) ([]byte, error) {
 
 func (s *scanner) usage(f *chunkFields) bool { return s.usageOf(f, &openAIUsage) }
 
-// usageKeys names an API's usage fields: the prompt and completion counts and the details
-// object holding reasoning_tokens ("" when the API has none).
+// usageKeys names an API's usage fields: the prompt and completion counts, the details
+// object holding reasoning_tokens ("" when the API has none), the prompt's details object
+// holding cached_tokens, or (Messages) the cache read and write counts beside the prompt's.
 type usageKeys struct {
 	prompt, completion, details string
 	reasoning                   string // details + ".reasoning_tokens", for messages
+	promptDetails               string // the object holding cached_tokens ("": none)
+	cachedName                  string // promptDetails + ".cached_tokens", for error messages
+	cacheRead, cacheWrite       string // Messages' cache counts ("": none)
+	cacheSrc                    string // metrics.CacheFrom* of this API's cached count
 }
 
 var (
-	openAIUsage    = usageKeys{"prompt_tokens", "completion_tokens", "completion_tokens_details", "completion_tokens_details.reasoning_tokens"}
-	responsesUsage = usageKeys{"input_tokens", "output_tokens", "output_tokens_details", "output_tokens_details.reasoning_tokens"}
-	messagesUsage  = usageKeys{prompt: "input_tokens", completion: "output_tokens"}
+	openAIUsage = usageKeys{prompt: "prompt_tokens", completion: "completion_tokens",
+		details: "completion_tokens_details", reasoning: "completion_tokens_details.reasoning_tokens",
+		promptDetails: "prompt_tokens_details", cachedName: "prompt_tokens_details.cached_tokens",
+		cacheSrc: metrics.CacheFromPromptDetails}
+	responsesUsage = usageKeys{prompt: "input_tokens", completion: "output_tokens",
+		details: "output_tokens_details", reasoning: "output_tokens_details.reasoning_tokens",
+		promptDetails: "input_tokens_details", cachedName: "input_tokens_details.cached_tokens",
+		cacheSrc: metrics.CacheFromInputDetails}
+	messagesUsage = usageKeys{prompt: "input_tokens", completion: "output_tokens",
+		cacheRead: "cache_read_input_tokens", cacheWrite: "cache_creation_input_tokens",
+		cacheSrc: metrics.CacheFromMessages}
 )
 
-// usageOf reads a usage object named by k: the prompt and completion counts and, inside the
-// details object, the reasoning tokens.
+// usageOf reads a usage object named by k: the prompt and completion counts, inside the
+// details object the reasoning tokens, and the prompt tokens read from (or, Messages,
+// written to) the prefix cache. Messages' input_tokens counts only the prompt tokens after
+// the last cache breakpoint, so the prompt is their sum with the cache counts.
 func (s *scanner) usageOf(f *chunkFields, k *usageKeys) bool {
 	if s.null() {
 		return true
 	}
 	f.usage = true
-	return s.object(func(key []byte) bool {
+	prompt := int64(-1)
+	ok := s.object(func(key []byte) bool {
 		var ok bool
-		switch string(key) {
-		case k.prompt:
-			f.promptTokens, ok = s.count(k.prompt, &f.usageBad)
+		switch {
+		case string(key) == k.prompt:
+			prompt, ok = s.count(k.prompt, &f.usageBad)
 			return ok
-		case k.completion:
+		case string(key) == k.completion:
 			f.completionTokens, ok = s.count(k.completion, &f.usageBad)
 			return ok
-		case k.details:
-			if k.details == "" || s.peek() != '{' {
-				return s.skip()
-			}
-			return s.object(func(d []byte) bool {
-				if string(d) == "reasoning_tokens" {
-					var ok bool
-					f.reasoningTokens, ok = s.count(k.reasoning, &f.usageBad)
-					return ok
-				}
-				return s.skip()
-			})
+		case k.details != "" && string(key) == k.details:
+			return s.detail(f, "reasoning_tokens", k.reasoning, &f.reasoningTokens)
+		case k.promptDetails != "" && string(key) == k.promptDetails:
+			return s.detail(f, "cached_tokens", k.cachedName, &f.cachedTokens) &&
+				s.noteCache(f, k)
+		case k.cacheRead != "" && string(key) == k.cacheRead:
+			f.cachedTokens, ok = s.count(k.cacheRead, &f.usageBad)
+			return ok && s.noteCache(f, k)
+		case k.cacheWrite != "" && string(key) == k.cacheWrite:
+			f.cacheWrite, ok = s.count(k.cacheWrite, &f.usageBad)
+			return ok && s.noteCache(f, k)
 		}
 		return s.skip()
+	})
+	if prompt >= 0 && k.cacheRead != "" {
+		prompt += max(f.cachedTokens, 0) + max(f.cacheWrite, 0)
+	}
+	if prompt >= 0 {
+		f.promptTokens = prompt
+	}
+	return ok
+}
+
+// noteCache names k's source once a cache count was read (a null or bad one names none).
+func (s *scanner) noteCache(f *chunkFields, k *usageKeys) bool {
+	if f.cachedTokens >= 0 || f.cacheWrite >= 0 {
+		f.cacheSrc = k.cacheSrc
+	}
+	return true
+}
+
+// detail reads the count named field of a details object into dst (named full in errors);
+// a value that is not an object is skipped.
+func (s *scanner) detail(f *chunkFields, field, full string, dst *int64) bool {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	return s.object(func(d []byte) bool {
+		if string(d) == field {
+			var ok bool
+			*dst, ok = s.count(full, &f.usageBad)
+			return ok
+		}
+		return s.skip()
+	})
+}
+
+// timings reads llama.cpp's timings object: cache_n is the prompt tokens its slot reused.
+func (s *scanner) timings(f *chunkFields) bool {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	return s.object(func(key []byte) bool {
+		if string(key) != "cache_n" {
+			return s.skip()
+		}
+		var ok bool
+		f.cachedTokens, ok = s.count("timings.cache_n", &f.usageBad)
+		if f.cachedTokens >= 0 {
+			f.cacheSrc = metrics.CacheFromTimings
+		}
+		return ok
 	})
 }
 

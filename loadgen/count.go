@@ -80,6 +80,9 @@ type counter struct {
 	lastCT    int64         // last completion_tokens seen (-1: none)
 	serverIn  int64
 	serverRsn int64 // reasoning_tokens (-1: none)
+	cached    int64 // prompt tokens read from the prefix cache (-1: none reported)
+	cacheW    int64 // Messages' cache_creation_input_tokens (-1: none)
+	cacheSrc  string
 	rejected  string
 	pending   int64 // usage tokens from chunks without text, owed to the next content chunk
 	byUsage   int   // content chunks that carried a usage delta
@@ -94,7 +97,7 @@ type counter struct {
 func (n *counter) init() {
 	if !n.started {
 		n.started = true
-		n.lastCT, n.serverIn, n.serverRsn = -1, -1, -1
+		n.lastCT, n.serverIn, n.serverRsn, n.cached, n.cacheW = -1, -1, -1, -1, -1
 	}
 }
 
@@ -103,6 +106,15 @@ func (n *counter) init() {
 func (n *counter) noteUsage(f *chunkFields) int64 {
 	if f.usageBad != "" && n.rejected == "" {
 		n.rejected = f.usageBad
+	}
+	if f.cacheSrc != "" {
+		n.cacheSrc = f.cacheSrc
+		if f.cachedTokens >= 0 {
+			n.cached = f.cachedTokens
+		}
+		if f.cacheWrite >= 0 {
+			n.cacheW = f.cacheWrite
+		}
 	}
 	if !f.usage {
 		return -1
@@ -297,6 +309,10 @@ func (n *counter) serverTotals() int64 {
 		return -1
 	}
 	rec.ServerInputTokens, rec.ServerOutputTokens = int(n.serverIn), int(total)
+	if n.cacheSrc != "" && (n.serverIn < 0 || n.cached <= n.serverIn) { // more cached than the prompt: a defect, not kept
+		rec.CacheSource = n.cacheSrc
+		rec.CachedInputTokens, rec.CacheWriteTokens = int(max(n.cached, 0)), int(max(n.cacheW, 0))
+	}
 	return total
 }
 

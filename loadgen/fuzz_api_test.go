@@ -46,6 +46,7 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Add([]byte(respDelta + "data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"x\",\"message\":\"m\"}}}\n\n"))
 	f.Add([]byte(respDelta + "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"output_tokens\":-3}}}\n\n"))
 	f.Add([]byte(respCreated + respDelta))
+	f.Add([]byte(respCreated + respDelta + respDoneCached))
 	f.Add([]byte(respCreated + "data: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"hm\"}\n\n" +
 		respDelta + "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":2,\"output_tokens_details\":{\"reasoning_tokens\":3}}}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) { fuzzAPIStream(t, "responses", body) })
@@ -55,6 +56,8 @@ func FuzzResponsesStream(f *testing.F) {
 // leave a consistent record.
 func FuzzMessagesStream(f *testing.F) {
 	f.Add([]byte(msgStart + msgBlock + msgDelta + msgEnd))
+	f.Add([]byte(msgStartCached + msgBlock + msgDelta + msgEnd))
+	f.Add([]byte(msgStart + msgDelta + "data: {\"type\":\"message_delta\",\"usage\":{\"input_tokens\":3,\"cache_read_input_tokens\":-1,\"cache_creation_input_tokens\":null,\"output_tokens\":1}}\n\n"))
 	f.Add([]byte(msgStart + msgBlock + msgDelta + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"))
 	f.Add([]byte(msgStart + "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n" + msgDelta + msgEnd))
 	f.Add([]byte(msgStart + msgDelta + "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":1e400}}\n\n"))

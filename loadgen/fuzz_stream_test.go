@@ -20,6 +20,9 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: " + chatChunk("x") + "\n\ndata: {\"error\":{\"message\":\"m\"}}\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("event: error\ndata: x\n\n"))
+	f.Add([]byte(vllmChatCached))
+	f.Add([]byte(sglangCompletionCached))
+	f.Add([]byte(llamaCached))
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":-5}}\n\n"))
 	f.Add([]byte(": ping\n\nnonsense\n"))
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":99999999999999}}\n\ndata: {\"choices\":[],\"usage\":{\"completion_tokens\":999999999999999999}}\n\n"))
@@ -76,6 +79,13 @@ func checkStreamedRecord(t *testing.T, rec *metrics.Record) {
 	}
 	if len(rec.Error) > metrics.MaxErrorLen+len("…") {
 		t.Fatalf("error of %d bytes", len(rec.Error))
+	}
+	// Prefix-cache counts: none without a source, never negative, never above the prompt.
+	if rec.CacheSource == "" && (rec.CachedInputTokens != 0 || rec.CacheWriteTokens != 0) ||
+		rec.CachedInputTokens < 0 || rec.CacheWriteTokens < 0 ||
+		rec.CacheSource != "" && rec.ServerInputTokens >= 0 && rec.CachedInputTokens > rec.ServerInputTokens {
+		t.Fatalf("cache counts %d read, %d written (%q) of a %d-token prompt",
+			rec.CachedInputTokens, rec.CacheWriteTokens, rec.CacheSource, rec.ServerInputTokens)
 	}
 }
 

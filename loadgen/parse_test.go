@@ -174,7 +174,10 @@ func FuzzParseChunk(f *testing.F) {
 	for _, s := range []string{textChunk(" a", 3), chatChunk("x\"y"), usageChunk(1, 2), `{"error":{"message":"m"}}`, `{"choices":[{"delta":{"role":"assistant"}}]}`, `{"a":[{"b":"\ud83d\ude00"}]}`, `{`, `[]`,
 		`{"choices":[],"usage":{"completion_tokens":9223372036854775808,"prompt_tokens":1e+300}}`,
 		`{"choices":[],"usage":{"completion_tokens":"12","completion_tokens_details":{"reasoning_tokens":-1.5}}}`,
-		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"a\""}}]}}]}`} {
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"a\""}}]}}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":8}}}`,
+		`{"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":"x"}},"timings":{"cache_n":1.5,"prompt_n":2}}`,
+		`{"choices":[],"timings":{"cache_n":512,"prompt_n":88,"prompt_ms":10.5}}`, chatWholeCached} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

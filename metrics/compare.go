@@ -104,6 +104,11 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		info, _ := LookupMetric(qualityMetric)
 		specs = append(specs, metricSpec{info: info, scalar: lookupScalar(qualityMetric)})
 	}
+	if len(opts.Metrics) == 0 && (bd.hasCacheReports() || cd.hasCacheReports()) && !hasSpec(specs, PrefixCacheMetric) {
+		// A side reported cached prompt tokens: the hit rate joins the default metrics.
+		info, _ := LookupMetric(PrefixCacheMetric)
+		specs = append(specs, metricSpec{info: info, scalar: lookupScalar(PrefixCacheMetric)})
+	}
 	bd, cd, pairs := pairSides(cmp, bd, cd, opts)
 	bp := planBlocks(bd)
 	cp := bp

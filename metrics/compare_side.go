@@ -32,6 +32,10 @@ type reqVals struct {
 	// Quality (issue 17): the record was graded, and passed; grade is Record.Grade.
 	graded, passed bool
 	grade          string
+	// Prefix cache (issue 34): the record reported cached prompt tokens (cacheRep), and
+	// cachedTok of its cachePrompt prompt tokens were cached (prefixcache.go's cachedOf).
+	cacheRep               bool
+	cachedTok, cachePrompt int64
 }
 
 const (
@@ -165,6 +169,7 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 	v.inTok = int64(r.InputTokens)
 	v.outTok = int64(r.OutputTokens)
 	v.graded, v.passed, v.grade = r.Grade != "", r.Grade == GradePass, r.Grade
+	v.cachedTok, v.cachePrompt, v.cacheRep = cachedOf(r)
 	if !r.OK() {
 		return scratch
 	}

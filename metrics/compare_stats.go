@@ -13,6 +13,7 @@ type scalarAcc struct {
 	stalledNs, decNs     float64
 	fluN, fluGE          float64
 	qGraded, qPassed     float64 // quality (issue 17)
+	cached, cachePrompt  float64 // prefix cache (issue 34): token sums of reporting records
 }
 
 // scalars sums every record of d, each weighing 1.
@@ -38,6 +39,8 @@ func (a *scalarAcc) add(r *reqVals, x float64) {
 		return
 	}
 	a.ok += x
+	a.cached += x * float64(r.cachedTok)
+	a.cachePrompt += x * float64(r.cachePrompt)
 	a.okIn += x * float64(r.inTok)
 	a.okOut += x * float64(r.outTok)
 	if r.met {
@@ -74,6 +77,8 @@ func (a *scalarAcc) addScaled(b *scalarAcc, x float64) {
 	a.fluGE += x * b.fluGE
 	a.qGraded += x * b.qGraded
 	a.qPassed += x * b.qPassed
+	a.cached += x * b.cached
+	a.cachePrompt += x * b.cachePrompt
 }
 
 // metric evaluates a scalar metric of the registry (NaN when its denominator is 0).

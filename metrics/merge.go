@@ -61,6 +61,7 @@ func MergeSummaries(mode MergeMode, sums ...*Summary) (*Summary, error) {
 	out.Cost = mergeCost(sums, out)
 	out.Quality = mergeQuality(sums)
 	out.Inputs = mergeInputs(sums)
+	out.PrefixCache = mergePrefixCache(sums, hists)
 	if mode == MergeShards {
 		ts, err := mergeTimeSeries(sums)
 		if err != nil {

@@ -6,7 +6,8 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// Proportions (the stall, failure, goodput and fluidity fractions) get score intervals that
+// Proportions (the stall, failure, goodput and fluidity fractions, and the prefix-cache hit
+// rate, a proportion of prompt tokens) get score intervals that
 // stay honest at 0% and 100%, where a bootstrap has nothing to resample: each side's Wilson
 // interval on an effective sample size, combined into Newcombe's hybrid score interval for
 // the difference. The effective sample size is the count of requests divided by the design
@@ -24,6 +25,8 @@ func proportionOf(name string, a *scalarAcc) (x, n float64, ok bool) {
 		return a.failed, a.all, true
 	case "fluidity.fraction_ge_0_9":
 		return a.fluGE, a.fluN, true
+	case PrefixCacheMetric:
+		return a.cached, a.cachePrompt, true
 	}
 	return 0, 0, false
 }
@@ -45,6 +48,11 @@ func recordProportion(name string, r *reqVals) (x, n float64) {
 		return b(!r.ok), 1
 	case "fluidity.fraction_ge_0_9":
 		return b(r.ok && r.hasFlu && r.fluidGE90), b(r.ok && r.hasFlu)
+	case PrefixCacheMetric:
+		// Tokens, not requests: the design effect over time blocks (and runs) measures how
+		// much a request's tokens move together, so the interval is not that of independent
+		// tokens.
+		return float64(r.cachedTok), float64(r.cachePrompt)
 	}
 	return 0, 0
 }

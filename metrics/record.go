@@ -68,6 +68,16 @@ const (
 	TokensOnePerChunk = "one_per_chunk"
 )
 
+// Cache sources: which server field a Record's CachedInputTokens came from
+// (Record.CacheSource).
+const (
+	CacheFromPromptDetails = "prompt_tokens_details" // OpenAI/vLLM/SGLang chat and completions usage
+	CacheFromInputDetails  = "input_tokens_details"  // OpenAI Responses usage
+	CacheFromMessages      = "cache_read_input_tokens"
+	CacheFromTimings       = "timings.cache_n" // llama.cpp
+	CacheFromEngine        = "engine"          // simulate: the reference engine's ground truth
+)
+
 // Input sources: where a Record's InputTokens came from (Record.InputSource).
 const (
 	InputFromUsage     = "usage"     // the server's usage.prompt_tokens
@@ -157,6 +167,16 @@ type Record struct {
 	ReasoningTokens int
 	ReasoningChunks int
 	FirstAnswer     int64
+	// CachedInputTokens is how many prompt tokens the server said it found in its prefix
+	// cache (usage.prompt_tokens_details.cached_tokens, Responses'
+	// input_tokens_details.cached_tokens, Messages' cache_read_input_tokens, llama.cpp's
+	// timings.cache_n); CacheSource says which field, and is "" when the server reported
+	// none (then both counts are 0 and mean nothing: a zero Record reports no cache).
+	// CacheWriteTokens is Messages' cache_creation_input_tokens. The prefix-cache block of
+	// the summary (prefixcache.go) reads them.
+	CachedInputTokens int
+	CacheWriteTokens  int
+	CacheSource       string
 
 	Status  int
 	Failure FailureKind

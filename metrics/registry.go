@@ -228,16 +228,30 @@ var scalars = []Scalar{
 			}
 			return ratioOrNaN(float64(s.Quality.Passed), float64(s.Quality.Graded))
 		}},
+	// Prefix cache (issue 34; prefixcache.go). Higher is better: for the same trace, tokens
+	// found in the cache are prefill the server did not compute, so "prefix caching on vs off"
+	// or "router A vs B" is judged by it. It describes the server's cache and routing, not
+	// the workload, so only runs of the same trace compare meaningfully (as for every metric).
+	{Name: PrefixCacheMetric, Unit: "fraction", Better: BetterHigher, Title: "Prefix-cache hit rate",
+		What:  "cached prompt tokens over prompt tokens, of the succeeded requests that reported them",
+		ratio: func(a *scalarAcc, w float64) (float64, float64) { return a.cached, a.cachePrompt },
+		value: func(s *Summary) float64 {
+			if s.PrefixCache == nil {
+				return math.NaN()
+			}
+			return s.PrefixCache.HitRate
+		}},
 }
 
 // metricAliases are short names accepted by ParseFailOn and CompareOptions.Metrics.
 var metricAliases = map[string]string{
-	"goodput":    "goodput.fraction",
-	"throughput": "throughput.output_tokens_per_s",
-	"fluidity":   "fluidity.mean",
-	"stalls":     "stalls.requests_fraction",
-	"failures":   "failures.fraction",
-	"quality":    qualityMetric,
+	"goodput":      "goodput.fraction",
+	"throughput":   "throughput.output_tokens_per_s",
+	"fluidity":     "fluidity.mean",
+	"stalls":       "stalls.requests_fraction",
+	"failures":     "failures.fraction",
+	"quality":      qualityMetric,
+	"prefix_cache": PrefixCacheMetric,
 }
 
 // DefaultCompareMetrics is the metric set Compare reports when CompareOptions.Metrics is empty.

@@ -29,6 +29,9 @@ func registryFixture(tokensPerChunk int32) SliceSource {
 			r.Failure, r.Status, r.Chunks, r.FirstToken = FailHTTP5xx, 503, nil, 0
 		}
 		r.Grade = []string{GradePass, GradePass, GradeCheck}[i%3] // quality (issue 17)
+		if i%5 != 4 {                                             // prefix cache (issue 34): later turns reuse more; one in five reports none
+			r.CachedInputTokens, r.CacheSource = 30*(i%4), CacheFromPromptDetails
+		}
 		// Agentic sessions of four turns, each after the previous one plus a tool delay and
 		// a think time.
 		r.Session, r.Turn = fmt.Sprintf("s%d", i/4), i%4+1

@@ -113,6 +113,7 @@ type summarizer struct {
 	// gradeExamples holds the first failing request per grade (issue 17).
 	gradeExamples map[string]string
 	sess          sessionTracker // agentic sessions
+	prefix        prefixTally    // prefix-cache reuse (prefixcache.go)
 	inputs        inputTally     // intended vs server-counted prompt tokens (inputs.go)
 }
 
@@ -224,6 +225,7 @@ func (s *summarizer) first(r *Record) {
 		s.noteGrade(r)
 	}
 	s.sess.add(r, 0)
+	s.prefix.add(r)
 	g, cg := s.groupsOf(r, true)
 	s.add(g, r, true)
 	if cg != nil {
@@ -490,6 +492,10 @@ func (s *summarizer) build() (*Summary, error) {
 		Warnings:       []string{},
 	}
 	sum.Sessions = s.sessions(h)
+	sum.PrefixCache = s.prefix.block()
+	if err := s.prefix.encode(sum.Histograms); err != nil {
+		return nil, err
+	}
 	sum.Throughput = h.throughput(h.winStart, h.winEnd)
 	sum.Goodput = s.goodput(h, s.opts.SLO.millisMap(), sum.Throughput.WindowS)
 	if len(s.opts.ClassSLO) > 0 {

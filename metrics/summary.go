@@ -20,6 +20,9 @@ type Summary struct {
 	// Sessions is present when requests belonged to multi-turn or agentic sessions: per-session
 	// wall time and its split into model, tool and think time (sessions.go).
 	Sessions *Sessions `json:"sessions,omitempty"`
+	// PrefixCache is present when requests reported the prompt tokens the server found in
+	// its prefix cache: the hit rate and TTFT by reuse (prefixcache.go).
+	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
 	// TokensPerChunk is the distribution of tokens carried by each content chunk (1 for
 	// token-by-token streaming; more under speculative decoding or server-side batching).
 	TokensPerChunk Dist `json:"tokens_per_chunk"`

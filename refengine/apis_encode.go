@@ -20,6 +20,7 @@ type apiEncoder struct {
 	created int64
 	model   string
 	prompt  int
+	cached  int // prompt tokens found in the prefix cache, set before the usage is written
 	format  apiFormat
 
 	blocks    []apiBlock
@@ -133,7 +134,9 @@ func (e *Engine) writeAPIWhole(ctx context.Context, w http.ResponseWriter, g *ge
 	}
 	r := g.reasoningTokens(total)
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(newAPIEncoder(api, g).appendWhole(nil, appendOutput(nil, g.base, 0, r), appendOutput(nil, g.base, r, total-r), reason, total, r))
+	a := newAPIEncoder(api, g)
+	a.cached = e.cachedOf(g.s)
+	w.Write(a.appendWhole(nil, appendOutput(nil, g.base, 0, r), appendOutput(nil, g.base, r, total-r), reason, total, r))
 	return true
 }
 
@@ -203,7 +206,9 @@ func (f *responsesFormat) appendResponse(b []byte, status string, completion, re
 	}
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(a.prompt), 10)
-	b = append(b, `,"input_tokens_details":{"cached_tokens":0},"output_tokens":`...)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.cached), 10)
+	b = append(b, `},"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
 	b = strconv.AppendInt(b, int64(reasoned), 10)
@@ -389,7 +394,9 @@ func (f messagesFormat) appendEnd(b []byte, reason string, completion, _ int) []
 	b = sseEvent(b, "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":`...)
 	b = appendJSONString(b, anthropicStop(reason))
-	b = append(b, `,"stop_sequence":null},"usage":{"output_tokens":`...)
+	b = append(b, `,"stop_sequence":null},"usage":`...)
+	b = f.a.appendCacheUsage(b)
+	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, "}}\n\n"...)
 	b = sseEvent(b, "message_stop")
@@ -421,9 +428,20 @@ func (f messagesFormat) appendWhole(b []byte, reason string, completion, _ int) 
 	b = appendJSONBytes(b, a.answer)
 	b = append(b, `}],"stop_reason":`...)
 	b = appendJSONString(b, anthropicStop(reason))
-	b = append(b, `,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(a.prompt), 10)
+	b = append(b, `,"stop_sequence":null,"usage":`...)
+	b = a.appendCacheUsage(b)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
 	return append(b, "}}\n"...)
+}
+
+// appendCacheUsage opens a Messages usage object with the prompt as Anthropic splits it:
+// input_tokens after the cached prefix, cache_read_input_tokens read from the prefix cache
+// and cache_creation_input_tokens (0: the engine caches every prompt, writes are not billed
+// apart), so that their sum is the prompt.
+func (a *apiEncoder) appendCacheUsage(b []byte) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.prompt-a.cached), 10)
+	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	return strconv.AppendInt(b, int64(a.cached), 10)
 }

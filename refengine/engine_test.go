@@ -135,8 +135,8 @@ func TestCompletionsStreamExactFraming(t *testing.T) {
 			t.Fatalf("event %d:\n got %s\nwant %s", i, events[i], exp)
 		}
 	}
-	expUsage := fmt.Sprintf(`{"id":%q,"object":"text_completion","created":%d,"model":"llama-3.1-8b","choices":[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":7}}`,
-		first.ID, first.Created, promptTokens, promptTokens+7)
+	expUsage := fmt.Sprintf(`{"id":%q,"object":"text_completion","created":%d,"model":"llama-3.1-8b","choices":[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+		first.ID, first.Created, promptTokens, promptTokens+7, tl.CachedTokens)
 	if events[7] != expUsage || len(events) != 9 {
 		t.Fatalf("usage event:\n got %s\nwant %s (%d events)", events[7], expUsage, len(events))
 	}

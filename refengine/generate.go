@@ -68,7 +68,7 @@ func (e *Engine) writeWhole(ctx context.Context, w http.ResponseWriter, g *gener
 		w.Write(e.appendReasoningResponse(nil, g, text, reason, total, r))
 		return true
 	}
-	w.Write(appendFullResponse(nil, g.chat, g.respID, g.created, g.req.model, text, reason, g.req.promptTokens, total))
+	w.Write(appendFullResponse(nil, g.chat, g.respID, g.created, g.req.model, text, reason, g.req.promptTokens, e.cachedDetail(g), total))
 	return true
 }
 
@@ -92,7 +92,7 @@ func (e *Engine) appendReasoningResponse(b []byte, g *generation, text []byte, r
 	b = append(b, `,"tool_calls":[]},"logprobs":null,"finish_reason":`...)
 	b = appendJSONString(b, reason)
 	b = append(b, `,"stop_reason":null}],"usage":`...)
-	b = appendUsage(b, g.req.promptTokens, total)
+	b = appendUsage(b, g.req.promptTokens, e.cachedDetail(g), total)
 	b = b[:len(b)-1]
 	b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
 	b = strconv.AppendInt(b, int64(r), 10)
@@ -137,7 +137,7 @@ func (e *Engine) appendAnswerResponse(b []byte, g *generation, reason string, to
 	b = append(b, `]},"logprobs":null,"finish_reason":`...)
 	b = appendJSONString(b, o.FinishReason)
 	b = append(b, `,"stop_reason":null}],"usage":`...)
-	b = appendUsage(b, g.req.promptTokens, total)
+	b = appendUsage(b, g.req.promptTokens, e.cachedDetail(g), total)
 	if r > 0 {
 		b = b[:len(b)-1]
 		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
@@ -145,4 +145,21 @@ func (e *Engine) appendAnswerResponse(b []byte, g *generation, reason string, to
 		b = append(b, "}}"...)
 	}
 	return append(b, "}\n"...)
+}
+
+// cachedOf is the prompt tokens s found in the prefix cache when it was first scheduled
+// (Timeline.CachedTokens), the engine's ground truth of its reuse.
+func (e *Engine) cachedOf(s *seq) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.tl.CachedTokens
+}
+
+// cachedDetail is g's cached prompt tokens for usage.prompt_tokens_details, or -1 where the
+// personality reports none.
+func (e *Engine) cachedDetail(g *generation) int {
+	if !e.wire.cachedDetails {
+		return -1
+	}
+	return e.cachedOf(g.s)
 }

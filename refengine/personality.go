@@ -61,6 +61,8 @@ type personality struct {
 	obfuscation bool
 	// timings adds llama.cpp's "timings" object to the finish chunk.
 	timings bool
+	// cachedDetails reports the prefix-cache hits as usage.prompt_tokens_details.cached_tokens.
+	cachedDetails bool
 	// reasoning is the delta field of reasoning text; "" streams reasoning as content (a
 	// server without a reasoning parser); hideReasoning does not stream it at all and
 	// reports it in usage.completion_tokens_details.reasoning_tokens (OpenAI).
@@ -91,14 +93,14 @@ var personalities = map[string]*personality{
 	// the usage. Completions: no role chunk, the same usage rules.
 	// An exception in the generator is sent as data: {"error":{…}} (create_streaming_error_response)
 	// and the stream still ends with [DONE].
-	"vllm": {name: "vllm", prelude: preludeFirstToken, usage: usageFinalChunk, continuous: true,
+	"vllm": {name: "vllm", prelude: preludeFirstToken, usage: usageFinalChunk, continuous: true, cachedDetails: true,
 		stopReason: true, logprobs: true, reasoning: "reasoning_content", errorFrame: errorThenDone},
 	// SGLang, python/sglang/srt/entrypoints/openai/serving_chat.py (sgl-project/sglang): the
 	// role chunk with the first output (is_firsts), content chunks per scheduler output
 	// (multi-token under EAGLE speculation), the finish reason in its own chunk with an empty
 	// delta, "usage":null on chunks (pydantic dumps the unset field), and with include_usage a
 	// final chunk with empty choices (continuous usage is honoured as in vLLM).
-	"sglang": {name: "sglang", prelude: preludeFirstToken, finishSeparate: true, usage: usageFinalChunk,
+	"sglang": {name: "sglang", prelude: preludeFirstToken, finishSeparate: true, usage: usageFinalChunk, cachedDetails: true,
 		continuous: true, usageNull: true, logprobs: true, reasoning: "reasoning_content"},
 	// llama.cpp server, tools/server/server.cpp (ggml-org/llama.cpp): one event per generated
 	// token (with speculative decoding each accepted draft token is still its own result, so
@@ -137,7 +139,7 @@ var personalities = map[string]*personality{
 	// Reasoning is never streamed.
 	"openai": {name: "openai", prelude: preludeImmediate, refusal: true, finishSeparate: true,
 		usage: usageFinalChunk, usageNull: true, logprobs: true, fingerprint: "fp_llmbench",
-		obfuscation: true, hideReasoning: true, reasoningUsage: true},
+		obfuscation: true, hideReasoning: true, reasoningUsage: true, cachedDetails: true},
 }
 
 // personalityFor returns the named personality ("" is vllm).
@@ -170,7 +172,8 @@ type wireEvent struct {
 }
 
 type wireTimings struct {
-	promptN, predictedN   int
+	cacheN, promptN       int // cacheN: prompt tokens reused from the cache
+	predictedN            int
 	promptMs, predictedMs float64
 }
 
@@ -180,7 +183,10 @@ type wireEncoder struct {
 	chat         bool
 	head         []byte // {"id":…,"object":…,"created":…,"model":…[,"system_fingerprint":…],"choices":[
 	promptTokens int
-	pad          uint64
+	// cached is the prompt tokens found in the prefix cache, for usage details; -1 until the
+	// request was scheduled (or where the personality reports none).
+	cached int
+	pad    uint64
 }
 
 func newWireEncoder(p *personality, chat bool, id string, created int64, model string, promptTokens int) *wireEncoder {
@@ -195,7 +201,7 @@ func newWireEncoder(p *personality, chat bool, id string, created int64, model s
 		head = appendJSONString(head, p.fingerprint)
 		head = append(head, `,"choices":[`...)
 	}
-	return &wireEncoder{p: p, chat: chat, head: head, promptTokens: promptTokens, pad: hashString(fnvOffset, id)}
+	return &wireEncoder{p: p, chat: chat, head: head, promptTokens: promptTokens, cached: -1, pad: hashString(fnvOffset, id)}
 }
 
 func (w *wireEncoder) appendUsage(b []byte, completion, reasoned int) []byte {
@@ -207,9 +213,9 @@ func (w *wireEncoder) appendUsage(b []byte, completion, reasoned int) []byte {
 	}
 	b = append(b, `,"usage":`...)
 	if !w.p.reasoningUsage {
-		return appendUsage(b, w.promptTokens, completion)
+		return appendUsage(b, w.promptTokens, w.cached, completion)
 	}
-	b = appendUsage(b, w.promptTokens, completion)
+	b = appendUsage(b, w.promptTokens, w.cached, completion)
 	b = b[:len(b)-1]
 	b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
 	b = strconv.AppendInt(b, int64(reasoned), 10)
@@ -317,7 +323,9 @@ func (w *wireEncoder) appendTextChoice(b []byte, ev *wireEvent) []byte {
 
 // appendTimings appends llama.cpp's timings object.
 func appendTimings(b []byte, t *wireTimings) []byte {
-	b = append(b, `,"timings":{"prompt_n":`...)
+	b = append(b, `,"timings":{"cache_n":`...)
+	b = strconv.AppendInt(b, int64(t.cacheN), 10)
+	b = append(b, `,"prompt_n":`...)
 	b = strconv.AppendInt(b, int64(t.promptN), 10)
 	b = append(b, `,"prompt_ms":`...)
 	b = strconv.AppendFloat(b, t.promptMs, 'f', 3, 64)

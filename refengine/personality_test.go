@@ -60,7 +60,7 @@ func TestPersonalityFraming(t *testing.T) {
 	want := map[string]shape{
 		"vllm":     {events: 1 + n + 1, firstRole: true, usageLast: "empty-choices", contains: []string{`"stop_reason":null`}},
 		"sglang":   {events: 1 + n + 1 + 1, firstRole: true, finishEmpty: true, usageLast: "empty-choices", contains: []string{`"usage":null`}},
-		"llamacpp": {events: 1 + n + 1, firstRole: true, finishEmpty: true, usageLast: "finish", contains: []string{`"content":null`, `"timings":{"prompt_n":`, `"system_fingerprint":"b`}},
+		"llamacpp": {events: 1 + n + 1, firstRole: true, finishEmpty: true, usageLast: "finish", contains: []string{`"content":null`, `"timings":{"cache_n":0,"prompt_n":`, `"system_fingerprint":"b`}},
 		"tgi":      {events: n, usageLast: "last-content", contains: []string{`"role":"assistant","content":" `, `-native"`}},
 		"ollama":   {events: n + 1 + 1, finishEmpty: true, usageLast: "empty-choices", contains: []string{`"system_fingerprint":"fp_ollama"`, `"role":"assistant","content":" `}},
 		"openai":   {events: 1 + n + 1 + 1, firstRole: true, finishEmpty: true, usageLast: "empty-choices", contains: []string{`"refusal":null`, `"obfuscation":"`, `"usage":null`}},

@@ -19,13 +19,21 @@ func appendHead(b []byte, id, object string, created int64, model string) []byte
 	return append(b, `,"choices":[`...)
 }
 
-func appendUsage(b []byte, prompt, completion int) []byte {
+// appendUsage appends a usage object; cached >= 0 adds
+// "prompt_tokens_details":{"cached_tokens":cached}, the prompt tokens found in the prefix
+// cache, as vLLM, SGLang and OpenAI report them.
+func appendUsage(b []byte, prompt, cached, completion int) []byte {
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt+completion), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
+	if cached >= 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
@@ -45,7 +53,7 @@ func appendJSONBytes(b, text []byte) []byte {
 }
 
 // appendFullResponse appends a non-streaming response.
-func appendFullResponse(b []byte, chat bool, id string, created int64, model string, text []byte, finish string, prompt, completion int) []byte {
+func appendFullResponse(b []byte, chat bool, id string, created int64, model string, text []byte, finish string, prompt, cached, completion int) []byte {
 	if chat {
 		b = appendHead(b, id, "chat.completion", created, model)
 		b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
@@ -59,6 +67,6 @@ func appendFullResponse(b []byte, chat bool, id string, created int64, model str
 	}
 	b = appendJSONString(b, finish)
 	b = append(b, `,"stop_reason":null}],"usage":`...)
-	b = appendUsage(b, prompt, completion)
+	b = appendUsage(b, prompt, cached, completion)
 	return append(b, "}\n"...)
 }

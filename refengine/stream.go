@@ -27,7 +27,7 @@ type streamFraming interface {
 // framingFor is the stream framing of api for g.
 func (e *Engine) framingFor(api wireAPI, g *generation) streamFraming {
 	if api == apiResponses || api == apiMessages {
-		return &blockStream{g: g, enc: newAPIEncoder(api, g)}
+		return &blockStream{e: e, g: g, enc: newAPIEncoder(api, g)}
 	}
 	return e.newChatStream(g)
 }
@@ -98,6 +98,7 @@ func (e *Engine) emitLoop(ctx context.Context, w http.ResponseWriter, rc *http.R
 // blockStream frames a Responses or Messages stream: its encoder's opening events, one delta
 // per emission split where the reasoning ends, and the closing events after the last.
 type blockStream struct {
+	e     *Engine
 	g     *generation
 	enc   *apiEncoder
 	w     http.ResponseWriter
@@ -127,6 +128,7 @@ func (o *blockStream) emit(pe pendingEmit, completion int) (last, ok bool) {
 		start = stop
 	}
 	if pe.final {
+		o.enc.cached = o.e.cachedOf(g.s)
 		o.buf = o.enc.appendEnd(o.buf, pe.reason, completion, g.reasoningTokens(completion))
 	}
 	_, err := o.w.Write(o.buf)
@@ -178,6 +180,9 @@ func (o *chatStream) appendError(b []byte, msg string) []byte {
 // last token the finish and usage chunks and [DONE] (unless the plan drops it).
 func (o *chatStream) emit(pe pendingEmit, completion int) (last, ok bool) {
 	e, g, p := o.e, o.g, o.p
+	if o.enc.cached < 0 && p.cachedDetails {
+		o.enc.cached = e.cachedOf(g.s) // scheduled by now: its first tokens are out
+	}
 	if !o.roleSent {
 		o.roleSent = true
 		o.write(&wireEvent{role: true, usage: o.usageAt(0)})
@@ -307,7 +312,8 @@ func (e *Engine) timings(s *seq) *wireTimings {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	tl := s.tl
-	t := &wireTimings{promptN: tl.PromptTokens, predictedN: tl.OutputTokens}
+	// llama.cpp's prompt_n counts only the tokens it evaluated, cache_n those it reused.
+	t := &wireTimings{cacheN: tl.CachedTokens, promptN: tl.PromptTokens - tl.CachedTokens, predictedN: tl.OutputTokens}
 	if n := len(tl.Emissions); n > 0 {
 		t.promptMs = float64(tl.Emissions[0].At-tl.Arrival) / 1e6
 		t.predictedMs = float64(tl.Emissions[n-1].At-tl.Emissions[0].At) / 1e6

@@ -92,6 +92,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.Inputs != nil {
 		e.printf("- **Inputs:** %s\n", mdEscape(inputsLine(s.Inputs, s.Run.PromptSizing)))
 	}
+	if s.PrefixCache != nil {
+		e.printf("- **Prefix cache:** %s\n", mdEscape(prefixCacheLine(s.PrefixCache)))
+	}
 	if s.Requests.Failed > 0 {
 		e.printf("- **Failures:** %s\n", mdEscape(failuresText(s.Requests)))
 		for _, line := range failureMessageLines(s.Requests) {

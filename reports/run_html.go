@@ -298,6 +298,9 @@ func throughputSection(s *metrics.Summary) section {
 	if ss := s.Sessions; ss != nil {
 		kv = append(kv, sessionsTable(ss))
 	}
+	if pc := s.PrefixCache; pc != nil {
+		kv = append(kv, prefixCacheTable(pc))
+	}
 	if c := s.Cost; c != nil {
 		kv = append(kv, costTable(c))
 	}

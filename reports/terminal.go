@@ -126,6 +126,9 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.Sessions != nil {
 		e.field("Sessions", sessionsLine(s.Sessions))
 	}
+	if s.PrefixCache != nil {
+		e.field("Cache", prefixCacheLine(s.PrefixCache))
+	}
 	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
 	e.field("Client", clientLine(s.Client))
 	if s.TokensPerChunk.Count > 0 {

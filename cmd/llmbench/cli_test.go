@@ -121,7 +121,7 @@ func TestRunEmbeddedEndToEnd(t *testing.T) {
 		"requests.failures", "requests.input_tokens", "requests.output_tokens", "requests.token_source",
 		"throughput.requests_per_s", "throughput.input_tokens_per_s", "throughput.output_tokens_per_s",
 		"goodput.slo", "goodput.requests_per_s", "goodput.fraction", "stalls.threshold_ms", "fluidity.index_mean",
-		"client.schedule_lag_ms.p99", "by_class", "workload"} {
+		"client.schedule_lag_ms.p99", "by_class", "workload", "prefix_cache.hit_rate", "prefix_cache.reported", "prefix_cache.ttft_by_reuse"} {
 		field(t, m, p)
 	}
 	for _, metric := range []string{"ttft", "tpot", "itl", "itl_chunk", "e2e", "queue"} {

@@ -237,6 +237,9 @@ func FillRecord(rec *metrics.Record, t *refengine.Timeline, req *traces.Request)
 		RequestedTokens: req.OutputTokens, ServerInputTokens: t.PromptTokens, ServerOutputTokens: t.OutputTokens,
 		Status: 200,
 	}
+	if t.FirstScheduled >= 0 { // the engine's own prefix-cache hits, as its usage reports them
+		rec.CachedInputTokens, rec.CacheSource = t.CachedTokens, metrics.CacheFromEngine
+	}
 	rec.Chunks = chunks
 	for _, e := range t.Emissions {
 		rec.Chunks = append(rec.Chunks, metrics.Chunk{T: int64(e.At), Tokens: int32(e.Tokens)})
