@@ -55,7 +55,7 @@ table.num td.txt{text-align:left;color:var(--muted);white-space:normal;min-width
 td.bad{color:var(--bad);font-weight:600}
 td.good{color:var(--good);font-weight:600}
 td.muted{color:var(--muted)}
-th{white-space:normal;min-width:4em;overflow-wrap:anywhere}
+th{white-space:normal;min-width:5.5em;overflow-wrap:anywhere}
 td.wr{white-space:normal;min-width:7em}
 td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12em;max-width:48em;text-align:left!important}
 ul.notes{margin:4px 0 12px;padding-left:20px}
