@@ -309,7 +309,7 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
 	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see docs/metrics.md)")
 	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see docs/metrics.md)")
-	fs.Float64Var(&f.inputTol, "input-tolerance", metrics.DefaultInputTolerance, "fail the run (exit 3) when the server's usage.prompt_tokens of the synthesized prompts differ from the trace's input_tokens by more than this fraction in total (docs/inputs.md)")
+	fs.Float64Var(&f.inputTol, "input-tolerance", metrics.DefaultInputTolerance, "how far, as a fraction of the total, the server's usage.prompt_tokens of the synthesized prompts may differ from the trace's input_tokens: beyond it the summary flags the inputs (run, report, compare) and run, ab and sweep exit 3 (docs/inputs.md)")
 	return f
 }
 
