@@ -210,6 +210,12 @@ type Options struct {
 	// DefaultLagLimit). CPULimit does the same for ClientCPUFraction (default DefaultCPULimit).
 	LagLimit time.Duration
 	CPULimit float64
+
+	// DesignedReuse, when set, gives a record's designed prefix-cache reuse from the trace
+	// (traces.DesignedReuse: reused and input tokens, by request ID and repeat); ok is false
+	// when the trace does not know the request. The prefix_cache block then carries the
+	// designed hit rate over the same requests as the achieved one (prefixcache.go).
+	DesignedReuse func(id string, repeat int) (reused, input int64, ok bool) `json:"-"`
 }
 
 // MaxBuckets bounds the time series' length.

@@ -32,6 +32,14 @@ type PrefixCache struct {
 	Succeeded int64 `json:"succeeded"`
 	// Sources are the fields the counts came from (metrics.CacheFrom*), sorted.
 	Sources []string `json:"sources"`
+	// DesignedHitRate is the trace's designed reuse over the same Reported requests:
+	// DesignedCachedTokens (the input tokens an unbounded cache would hold, from the blocks
+	// shared with earlier requests, traces/designed.go) over DesignedPromptTokens (their
+	// input_tokens). Absent when the summary was made without the trace or the trace does not
+	// know every reported request.
+	DesignedHitRate      *float64 `json:"designed_hit_rate,omitempty"`
+	DesignedCachedTokens int64    `json:"designed_cached_tokens,omitempty"`
+	DesignedPromptTokens int64    `json:"designed_prompt_tokens,omitempty"`
 	// TTFTByReuse splits the Reported requests by their cached fraction (PrefixCacheBuckets).
 	TTFTByReuse []ReuseBucket `json:"ttft_by_reuse"`
 }
@@ -76,6 +84,9 @@ type prefixTally struct {
 	succeeded, reported    int64
 	cached, prompt, writes int64
 	sources                map[string]bool
+	designed               func(id string, repeat int) (reused, input int64, ok bool)
+	dCached, dPrompt       int64
+	dKnown                 int64 // reported requests the trace knows
 	count                  [len(PrefixCacheBuckets)]int64
 	ttft                   [len(PrefixCacheBuckets)]*hist
 }
@@ -97,6 +108,13 @@ func (t *prefixTally) add(r *Record) {
 		t.sources = map[string]bool{}
 	}
 	t.sources[r.CacheSource] = true
+	if t.designed != nil {
+		if reused, input, ok := t.designed(r.ID, r.Repeat); ok {
+			t.dKnown++
+			t.dCached += reused
+			t.dPrompt += input
+		}
+	}
 	b := reuseBucket(cached, prompt)
 	t.count[b]++
 	if t.ttft[b] == nil {
@@ -140,6 +158,11 @@ func mergePrefixCache(sums []*Summary, hists map[string]*hist) *PrefixCache {
 		t.cached += pc.CachedTokens
 		t.prompt += pc.PromptTokens
 		t.writes += pc.CacheWriteTokens
+		if pc.DesignedHitRate != nil {
+			t.dKnown += pc.Reported
+			t.dCached += pc.DesignedCachedTokens
+			t.dPrompt += pc.DesignedPromptTokens
+		}
 		for _, src := range pc.Sources {
 			if t.sources == nil {
 				t.sources = map[string]bool{}
@@ -169,6 +192,13 @@ func (t *prefixTally) block() *PrefixCache {
 	if t.prompt == 0 {
 		pc.HitRate = 0
 	}
+	if t.dKnown == t.reported {
+		d := 0.0
+		if t.dPrompt > 0 {
+			d = float64(t.dCached) / float64(t.dPrompt)
+		}
+		pc.DesignedHitRate, pc.DesignedCachedTokens, pc.DesignedPromptTokens = &d, t.dCached, t.dPrompt
+	}
 	for s := range t.sources {
 		pc.Sources = append(pc.Sources, s)
 	}
@@ -182,6 +212,16 @@ func (t *prefixTally) block() *PrefixCache {
 		pc.TTFTByReuse = append(pc.TTFTByReuse, b)
 	}
 	return pc
+}
+
+// DesignedShortfall is how far (in percentage points) the achieved hit rate may fall below
+// the designed one before the reports explain the difference.
+const DesignedShortfall = 0.05
+
+// BelowDesigned reports whether the achieved hit rate is more than DesignedShortfall below the
+// designed one.
+func (pc *PrefixCache) BelowDesigned() bool {
+	return pc.DesignedHitRate != nil && *pc.DesignedHitRate-pc.HitRate > DesignedShortfall
 }
 
 // hasCacheReports reports whether any record of d reported cached prompt tokens.

@@ -132,6 +132,7 @@ func Summarize(src Source, opts Options) (*Summary, error) {
 		phases:  map[string]*group{},
 	}
 	s.dl = s.opts.deadlines()
+	s.prefix.designed = opts.DesignedReuse
 	if err := s.pass(src, s.first); err != nil {
 		return nil, err
 	}

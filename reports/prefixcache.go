@@ -11,6 +11,10 @@ import (
 // the terminal and Markdown reports, and a table in the HTML report, shown only when some
 // request reported its cached prompt tokens.
 
+// belowDesignedNote explains an achieved hit rate well below the designed one
+// (metrics.PrefixCache.BelowDesigned): the causes a server can have for it.
+const belowDesignedNote = "the server reused less than the trace offers: cache evicted under KV pressure, a router spread sessions, or prefix caching off"
+
 // prefixCacheLine is the hit rate, how many requests reported it and where from, then TTFT
 // p50 per reuse bucket.
 func prefixCacheLine(pc *metrics.PrefixCache) string {
@@ -20,6 +24,13 @@ func prefixCacheLine(pc *metrics.PrefixCache) string {
 		fmtInt(pc.Reported), fmtInt(pc.Succeeded), strings.Join(pc.Sources, ", "))
 	if pc.CacheWriteTokens > 0 {
 		fmt.Fprintf(&b, ", %s tokens written to the cache", fmtInt(pc.CacheWriteTokens))
+	}
+	if d := pc.DesignedHitRate; d != nil {
+		fmt.Fprintf(&b, " · designed %s by the trace (%s of %s tokens seen by an earlier request)",
+			fmtPct(*d), fmtInt(pc.DesignedCachedTokens), fmtInt(pc.DesignedPromptTokens))
+		if pc.BelowDesigned() {
+			b.WriteString(": " + belowDesignedNote)
+		}
 	}
 	b.WriteString(" · TTFT p50/p99 by reuse:")
 	for _, bk := range pc.TTFTByReuse {
@@ -38,6 +49,12 @@ func prefixCacheTable(pc *metrics.PrefixCache) *table {
 	t.add(txt("cached / prompt tokens"), txt(fmtInt(pc.CachedTokens)+" / "+fmtInt(pc.PromptTokens)))
 	if pc.CacheWriteTokens > 0 {
 		t.add(txt("tokens written to the cache"), txt(fmtInt(pc.CacheWriteTokens)))
+	}
+	if d := pc.DesignedHitRate; d != nil {
+		t.add(txt("designed hit rate (the trace's shared prefixes)"), txt(fmtPct(*d)+" ("+fmtInt(pc.DesignedCachedTokens)+" / "+fmtInt(pc.DesignedPromptTokens)+" tokens)"))
+		if pc.BelowDesigned() {
+			t.add(txt("achieved below designed"), txt(belowDesignedNote))
+		}
 	}
 	t.add(txt("requests that reported it"), txt(fmtInt(pc.Reported)+" of "+fmtInt(pc.Succeeded)+" succeeded"))
 	t.add(txt("reported in"), txt(strings.Join(pc.Sources, ", ")))

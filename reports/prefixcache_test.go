@@ -60,3 +60,40 @@ func TestPrefixCacheInEveryReport(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCacheDesignedInEveryReport: the designed rate stands next to the achieved one in
+// every report, with the explanation only when achieved is more than 5 pp below it.
+func TestPrefixCacheDesignedInEveryReport(t *testing.T) {
+	for _, c := range []struct {
+		designed float64
+		explain  bool
+	}{{0.84, false}, {0.90, true}} {
+		d := c.designed
+		s := fixtureSummary("m", "")
+		s.PrefixCache = &metrics.PrefixCache{HitRate: 0.8125, CachedTokens: 65000, PromptTokens: 80000,
+			Reported: 80, Succeeded: 80, Sources: []string{metrics.CacheFromEngine},
+			DesignedHitRate: &d, DesignedCachedTokens: int64(d * 80000), DesignedPromptTokens: 80000,
+			TTFTByReuse: []metrics.ReuseBucket{{Bucket: "0"}, {Bucket: "(0,50%]"}, {Bucket: "(50,90%]"},
+				{Bucket: ">90%", Count: 80, TTFTP50Ms: 25, TTFTP99Ms: 31}}}
+		var term, md, html bytes.Buffer
+		if err := WriteTerminal(&term, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteMarkdown(&md, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteHTML(&html, s, HTMLOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pct := fmtPct(d)
+		for name, out := range map[string]string{"terminal": term.String(), "Markdown": md.String(), "HTML": html.String()} {
+			flat := strings.Join(strings.Fields(out), " ")
+			if !strings.Contains(flat, "designed") || !strings.Contains(flat, pct) {
+				t.Errorf("designed %v: %s report lacks the designed rate %s:\n%s", d, name, pct, out)
+			}
+			if got := strings.Contains(flat, "the server reused less than the trace offers"); got != c.explain {
+				t.Errorf("designed %v: %s report explains the shortfall: %v, want %v", d, name, got, c.explain)
+			}
+		}
+	}
+}

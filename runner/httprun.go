@@ -85,13 +85,14 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		}
 	}
 	res, err := Execute(ctx, Options{
-		Trace:     s.Trace,
-		OutDir:    s.OutDir,
-		Metrics:   s.Metrics,
-		Info:      s.Info,
-		HTML:      s.HTML,
-		OnRecords: func(w *metrics.RecordWriter) { rw.Store(w) },
-		scraper:   scr,
+		Trace:       s.Trace,
+		OutDir:      s.OutDir,
+		Metrics:     s.Metrics,
+		Info:        s.Info,
+		HTML:        s.HTML,
+		OnRecords:   func(w *metrics.RecordWriter) { rw.Store(w) },
+		BlockTokens: s.Load.PromptBlockTokens,
+		scraper:     scr,
 	}, produce)
 	if pd != nil {
 		pd.Stop()

@@ -102,7 +102,7 @@ func Merge(o MergeOptions) (*Result, error) {
 	}
 
 	mopts, sums, durS := mergedMetricsOptions(first.Metrics, parts)
-	sum, err := metrics.Summarize(metrics.FileSource(recPath), mopts)
+	sum, err := metrics.Summarize(metrics.FileSource(recPath), withDesignedReuse(mopts, trace, 0))
 	if err != nil {
 		return nil, fmt.Errorf("summarize: %w", err)
 	}

@@ -73,6 +73,9 @@ type Options struct {
 	// reports no ClientCPUFraction (which Summarize needs from the start): simulate. With
 	// another producer, or when the run reports one, the summary is made from the file.
 	SummarizeLive bool
+	// BlockTokens is the prompt tokens per hash_ids block of the trace's designed prefix-cache
+	// reuse (designed.go; 0: traces.DefaultBlockTokens): RunHTTP passes its prompts' block size.
+	BlockTokens int
 	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	scraper *scraper
@@ -98,6 +101,11 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	now := opts.Now
 	if now == nil {
 		now = time.Now
+	}
+	if opts.Info.Shard == nil {
+		// A shard replays part of the trace against a cache the other shards fill too: its
+		// designed reuse is the merged run's (merge.go), from the whole trace.
+		opts.Metrics = withDesignedReuse(opts.Metrics, opts.Trace, opts.BlockTokens)
 	}
 	rec, err := startRecording(&opts, now)
 	if err != nil {

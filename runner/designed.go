@@ -1,0 +1,41 @@
+package runner
+
+import (
+	"sync"
+
+	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/traces"
+)
+
+// designedReuse is the summary's source of the trace's designed prefix-cache reuse
+// (metrics.Options.DesignedReuse, traces/designed.go). The trace is walked on the first call
+// only, so a run whose server reports no cached tokens never reads it again; a trace that
+// cannot be read leaves every request unknown (the summary then has no designed rate).
+func designedReuse(src traces.Source, blockTokens int) func(id string, repeat int) (int64, int64, bool) {
+	var once sync.Once
+	var byID map[string]traces.DesignedReuse
+	return func(id string, repeat int) (int64, int64, bool) {
+		once.Do(func() {
+			if reqs, err := src.Requests(); err == nil {
+				byID = traces.DesignedReuseByID(reqs, blockTokens)
+			}
+		})
+		d, ok := byID[id]
+		if !ok {
+			return 0, 0, false
+		}
+		if repeat > 0 {
+			return d.Again, d.Input, true
+		}
+		return d.First, d.Input, true
+	}
+}
+
+// withDesignedReuse is mopts with the designed reuse of trace, blockTokens tokens per hash_ids
+// block (<= 0: traces.DefaultBlockTokens); unchanged when trace is nil.
+func withDesignedReuse(mopts metrics.Options, trace traces.Source, blockTokens int) metrics.Options {
+	if trace != nil {
+		mopts.DesignedReuse = designedReuse(trace, blockTokens)
+	}
+	return mopts
+}
