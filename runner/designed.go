@@ -39,3 +39,17 @@ func withDesignedReuse(mopts metrics.Options, trace traces.Source, blockTokens i
 	}
 	return mopts
 }
+
+// keepDesigned copies old's designed prefix-cache reuse into sum, recomputed from the same
+// records without the trace (Resummarize): the requests it counts — succeeded, steady,
+// reporting — do not depend on the metric options, so it holds as long as the block counts the
+// same requests.
+func keepDesigned(sum, old *metrics.Summary) {
+	pc, was := sum.PrefixCache, old.PrefixCache
+	if pc == nil || was == nil || was.DesignedHitRate == nil || pc.DesignedHitRate != nil ||
+		pc.Reported != was.Reported || pc.PromptTokens != was.PromptTokens {
+		return
+	}
+	d := *was.DesignedHitRate
+	pc.DesignedHitRate, pc.DesignedCachedTokens, pc.DesignedPromptTokens = &d, was.DesignedCachedTokens, was.DesignedPromptTokens
+}

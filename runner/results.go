@@ -103,6 +103,7 @@ func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metri
 	sum.Run = old.Run
 	sum.Workload = old.Workload
 	sum.Cluster = old.Cluster
+	keepDesigned(sum, old)
 	if old.Run.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}

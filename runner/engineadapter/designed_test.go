@@ -59,7 +59,7 @@ func TestDesignedHitRateOverHTTP(t *testing.T) {
 
 // TestDesignedHitRateSimulated: runner.Execute with the simulator fills the designed rate from
 // the trace; with ample KV the achieved rate meets it within 1 pp, with prefix caching off it is
-// 0 and the summary marks it below designed.
+// 0 and the summary marks it below designed. A recomputed summary keeps it.
 func TestDesignedHitRateSimulated(t *testing.T) {
 	reqs := agenticPreset30s(t)
 	st := traces.ComputeStats(reqs)
@@ -84,6 +84,15 @@ func TestDesignedHitRateSimulated(t *testing.T) {
 			t.Errorf("caching off: %d cached tokens, below designed %v", pc.CachedTokens, pc.BelowDesigned())
 		case !off && (math.Abs(pc.HitRate-*pc.DesignedHitRate) > 0.01 || pc.BelowDesigned()):
 			t.Errorf("achieved %.4f, designed %.4f: want them within 1 pp", pc.HitRate, *pc.DesignedHitRate)
+		}
+		// report --recompute (Resummarize) has no trace: it keeps the designed reuse.
+		re, err := runner.Resummarize(res.Dir, res.Summary, metrics.Options{StallMultiple: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rp := re.PrefixCache; rp == nil || rp.DesignedHitRate == nil || *rp.DesignedHitRate != *pc.DesignedHitRate ||
+			rp.DesignedCachedTokens != pc.DesignedCachedTokens {
+			t.Errorf("caching off %v: recomputed block %+v, designed lost", off, rp)
 		}
 	}
 }
