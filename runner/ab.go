@@ -58,6 +58,9 @@ type ABOptions struct {
 	Independence Independence
 	// OnRun is told before each measured run starts (for progress lines).
 	OnRun func(arm string, repeat, of int)
+	// BlockTokens is the prompts' tokens per hash_ids block, for the designed prefix-cache
+	// reuse (Options.BlockTokens).
+	BlockTokens int
 }
 
 // ConfigDiff is one configuration fact that differs between the arms.
@@ -242,7 +245,7 @@ func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABRes
 	if opts.Independence.Salt {
 		info.PromptSalt = RepeatSalt(rep)
 	}
-	r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, produce)
+	r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}, produce)
 	if err != nil {
 		return fmt.Errorf("arm %s run %d: %w", arm.Name, n, err)
 	}

@@ -42,6 +42,9 @@ type SweepOptions struct {
 	HTML      reports.HTMLOptions
 	// OnPoint is told before each point starts.
 	OnPoint func(load float64)
+	// BlockTokens is the prompts' tokens per hash_ids block, for the designed prefix-cache
+	// reuse (Options.BlockTokens).
+	BlockTokens int
 	// MinDuration is the least time a rate point sends for: a trace that would be shorter at
 	// that rate is replayed back to back (ids get a "~k" suffix) until it is long enough, so
 	// that a point measures a steady state rather than a ramp and a drain. BaseRate is the
@@ -176,7 +179,7 @@ func (w *sweeper) measure(load float64) error {
 	if !opts.Concurrency && opts.MinDuration > 0 && opts.BaseRate > 0 {
 		trace = traces.Tile(trace, copiesFor(trace, opts.MinDuration, load/opts.BaseRate))
 	}
-	r, err := Execute(w.ctx, Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML}, prod)
+	r, err := Execute(w.ctx, Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}, prod)
 	if err != nil {
 		return fmt.Errorf("load %g: %w", load, err)
 	}

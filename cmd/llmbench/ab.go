@@ -186,7 +186,7 @@ func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
 	abOpts := runner.ABOptions{
 		Trace: trace, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
 		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
-		OutDir: out, Metrics: mopts, HTML: o.output.html(app), Independence: ind,
+		OutDir: out, Metrics: mopts, HTML: o.output.html(app), Independence: ind, BlockTokens: o.load.blockTokens,
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
 		OnRun: func(arm string, rep, of int) {
 			if o.output.noProgress || !app.showProgress() { // a line per run is ab's progress

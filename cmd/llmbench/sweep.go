@@ -156,6 +156,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	res, err := runner.Sweep(ctx, runner.SweepOptions{
 		Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
 		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+		BlockTokens: o.load.blockTokens,
 		OnPoint: func(load float64) {
 			if !o.output.noProgress && app.showProgress() { // a sweep's progress is a line per point
 				fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency))
