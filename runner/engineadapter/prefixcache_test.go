@@ -2,21 +2,16 @@ package engineadapter
 
 import (
 	"bufio"
-	"context"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/pipenet"
-	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/workloads"
 )
@@ -32,30 +27,9 @@ func engineRun(t *testing.T, reqs []traces.Request, cfg refengine.Config, api st
 	synctest.Test(t, func(t *testing.T) {
 		live := cfg
 		live.Clock = &bubbleClock{epoch: time.Now()}
-		eng, err := refengine.New(live)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		ln := pipenet.New()
-		srv := &http.Server{Handler: eng.Handler()}
-		served := make(chan struct{})
-		go func() { srv.Serve(ln); close(served) }()
-		defer func() { srv.Close(); <-served }()
-		lo := loadgen.Options{
-			Target: loadgen.Target{URL: "http://engine", Model: eng.ServedModelName(), Backend: cfg.Wire, API: api, Stream: stream},
-			Seed:   1, Grace: time.Second, Clock: loadClock{}, Dial: ln.Dial, Tokenizer: tokenizer.Reference{},
-		}
-		var mu sync.Mutex
-		if _, err := loadgen.Run(context.Background(), reqs, lo, func(r *metrics.Record) {
-			mu.Lock()
-			cp := *r
-			cp.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
-			recs = append(recs, cp)
-			mu.Unlock()
-		}); err != nil {
-			t.Fatal(err)
-		}
+		eng, ln, stop := bubbleEngine(t, live)
+		defer stop()
+		replayInto(t, reqs, bubbleOptions(eng, ln, cfg.Wire, api, stream), &recs)
 		for _, r := range recs {
 			if tl, ok := eng.Timeline(r.ID); ok {
 				tls[r.ID] = tl

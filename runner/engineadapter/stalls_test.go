@@ -1,21 +1,15 @@
 package engineadapter
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/pipenet"
-	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 )
 
@@ -60,30 +54,9 @@ func serveArm(t *testing.T, reqs []traces.Request, seed uint64, spec bool, wire,
 			}
 			cfg.Faults = f
 		}
-		eng, err := refengine.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		ln := pipenet.New()
-		srv := &http.Server{Handler: eng.Handler()}
-		served := make(chan struct{})
-		go func() { srv.Serve(ln); close(served) }()
-		defer func() { srv.Close(); <-served }()
-		lo := loadgen.Options{
-			Target: loadgen.Target{URL: "http://engine", Model: eng.ServedModelName(), Backend: "vllm", API: "chat", Stream: true},
-			Seed:   1, Grace: time.Second, Clock: loadClock{}, Dial: ln.Dial, Tokenizer: tokenizer.Reference{},
-		}
-		var mu sync.Mutex
-		if _, err := loadgen.Run(context.Background(), reqs, lo, func(r *metrics.Record) {
-			mu.Lock()
-			defer mu.Unlock()
-			cp := *r
-			cp.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
-			recs = append(recs, cp)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		eng, ln, stop := bubbleEngine(t, cfg)
+		defer stop()
+		replayInto(t, reqs, bubbleOptions(eng, ln, "vllm", "chat", true), (*[]metrics.Record)(&recs))
 		injected = eng.FaultsInjected()["stall"]
 	})
 	for _, r := range recs {
