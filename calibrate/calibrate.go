@@ -62,6 +62,10 @@ type Options struct {
 	// FitMaxNumSeqs also fits the cap on running sequences (Engine.MaxNumSeqs is then only
 	// the fallback): set it when the server's max-num-seqs is not known.
 	FitMaxNumSeqs bool
+	// FitMaxNumBatchedTokens also fits the token budget per step (chunked-prefill size) from
+	// the TTFT of requests that had the server to themselves (Engine.MaxNumBatchedTokens is
+	// then only the fallback): set it when the server's budget is not known.
+	FitMaxNumBatchedTokens bool
 }
 
 // Constants are the fitted values.
@@ -103,11 +107,25 @@ type Result struct {
 	// it and the runs show one; 0 when not fitted or when no cap within reach explains them
 	// better than Engine's.
 	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// MaxNumBatchedTokens is the fitted token budget per step when
+	// Options.FitMaxNumBatchedTokens asked for it and one fits the idle prefills clearly
+	// better than Engine's; 0 otherwise.
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
 	// FrontEnd is the fitted time between the client's send and the engine seeing a request
 	// (client, network, the server's parsing and tokenizing), added to every replayed
 	// request's TTFT and E2E in Runs. It is not part of the profile: simulate's times are
 	// the engine's.
 	FrontEnd time.Duration `json:"front_end_ns"`
+
+	// What the fit learned of the server's queueing and how well it fits (issue 35, item 4).
+
+	// CapSource says where MaxNumSeqs came from: CapFromScrape, CapFromQueue or
+	// CapFromReplay; "" when none was learned.
+	CapSource string `json:"cap_source,omitempty"`
+	// Residuals is the fit's own error on each fitted run (TTFT and TPOT P50/P99, output
+	// throughput); Warnings says when some are beyond ResidualBound or ResidualTailBound.
+	Residuals []Residual `json:"residuals"`
+	Warnings  []string   `json:"warnings,omitempty"`
 }
 
 // run is one loaded results directory.
@@ -121,6 +139,12 @@ type run struct {
 	reqs       []refengine.SimRequest
 	meas       []measured
 	gaps       []gapObs // decode-only steps seen between chunks (see decodeGaps)
+
+	// serverCap is the most running requests the server reported while it also reported
+	// requests waiting (ScrapeFile): its cap on running sequences, 0 when it never queued.
+	serverCap int
+	// tims are the requests' client-side times, in arrival order (queueCap, prefillObs).
+	tims []timing
 }
 
 // gapObs is a stretch of consecutive chunk gaps of one request while no request was waiting
@@ -175,9 +199,11 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.FrontEnd = f.fitFrontEnd(cfg)
 	res.Evals = f.evals
-	if res.Runs, err = f.report(cfg, res.FrontEnd); err != nil {
+	if res.Runs, res.Residuals, err = f.report(cfg, res.FrontEnd); err != nil {
 		return nil, err
 	}
+	res.CapSource, res.MaxNumBatchedTokens = f.capSource, f.budget
+	res.Warnings = residualWarnings(res.Residuals)
 	return res, nil
 }
 
@@ -270,19 +296,12 @@ const stretchScale = 0.05
 // stretch is timed more precisely, and a stretch that a stall on the client's machine made
 // longer (a delivery hiccup, not a slow step) counts little instead of pulling the fit.
 func stepLoss(e refengine.Config, reg *perf.Registry, gpu perf.GPU, gaps []gapObs) (func(Constants) float64, error) {
-	name := e.Model
-	if name == "" {
-		name = "llama-3.1-8b"
-	}
-	m, err := reg.Model(name)
+	roof, err := rooflineFor(e, reg, gpu)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
+		return nil, err
 	}
 	return func(c Constants) float64 {
-		g := gpu
-		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
-		r, err := perf.New(perf.Config{Model: m, GPU: g, TP: e.TP, WeightDtype: e.WeightDtype, KVDtype: e.KVDtype,
-			Combine: e.Combine, GPUMemUtil: e.GPUMemUtil, ReserveBytes: e.ReserveBytes, BlockSize: e.BlockSize})
+		r, err := roof(c)
 		if err != nil || len(gaps) == 0 {
 			return math.Inf(1)
 		}
@@ -301,6 +320,25 @@ func stepLoss(e refengine.Config, reg *perf.Registry, gpu perf.GPU, gaps []gapOb
 	}, nil
 }
 
+// rooflineFor returns a function building the step-time model of deployment e on gpu with
+// constants c (the model named by e, from reg).
+func rooflineFor(e refengine.Config, reg *perf.Registry, gpu perf.GPU) (func(Constants) (*perf.Roofline, error), error) {
+	name := e.Model
+	if name == "" {
+		name = "llama-3.1-8b"
+	}
+	m, err := reg.Model(name)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	return func(c Constants) (*perf.Roofline, error) {
+		g := gpu
+		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+		return perf.New(perf.Config{Model: m, GPU: g, TP: e.TP, WeightDtype: e.WeightDtype, KVDtype: e.KVDtype,
+			Combine: e.Combine, GPUMemUtil: e.GPUMemUtil, ReserveBytes: e.ReserveBytes, BlockSize: e.BlockSize})
+	}, nil
+}
+
 // load reads the successful requests of one results directory, records file or vLLM
 // `bench serve --save-detailed` result file (ParseVLLMBench).
 func load(path string) (run, error) {
@@ -308,13 +346,13 @@ func load(path string) (run, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		file = filepath.Join(path, RecordsFile)
 	}
-	var serverPeak int
+	var serverPeak, serverCap int
 	if file != path { // a results directory: its server metrics, when scraped
-		p, err := scrapedPeak(filepath.Join(path, ScrapeFile))
+		p, c, err := scrapedGauges(filepath.Join(path, ScrapeFile))
 		if err != nil {
 			return run{}, err
 		}
-		serverPeak = p
+		serverPeak, serverCap = p, c
 	}
 	var recs []metrics.Record
 	if data, err := os.ReadFile(file); err == nil && isJSON(data) {
@@ -371,39 +409,46 @@ func load(path string) (run, error) {
 	}
 	r.gaps = decodeGaps(tims)
 	r.peak = peakStreaming(tims)
-	r.serverPeak = serverPeak
+	r.serverPeak, r.serverCap = serverPeak, serverCap
+	r.tims = tims
 	if len(r.reqs) == 0 {
 		return run{}, fmt.Errorf("calibrate: %s: no request with token counts and times to fit", path)
 	}
 	return r, nil
 }
 
-// scrapedPeak is the largest running-requests count in a server-metrics.json (vLLM's
-// vllm:num_requests_running, SGLang's and TGI's equivalents, as run --scrape-metrics saves
-// them), 0 when the file does not exist.
-func scrapedPeak(path string) (int, error) {
+// scrapedGauges reads a server-metrics.json (vLLM's vllm:num_requests_running and
+// num_requests_waiting, SGLang's and TGI's equivalents, as run --scrape-metrics saves them):
+// peak is the largest running count, cap the largest running count of a sample that also
+// had requests waiting (the server queued them, so it ran as many as it may), 0 when no
+// sample had any waiting. Both are 0 when the file does not exist.
+func scrapedGauges(path string) (peak, cap int, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("calibrate: %w", err)
+		return 0, 0, fmt.Errorf("calibrate: %w", err)
 	}
 	var f struct {
 		Samples []struct {
 			Running float64 `json:"running"`
+			Waiting float64 `json:"waiting"`
 		} `json:"samples"`
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
-		return 0, fmt.Errorf("calibrate: %s: not a server-metrics file: %w", path, err)
+		return 0, 0, fmt.Errorf("calibrate: %s: not a server-metrics file: %w", path, err)
 	}
-	peak := 0.0
 	for _, s := range f.Samples {
-		if s.Running > peak && s.Running < 1e7 {
-			peak = s.Running
+		if !(s.Running > 0 && s.Running < 1e7) { // NaN, negative or absurd: not a count
+			continue
+		}
+		peak = max(peak, int(s.Running))
+		if s.Waiting >= 1 && s.Waiting < 1e9 {
+			cap = max(cap, int(s.Running))
 		}
 	}
-	return int(peak), nil
+	return peak, cap, nil
 }
 
 // minTTFT is the smallest measured TTFT of the runs, in seconds.
@@ -608,7 +653,10 @@ func (r *Result) Table() string {
 		fmt.Fprintf(&b, "fitted: front end %s before the engine sees a request (client, network, parsing; in TTFT and E2E below, not in the profile)\n", r.FrontEnd)
 	}
 	if r.MaxNumSeqs > 0 {
-		fmt.Fprintf(&b, "fitted: max-num-seqs %d (the runs show this cap on running sequences; pass --max-num-seqs %d with the profile)\n", r.MaxNumSeqs, r.MaxNumSeqs)
+		fmt.Fprintf(&b, "fitted: max-num-seqs %d from the %s (written into the profile; --profiles applies it unless --max-num-seqs is given)\n", r.MaxNumSeqs, r.CapSource)
+	}
+	if r.MaxNumBatchedTokens > 0 {
+		fmt.Fprintf(&b, "fitted: max-num-batched-tokens %d from TTFT against prompt length (chunked prefill; written into the profile)\n", r.MaxNumBatchedTokens)
 	}
 	fmt.Fprintf(&b, "%-8s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "run", "metric", "P50 ms", "err", "P90 ms", "err", "P99 ms", "err", "path")
 	for _, rf := range r.Runs {
@@ -629,6 +677,15 @@ func (r *Result) Table() string {
 				fmt.Fprintf(&b, "%s  %s\n", line, rf.Path)
 			}
 		}
+	}
+	if len(r.Residuals) > 0 {
+		fmt.Fprintf(&b, "residuals (fit vs data on the fitted runs):\n")
+		for _, x := range r.Residuals {
+			fmt.Fprintf(&b, "  %-10s %10.2f %-5s measured %10.2f  %+7.1f%%  %s\n", x.Quantity, x.Simulated, x.Unit, x.Measured, x.RelErr*100, x.Run)
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	return b.String()
 }

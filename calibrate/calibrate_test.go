@@ -145,7 +145,7 @@ func TestFitsMaxNumSeqs(t *testing.T) {
 	if res.MaxNumSeqs != 12 {
 		t.Errorf("fitted max-num-seqs %d, the server's is 12\n%s", res.MaxNumSeqs, res.Table())
 	}
-	if !strings.Contains(res.Table(), "--max-num-seqs 12") {
+	if res.CapSource != CapFromQueue || !strings.Contains(res.Table(), "max-num-seqs 12 from the TTFT queueing shape") {
 		t.Errorf("the table does not say the fitted cap:\n%s", res.Table())
 	}
 	free := writeRun(t, t.TempDir(), workload(120, 2, 5))
@@ -160,8 +160,8 @@ func TestFitsMaxNumSeqs(t *testing.T) {
 
 func TestScrapedPeak(t *testing.T) {
 	dir := t.TempDir()
-	if p, err := scrapedPeak(filepath.Join(dir, ScrapeFile)); p != 0 || err != nil {
-		t.Errorf("no file: %d %v", p, err)
+	if p, c, err := scrapedGauges(filepath.Join(dir, ScrapeFile)); p != 0 || c != 0 || err != nil {
+		t.Errorf("no file: %d %d %v", p, c, err)
 	}
 	path := filepath.Join(dir, ScrapeFile)
 	if err := os.WriteFile(path, []byte(`{"endpoint": "http://127.0.0.1:8000/metrics", "samples": [
@@ -170,13 +170,13 @@ func TestScrapedPeak(t *testing.T) {
   {"t": 1.5, "running": 9, "waiting": 0, "kv_cache_usage": 0.3, "preemptions_total": 0}], "errors": 0}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := scrapedPeak(path); p != 17 || err != nil {
-		t.Errorf("peak %d %v, want 17", p, err)
+	if p, c, err := scrapedGauges(path); p != 17 || c != 17 || err != nil {
+		t.Errorf("peak %d cap %d %v, want 17 and 17 (17 ran while 4 waited)", p, c, err)
 	}
 	if err := os.WriteFile(path, []byte(`{"samples": "none"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scrapedPeak(path); err == nil || !strings.Contains(err.Error(), path) {
+	if _, _, err := scrapedGauges(path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("bad file: %v", err)
 	}
 }

@@ -23,8 +23,12 @@ type fitter struct {
 	// when it gives both, else perf's defaults'.
 	kvRatio   float64
 	fit, held []run
-	// seqCap is the fitted MaxNumSeqs, 0 while Engine's applies.
-	seqCap int
+	// seqCap is the fitted MaxNumSeqs, 0 while Engine's applies; capSource says how it was
+	// learned (Result.CapSource).
+	seqCap    int
+	capSource string
+	// budget is the fitted MaxNumBatchedTokens (fitPrefill), 0 while Engine's applies.
+	budget int
 	// evals counts the simulations (and step-model evaluations) the fit has run.
 	evals int
 }
@@ -87,6 +91,9 @@ func (f *fitter) engineFor(c Constants) (refengine.Config, error) {
 	e := f.opts.Engine
 	if f.seqCap > 0 {
 		e.MaxNumSeqs = f.seqCap
+	}
+	if f.budget > 0 {
+		e.MaxNumBatchedTokens = f.budget
 	}
 	g := f.gpu
 	g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
@@ -195,9 +202,16 @@ func (f *fitter) searchConstants() ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A cap the runs show directly (the server's gauges, the TTFT queueing shape) holds for
+	// the whole search; else caps are tried by replay once bandwidth and overhead are fitted.
+	if f.opts.FitMaxNumSeqs {
+		f.seqCap, f.capSource = learnedCap(f.fit)
+	}
 	fitCap := func() {
-		if f.opts.FitMaxNumSeqs {
-			f.seqCap = fitSeqCap(f.fit, func() float64 { return f.loss(best) }, &f.seqCap)
+		if f.opts.FitMaxNumSeqs && f.capSource == "" {
+			if f.seqCap = fitSeqCap(f.fit, func() float64 { return f.loss(best) }, &f.seqCap); f.seqCap > 0 {
+				f.capSource = CapFromReplay
+			}
 		}
 	}
 	if len(gaps) < 10 {
@@ -211,6 +225,14 @@ func (f *fitter) searchConstants() ([]float64, error) {
 	g := func(x []float64) float64 { f.evals++; return gapLoss(f.toConst(x)) }
 	best = f.search(g, best, []int{0, 2}, maxEvals/6)
 	fitCap()
+	if obs := idlePrefills(f.fit); len(obs) >= minPrefills {
+		// Prefill and decode apart: compute (and the token budget) from TTFT against prompt
+		// length where a request had the server to itself, then decode again with it.
+		best = f.fitPrefill(best, obs)
+		best = f.search(g, best, []int{0, 2}, maxEvals/6)
+		best = f.fitPrefill(best, obs)
+		return best, nil
+	}
 	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/3)
 	best = f.search(g, best, []int{0, 2}, maxEvals/6)
 	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/6)
@@ -247,9 +269,10 @@ func (f *fitter) fitFrontEnd(cfg refengine.Config) time.Duration {
 }
 
 // report replays every run, fitted then held out, with cfg and the front-end delay and
-// returns each run's measured and simulated percentiles.
-func (f *fitter) report(cfg refengine.Config, frontEnd time.Duration) ([]RunFit, error) {
+// returns each run's measured and simulated percentiles, and the fitted runs' residuals.
+func (f *fitter) report(cfg refengine.Config, frontEnd time.Duration) ([]RunFit, []Residual, error) {
 	var out []RunFit
+	var res []Residual
 	for _, group := range []struct {
 		runs []run
 		held bool
@@ -257,10 +280,13 @@ func (f *fitter) report(cfg refengine.Config, frontEnd time.Duration) ([]RunFit,
 		for _, r := range group.runs {
 			sim, err := simulate(r, cfg, frontEnd)
 			if err != nil {
-				return nil, fmt.Errorf("calibrate: %s: %w", r.path, err)
+				return nil, nil, fmt.Errorf("calibrate: %s: %w", r.path, err)
 			}
 			out = append(out, RunFit{Path: r.path, Requests: len(r.reqs), Held: group.held, Stats: stats(r.meas, sim)})
+			if !group.held {
+				res = append(res, residuals(r, sim)...)
+			}
 		}
 	}
-	return out, nil
+	return out, res, nil
 }

@@ -91,13 +91,13 @@ func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
 		cfg.Profiles = reg
 		models = append(models, m)
 	}
-	seqsGiven := o.engine.fs.Lookup("max-num-seqs").Changed
-	res, err := calibrate.Run(calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals,
-		FitMaxNumSeqs: !seqsGiven})
+	opts := calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals}
+	calibrateFitOptions(o.engine, &opts)
+	res, err := calibrate.Run(opts)
 	if err != nil {
 		return err
 	}
-	data, err := perf.FormatProfiles(models, []perf.GPU{res.GPU})
+	data, err := calibrate.FormatProfile(models, res)
 	if err != nil {
 		return err
 	}

@@ -203,6 +203,9 @@ func (f *engineFlags) config() (refengine.Config, error) {
 			return cfg, fmt.Errorf("--profiles: %w", err)
 		}
 		cfg.Profiles = reg
+		if err := f.applyProfileCalibration(&cfg, reg, data); err != nil {
+			return cfg, err
+		}
 	}
 	return cfg, nil
 }

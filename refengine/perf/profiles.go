@@ -390,6 +390,11 @@ func GPUNames() []string { return builtin.GPUNames() }
 type profileFile struct {
 	Models []modelJSON `json:"models,omitempty"`
 	GPUs   []gpuJSON   `json:"gpus"`
+
+	// Calibration is what llmbench calibrate learned of the deployment besides the GPU's
+	// constants (its cap on running sequences, its residuals); this package keeps it opaque:
+	// calibrate.ParseProfileCalibration reads it.
+	Calibration json.RawMessage `json:"calibration,omitempty"`
 }
 
 type modelJSON struct {

@@ -1,0 +1,133 @@
+package calibrate
+
+import (
+	"math"
+	"time"
+
+	"github.com/llmbench/llmbench/refengine/perf"
+)
+
+// prefillObs is a request that reached an idle server: nothing was in flight when it was
+// sent and nothing else was sent before its first token, so its TTFT is the front end plus
+// its prompt's prefill alone, and TTFT against prompt length is the prefill's throughput.
+type prefillObs struct {
+	prompt int
+	ttft   float64 // seconds
+}
+
+// minPrefills is the fewest idle prefills the prefill fit needs; with fewer, compute is
+// fitted from the whole replay's TPOT instead.
+const minPrefills = 5
+
+// budgetCandidates are the token budgets per step (chunked-prefill sizes) the prefill fit
+// tries besides the deployment's: llama.cpp's batch sizes and vLLM's and SGLang's defaults.
+var budgetCandidates = []int{256, 512, 1024, 2048, 4096, 8192, 16384}
+
+// idlePrefills returns the requests of runs that reached an idle server.
+func idlePrefills(runs []run) []prefillObs {
+	var out []prefillObs
+	for _, r := range runs {
+		var busyUntil int64 = math.MinInt64 // the latest end of the requests sent before
+		for i, t := range r.tims {
+			idle := busyUntil < t.intended && (i+1 == len(r.tims) || r.tims[i+1].intended > t.first)
+			if idle && t.first > t.intended {
+				out = append(out, prefillObs{prompt: t.prompt, ttft: float64(t.first-t.intended) / 1e9})
+			}
+			busyUntil = max(busyUntil, t.end)
+		}
+	}
+	return out
+}
+
+// prefillTime is the time the engine takes to prefill prompt tokens alone, in chunks of at
+// most budget tokens, one step each, the first token at the end of the last (the engine's
+// chunked prefill on an idle server).
+func prefillTime(r *perf.Roofline, prompt, budget int) time.Duration {
+	var t time.Duration
+	for done := 0; done < prompt; {
+		n := min(budget, prompt-done)
+		var w perf.Work
+		w.Add(n, done)
+		t += r.StepTime(w)
+		done += n
+	}
+	return t
+}
+
+// prefillLoss is the mean squared log error of the idle prefills' TTFT modelled as a front
+// end of fe seconds plus the prefill in chunks of budget on r.
+func prefillLoss(r *perf.Roofline, obs []prefillObs, budget int, fe float64) float64 {
+	var sum float64
+	for _, o := range obs {
+		d := math.Log((fe + prefillTime(r, o.prompt, budget).Seconds()) / o.ttft)
+		sum += d * d
+	}
+	return sum / float64(len(obs))
+}
+
+// fitPrefill fits the compute efficiency (x[1]) to the idle prefills with bandwidth and step
+// overhead as at x, the front end each TTFT also holds fitted alongside, for the deployment's
+// token budget and, when Options.FitMaxNumBatchedTokens asks, each of budgetCandidates: a
+// candidate replaces the deployment's budget (in f.budget) when it fits with under 0.7 of the
+// deployment's loss. It returns x with the fitted compute efficiency.
+func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
+	roof, err := rooflineFor(f.opts.Engine, f.reg, f.gpu)
+	if err != nil {
+		return x
+	}
+	lo := math.Inf(1)
+	for _, o := range obs {
+		lo = math.Min(lo, o.ttft)
+	}
+	// fitAt returns the best log compute efficiency and its loss for one budget.
+	fitAt := func(budget int) (float64, float64) {
+		var bestLoss float64
+		logFlop := goldenMin(func(lf float64) float64 {
+			y := append([]float64(nil), x...)
+			y[1] = lf
+			f.evals++
+			r, err := roof(f.toConst(y))
+			if err != nil {
+				return math.Inf(1)
+			}
+			fe := goldenMin(func(fe float64) float64 { return prefillLoss(r, obs, budget, fe) }, 0, lo, 24)
+			return prefillLoss(r, obs, budget, fe)
+		}, math.Log(1e-3), 0, 32)
+		y := append([]float64(nil), x...)
+		y[1] = logFlop
+		if r, err := roof(f.toConst(y)); err == nil {
+			fe := goldenMin(func(fe float64) float64 { return prefillLoss(r, obs, budget, fe) }, 0, lo, 24)
+			bestLoss = prefillLoss(r, obs, budget, fe)
+		} else {
+			bestLoss = math.Inf(1)
+		}
+		return logFlop, bestLoss
+	}
+	base := f.opts.Engine.MaxNumBatchedTokens
+	if base <= 0 {
+		base = 8192 // refengine's default
+	}
+	if f.budget > 0 {
+		base = f.budget
+	}
+	bestFlop, baseLoss := fitAt(base)
+	bestLoss, bestBudget := baseLoss, 0
+	if f.opts.FitMaxNumBatchedTokens {
+		for _, b := range budgetCandidates {
+			if b == base {
+				continue
+			}
+			if lf, l := fitAt(b); l < bestLoss {
+				bestFlop, bestLoss, bestBudget = lf, l, b
+			}
+		}
+	}
+	if bestBudget > 0 && bestLoss < 0.7*baseLoss {
+		f.budget = bestBudget
+	} else if bestBudget > 0 { // not clearly better: keep the deployment's budget
+		bestFlop, _ = fitAt(base)
+	}
+	out := append([]float64(nil), x...)
+	out[1] = bestFlop
+	return out
+}
