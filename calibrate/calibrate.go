@@ -15,9 +15,18 @@
 // but not part of the profile; prefix-cache hits of the real server are not
 // seen (the replay treats every prompt as unique unless prefix caching is on in Engine and the
 // prompts' text is not known either); the KV-cache bandwidth efficiency is fitted as one scale
-// with the weights' (their ratio stays the engine's default); scheduling limits (max-num-seqs,
-// token budget) are taken from Engine as given, not fitted. The fit is only as good as the
+// with the weights' (their ratio stays the engine's default). The fit is only as good as the
 // spread of its run: a run at one batch size cannot separate bandwidth from step overhead.
+//
+// The scheduling limits are learned when Options asks (calibrate/caps.go, calibrate/prefill.go):
+// the cap on running sequences from the server's scraped running/waiting gauges when it
+// queued, else from the TTFT queueing shape (a request sent with k or more ahead of it in
+// flight waits for one of them to end); the token budget per step (chunked prefill) with the
+// compute efficiency from TTFT against prompt length of requests that had the server to
+// themselves, apart from decode (bandwidth and step overhead from the chunk gaps). The fit
+// reports its own residuals (TTFT and TPOT P50/P99, throughput; calibrate/residuals.go) and
+// warns when they are beyond what the engine's model family can be trusted for; FormatProfile
+// writes the learned limits and the residuals into the profile (calibrate/profile.go).
 //
 // calibrate does no network I/O and no rendering; the CLI prints what Run returns. It is not a
 // supported Go API (the CLI is its client).

@@ -34,16 +34,21 @@ scale), the compute efficiency and the per-step overhead of the GPU named by --g
 Describe the deployment with the engine flags (--model, --gpu, --tp, --weight-dtype,
 --kv-dtype, --max-num-seqs, --max-num-batched-tokens, --enable-prefix-caching, --profiles)
 and, for a model without a profile, --model-config with its Hugging Face config.json: they
-are taken as given, not fitted, except the cap on running sequences when --max-num-seqs is
-not given: then caps from the runs' peak of concurrent streams up to 8 more (and the server's
-peak of running requests, from server-metrics.json of runs made with --scrape-metrics) are
-tried, and one
-is reported (pass it with --max-num-seqs) when it explains the runs clearly better than the
-default 256. The token budget is not fitted. The fit uses the decode steps seen between streamed
-chunks while no request waited for its first token (their time against the batch's KV cache
-separates bandwidth from overhead) and a replay of every run through the simulator (compute
-from TTFT). It prints, for each run fitted and each run given with --validate (held out), the
-measured P50/P90/P99 of TTFT, TPOT and E2E and the simulation's error.
+are taken as given, not fitted, except the scheduling limits not given. Without --max-num-seqs
+the cap on running sequences is learned: from server-metrics.json (runs made with
+--scrape-metrics) when the server reported requests waiting while it ran its peak, else from
+the TTFT queueing shape (a request sent with k or more ahead of it in flight waits until one
+ends), else by replaying caps from the runs' peak of concurrent streams up to 8 more. Without
+--max-num-batched-tokens the token budget per step (chunked prefill) is fitted with the compute
+efficiency from TTFT against prompt length of requests that had the server to themselves.
+Decode is fitted apart: the decode steps seen between streamed chunks while no request waited
+for its first token (their time against the batch's KV cache separates bandwidth from
+overhead). Learned limits go into the profile: --profiles applies them unless the flags are
+given. It prints, for each run fitted and each run given with --validate (held out), the
+measured P50/P90/P99 of TTFT, TPOT and E2E and the simulation's error, then the fit's
+residuals on its own runs (TTFT and TPOT P50/P99, throughput), also written into the profile,
+and a warning when they are beyond 10% (25% for P99): the engine's model cannot fit that
+server, and predictions carry at least that error.
 
 The time before the server saw a request (client, network, the server's parsing) is fitted as
 one front-end delay and shown; it is in the replayed TTFT and E2E but not in the profile. A
