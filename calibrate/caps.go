@@ -51,8 +51,10 @@ func learnedCap(runs []run) (int, string) {
 // arrives with n ≥ k requests ahead of it (sent and not finished) waits until n − k + 1 of
 // them have ended, so its TTFT jumps by that wait over the prefill its prompt needs. For each
 // k from lo to lo+capSpan, the waits are taken out of the TTFTs and what is left is fitted as
-// a line in the prompt length (the prefill); the k whose line fits best wins when it leaves
-// under half the squared error of no cap, with at least minQueued requests queued. It returns
+// a line in the prompt length (the prefill); the k whose line fits best wins when it queues
+// at least minQueued requests and leaves under queueExplains of the squared error of no cap
+// (one queued request is enough when its TTFT is the wait the cap predicts: a 60-request run
+// at a low rate may queue only one). It returns
 // 0 when no cap explains the runs (the cap never bound, or the server does not queue so).
 func queueCap(runs [][]timing, lo int) int {
 	none := queueSSE(runs, math.MaxInt32)
@@ -63,14 +65,18 @@ func queueCap(runs [][]timing, lo int) int {
 			best, bestSSE = k, sse
 		}
 	}
-	if best > 0 && bestSSE < 0.5*none {
+	if best > 0 && bestSSE < queueExplains*none {
 		return best
 	}
 	return 0
 }
 
-// minQueued is the fewest requests a cap must queue to be learned from the TTFT shape.
-const minQueued = 3
+// minQueued is the fewest requests a cap must queue to be learned from the TTFT shape, and
+// queueExplains the most of the no-cap squared error it may leave.
+const (
+	minQueued     = 1
+	queueExplains = 0.25
+)
 
 // queueWaits returns, for each request of ts (in arrival order), how long it waits under a
 // cap of k running requests served first come first served, in seconds: 0 when fewer than k

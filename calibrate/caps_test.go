@@ -50,9 +50,15 @@ func TestQueueCap(t *testing.T) {
 		}
 	}
 	for seed := range uint64(10) {
-		ts := fifoServer(60, 4, 0.05, seed) // one request at a time: the cap never binds
-		if got := queueCap([][]timing{ts}, peakStreaming(ts)); got != 0 {
-			t.Errorf("seed %d: learned a cap of %d where none bound", seed, got)
+		for _, ts := range [][]timing{
+			fifoServer(60, 4, 0.05, seed), // one request at a time: the cap never binds
+			fifoServer(60, 64, 2, seed),   // several at once, far under the cap
+		} {
+			for _, lo := range []int{peakStreaming(ts), 1} {
+				if got := queueCap([][]timing{ts}, lo); got != 0 {
+					t.Errorf("seed %d, from %d: learned a cap of %d where none bound (peak %d)", seed, lo, got, peakStreaming(ts))
+				}
+			}
 		}
 	}
 }

@@ -80,28 +80,21 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 		lo = math.Min(lo, o.ttft)
 	}
 	// fitAt returns the best log compute efficiency and its loss for one budget.
-	fitAt := func(budget int) (float64, float64) {
-		var bestLoss float64
-		logFlop := goldenMin(func(lf float64) float64 {
-			y := append([]float64(nil), x...)
-			y[1] = lf
-			f.evals++
-			r, err := roof(f.toConst(y))
-			if err != nil {
-				return math.Inf(1)
-			}
-			fe := goldenMin(func(fe float64) float64 { return prefillLoss(r, obs, budget, fe) }, 0, lo, 24)
-			return prefillLoss(r, obs, budget, fe)
-		}, math.Log(1e-3), 0, 32)
+	loss := func(logFlop float64, budget int) float64 {
 		y := append([]float64(nil), x...)
 		y[1] = logFlop
-		if r, err := roof(f.toConst(y)); err == nil {
-			fe := goldenMin(func(fe float64) float64 { return prefillLoss(r, obs, budget, fe) }, 0, lo, 24)
-			bestLoss = prefillLoss(r, obs, budget, fe)
-		} else {
-			bestLoss = math.Inf(1)
+		f.evals++
+		r, err := roof(f.toConst(y))
+		if err != nil {
+			return math.Inf(1)
 		}
-		return logFlop, bestLoss
+		fe := goldenMin(func(fe float64) float64 { return prefillLoss(r, obs, budget, fe) }, 0, lo, 24)
+		return prefillLoss(r, obs, budget, fe)
+	}
+	// The efficiency's range reaches a CPU server described with a GPU profile (1e-6).
+	fitAt := func(budget int) (float64, float64) {
+		lf := goldenMin(func(lf float64) float64 { return loss(lf, budget) }, math.Log(1e-6), 0, 40)
+		return lf, loss(lf, budget)
 	}
 	base := f.opts.Engine.MaxNumBatchedTokens
 	if base <= 0 {
@@ -110,24 +103,24 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 	if f.budget > 0 {
 		base = f.budget
 	}
-	bestFlop, baseLoss := fitAt(base)
-	bestLoss, bestBudget := baseLoss, 0
-	if f.opts.FitMaxNumBatchedTokens {
-		for _, b := range budgetCandidates {
-			if b == base {
-				continue
-			}
-			if lf, l := fitAt(b); l < bestLoss {
-				bestFlop, bestLoss, bestBudget = lf, l, b
-			}
+	baseFlop, baseLoss := fitAt(base)
+	out := append([]float64(nil), x...)
+	out[1] = baseFlop
+	if !f.opts.FitMaxNumBatchedTokens {
+		return out
+	}
+	bestFlop, bestLoss, bestBudget := baseFlop, baseLoss, 0
+	for _, b := range budgetCandidates {
+		if b == base {
+			continue
+		}
+		if lf, l := fitAt(b); l < bestLoss {
+			bestFlop, bestLoss, bestBudget = lf, l, b
 		}
 	}
-	if bestBudget > 0 && bestLoss < 0.7*baseLoss {
+	if bestBudget > 0 && bestLoss < 0.7*baseLoss { // else not clearly better: the deployment's
 		f.budget = bestBudget
-	} else if bestBudget > 0 { // not clearly better: keep the deployment's budget
-		bestFlop, _ = fitAt(base)
+		out[1] = bestFlop
 	}
-	out := append([]float64(nil), x...)
-	out[1] = bestFlop
 	return out
 }
