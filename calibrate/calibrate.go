@@ -439,6 +439,11 @@ func scrapedGauges(path string) (peak, cap int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("calibrate: %w", err)
 	}
+	return parseGauges(data, path)
+}
+
+// parseGauges is scrapedGauges on the file's contents; path names it in errors.
+func parseGauges(data []byte, path string) (peak, cap int, err error) {
 	var f struct {
 		Samples []struct {
 			Running float64 `json:"running"`

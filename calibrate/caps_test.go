@@ -132,3 +132,21 @@ func TestIdlePrefills(t *testing.T) {
 		t.Errorf("idle prefills %+v, want prompts 10 (0.1 s) and 40 (1 s)", got)
 	}
 }
+
+// FuzzParseGauges: any server-metrics file gives counts within bounds, the cap at most the
+// peak, or an error; never a panic.
+func FuzzParseGauges(f *testing.F) {
+	f.Add([]byte(`{"endpoint": "http://127.0.0.1:8000/metrics", "samples": [{"t": 0.5, "running": 4, "waiting": 2},
+  {"t": 1, "running": 3, "waiting": 0}], "errors": 0}`))
+	f.Add([]byte(`{"samples": [{"running": 1e300, "waiting": -1}, {"running": 0.5}]}`))
+	f.Add([]byte(`{"samples": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		peak, c, err := parseGauges(data, "server-metrics.json")
+		if err != nil {
+			return
+		}
+		if peak < 0 || peak >= 1e7 || c < 0 || c > peak {
+			t.Errorf("peak %d, cap %d", peak, c)
+		}
+	})
+}
