@@ -670,7 +670,7 @@ func (r *Result) Table() string {
 		fmt.Fprintf(&b, "fitted: max-num-seqs %d from the %s (written into the profile; --profiles applies it unless --max-num-seqs is given)\n", r.MaxNumSeqs, r.CapSource)
 	}
 	if r.MaxNumBatchedTokens > 0 {
-		fmt.Fprintf(&b, "fitted: max-num-batched-tokens %d from TTFT against prompt length (chunked prefill; written into the profile)\n", r.MaxNumBatchedTokens)
+		fmt.Fprintf(&b, "fitted: max-num-batched-tokens %d from the TTFT staircase in prompt length (chunked prefill; written into the profile)\n", r.MaxNumBatchedTokens)
 	}
 	fmt.Fprintf(&b, "%-8s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "run", "metric", "P50 ms", "err", "P90 ms", "err", "P99 ms", "err", "path")
 	for _, rf := range r.Runs {

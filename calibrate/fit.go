@@ -234,6 +234,9 @@ func (f *fitter) searchConstants() ([]float64, error) {
 		return best, nil
 	}
 	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/3)
+	if f.opts.FitMaxNumBatchedTokens {
+		best = f.replayBudget(best, max(maxEvals/24, 8))
+	}
 	best = f.search(g, best, []int{0, 2}, maxEvals/6)
 	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/6)
 	return best, nil

@@ -124,3 +124,29 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 	}
 	return out
 }
+
+// replayBudget fits the token budget per step by replay when too few requests had the
+// server alone for fitPrefill: for the deployment's budget and each of budgetCandidates the
+// compute efficiency is refitted on the whole replay (TTFT carries the chunks' staircase)
+// with at most per simulations, and a candidate replaces the deployment's budget (in
+// f.budget) when its loss is under 0.9 of the deployment's. It returns x with the compute
+// efficiency fitted for the budget kept.
+func (f *fitter) replayBudget(x []float64, per int) []float64 {
+	f.budget = 0
+	base := f.search(f.loss, x, []int{1}, per)
+	baseLoss := f.loss(base)
+	best, bestLoss, bestBudget := base, baseLoss, 0
+	for _, b := range budgetCandidates {
+		f.budget = b
+		y := f.search(f.loss, x, []int{1}, per)
+		if l := f.loss(y); l < bestLoss {
+			best, bestLoss, bestBudget = y, l, b
+		}
+	}
+	f.budget = 0
+	if bestBudget > 0 && bestLoss < 0.9*baseLoss {
+		f.budget = bestBudget
+		return best
+	}
+	return base
+}

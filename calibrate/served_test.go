@@ -169,6 +169,21 @@ func TestCalibrateThenSimulateServed(t *testing.T) {
 		t.Logf("3x load: %-10s predicted %10.2f %-5s measured %10.2f (%+.1f%%)", x.Quantity, x.Simulated, x.Unit, x.Measured, x.RelErr*100)
 	}
 	checkResiduals(t, "3x load", pred, map[string]float64{"ttft_p50": 0.15, "tpot_p50": 0.15, "throughput": 0.15})
+	// The 3x run alone has too few requests that had the server to themselves for the
+	// prefill fit: the budget comes from the replay instead.
+	if n := len(idlePrefills([]run{r})); n >= minPrefills {
+		t.Fatalf("the 3x run has %d idle prefills: it does not exercise the replay's budget fit", n)
+	}
+	res3, err := Run(Options{Engine: refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1}, Fit: []string{high}, MaxEvals: 240,
+		FitMaxNumSeqs: true, FitMaxNumBatchedTokens: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res3.MaxNumSeqs != 4 || res3.MaxNumBatchedTokens != 512 {
+		t.Errorf("fitted on the 3x run: max-num-seqs %d, budget %d; the server runs 4 slots and 512-token chunks\n%s",
+			res3.MaxNumSeqs, res3.MaxNumBatchedTokens, res3.Table())
+	}
+	checkResiduals(t, "3x run's own data", res3.Residuals, map[string]float64{"ttft_p50": 0.10, "tpot_p50": 0.10})
 	cfg.MaxNumSeqs = 0
 	if sim, err = simulate(r, cfg, 0); err != nil {
 		t.Fatal(err)
