@@ -456,7 +456,9 @@ type gpuJSON struct {
 // GB (1e9 bytes), GB/s, dense TFLOP/s (TOP/s for int8), per-direction link GB/s; an omitted
 // fp8/int8 rate means unsupported. Optional "bw_eff", "flop_eff" and "kv_bw_eff" set the GPU's
 // achievable fractions of peak (see Config.BWEff, Config.KVBWEff) and "step_overhead_us" its
-// per-step overhead (Config.StepOverhead); llmbench calibrate writes them. Unknown fields are errors, so a typo cannot silently fall
+// per-step overhead (Config.StepOverhead); llmbench calibrate writes them, and a top-level
+// "calibration" object (the scheduling limits it learned, its residuals) that this parser
+// carries without reading (calibrate.ParseProfileCalibration reads it). Unknown fields are errors, so a typo cannot silently fall
 // back to a default. Profiles are validated; names must be unique within the file.
 func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
