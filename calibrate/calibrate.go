@@ -428,10 +428,10 @@ func load(path string) (run, error) {
 
 // scrapedGauges reads a server-metrics.json (vLLM's vllm:num_requests_running and
 // num_requests_waiting, SGLang's and TGI's equivalents, as run --scrape-metrics saves them):
-// peak is the largest running count, cap the largest running count of a sample that also
+// peak is the largest running count, capped the largest running count of a sample that also
 // had requests waiting (the server queued them, so it ran as many as it may), 0 when no
 // sample had any waiting. Both are 0 when the file does not exist.
-func scrapedGauges(path string) (peak, cap int, err error) {
+func scrapedGauges(path string) (peak, capped int, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, 0, nil
@@ -443,7 +443,7 @@ func scrapedGauges(path string) (peak, cap int, err error) {
 }
 
 // parseGauges is scrapedGauges on the file's contents; path names it in errors.
-func parseGauges(data []byte, path string) (peak, cap int, err error) {
+func parseGauges(data []byte, path string) (peak, capped int, err error) {
 	var f struct {
 		Samples []struct {
 			Running float64 `json:"running"`
@@ -459,10 +459,10 @@ func parseGauges(data []byte, path string) (peak, cap int, err error) {
 		}
 		peak = max(peak, int(s.Running))
 		if s.Waiting >= 1 && s.Waiting < 1e9 {
-			cap = max(cap, int(s.Running))
+			capped = max(capped, int(s.Running))
 		}
 	}
-	return peak, cap, nil
+	return peak, capped, nil
 }
 
 // minTTFT is the smallest measured TTFT of the runs, in seconds.
