@@ -155,6 +155,12 @@ func TestCalibrateModelConfig(t *testing.T) {
 	if err != nil || len(models) != 1 || models[0].Name != "my-8b" || len(gpus) != 1 || gpus[0].StepOverhead <= 0 {
 		t.Fatalf("profile %s: models %+v gpus %+v err %v", prof, models, gpus, err)
 	}
+	if c, err := calibrate.ParseProfileCalibration(data, prof); err != nil || c == nil || c.GPU != gpus[0].Name || len(c.Residuals) == 0 {
+		t.Errorf("profile %s: calibration block %+v, %v; want the GPU's and the fit's residuals", prof, c, err)
+	}
+	if !strings.Contains(app.out.String(), "residuals (fit vs data on the fitted runs):") {
+		t.Errorf("calibrate output has no residuals:\n%s", app.out)
+	}
 	app = newTestApp(nil)
 	if code := app.cli("simulate", "--trace", chatSmall, "--out", filepath.Join(dir, "again"), "--model", "my-8b", "--profiles", prof); code != 0 {
 		t.Fatalf("simulate with the calibrated profile: exit %d\n%s", code, app.err)
