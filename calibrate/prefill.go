@@ -55,11 +55,11 @@ func prefillTime(r *perf.Roofline, prompt, budget int) time.Duration {
 }
 
 // prefillLoss is the mean squared log error of the idle prefills' TTFT modelled as a front
-// end of fe seconds plus the prefill in chunks of budget on r.
-func prefillLoss(r *perf.Roofline, obs []prefillObs, budget int, fe float64) float64 {
+// end of fe seconds plus each one's prefill time pt[i] (seconds).
+func prefillLoss(obs []prefillObs, pt []float64, fe float64) float64 {
 	var sum float64
-	for _, o := range obs {
-		d := math.Log((fe + prefillTime(r, o.prompt, budget).Seconds()) / o.ttft)
+	for i, o := range obs {
+		d := math.Log((fe + pt[i]) / o.ttft)
 		sum += d * d
 	}
 	return sum / float64(len(obs))
@@ -79,7 +79,8 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 	for _, o := range obs {
 		lo = math.Min(lo, o.ttft)
 	}
-	// fitAt returns the best log compute efficiency and its loss for one budget.
+	// loss is the prefill loss at a log compute efficiency and budget, the front end fitted.
+	pt := make([]float64, len(obs))
 	loss := func(logFlop float64, budget int) float64 {
 		y := append([]float64(nil), x...)
 		y[1] = logFlop
@@ -88,10 +89,14 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 		if err != nil {
 			return math.Inf(1)
 		}
-		fe := goldenMin(func(fe float64) float64 { return prefillLoss(r, obs, budget, fe) }, 0, lo, 24)
-		return prefillLoss(r, obs, budget, fe)
+		for i, o := range obs {
+			pt[i] = prefillTime(r, o.prompt, budget).Seconds()
+		}
+		fe := goldenMin(func(fe float64) float64 { return prefillLoss(obs, pt, fe) }, 0, lo, 24)
+		return prefillLoss(obs, pt, fe)
 	}
-	// The efficiency's range reaches a CPU server described with a GPU profile (1e-6).
+	// fitAt returns the best log compute efficiency and its loss for one budget; the range
+	// reaches a CPU server described with a GPU profile (1e-6).
 	fitAt := func(budget int) (float64, float64) {
 		lf := goldenMin(func(lf float64) float64 { return loss(lf, budget) }, math.Log(1e-6), 0, 40)
 		return lf, loss(lf, budget)
