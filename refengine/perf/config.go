@@ -93,7 +93,8 @@ type Config struct {
 	// output processing) when it is not overlapped with the GPU. 0 (the default) means none,
 	// as for an engine whose host work is a fixed cost or runs ahead of the GPU (TensorRT-LLM's
 	// C++ executor); vLLM 0.10's synchronous Python engine loop pays it (package documentation,
-	// "Host overhead per sequence"). Negative is an error.
+	// "Host overhead per sequence"). 0 takes the GPU profile's (GPU.StepOverheadPerSeq,
+	// "step_overhead_per_seq_us" in a profile file). Negative is an error.
 	StepOverheadPerSeq time.Duration
 }
 
@@ -140,6 +141,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StepOverhead == 0 {
 		c.StepOverhead = DefaultStepOverhead
+	}
+	if c.StepOverheadPerSeq == 0 {
+		c.StepOverheadPerSeq = c.GPU.StepOverheadPerSeq
 	}
 	if c.AllReduceLatency == 0 {
 		c.AllReduceLatency = DefaultAllReduceLatency
