@@ -3,6 +3,7 @@ package perf_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -334,8 +335,8 @@ func sequencesThatFit(a anchor, reg *perf.Registry, tokens int) (int, error) {
 }
 
 // TestAnchors simulates every published measurement in testdata/anchors.json and holds the
-// result within the anchor's stated tolerance. With -v it prints one Markdown table row per
-// anchor (docs/engine.md's table is this output).
+// result within the anchor's stated tolerance. It prints one Markdown table row per anchor
+// with -v, and docs/engine.md's table must be that output: -update-anchors-doc rewrites it.
 func TestAnchors(t *testing.T) {
 	racebuild.Heavy(t)
 	f, reg := loadAnchors(t)
@@ -343,8 +344,7 @@ func TestAnchors(t *testing.T) {
 		t.Fatalf("%d anchors, want at least 12", len(f.Anchors))
 	}
 	seen := map[string]bool{}
-	t.Log("| anchor | source | published | simulated | error | tolerance |")
-	t.Log("|---|---|---:|---:|---:|---:|")
+	rows := []string{"| anchor | source | published | simulated | error | tolerance |", "|---|---|---:|---:|---:|---:|"}
 	for _, a := range f.Anchors {
 		if seen[a.ID] {
 			t.Errorf("anchor %s: duplicate id", a.ID)
@@ -361,18 +361,30 @@ func TestAnchors(t *testing.T) {
 			continue
 		}
 		rel := (got - a.Published) / a.Published
-		t.Logf("| %s | %s, %s | %s | %s | %+.1f%% | ±%.0f%% |", a.ID, a.Source.Engine, a.Source.Table,
-			fmtMetric(a.Metric, a.Published), fmtMetric(a.Metric, got), rel*100, a.Tolerance*100)
+		rows = append(rows, fmt.Sprintf("| %s | %s, %s | %s | %s | %+.1f%% | ±%.0f%% |", a.ID, a.Source.Engine, a.Source.Table,
+			fmtMetric(a.Metric, a.Published), fmtMetric(a.Metric, got), rel*100, a.Tolerance*100))
 		if math.Abs(rel) > a.Tolerance {
 			t.Errorf("anchor %s: simulated %s, published %s (%s): error %+.1f%% exceeds ±%.0f%%",
 				a.ID, fmtMetric(a.Metric, got), fmtMetric(a.Metric, a.Published), a.Source.Row, rel*100, a.Tolerance*100)
 		}
 	}
+	for _, r := range rows {
+		t.Log(r)
+	}
+	checkCoverage(t, f.Anchors)
+	if !t.Failed() {
+		checkAnchorsDoc(t, rows)
+	}
+}
+
+// checkCoverage fails unless the anchors cover every kind of measurement the engine is held to.
+func checkCoverage(t *testing.T, anchors []anchor) {
+	t.Helper()
 	for _, want := range []string{"batch-1 decode", "high-batch throughput", "prefill throughput", "ttft vs prompt length",
 		"fp8", "int4 weight-only", "tensor parallel", "moe", "h100", "h200", "a100",
-		"speculative batch 1", "speculative high load"} {
+		"speculative batch 1", "speculative high load", "slo capacity"} {
 		found := false
-		for _, a := range f.Anchors {
+		for _, a := range anchors {
 			for _, c := range a.Categories {
 				found = found || c == want
 			}
@@ -383,12 +395,48 @@ func TestAnchors(t *testing.T) {
 	}
 	for _, tp := range []int{2, 4, 8} {
 		found := false
-		for _, a := range f.Anchors {
+		for _, a := range anchors {
 			found = found || (a.TP == tp && strings.Contains(a.Model, "70b"))
 		}
 		if !found {
 			t.Errorf("no 70B anchor at TP=%d", tp)
 		}
+	}
+}
+
+var updateAnchorsDoc = flag.Bool("update-anchors-doc", false, "rewrite the anchors table in docs/engine.md from TestAnchors' output")
+
+// anchorsDoc is the document whose anchors table is TestAnchors' output.
+const anchorsDoc = "../../docs/engine.md"
+
+// checkAnchorsDoc fails when the anchors table in docs/engine.md (the lines from the header
+// row to the first line that is not a table row) differs from rows; with -update-anchors-doc
+// it rewrites the table instead.
+func checkAnchorsDoc(t *testing.T, rows []string) {
+	t.Helper()
+	data, err := os.ReadFile(anchorsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	start := slices.Index(lines, rows[0])
+	if start < 0 {
+		t.Fatalf("%s has no anchors table (no line %q)", anchorsDoc, rows[0])
+	}
+	end := start
+	for end < len(lines) && strings.HasPrefix(lines[end], "|") {
+		end++
+	}
+	if slices.Equal(lines[start:end], rows) {
+		return
+	}
+	if !*updateAnchorsDoc {
+		t.Errorf("%s's anchors table differs from TestAnchors' output; run go test ./refengine/perf -run TestAnchors -update-anchors-doc", anchorsDoc)
+		return
+	}
+	out := slices.Concat(lines[:start], rows, lines[end:])
+	if err := os.WriteFile(anchorsDoc, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

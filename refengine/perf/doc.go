@@ -281,7 +281,7 @@
 // speedups), each with its source URL, table and row, its workload as published and a
 // tolerance; TestAnchors runs each through refengine.Simulate on the virtual clock and
 // holds the result within it. `go test ./refengine/perf -run TestAnchors -v` prints the table
-// docs/engine.md shows. Held against them, the first model missed by up to +50% (70B at TP=8,
+// docs/engine.md shows, and TestAnchors fails when that table differs from its output. Held against them, the first model missed by up to +50% (70B at TP=8,
 // high-batch fp8 8B) and −45%; these changes bring every held anchor within its tolerance
 // (10% for throughput and batch-1 decode, 15% for TTFT), without moving the batch-1 Llama 3.1
 // 8B bf16 H100 figure (6.95 ms):
