@@ -324,8 +324,10 @@ func (w *Work) Add(newTokens, contextBefore int) {
 }
 
 // Breakdown is the priced step. Compute and Memory are per-rank times (all ranks work in
-// parallel); Total = combine(Memory, Compute) + Comm + Overhead. FLOPs and Bytes are the
-// whole step's totals over all ranks.
+// parallel), each summed over the step's two phases; Total = combine(linear layers' memory,
+// their compute) + combine(attention's KV reads, its compute) + Comm + Overhead, at least
+// combine(Memory, Compute) ("Phases of a step"). Overhead is the host time, StepOverhead plus
+// StepOverheadPerSeq per sequence. FLOPs and Bytes are the whole step's totals over all ranks.
 type Breakdown struct {
 	Compute, Memory, Comm, Overhead, Total time.Duration
 	MemoryBound                            bool // Memory >= Compute
