@@ -31,6 +31,9 @@ type Config struct {
 	StepOverhead time.Duration
 	Combine      string
 	ReserveBytes float64
+	// StepOverheadPerSeq is host time per scheduled sequence per step (perf.Config's field of
+	// the same name); 0 means none.
+	StepOverheadPerSeq time.Duration
 
 	// GPUMemUtil is the fraction of each GPU's memory the engine may use (default 0.9).
 	GPUMemUtil float64
@@ -291,6 +294,7 @@ func (c Config) build(alphaGiven bool) (*resolved, error) {
 		Model: r.model, GPU: gpu, TP: c.TP, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
 		BWEff: c.BWEff, FLOPEff: c.FLOPEff, StepOverhead: c.StepOverhead, Combine: c.Combine,
 		GPUMemUtil: c.GPUMemUtil, ReserveBytes: c.ReserveBytes, BlockSize: c.BlockSize,
+		StepOverheadPerSeq: c.StepOverheadPerSeq,
 	}
 	if c.SpecDraftModel != "" {
 		if c.SpecK == 0 {

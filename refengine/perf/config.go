@@ -12,8 +12,8 @@ import (
 const (
 	DefaultBWEff            = 0.78
 	DefaultFLOPEff          = 0.75
-	DefaultFP8FLOPEff       = 0.50
-	DefaultKVBWEff          = 0.70
+	DefaultFP8FLOPEff       = 0.56
+	DefaultKVBWEff          = 0.78
 	DefaultCommEff          = 0.45
 	DefaultStepOverhead     = 800 * time.Microsecond
 	DefaultAllReduceLatency = 20 * time.Microsecond
@@ -86,6 +86,16 @@ type Config struct {
 	// share the GPUs (Medusa, MedusaHeadParams): their weights come out of the KV budget and
 	// HeadsStepTime prices one pass of them. 0 means none.
 	DraftHeadParams float64
+
+	// StepOverheadPerSeq is host (CPU) time per scheduled sequence per step, added to
+	// StepOverhead: the work an engine does for each request of the batch between two
+	// forward passes (scheduling, block-table and input preparation, sampling bookkeeping,
+	// output processing) when it is not overlapped with the GPU. 0 (the default) means none,
+	// as for an engine whose host work is a fixed cost or runs ahead of the GPU (TensorRT-LLM's
+	// C++ executor); vLLM 0.10's synchronous Python engine loop pays it (package documentation,
+	// "Host overhead per sequence"). 0 takes the GPU profile's (GPU.StepOverheadPerSeq,
+	// "step_overhead_per_seq_us" in a profile file). Negative is an error.
+	StepOverheadPerSeq time.Duration
 }
 
 // WithDefaults returns c with every unset optional field set to its default and dtype and
@@ -131,6 +141,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StepOverhead == 0 {
 		c.StepOverhead = DefaultStepOverhead
+	}
+	if c.StepOverheadPerSeq == 0 {
+		c.StepOverheadPerSeq = c.GPU.StepOverheadPerSeq
 	}
 	if c.AllReduceLatency == 0 {
 		c.AllReduceLatency = DefaultAllReduceLatency

@@ -56,6 +56,11 @@ type GPU struct {
 	// Config leaves its own at 0. A calibrated profile (llmbench calibrate) sets it with the
 	// efficiencies; the built-in profiles leave it 0.
 	StepOverhead time.Duration
+
+	// StepOverheadPerSeq, when > 0, is a deployment's host time per scheduled sequence per
+	// step (Config.StepOverheadPerSeq), used when Config leaves its own at 0; the built-in
+	// profiles leave it 0 (package documentation, "Host overhead per sequence").
+	StepOverheadPerSeq time.Duration
 }
 
 // IsMoE reports whether the model routes tokens to a subset of experts.
@@ -147,6 +152,9 @@ func (g GPU) Validate() error {
 	}
 	if g.StepOverhead < 0 {
 		return fmt.Errorf("gpu %s: step_overhead_us must be >= 0 (0 for the default), got %v", name, g.StepOverhead)
+	}
+	if g.StepOverheadPerSeq < 0 {
+		return fmt.Errorf("gpu %s: step_overhead_per_seq_us must be >= 0 (0 for none), got %v", name, g.StepOverheadPerSeq)
 	}
 	return nil
 }
@@ -438,6 +446,9 @@ type gpuJSON struct {
 	KVBWEff    float64 `json:"kv_bw_eff,omitempty"`
 	// StepOverheadUS is the per-step overhead in microseconds.
 	StepOverheadUS float64 `json:"step_overhead_us,omitempty"`
+
+	// StepOverheadPerSeqUS is the host time per scheduled sequence per step, microseconds.
+	StepOverheadPerSeqUS float64 `json:"step_overhead_per_seq_us,omitempty"`
 }
 
 // ParseProfiles parses a profile override file; name (usually the file's path) prefixes every
@@ -458,7 +469,10 @@ type gpuJSON struct {
 // achievable fractions of peak (see Config.BWEff, Config.KVBWEff) and "step_overhead_us" its
 // per-step overhead (Config.StepOverhead); llmbench calibrate writes them, and a top-level
 // "calibration" object (the scheduling limits it learned, its residuals) that this parser
-// carries without reading (calibrate.ParseProfileCalibration reads it). Unknown fields are errors, so a typo cannot silently fall
+// carries without reading (calibrate.ParseProfileCalibration reads it). Optional
+// "step_overhead_per_seq_us" is the host time per scheduled sequence per step
+// (Config.StepOverheadPerSeq; 18.4 for vLLM 0.10, see "Host overhead per sequence"). Unknown
+// fields are errors, so a typo cannot silently fall
 // back to a default. Profiles are validated; names must be unique within the file.
 func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -517,6 +531,10 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 		if math.IsNaN(gj.StepOverheadUS) || gj.StepOverheadUS < 0 || gj.StepOverheadUS > 1e7 {
 			return nil, nil, fmt.Errorf("%s: gpus[%d]: step_overhead_us must be in [0, 1e7] microseconds, got %g", name, i, gj.StepOverheadUS)
 		}
+		if v := gj.StepOverheadPerSeqUS; math.IsNaN(v) || v < 0 || v > 1e5 {
+			return nil, nil, fmt.Errorf("%s: gpus[%d]: step_overhead_per_seq_us must be in [0, 1e5] microseconds, got %g", name, i, v)
+		}
+		g.StepOverheadPerSeq = time.Duration(math.Round(gj.StepOverheadPerSeqUS * 1e3))
 		k := normalizeName(g.Name)
 		if k == "" {
 			return nil, nil, fmt.Errorf("%s: gpus[%d]: name is required", name, i)
@@ -591,7 +609,8 @@ func FormatProfiles(models []Model, gpus []GPU) ([]byte, error) {
 		f.GPUs = append(f.GPUs, gpuJSON{Name: g.Name, MemGB: g.MemBytes / 1e9, MemBWGBs: g.MemBW / 1e9,
 			BF16TFLOPS: g.BF16FLOPS / 1e12, FP8TFLOPS: g.FP8FLOPS / 1e12, INT8TOPS: g.INT8OPS / 1e12,
 			LinkGBs: g.LinkBW / 1e9, BWEff: g.BWEff, FLOPEff: g.FLOPEff, KVBWEff: g.KVBWEff,
-			StepOverheadUS: float64(g.StepOverhead) / 1e3})
+			StepOverheadUS:       float64(g.StepOverhead) / 1e3,
+			StepOverheadPerSeqUS: float64(g.StepOverheadPerSeq) / 1e3})
 	}
 	out, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

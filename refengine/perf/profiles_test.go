@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBuiltinProfiles(t *testing.T) {
@@ -240,6 +241,7 @@ func FuzzParseProfiles(f *testing.F) {
 	f.Add([]byte(`{"models": [], "gpus": []}`))
 	f.Add([]byte(`{"models": [{"name": "moe", "layers": 2, "hidden": 8, "heads": 2, "kv_heads": 1, "head_dim": 4, "ffn": 16, "vocab": 10, "params": 100, "active_params": 40, "experts": 4, "active_experts": 1, "max_context": 64}]}`))
 	f.Add([]byte(`{"gpus": [{"name": "g", "mem_gb": 1, "mem_bw_gbs": 1, "bf16_tflops": 1}]}`))
+	f.Add([]byte(`{"gpus": [{"name": "g", "mem_gb": 80, "mem_bw_gbs": 3350, "bf16_tflops": 989, "step_overhead_per_seq_us": 18.4}]}`))
 	f.Add([]byte("{\n\"models\": [{\"name\": 1}]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		models, gpus, err := ParseProfiles(data, "fuzz.json")
@@ -270,4 +272,38 @@ func FuzzParseProfiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A profile's host time per sequence is read, written back, applied when Config leaves its own
+// at 0, and refused out of range.
+func TestProfileStepOverheadPerSeq(t *testing.T) {
+	data := []byte(`{"gpus": [{"name": "h100-vllm", "mem_gb": 80, "mem_bw_gbs": 3350, "bf16_tflops": 989,
+		"fp8_tflops": 1979, "link_gbs": 450, "step_overhead_per_seq_us": 18.4}]}`)
+	_, gpus, err := ParseProfiles(data, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gpus[0].StepOverheadPerSeq != 18400*time.Nanosecond {
+		t.Fatalf("parsed %v, want 18.4µs", gpus[0].StepOverheadPerSeq)
+	}
+	out, err := FormatProfiles(nil, gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, again, err := ParseProfiles(out, "out.json"); err != nil || again[0].StepOverheadPerSeq != gpus[0].StepOverheadPerSeq {
+		t.Fatalf("round trip: %v, %v", err, again)
+	}
+	m := mustModel(t, "llama-3.1-8b")
+	if c := mustNew(t, Config{Model: m, GPU: gpus[0]}).Config(); c.StepOverheadPerSeq != 18400*time.Nanosecond {
+		t.Errorf("profile's host time not applied: %v", c.StepOverheadPerSeq)
+	}
+	if c := mustNew(t, Config{Model: m, GPU: gpus[0], StepOverheadPerSeq: time.Microsecond}).Config(); c.StepOverheadPerSeq != time.Microsecond {
+		t.Errorf("Config's host time should win: %v", c.StepOverheadPerSeq)
+	}
+	for _, bad := range []string{"-1", "1e6"} {
+		in := []byte(`{"gpus": [{"name": "g", "mem_gb": 1, "mem_bw_gbs": 1, "bf16_tflops": 1, "step_overhead_per_seq_us": ` + bad + `}]}`)
+		if _, _, err := ParseProfiles(in, "bad.json"); err == nil || !strings.Contains(err.Error(), "step_overhead_per_seq_us") {
+			t.Errorf("step_overhead_per_seq_us %s: %v", bad, err)
+		}
+	}
 }

@@ -42,6 +42,8 @@ type Roofline struct {
 	arLatencySeconds float64
 	overheadSeconds  float64
 	smooth           bool
+	// overheadPerSeq is Config.StepOverheadPerSeq in seconds: host time per scheduled sequence.
+	overheadPerSeq float64
 
 	draftWeightBytes     float64
 	draftKVBytesPerToken float64
@@ -71,6 +73,7 @@ func New(cfg Config) (*Roofline, error) {
 		dcfg.Model = cfg.Draft
 		dcfg.Draft = Model{}
 		dcfg.StepOverhead = -1
+		dcfg.StepOverheadPerSeq = 0
 		if cfg.DraftTP != 0 {
 			if cfg.DraftTP < 0 {
 				return nil, fmt.Errorf("perf: draft tensor-parallel degree must be >= 1, or 0 for the target's, got %d", cfg.DraftTP)
@@ -236,6 +239,10 @@ func derive(cfg Config) (*Roofline, error) {
 		r.arLatencySeconds = math.Max(cfg.AllReduceLatency.Seconds(), 0) * math.Log2(tp)
 	}
 	r.overheadSeconds = math.Max(cfg.StepOverhead.Seconds(), 0)
+	if cfg.StepOverheadPerSeq < 0 {
+		return nil, fmt.Errorf("perf: host overhead per sequence (StepOverheadPerSeq) must be >= 0, got %v", cfg.StepOverheadPerSeq)
+	}
+	r.overheadPerSeq = cfg.StepOverheadPerSeq.Seconds()
 	r.smooth = cfg.Combine == CombineSmooth
 	return r, nil
 }
@@ -317,8 +324,10 @@ func (w *Work) Add(newTokens, contextBefore int) {
 }
 
 // Breakdown is the priced step. Compute and Memory are per-rank times (all ranks work in
-// parallel); Total = combine(Memory, Compute) + Comm + Overhead. FLOPs and Bytes are the
-// whole step's totals over all ranks.
+// parallel), each summed over the step's two phases; Total = combine(linear layers' memory,
+// their compute) + combine(attention's KV reads, its compute) + Comm + Overhead, at least
+// combine(Memory, Compute) ("Phases of a step"). Overhead is the host time, StepOverhead plus
+// StepOverheadPerSeq per sequence. FLOPs and Bytes are the whole step's totals over all ranks.
 type Breakdown struct {
 	Compute, Memory, Comm, Overhead, Total time.Duration
 	MemoryBound                            bool // Memory >= Compute
@@ -330,13 +339,14 @@ func (r *Roofline) Step(w Work) Breakdown {
 	if w.NewTokens <= 0 {
 		return Breakdown{}
 	}
-	tMem, tComp, tComm, flops, bytes := r.terms(w)
+	tMem, tComp, tComm, tGPU, flops, bytes := r.terms(w)
+	host := r.hostSeconds(w)
 	return Breakdown{
 		Compute:     seconds(tComp),
 		Memory:      seconds(tMem),
 		Comm:        seconds(tComm),
-		Overhead:    seconds(r.overheadSeconds),
-		Total:       seconds(r.combine(tMem, tComp) + tComm + r.overheadSeconds),
+		Overhead:    seconds(host),
+		Total:       seconds(tGPU + tComm + host),
 		MemoryBound: tMem >= tComp,
 		FLOPs:       flops,
 		Bytes:       bytes,
@@ -348,13 +358,21 @@ func (r *Roofline) StepTime(w Work) time.Duration {
 	if w.NewTokens <= 0 {
 		return 0
 	}
-	tMem, tComp, tComm, _, _ := r.terms(w)
-	return seconds(r.combine(tMem, tComp) + tComm + r.overheadSeconds)
+	_, _, tComm, tGPU, _, _ := r.terms(w)
+	return seconds(tGPU + tComm + r.hostSeconds(w))
+}
+
+// hostSeconds is the step's host (CPU) time: the fixed StepOverhead plus StepOverheadPerSeq
+// for each sequence the step schedules.
+func (r *Roofline) hostSeconds(w Work) float64 {
+	return r.overheadSeconds + r.overheadPerSeq*float64(w.Seqs)
 }
 
 // terms returns the per-rank memory, compute and communication seconds of w and the step's
-// total FLOPs and bytes.
-func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
+// total FLOPs and bytes, with the GPU time of the step: the linear layers' roofline (weights
+// against their FLOPs) plus attention's (KV cache against its FLOPs), two kernel phases that
+// run one after the other, not overlapped (package documentation, "Phases of a step").
+func (r *Roofline) terms(w Work) (tMem, tComp, tComm, tGPU, flops, bytes float64) {
 	t := float64(w.NewTokens)
 	wb := r.weightBytes
 	if r.experts > 0 {
@@ -365,16 +383,16 @@ func (r *Roofline) terms(w Work) (tMem, tComp, tComm, flops, bytes float64) {
 	}
 	kvBytes := float64(w.KVTokensRead) * r.kvBytesPerToken
 	bytes = wb + kvBytes
-	linFLOPs := r.linFLOPsPerToken * t
+	linFLOPs := r.linFLOPsPerToken*t + float64(w.EncoderTokens)*r.encFLOPsPerToken
 	attnFLOPs := r.attnFLOPsPerPair * w.AttnPairs
-	tMem = wb*r.secPerByte + kvBytes*r.secPerKVByte
-	encFLOPs := float64(w.EncoderTokens) * r.encFLOPsPerToken
-	linFLOPs += encFLOPs
-	tComp = linFLOPs*r.secPerLinFLOP + attnFLOPs*r.secPerAttnFLOP
+	linMem, kvMem := wb*r.secPerByte, kvBytes*r.secPerKVByte
+	linComp, attnComp := linFLOPs*r.secPerLinFLOP, attnFLOPs*r.secPerAttnFLOP
+	tMem, tComp = linMem+kvMem, linComp+attnComp
+	tGPU = r.combine(linMem, linComp) + r.combine(kvMem, attnComp)
 	if r.allReduces > 0 {
 		tComm = r.allReduces * (r.arLatencySeconds + t*r.arBytesPerToken*r.arSecPerByte)
 	}
-	return tMem, tComp, tComm, linFLOPs + attnFLOPs, bytes
+	return tMem, tComp, tComm, tGPU, linFLOPs + attnFLOPs, bytes
 }
 
 func (r *Roofline) combine(tMem, tComp float64) float64 {

@@ -369,12 +369,23 @@ func TestCombineRules(t *testing.T) {
 	if bs.Overhead != 0 || bm.Overhead != 0 {
 		t.Fatalf("StepOverhead -1 should mean none, got %v", bs.Overhead)
 	}
-	if bm.Total != max(bm.Compute, bm.Memory) {
-		t.Errorf("max: total %v != max(%v, %v)", bm.Total, bm.Compute, bm.Memory)
+	// Each phase (linear layers, attention) combines its own memory and compute terms.
+	lin := func(r *Roofline) (float64, float64) {
+		return r.weightBytes * r.secPerByte, r.linFLOPsPerToken * 512 * r.secPerLinFLOP
 	}
-	want := time.Duration(math.Round(math.Hypot(float64(bs.Compute), float64(bs.Memory))))
+	attn := func(r *Roofline) (float64, float64) {
+		return float64(w.KVTokensRead) * r.kvBytesPerToken * r.secPerKVByte, r.attnFLOPsPerPair * w.AttnPairs * r.secPerAttnFLOP
+	}
+	lm, lc := lin(maxr)
+	am, ac := attn(maxr)
+	if want := seconds(max(lm, lc) + max(am, ac)); bm.Total != want {
+		t.Errorf("max: total %v, want max(linear) + max(attention) = %v", bm.Total, want)
+	}
+	lm, lc = lin(smooth)
+	am, ac = attn(smooth)
+	want := seconds(math.Hypot(lm, lc) + math.Hypot(am, ac))
 	if d := bs.Total - want; d < -2 || d > 2 {
-		t.Errorf("smooth: total %v, want sqrt(%v²+%v²) = %v", bs.Total, bs.Compute, bs.Memory, want)
+		t.Errorf("smooth: total %v, want hypot(linear) + hypot(attention) = %v", bs.Total, want)
 	}
 	if bs.Total <= bm.Total {
 		t.Errorf("smooth %v should exceed max %v", bs.Total, bm.Total)
@@ -574,8 +585,58 @@ func TestOverrides(t *testing.T) {
 		t.Errorf("Config efficiency should win: %g %g", c.BWEff, c.FLOPEff)
 	}
 	base := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1}).Step(decodeWork(1, 0))
-	half := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1, BWEff: 0.39, KVBWEff: 0.35}).Step(decodeWork(1, 0))
+	half := mustNew(t, Config{Model: m, GPU: g, StepOverhead: -1, BWEff: 0.39, KVBWEff: 0.39}).Step(decodeWork(1, 0))
 	if d := half.Memory - 2*base.Memory; d < -2 || d > 2 {
 		t.Errorf("halving BWEff and KVBWEff should double the memory term: %v vs %v", half.Memory, base.Memory)
+	}
+}
+
+// A step whose linear layers are compute-bound (a long prefill chunk) and whose attention is
+// memory-bound (many decodes over long contexts) costs the two phases added: more than one
+// roofline over the summed terms, which would hide the KV reads under the GEMMs' compute.
+func TestPhasesAdd(t *testing.T) {
+	r := mustNew(t, Config{Model: mustModel(t, "llama-3.1-8b"), GPU: mustGPU(t, "h100"), WeightDtype: "fp8",
+		KVDtype: "fp8", StepOverhead: -1})
+	var prefill, decodes, mixed Work
+	prefill.Add(3000, 0)
+	mixed.Add(3000, 0)
+	for range 400 {
+		decodes.Add(1, 1000)
+		mixed.Add(1, 1000)
+	}
+	b := r.Step(mixed)
+	if one := seconds(math.Hypot(b.Memory.Seconds(), b.Compute.Seconds())); b.Total < one+one/10 {
+		t.Errorf("mixed step %v, want well above one roofline over the summed terms (%v)", b.Total, one)
+	}
+	if sum := r.StepTime(prefill) + r.StepTime(decodes); b.Total > sum {
+		t.Errorf("mixed step %v should cost no more than its prefill and its decodes apart (%v)", b.Total, sum)
+	}
+}
+
+// StepOverheadPerSeq adds host time linearly in the sequences a step schedules, is refused
+// when negative, and is not paid by a draft model's passes.
+func TestStepOverheadPerSeq(t *testing.T) {
+	m, g := mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100")
+	plain := mustNew(t, Config{Model: m, GPU: g})
+	host := mustNew(t, Config{Model: m, GPU: g, StepOverheadPerSeq: 20 * time.Microsecond})
+	for _, seqs := range []int{1, 64, 1024} {
+		w := decodeWork(seqs, 500)
+		got := host.Step(w)
+		if d := got.Total - plain.Step(w).Total - time.Duration(seqs)*20*time.Microsecond; d < -2 || d > 2 {
+			t.Errorf("%d sequences: host overhead adds %v, want %v", seqs, got.Total-plain.Step(w).Total, time.Duration(seqs)*20*time.Microsecond)
+		}
+		if want := DefaultStepOverhead + time.Duration(seqs)*20*time.Microsecond; got.Overhead != want {
+			t.Errorf("%d sequences: Overhead %v, want %v", seqs, got.Overhead, want)
+		}
+	}
+	if _, err := New(Config{Model: m, GPU: g, StepOverheadPerSeq: -time.Microsecond}); err == nil || !strings.Contains(err.Error(), "StepOverheadPerSeq") {
+		t.Errorf("negative StepOverheadPerSeq: %v", err)
+	}
+	draft := mustModel(t, "llama-3.2-1b")
+	a := mustNew(t, Config{Model: m, GPU: g, Draft: draft})
+	b := mustNew(t, Config{Model: m, GPU: g, Draft: draft, StepOverheadPerSeq: 20 * time.Microsecond})
+	w := decodeWork(64, 500)
+	if a.DraftStepTime(draft, w) != b.DraftStepTime(draft, w) {
+		t.Errorf("draft passes pay the host overhead per sequence: %v vs %v", a.DraftStepTime(draft, w), b.DraftStepTime(draft, w))
 	}
 }

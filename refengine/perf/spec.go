@@ -37,6 +37,7 @@ func (r *Roofline) DraftStepTime(draft Model, w Work) time.Duration {
 	cfg.Model = draft
 	cfg.Draft = Model{}
 	cfg.StepOverhead = -1
+	cfg.StepOverheadPerSeq = 0
 	if cfg.DraftTP > 0 {
 		cfg.TP = cfg.DraftTP
 	}
