@@ -74,7 +74,9 @@ func (e *Engine) handleModels(w http.ResponseWriter, _ *http.Request) {
 	b = fmt.Appendf(b, "%d", e.cfg.Now().Unix())
 	b = append(b, `,"owned_by":"llmbench","root":`...)
 	b = appendJSONString(b, e.cfg.Model)
-	b = fmt.Appendf(b, `,"parent":null,"max_model_len":%d}]}`+"\n", e.cfg.maxModelLen)
+	b = fmt.Appendf(b, `,"parent":null,"max_model_len":%d}`, e.cfg.maxModelLen)
+	b = e.appendAdapterModels(b)
+	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
 }
@@ -370,7 +372,7 @@ func (e *Engine) generate(w http.ResponseWriter, r *http.Request, api wireAPI, r
 // decodeLimits are the bounds requests are checked against.
 func (e *Engine) decodeLimits() decodeLimits {
 	return decodeLimits{servedModel: e.cfg.ServedModelName, maxModelLen: e.cfg.maxModelLen,
-		defaultMaxTokens: e.cfg.DefaultMaxTokens, vision: perf.VisionOf(e.cfg.model)}
+		defaultMaxTokens: e.cfg.DefaultMaxTokens, vision: perf.VisionOf(e.cfg.model), lora: e.cfg.lora}
 }
 
 // injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.

@@ -56,6 +56,23 @@ type GPU struct {
 	// Config leaves its own at 0. A calibrated profile (llmbench calibrate) sets it with the
 	// efficiencies; the built-in profiles leave it 0.
 	StepOverhead time.Duration
+
+	// HostBW is the host-to-GPU bandwidth per direction (PCIe), bytes/s: the data sheet's
+	// bidirectional PCIe figure halved. It prices copying a LoRA adapter into a slot
+	// (refengine's Config.LoRAs); 0 means DefaultHostBW.
+	HostBW float64
+}
+
+// DefaultHostBW is the host-to-GPU bandwidth of a profile that gives none: PCIe Gen4 x16,
+// 64 GB/s both ways, 32 GB/s per direction.
+const DefaultHostBW = 32e9
+
+// HostBandwidth is g.HostBW, or DefaultHostBW when the profile gives none.
+func (g GPU) HostBandwidth() float64 {
+	if g.HostBW > 0 {
+		return g.HostBW
+	}
+	return DefaultHostBW
 }
 
 // IsMoE reports whether the model routes tokens to a subset of experts.
@@ -132,7 +149,7 @@ func (g GPU) Validate() error {
 	for _, c := range []struct {
 		f string
 		v float64
-	}{{"fp8 FLOP/s", g.FP8FLOPS}, {"int8 OP/s", g.INT8OPS}, {"link bandwidth", g.LinkBW}} {
+	}{{"fp8 FLOP/s", g.FP8FLOPS}, {"int8 OP/s", g.INT8OPS}, {"link bandwidth", g.LinkBW}, {"host bandwidth", g.HostBW}} {
 		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
 			return fmt.Errorf("gpu %s: %s must be >= 0 (0 = unsupported), got %g", name, c.f, c.v)
 		}
@@ -164,9 +181,9 @@ var builtinModels = []Model{
 }
 
 var builtinGPUs = []GPU{
-	{Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, FP8FLOPS: 0, INT8OPS: 624e12, LinkBW: 300e9},
-	{Name: "h100-sxm", MemBytes: 80e9, MemBW: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9},
-	{Name: "h200", MemBytes: 141e9, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9},
+	{Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, FP8FLOPS: 0, INT8OPS: 624e12, LinkBW: 300e9, HostBW: 32e9},
+	{Name: "h100-sxm", MemBytes: 80e9, MemBW: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9, HostBW: 64e9},
+	{Name: "h200", MemBytes: 141e9, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9, HostBW: 64e9},
 }
 
 // Aliases map an accepted spelling (after normalization) to a canonical profile name.
@@ -428,9 +445,11 @@ type gpuJSON struct {
 	FP8TFLOPS  float64 `json:"fp8_tflops"`
 	INT8TOPS   float64 `json:"int8_tops"`
 	LinkGBs    float64 `json:"link_gbs"`
-	BWEff      float64 `json:"bw_eff,omitempty"`
-	FLOPEff    float64 `json:"flop_eff,omitempty"`
-	KVBWEff    float64 `json:"kv_bw_eff,omitempty"`
+	// HostGBs is the host-to-GPU (PCIe) bandwidth per direction, GB/s (0: DefaultHostBW).
+	HostGBs float64 `json:"host_gbs,omitempty"`
+	BWEff   float64 `json:"bw_eff,omitempty"`
+	FLOPEff float64 `json:"flop_eff,omitempty"`
+	KVBWEff float64 `json:"kv_bw_eff,omitempty"`
 	// StepOverheadUS is the per-step overhead in microseconds.
 	StepOverheadUS float64 `json:"step_overhead_us,omitempty"`
 }
@@ -504,7 +523,7 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 	seen = map[string]bool{}
 	for i, gj := range f.GPUs {
 		g := GPU{Name: gj.Name, MemBytes: gj.MemGB * 1e9, MemBW: gj.MemBWGBs * 1e9, BF16FLOPS: gj.BF16TFLOPS * 1e12,
-			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9,
+			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9, HostBW: gj.HostGBs * 1e9,
 			BWEff: gj.BWEff, FLOPEff: gj.FLOPEff, KVBWEff: gj.KVBWEff,
 			StepOverhead: time.Duration(math.Round(gj.StepOverheadUS * 1e3))}
 		if math.IsNaN(gj.StepOverheadUS) || gj.StepOverheadUS < 0 || gj.StepOverheadUS > 1e7 {
@@ -583,7 +602,7 @@ func FormatProfiles(models []Model, gpus []GPU) ([]byte, error) {
 		}
 		f.GPUs = append(f.GPUs, gpuJSON{Name: g.Name, MemGB: g.MemBytes / 1e9, MemBWGBs: g.MemBW / 1e9,
 			BF16TFLOPS: g.BF16FLOPS / 1e12, FP8TFLOPS: g.FP8FLOPS / 1e12, INT8TOPS: g.INT8OPS / 1e12,
-			LinkGBs: g.LinkBW / 1e9, BWEff: g.BWEff, FLOPEff: g.FLOPEff, KVBWEff: g.KVBWEff,
+			LinkGBs: g.LinkBW / 1e9, HostGBs: g.HostBW / 1e9, BWEff: g.BWEff, FLOPEff: g.FLOPEff, KVBWEff: g.KVBWEff,
 			StepOverheadUS: float64(g.StepOverhead) / 1e3})
 	}
 	out, err := json.MarshalIndent(f, "", "  ")

@@ -78,6 +78,7 @@ func simRequest(r *traces.Request, rateScale float64, keepOutput bool) refengine
 		IgnoreEOS:    true,
 		Seed:         r.Seed,
 		Class:        r.Class,
+		Model:        r.Model, // per-request model (issue 38)
 	}
 	if len(r.Messages) > 0 && r.Prompt == "" {
 		for _, m := range r.Messages {
