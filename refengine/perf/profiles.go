@@ -445,13 +445,14 @@ type gpuJSON struct {
 	FP8TFLOPS  float64 `json:"fp8_tflops"`
 	INT8TOPS   float64 `json:"int8_tops"`
 	LinkGBs    float64 `json:"link_gbs"`
-	// HostGBs is the host-to-GPU (PCIe) bandwidth per direction, GB/s (0: DefaultHostBW).
-	HostGBs float64 `json:"host_gbs,omitempty"`
-	BWEff   float64 `json:"bw_eff,omitempty"`
-	FLOPEff float64 `json:"flop_eff,omitempty"`
-	KVBWEff float64 `json:"kv_bw_eff,omitempty"`
+	BWEff      float64 `json:"bw_eff,omitempty"`
+	FLOPEff    float64 `json:"flop_eff,omitempty"`
+	KVBWEff    float64 `json:"kv_bw_eff,omitempty"`
 	// StepOverheadUS is the per-step overhead in microseconds.
 	StepOverheadUS float64 `json:"step_overhead_us,omitempty"`
+
+	// HostGBs is the host-to-GPU (PCIe) bandwidth per direction, GB/s (0: DefaultHostBW).
+	HostGBs float64 `json:"host_gbs,omitempty"`
 }
 
 // ParseProfiles parses a profile override file; name (usually the file's path) prefixes every
@@ -470,7 +471,9 @@ type gpuJSON struct {
 // GB (1e9 bytes), GB/s, dense TFLOP/s (TOP/s for int8), per-direction link GB/s; an omitted
 // fp8/int8 rate means unsupported. Optional "bw_eff", "flop_eff" and "kv_bw_eff" set the GPU's
 // achievable fractions of peak (see Config.BWEff, Config.KVBWEff) and "step_overhead_us" its
-// per-step overhead (Config.StepOverhead); llmbench calibrate writes them. Unknown fields are errors, so a typo cannot silently fall
+// per-step overhead (Config.StepOverhead); llmbench calibrate writes them. Optional "host_gbs"
+// is the host-to-GPU (PCIe) bandwidth per direction that prices LoRA adapter loads (default
+// DefaultHostBW). Unknown fields are errors, so a typo cannot silently fall
 // back to a default. Profiles are validated; names must be unique within the file.
 func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
