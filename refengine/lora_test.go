@@ -1,8 +1,10 @@
 package refengine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +93,39 @@ func TestParseLoRAAndConfigErrors(t *testing.T) {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
+	}
+}
+
+// The engine answers adapter names, lists them in /v1/models and refuses other names as vLLM
+// does.
+func TestLoRAOverHTTPNames(t *testing.T) {
+	_, url := startEngine(t, Config{LoRAs: []LoRA{{Name: "sql-lora", Rank: 8}, {Name: "chat-lora"}}, MaxLoRAs: 1, TimeScale: 1000})
+	for _, model := range []string{"llama-3.1-8b", "sql-lora", "chat-lora"} {
+		resp, body := post(t, url+"/v1/completions", `{"model":"`+model+`","prompt":"x","max_tokens":2}`)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"model":"`+model+`"`) {
+			t.Errorf("model %s: %d %s", model, resp.StatusCode, body)
+		}
+	}
+	resp, body := post(t, url+"/v1/chat/completions", `{"model":"sql","messages":[{"role":"user","content":"x"}]}`)
+	if want := "{\"error\":{\"message\":\"The model `sql` does not exist.\",\"type\":\"NotFoundError\",\"param\":\"model\",\"code\":404}}\n"; resp.StatusCode != 404 || string(body) != want {
+		t.Errorf("unknown model: %d %s, want 404 %s", resp.StatusCode, body, want)
+	}
+	r, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var list struct {
+		Data []struct {
+			ID, Root string
+			Parent   *string
+		}
+	}
+	if err := json.NewDecoder(r.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Data) != 3 || list.Data[0].ID != "llama-3.1-8b" || list.Data[0].Parent != nil ||
+		list.Data[1].ID != "sql-lora" || *list.Data[1].Parent != "llama-3.1-8b" || list.Data[2].ID != "chat-lora" {
+		t.Errorf("/v1/models: %+v", list.Data)
 	}
 }
