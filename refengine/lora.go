@@ -367,3 +367,15 @@ func (e *Engine) LoRAStats() LoRAStats {
 	}
 	return out
 }
+
+// info is Info's adapter fields: "NAME:RANK,..." and the slots ("" and 0 without adapters).
+func (m *loraModel) info() (string, int) {
+	if m == nil {
+		return "", 0
+	}
+	parts := make([]string, len(m.adapters))
+	for i, a := range m.adapters {
+		parts[i] = fmt.Sprintf("%s:%d", a.name, a.rank)
+	}
+	return strings.Join(parts, ","), m.slots
+}

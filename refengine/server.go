@@ -118,6 +118,10 @@ type Info struct {
 	Noise             string    `json:"engine_noise,omitempty"`
 	// Quality is the answers' error model (ParseQuality's spec; omitted when off).
 	Quality string `json:"quality,omitempty"`
+
+	// LoRA adapters (issue 38): NAME:RANK of each, and the slots; omitted without adapters.
+	LoRAModules string `json:"lora_modules,omitempty"`
+	MaxLoRAs    int    `json:"max_loras,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -138,6 +142,7 @@ func (r *resolved) info(scale float64) Info {
 		TimeScale: scale, Faults: r.Faults.String(), Wire: wireName(r.Wire), ReasoningFraction: r.ReasoningFraction,
 		Noise: r.Noise.String(), Quality: qualityInfo(r.Quality),
 	}
+	in.LoRAModules, in.MaxLoRAs = r.lora.info()
 	if r.SpecK > 0 {
 		in.SpecMethod, in.SpecAlphas = r.specMethod, r.SpecAlphas
 		if r.specMethod == perf.SpecEAGLE || r.specMethod == perf.SpecMedusa {

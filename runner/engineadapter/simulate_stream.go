@@ -156,7 +156,7 @@ func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- 
 		b = append(b, arriving{pos, sr,
 			// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
 			traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
-				Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat}})
+				Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat, Model: q.Model}})
 		if len(b) == batchLen {
 			select {
 			case arrive <- b:
