@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // LoRA adapters (issue 38). The engine serves named low-rank adapters on its one base model,
@@ -76,8 +77,8 @@ func (l LoRA) check() error {
 	switch {
 	case l.Name == "" || strings.TrimSpace(l.Name) != l.Name || len(l.Name) > 256:
 		return fmt.Errorf("the adapter name must be a non-empty name of at most 256 bytes without surrounding spaces")
-	case strings.ContainsFunc(l.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return fmt.Errorf("the adapter name must not hold control characters")
+	case strings.ContainsFunc(l.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) || !utf8.ValidString(l.Name):
+		return fmt.Errorf("the adapter name must be UTF-8 without control characters")
 	case l.Rank < 0 || l.Rank > MaxLoRARank:
 		return fmt.Errorf("rank %d must be from 1 to %d", l.Rank, MaxLoRARank)
 	}
@@ -378,4 +379,14 @@ func (m *loraModel) info() (string, int) {
 		parts[i] = fmt.Sprintf("%s:%d", a.name, a.rank)
 	}
 	return strings.Join(parts, ","), m.slots
+}
+
+// ServedModels lists the model names an engine of c answers to: the served model name, then
+// the adapters' (issue 38). It does not validate c (New and Simulate do).
+func (c Config) ServedModels() []string {
+	out := []string{c.withDefaults().ServedModelName}
+	for _, l := range c.LoRAs {
+		out = append(out, l.Name)
+	}
+	return out
 }

@@ -129,3 +129,25 @@ func TestLoRAOverHTTPNames(t *testing.T) {
 		t.Errorf("/v1/models: %+v", list.Data)
 	}
 }
+
+// FuzzParseLoRA: any --lora text is an adapter New accepts or an error naming the flag.
+func FuzzParseLoRA(f *testing.F) {
+	for _, s := range []string{"sql", "sql:64", "a:b:c", ":", "x:0", "x:1024", "x:1025", "org/name:16"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLoRA(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--lora") {
+				t.Fatalf("error does not name the flag: %v", err)
+			}
+			return
+		}
+		if l.Name == "llama-3.1-8b" {
+			return // the base model's name: New refuses it as taken
+		}
+		if _, err := (Config{LoRAs: []LoRA{l}}).resolve(); err != nil {
+			t.Fatalf("ParseLoRA(%q) = %+v, which the engine refuses: %v", s, l, err)
+		}
+	})
+}

@@ -102,18 +102,26 @@ func modelPairRows(c *metrics.Comparison) (head []string, rows [][]string) {
 	return head, rows
 }
 
-// writeTermModelPairs prints a comparison's per-model rows.
+// writeTermModelPairs prints a comparison's per-model rows, one line per model (the
+// Markdown and HTML reports have every column).
 func writeTermModelPairs(e *errWriter, c *metrics.Comparison) {
 	if len(c.ByModel) == 0 {
 		return
 	}
 	head, rows := modelPairRows(c)
-	e.printf("\nBy model (base → candidate; ms, output tokens/s)\n")
+	cols := []int{1, 2, 3, 4, 6, 8} // requests, failed, TTFT p50/p99, TPOT p99, E2E p99
+	widths := []int{11, 8, 17, 17, 15, 17}
+	e.printf("\nBy model (base → candidate, ms)\n%-14s", "model")
+	for i, k := range cols {
+		e.printf("%s", col(widths[i], head[k]))
+	}
+	e.printf("\n")
 	for _, r := range rows {
-		e.printf("  %s\n", termSafe(r[0]))
-		for i := 1; i < len(r); i++ {
-			e.printf("    %-14s%s\n", head[i], r[i])
+		e.printf("%-14s", clip(termSafe(r[0]), 13))
+		for i, k := range cols {
+			e.printf("%s", col(widths[i], r[k]))
 		}
+		e.printf("\n")
 	}
 }
 

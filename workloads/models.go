@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Per-request models (issue 38): a class may send its requests to a weighted mix of models or
@@ -54,8 +55,8 @@ func checkModels(ms []ModelWeight) error {
 		switch {
 		case m.Name == "" || len(m.Name) > 256 || strings.TrimSpace(m.Name) != m.Name:
 			return fmt.Errorf("models[%d]: name %q must be non-empty, at most 256 bytes, without surrounding spaces", i, m.Name)
-		case strings.ContainsFunc(m.Name, unicode.IsControl):
-			return fmt.Errorf("models[%d]: name %q must not hold control characters", i, m.Name)
+		case strings.ContainsFunc(m.Name, unicode.IsControl) || !utf8.ValidString(m.Name):
+			return fmt.Errorf("models[%d]: name %q must be UTF-8 without control characters", i, m.Name)
 		case !(m.Weight > 0) || !finite(m.Weight):
 			return fmt.Errorf("models[%d] (%s): weight must be a positive number (got %v)", i, m.Name, m.Weight)
 		case seen[m.Name]:

@@ -95,7 +95,7 @@ func TestParseModelsErrors(t *testing.T) {
 		"=3":             `entry "=3" is not NAME=WEIGHT`,
 		"a=1,a=2":        `--models: model "a" appears twice`,
 		"base=6,,sql=1":  `entry "" is not NAME=WEIGHT`,
-		"a\x01b=1":       `must not hold control characters`,
+		"a\x01b=1":       `must be UTF-8 without control characters`,
 		"base=Inf,sql=1": `the weight "Inf" is not a positive number`,
 	} {
 		_, err := ParseModels("--models", in)
@@ -116,4 +116,26 @@ func TestParseModelsErrors(t *testing.T) {
 	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "models[0] (a): weight must be a positive number") {
 		t.Errorf("Validate: %v", err)
 	}
+}
+
+// FuzzParseModels: any --models text is a mix that validates or an error naming the flag.
+func FuzzParseModels(f *testing.F) {
+	for _, s := range []string{"base=6,sql-lora=3,chat-lora=1", "a=0", "a=1e308,b=1e-308", "=", ",", "a=NaN", "x=1,x=2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, err := ParseModels("--models", s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--models") && !strings.HasPrefix(err.Error(), "models[") {
+				t.Fatalf("error does not name the flag: %v", err)
+			}
+			return
+		}
+		if len(ms) == 0 || checkModels(ms) != nil {
+			t.Fatalf("accepted %q as %v", s, ms)
+		}
+		if modelCDF(ms)[len(ms)-1] != 1 {
+			t.Fatalf("cdf of %v does not end at 1", ms)
+		}
+	})
 }

@@ -133,7 +133,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		return rec
 	}
-	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput, images: imageFiles{}}
+	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput, images: imageFiles{}, models: newModelCheck(a.Config)}
 	st, info, n, err := p.run(ctx, trace, a.Config, toRecord, sink)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
@@ -159,6 +159,9 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *q
 	reqs, err := trace.Requests()
 	if err != nil {
 		return nil, err
+	}
+	if err := newModelCheck(a.Config).checkAll(reqs); err != nil { // per-request model (issue 38)
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	if hasSessions(reqs) {
 		if a.Replicas > 1 {

@@ -39,6 +39,7 @@ type pipeline struct {
 	rateScale  float64
 	keepOutput bool
 	images     imageFiles // the reader's: each image file is read once
+	models     modelCheck // the model names the engine serves (issue 38)
 }
 
 // run simulates trace on cfg and hands the records to sink in walk order. n is the number of
@@ -145,6 +146,9 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- []arriving) error {
 	b := make([]arriving, 0, batchLen)
 	err := walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
+		if err := p.models.check(q); err != nil {
+			return err
+		}
 		sr := simRequest(q, p.rateScale, p.keepOutput)
 		if q.ImageCount() > 0 {
 			one := []refengine.SimRequest{sr}
