@@ -55,7 +55,59 @@ func Scalars(s *metrics.Summary) map[string]float64 {
 	if s.Client.LagMs.Count > 0 {
 		put("client.schedule_lag.p99", s.Client.LagMs.P99)
 	}
+	putModels(s, put) // per-request model (issue 38)
 	return out
+}
+
+// modelSuffixes are the metrics putModels stores per model, and what they measure.
+var modelSuffixes = []string{"requests", "failures.fraction", "throughput.output_tokens_per_s",
+	"ttft.p50", "ttft.p99", "tpot.p50", "tpot.p99", "e2e.p50", "e2e.p99"}
+
+// modelMetric resolves model.NAME.METRIC (NAME may hold dots) to METRIC's unit and direction.
+func modelMetric(n string) (MetricInfo, bool) {
+	if !strings.HasPrefix(n, "model.") {
+		return MetricInfo{}, false
+	}
+	for _, suf := range modelSuffixes {
+		if strings.HasSuffix(n, "."+suf) && len(n) > len("model.")+len(suf)+1 {
+			if suf == "requests" {
+				return MetricInfo{Name: n, Unit: "requests", Better: metrics.BetterNone}, true
+			}
+			mi, err := metrics.LookupMetric(suf)
+			if err != nil {
+				return MetricInfo{}, false
+			}
+			return MetricInfo{Name: n, Unit: mi.Unit, Better: mi.Better}, true
+		}
+	}
+	return MetricInfo{}, false
+}
+
+// putModels stores the headline of each model of a run that sent several (Summary.ByModel)
+// as model.NAME.METRIC: requests, failures.fraction, ttft/tpot/e2e p50 and p99 and the output
+// token throughput; a latency without samples is left out.
+func putModels(s *metrics.Summary, put func(string, float64)) {
+	for name, c := range s.ByModel {
+		n := metrics.NumbersOf(c)
+		if n == nil {
+			continue
+		}
+		p := "model." + name + "."
+		put(p+"requests", float64(n.Requests))
+		if n.Requests > 0 {
+			put(p+"failures.fraction", float64(n.Failed)/float64(n.Requests))
+		}
+		put(p+"throughput.output_tokens_per_s", n.OutputTokens)
+		for _, d := range []struct {
+			name string
+			dist metrics.Dist
+		}{{"ttft", c.Latency.TTFT}, {"tpot", c.Latency.TPOT}, {"e2e", c.Latency.E2E}} {
+			if d.dist.Count > 0 {
+				put(p+d.name+".p50", d.dist.P50)
+				put(p+d.name+".p99", d.dist.P99)
+			}
+		}
+	}
 }
 
 // MetricInfo says how to read one history metric.
@@ -73,6 +125,9 @@ func LookupMetric(name string) (MetricInfo, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if m, ok := historyOnly[n]; ok {
 		m.Name = n
+		return m, nil
+	}
+	if m, ok := modelMetric(n); ok { // per-request model (issue 38)
 		return m, nil
 	}
 	mi, err := metrics.LookupMetric(n)

@@ -154,13 +154,13 @@ type embeddingsBody struct {
 func (c *client) apiBody(k *call) ([]byte, error) {
 	switch k.api {
 	case "embeddings":
-		return json.Marshal(&embeddingsBody{Model: c.model, Input: k.inputs, EncodingFormat: "float"})
+		return json.Marshal(&embeddingsBody{Model: c.modelOf(k), Input: k.inputs, EncodingFormat: "float"})
 	case "responses":
 		in, err := c.wireMessages("responses", k.messages)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(&responsesBody{Model: c.model, Input: in, MaxOutputTokens: k.maxTokens,
+		return json.Marshal(&responsesBody{Model: c.modelOf(k), Input: in, MaxOutputTokens: k.maxTokens,
 			Stream: c.target.Stream, Temperature: k.temperature})
 	case "messages":
 		// Anthropic takes system prompts in a field of their own, not as messages.
@@ -180,7 +180,7 @@ func (c *client) apiBody(k *call) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(&messagesBody{Model: c.model, System: sys, Messages: ms, MaxTokens: k.maxTokens,
+		return json.Marshal(&messagesBody{Model: c.modelOf(k), System: sys, Messages: ms, MaxTokens: k.maxTokens,
 			Stream: c.target.Stream, Temperature: k.temperature})
 	}
 	return nil, fmt.Errorf("API %q has no body encoder", k.api)

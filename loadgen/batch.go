@@ -66,7 +66,7 @@ func (b *batchSource) Singles(fn func(pos int, q *traces.Request) error) error {
 		if len(cur) == 0 {
 			return nil
 		}
-		q := &traces.Request{ID: cur[0].ID, Class: cur[0].Class, Line: cur[0].Line, Arrival: cur[len(cur)-1].Arrival}
+		q := &traces.Request{ID: cur[0].ID, Class: cur[0].Class, Line: cur[0].Line, Arrival: cur[len(cur)-1].Arrival, Model: cur[0].Model}
 		for i := range cur {
 			q.InputTokens += cur[i].InputTokens
 		}
@@ -78,6 +78,11 @@ func (b *batchSource) Singles(fn func(pos int, q *traces.Request) error) error {
 		return fn(k-1, q)
 	}
 	err := b.Source.Singles(func(_ int, q *traces.Request) error {
+		if len(cur) > 0 && q.Model != cur[0].Model {
+			if err := flush(); err != nil { // one embeddings call names one model
+				return err
+			}
+		}
 		cur = append(cur, *q)
 		if len(cur) == b.n {
 			return flush()

@@ -50,6 +50,7 @@ func (r *runner) newCall(it *item, i int, q *traces.Request) *call {
 		keepText:    i+1 < len(it.turns),
 		capture:     len(q.Expect) > 0 || r.opts.KeepOutput,
 		natural:     q.NaturalEnd(),
+		model:       q.Model,
 	}
 	if len(q.Messages) > 0 || r.opts.Target.API == "chat" {
 		k.tools, k.toolChoice, k.responseFormat = q.Tools, q.ToolChoice, q.ResponseFormat

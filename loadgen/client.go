@@ -258,6 +258,17 @@ type call struct {
 	affinity        string
 	after           string
 	think, toolWait int64
+
+	// Per-request model (issue 38): the trace's model name, "" for the run's.
+	model string
+}
+
+// modelOf is the model name k is sent to: the trace line's, else the run's.
+func (c *client) modelOf(k *call) string {
+	if k.model != "" {
+		return k.model
+	}
+	return c.model
 }
 
 type streamOptions struct {
@@ -288,7 +299,7 @@ func (c *client) body(k *call) ([]byte, error) {
 		return c.apiBody(k)
 	}
 	w := wireBody{
-		Model:       c.model,
+		Model:       c.modelOf(k),
 		MaxTokens:   k.maxTokens,
 		Stream:      c.target.Stream,
 		Temperature: k.temperature,

@@ -159,6 +159,20 @@ func (c *client) noteServerError(rec *metrics.Record, b []byte) {
 		rec.Failure = metrics.FailContextLength
 		rec.ErrorPromptTokens, rec.ErrorContextTokens = d.promptTokens, d.contextTokens
 	}
+	if rec.Status == 404 && d.modelNotFound() {
+		rec.Failure = metrics.FailModelNotFound
+	}
+}
+
+// modelNotFound reports whether a 404's error says the model named does not exist: vLLM's
+// and SGLang's NotFoundError "The model `x` does not exist.", OpenAI's code model_not_found,
+// or a message naming a model that does not exist or was not found.
+func (d errDetail) modelNotFound() bool {
+	if d.code == "model_not_found" || d.typ == "model_not_found" {
+		return true
+	}
+	msg := strings.ToLower(d.message)
+	return strings.Contains(msg, "model") && (strings.Contains(msg, "does not exist") || strings.Contains(msg, "not found"))
 }
 
 // scrubField is scrub for the short fields (type, code).

@@ -655,6 +655,7 @@ func (r *runner) record(it *item, turn int, intended int64) *metrics.Record {
 	}
 	q := it.turns[turn]
 	rec.ID, rec.Class, rec.Session, rec.Turn, rec.Repeat = q.ID, q.Class, q.Session, q.Turn, it.repeat
+	rec.Model = q.Model // per-request model (issue 38)
 	rec.Intended = intended
 	rec.Phase = r.phase(intended)
 	rec.InputTokens = q.InputTokens

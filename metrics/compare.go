@@ -94,6 +94,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 		cmp.Warnings = append(cmp.Warnings, opts.CandLabel+": "+w)
 	}
 	cmp.Equivalence = equivalence(bd, cd)
+	cmp.ByModel = CompareModels(baseSum, candSum) // per-request model (issue 38)
 
 	bothGraded := bd.hasGrades() && cd.hasGrades()
 	if hasSpec(specs, qualityMetric) && !bothGraded {

@@ -86,6 +86,10 @@ type Comparison struct {
 	Quality *QualityComparison `json:"quality,omitempty"`
 	// Judge is the pairwise LLM judge's verdict on the two sides (ab --judge-endpoint).
 	Judge *JudgeSummary `json:"judge,omitempty"`
+
+	// ByModel (issue 38) lists each model's headline numbers on both sides when a side sent
+	// more than one model (from the sides' by_model blocks; point values, no intervals).
+	ByModel []ModelDelta `json:"by_model,omitempty"`
 }
 
 // ComparisonSide describes one side (base or candidate) of a Comparison.

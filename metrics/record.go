@@ -49,6 +49,12 @@ const (
 	// (EMFILE/ENFILE on dial). The client's limit, not the server's failure: a run with one
 	// is client-limited (issue 18).
 	FailClientFDLimit FailureKind = "client_fd_limit"
+
+	// FailModelNotFound: the server does not serve the model or adapter the request named
+	// (HTTP 404 with vLLM's NotFoundError "The model `x` does not exist.", OpenAI's
+	// model_not_found, or any 404 whose message says the model does not exist). Record.Model
+	// says which name (issue 38).
+	FailModelNotFound FailureKind = "model_not_found"
 )
 
 // Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
@@ -214,6 +220,11 @@ type Record struct {
 	After     string
 	Think     int64
 	ToolDelay int64
+
+	// Per-request model (issue 38). Model is the model or adapter name the trace line named
+	// (traces.Request.Model); "" means the run's --model. The per-model block of the summary
+	// (models.go) groups by it.
+	Model string
 }
 
 // ToolCall is one tool call of a response: the call id, the function name and the arguments

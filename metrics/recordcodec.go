@@ -82,6 +82,8 @@ var recordFields = [...]recordField{
 	{key: "grade_note", omitEmpty: true, str: func(r *Record) *string { return &r.GradeNote }},
 	// Agentic sessions.
 	{key: "after", omitEmpty: true, str: func(r *Record) *string { return &r.After }},
+	// Per-request model (issue 38).
+	{key: "model", omitEmpty: true, str: func(r *Record) *string { return &r.Model }},
 	{key: "think", omitEmpty: true, i64: func(r *Record) *int64 { return &r.Think }},
 	{key: "tool_delay", omitEmpty: true, i64: func(r *Record) *int64 { return &r.ToolDelay }},
 }

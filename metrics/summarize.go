@@ -115,6 +115,8 @@ type summarizer struct {
 	sess          sessionTracker // agentic sessions
 	prefix        prefixTally    // prefix-cache reuse (prefixcache.go)
 	inputs        inputTally     // intended vs server-counted prompt tokens (inputs.go)
+
+	models map[string]*group // per-request model (issue 38; models.go)
 }
 
 // Summarize computes a Summary from the records of src, following the package's measurement
@@ -231,6 +233,9 @@ func (s *summarizer) first(r *Record) {
 	s.add(g, r, true)
 	if cg != nil {
 		s.add(cg, r, false)
+	}
+	if mg := s.modelGroup(r, true); mg != nil {
+		s.add(mg, r, false)
 	}
 }
 
@@ -370,7 +375,7 @@ func (s *summarizer) second(r *Record) {
 		return
 	}
 	g, cg := s.groupsOf(r, false)
-	for _, x := range [...]*group{g, cg} {
+	for _, x := range [...]*group{g, cg, s.modelGroup(r, false)} {
 		if x == nil {
 			continue
 		}
@@ -510,6 +515,7 @@ func (s *summarizer) build() (*Summary, error) {
 		return nil, err
 	}
 	sum.Reasoning = h.reasoning()
+	sum.ByModel = s.byModel(h) // per-request model (issue 38)
 	for name, g := range s.classes {
 		if !s.anyClass {
 			break // no record has a class: by_class stays empty

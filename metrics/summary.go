@@ -59,6 +59,11 @@ type Summary struct {
 	// ServerPrefixCache (run --scrape-metrics): the server's prefix-cache hit rate over the
 	// measured window from its counters (prefixcache_server.go).
 	ServerPrefixCache *ServerPrefixCache `json:"server_prefix_cache,omitempty"`
+
+	// ByModel (issue 38; models.go) has the headline blocks per model or LoRA adapter the
+	// requests named, keyed by name (DefaultModelKey for the run's --model); present only
+	// when there was more than one.
+	ByModel map[string]*ClassSummary `json:"by_model,omitempty"`
 }
 
 // RunInfo describes how the run was made.

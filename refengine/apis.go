@@ -221,9 +221,9 @@ func (r *request) applyAPIParams(ap apiParams, lim decodeLimits) *apiError {
 	if model == "" {
 		model = lim.servedModel
 	}
-	if model != lim.servedModel {
-		return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
-			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", clipText(model, 200), lim.servedModel)}
+	var aerr *apiError
+	if r.lora, aerr = lim.resolveModel(model); aerr != nil {
+		return aerr
 	}
 	r.model = model
 	if r.promptTokens == 0 {

@@ -153,6 +153,13 @@ type Config struct {
 	// in long documents; see the package doc, "Answers", and ParseQuality). The zero value
 	// answers everything right.
 	Quality Quality
+
+	// LoRA adapters (issue 38; lora.go). LoRAs are the adapters served on the base model,
+	// each requested by its name; MaxLoRAs is the number of adapter slots on the GPU (vLLM's
+	// --max-loras; 0 means 1, vLLM's default; it needs LoRAs). A request naming an adapter
+	// not in a slot waits for one; loading costs the adapter's bytes over the host link.
+	LoRAs    []LoRA
+	MaxLoRAs int
 }
 
 // resolved is a Config with defaults applied and the performance model built.
@@ -166,6 +173,7 @@ type resolved struct {
 	alphaGiven  bool // SpecAlpha was set, not defaulted
 	numBlocks   int
 	maxModelLen int
+	lora        *loraModel // nil without adapters (lora.go)
 }
 
 // resolve fills the defaults, validates the result and derives the
@@ -326,6 +334,9 @@ func (c Config) build(alphaGiven bool) (*resolved, error) {
 		r.maxModelLen = 131072
 	}
 	r.maxModelLen = min(r.maxModelLen, r.numBlocks*c.BlockSize)
+	if err := r.resolveLoRA(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -345,5 +356,6 @@ func (r *resolved) newCore() *core {
 		hasDraft:      r.draft.Name != "",
 		pricer:        r.roof,
 		pool:          newBlockPool(r.numBlocks),
+		lora:          newLoRASlots(r.lora),
 	}
 }

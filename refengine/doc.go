@@ -14,8 +14,8 @@
 // # Wire format
 //
 // POST /v1/completions and POST /v1/chat/completions accept the OpenAI request bodies with
-// vLLM's extensions: model (must equal Config.ServedModelName; empty means that name; anything
-// else is a 404 model_not_found), prompt (a string, an array of one string, or an array of
+// vLLM's extensions: model (Config.ServedModelName or one of Config.LoRAs, lora.go; empty means
+// the served name; anything else is vLLM's 404 NotFoundError), prompt (a string, an array of one string, or an array of
 // token ids), messages ([{role, content}], content a string or [{type:"text", text}] parts),
 // max_tokens or max_completion_tokens, min_tokens, ignore_eos, temperature, seed, n (only 1),
 // stream, stream_options.include_usage, stream_options.continuous_usage_stats, and the
@@ -60,7 +60,7 @@
 // model, 413 for a body over Config.MaxBodyBytes, 401 for a missing or wrong API key, 429 for
 // rate, concurrency or overload limits, 500 for a recovered panic (counted by Panics).
 //
-// GET /v1/models lists the served model; GET /health answers 200; GET /metrics is Prometheus
+// GET /v1/models lists the served model and its LoRA adapters; GET /health answers 200; GET /metrics is Prometheus
 // text with vLLM's names (vllm:num_requests_running, vllm:num_requests_waiting,
 // vllm:kv_cache_usage_perc, vllm:num_preemptions_total, vllm:prefix_cache_queries_total,
 // vllm:prefix_cache_hits_total, vllm:prompt_tokens_total, vllm:generation_tokens_total,

@@ -49,8 +49,7 @@ func decodeEmbeddings(body []byte, lim decodeLimits, hidden int) ([]embedInput, 
 		return nil, "", 0, err
 	}
 	if er.Model != "" && er.Model != lim.servedModel {
-		return nil, "", 0, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
-			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", clipText(er.Model, 200), lim.servedModel)}
+		return nil, "", 0, loraNotFound(er.Model) // embeddings run on the base model only
 	}
 	format, dims, err := embedOptions(&er, hidden)
 	if err != nil {

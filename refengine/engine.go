@@ -204,7 +204,7 @@ func (e *Engine) submit(r *request, key, respID string, out *outPlan, plan *faul
 	}
 	target := out.target(r.maxTokens, r.minTokens, r.ignoreEOS, plan.target(r.maxTokens, r.minTokens, r.ignoreEOS))
 	tl.Emissions = make([]Emission, 0, min(target, 4096))
-	s := &seq{tl: tl, promptTokens: r.promptTokens, encodeTokens: r.imageTokens, target: target, sink: sink}
+	s := &seq{tl: tl, promptTokens: r.promptTokens, encodeTokens: r.imageTokens, target: target, sink: sink, lora: r.lora}
 	if !e.cfg.DisablePrefixCaching {
 		s.hashes = blockHashes(r.promptIDs, r.hashIDs, r.promptTokens, e.cfg.BlockSize, e.cfg.HashIDTokens, r.promptHash)
 	}

@@ -147,6 +147,7 @@ func (e *Engine) metricsText() []byte {
 	p.counter("vllm:request_success", "Count of successfully processed requests.", float64(st.FinishedRequests))
 	p.counter("llmbench:engine_steps", "Engine iterations run.", float64(st.Steps))
 	p.gauge("llmbench:engine_max_lag_seconds", "Longest the scheduler ran behind its clock (simulated seconds).", e.maxLag.Seconds())
+	e.loraMetrics(p, st) // LoRA adapters (issue 38)
 	if fc := e.FaultsInjected(); len(fc) > 0 {
 		p.header("llmbench:faults_injected_total", "counter", "Faults injected into responses, by kind.")
 		kinds := make([]string, 0, len(fc))

@@ -165,6 +165,9 @@ func (st *coreStats) add(s coreStats) {
 	st.MaxRunning = max(st.MaxRunning, s.MaxRunning)
 	st.MaxBlocksUsed = max(st.MaxBlocksUsed, s.MaxBlocksUsed)
 	st.PrefixEvictions += s.PrefixEvictions
+	st.LoRALoads += s.LoRALoads
+	st.LoRAEvictions += s.LoRAEvictions
+	st.LoRALoadTime += s.LoRALoadTime
 }
 
 // routing is the router's state: the replicas and, for prefix-aware routing, the prompt blocks

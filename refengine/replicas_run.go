@@ -179,6 +179,7 @@ func (cr *clusterRun) report() {
 		SpecDraftTokens: st.SpecDraftTokens, SpecAccepted: st.SpecAccepted, PromptTokens: st.PromptTokens,
 		GenerationTokens: st.GenerationTokens, ComputedTokens: st.ComputedTokens, MaxRunning: st.MaxRunning,
 		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: cr.r.numBlocks, PrefixEvictions: st.PrefixEvictions,
+		LoRALoads: st.LoRALoads, LoRAEvictions: st.LoRAEvictions, LoRALoadTime: st.LoRALoadTime,
 	}
 	if len(cr.reqs) > 0 {
 		res.Stats.Makespan = cr.now - cr.reqs[cr.order[0]].Arrival

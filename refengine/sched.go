@@ -42,6 +42,8 @@ type seq struct {
 
 	sink emitSink // nil in Simulate
 	pool *core    // the pool the request is in (nil while its KV is in transfer)
+
+	lora int // LoRA adapter (lora.go): 0 the base model, i+1 Config.LoRAs[i]
 }
 
 // emitSink receives a sequence's tokens as the scheduler emits them (HTTP streams).
@@ -77,6 +79,12 @@ type coreStats struct {
 	MaxBlocksUsed     int
 	PrefixEvictions   int64
 	PreemptedRequests int64
+
+	// LoRA adapters (lora.go): adapters copied into a slot, adapters evicted to make room,
+	// and the time the copies took.
+	LoRALoads     int64
+	LoRAEvictions int64
+	LoRALoadTime  time.Duration
 }
 
 // observer sees per-request latencies (Prometheus histograms); nil in Simulate.
@@ -125,6 +133,8 @@ type core struct {
 	// keeping its blocks until the cluster has transferred its KV cache.
 	handoff  bool
 	handoffs []*seq
+
+	lora *loraSlots // nil without adapters (lora.go)
 }
 
 // plan schedules the next step and returns its duration; ok is false when nothing can run.
@@ -156,6 +166,9 @@ func (c *core) resetStep() {
 	c.draftWork = perf.Work{}
 	c.draftPass = 0
 	c.headSeqs = 0
+	if c.lora != nil {
+		c.lora.reset()
+	}
 }
 
 // scheduleRunning schedules the running requests in admission order within budget tokens,
@@ -207,10 +220,20 @@ func (c *core) runningTokens(s *seq, budget int) (n, spec int) {
 // scheduleWaiting admits waiting requests first come first served while seats, budget and
 // KV blocks last, matching a fresh request's prompt against the prefix cache.
 func (c *core) scheduleWaiting(budget int) {
+	var skipped []*seq // waiting for an adapter slot (lora.go), put back in order
+	defer func() {
+		for i := len(skipped) - 1; i >= 0; i-- {
+			c.waiting.pushFront(skipped[i])
+		}
+	}()
 	for c.waiting.len() > 0 && len(c.running) < c.maxSeqs && budget > 0 {
 		s := c.waiting.front()
 		if s.aborted {
 			c.waiting.popFront()
+			continue
+		}
+		if s.lora > 0 && !c.admitLoRA(s) {
+			skipped = append(skipped, c.waiting.popFront())
 			continue
 		}
 		hits, matched := 0, false
@@ -257,6 +280,9 @@ func (c *core) firstRun(s *seq, hits int) {
 // Medusa heads; at least a nanosecond.
 func (c *core) stepTime() time.Duration {
 	d := c.pricer.StepTime(c.work)
+	if c.lora != nil {
+		d += c.lora.time()
+	}
 	if c.hasDraft && c.draftPass > 0 {
 		d += time.Duration(c.draftPass) * c.pricer.DraftStepTime(c.draft, c.draftWork)
 	}
@@ -271,6 +297,9 @@ func (c *core) stepTime() time.Duration {
 
 func (c *core) add(s *seq, n, spec int) {
 	s.sched, s.spec = n, spec
+	if s.lora > 0 && c.lora != nil {
+		c.lora.price(s.lora, n)
+	}
 	if spec > 0 && n > spec+1 {
 		c.work.AddTree(n, spec+1, s.numComputed) // the last token and a tree of candidates
 	} else {
@@ -571,6 +600,9 @@ func (q *deque) pushFront(s *seq) {
 }
 
 func (q *deque) front() *seq { return q.buf[q.head] }
+
+// at is the i-th queued sequence from the front.
+func (q *deque) at(i int) *seq { return q.buf[(q.head+i)%len(q.buf)] }
 
 func (q *deque) popFront() *seq {
 	s := q.buf[q.head]

@@ -74,7 +74,9 @@ func (e *Engine) handleModels(w http.ResponseWriter, _ *http.Request) {
 	b = fmt.Appendf(b, "%d", e.cfg.Now().Unix())
 	b = append(b, `,"owned_by":"llmbench","root":`...)
 	b = appendJSONString(b, e.cfg.Model)
-	b = fmt.Appendf(b, `,"parent":null,"max_model_len":%d}]}`+"\n", e.cfg.maxModelLen)
+	b = fmt.Appendf(b, `,"parent":null,"max_model_len":%d}`, e.cfg.maxModelLen)
+	b = e.appendAdapterModels(b)
+	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
 }
@@ -116,6 +118,10 @@ type Info struct {
 	Noise             string    `json:"engine_noise,omitempty"`
 	// Quality is the answers' error model (ParseQuality's spec; omitted when off).
 	Quality string `json:"quality,omitempty"`
+
+	// LoRA adapters (issue 38): NAME:RANK of each, and the slots; omitted without adapters.
+	LoRAModules string `json:"lora_modules,omitempty"`
+	MaxLoRAs    int    `json:"max_loras,omitempty"`
 }
 
 // EngineVersion identifies the reference engine's behaviour in /version.
@@ -136,6 +142,7 @@ func (r *resolved) info(scale float64) Info {
 		TimeScale: scale, Faults: r.Faults.String(), Wire: wireName(r.Wire), ReasoningFraction: r.ReasoningFraction,
 		Noise: r.Noise.String(), Quality: qualityInfo(r.Quality),
 	}
+	in.LoRAModules, in.MaxLoRAs = r.lora.info()
 	if r.SpecK > 0 {
 		in.SpecMethod, in.SpecAlphas = r.specMethod, r.SpecAlphas
 		if r.specMethod == perf.SpecEAGLE || r.specMethod == perf.SpecMedusa {
@@ -370,7 +377,7 @@ func (e *Engine) generate(w http.ResponseWriter, r *http.Request, api wireAPI, r
 // decodeLimits are the bounds requests are checked against.
 func (e *Engine) decodeLimits() decodeLimits {
 	return decodeLimits{servedModel: e.cfg.ServedModelName, maxModelLen: e.cfg.maxModelLen,
-		defaultMaxTokens: e.cfg.DefaultMaxTokens, vision: perf.VisionOf(e.cfg.model)}
+		defaultMaxTokens: e.cfg.DefaultMaxTokens, vision: perf.VisionOf(e.cfg.model), lora: e.cfg.lora}
 }
 
 // injectMid applies the mid-stream faults of plan; it reports false when the stream is gone.

@@ -1,6 +1,7 @@
 package refengine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,7 +51,16 @@ type SimRequest struct {
 	// AnswerText, when set, is the text answers are read from instead of Prompt (for a chat:
 	// each message's content followed by a newline, as the HTTP engine reads it).
 	AnswerText string
+
+	// Model names the LoRA adapter the request uses (Config.LoRAs; issue 38); "" or the
+	// served model name is the base model. Any other name is an error wrapping
+	// ErrUnknownModel, as the HTTP engine answers it 404.
+	Model string
 }
+
+// ErrUnknownModel is wrapped by Simulate's error for a request naming a model the engine does
+// not serve (neither the base model nor one of Config.LoRAs).
+var ErrUnknownModel = errors.New("model not served")
 
 // SimImage is one image of a simulated prompt: its size and a key for the prefix cache (the
 // same key is the same image).
@@ -78,6 +88,12 @@ type SimStats struct {
 	MaxBlocksUsed    int
 	NumBlocks        int
 	PrefixEvictions  int64
+
+	// LoRA adapters (issue 38): adapters copied into a slot, adapters evicted to make room,
+	// and the time the copies took.
+	LoRALoads     int64
+	LoRAEvictions int64
+	LoRALoadTime  time.Duration
 }
 
 // SimResult is the outcome of Simulate.
@@ -188,8 +204,13 @@ func (p *preparer) check(w *queued, i int, q *SimRequest) (*outPlan, error) {
 	if err := checkLengths(i, q, promptTokens, r.maxModelLen); err != nil {
 		return nil, err
 	}
+	lora, ok := r.lora.lookup(q.Model, r.ServedModelName)
+	if !ok {
+		return nil, fmt.Errorf("refengine: request %d (%s): model %q is neither the base model %q nor one of its adapters %v: %w",
+			i, q.ID, q.Model, r.ServedModelName, r.lora.names(), ErrUnknownModel)
+	}
 	*w = queued{id: q.ID, arrival: q.Arrival, pos: i, promptTokens: promptTokens, encodeTokens: imageTokens,
-		maxTokens: q.MaxTokens, promptHash: promptHash, rho: r.repetitionFor(q.Class),
+		maxTokens: q.MaxTokens, promptHash: promptHash, rho: r.repetitionFor(q.Class), lora: lora,
 		outputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
 	target := q.MaxTokens
 	if r.Faults.EarlyEOS > 0 {
@@ -244,7 +265,7 @@ func (p *preparer) materialize(s *seq, tl *Timeline, w *queued) {
 	*tl = Timeline{ID: w.id, Epoch: p.epoch, Scale: 1, Arrival: w.arrival, FirstScheduled: -1, Finish: -1,
 		PromptTokens: w.promptTokens, MaxTokens: w.maxTokens, OutputSeed: w.outputSeed}
 	*s = seq{tl: tl, pos: w.pos, promptTokens: w.promptTokens, encodeTokens: w.encodeTokens,
-		target: w.target, rng: w.rng, rho: w.rho, hashes: w.hashes}
+		target: w.target, rng: w.rng, rho: w.rho, hashes: w.hashes, lora: w.lora}
 	if !r.DisablePrefixCaching && w.hashes == nil {
 		s.hashes = blockHashes(nil, w.hashIDs, w.promptTokens, r.BlockSize, r.HashIDTokens, w.promptHash)
 	}

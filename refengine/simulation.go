@@ -187,6 +187,7 @@ func (s *Simulation) Finish() (SimStats, error) {
 		SpecDraftTokens: st.SpecDraftTokens, SpecAccepted: st.SpecAccepted, PromptTokens: st.PromptTokens,
 		GenerationTokens: st.GenerationTokens, ComputedTokens: st.ComputedTokens, MaxRunning: st.MaxRunning,
 		MaxBlocksUsed: st.MaxBlocksUsed, NumBlocks: r.numBlocks, PrefixEvictions: st.PrefixEvictions,
+		LoRALoads: st.LoRALoads, LoRAEvictions: st.LoRAEvictions, LoRALoadTime: st.LoRALoadTime,
 	}
 	if s.started {
 		res.Makespan = cl.now - s.first

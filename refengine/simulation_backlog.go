@@ -27,6 +27,8 @@ type queued struct {
 	rho        float64
 
 	promptTokens, encodeTokens, target, maxTokens int
+
+	lora int // LoRA adapter (lora.go), 0 for the base model
 }
 
 // backlogChunk is the number of queued requests one chunk of the backlog holds.

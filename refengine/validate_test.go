@@ -12,7 +12,8 @@ type errorBody struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
 		Param   *string `json:"param"`
-		Code    *string `json:"code"`
+		// Code is a string in OpenAI's errors, the status number in vLLM's NotFoundError.
+		Code any `json:"code"`
 	} `json:"error"`
 }
 

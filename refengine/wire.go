@@ -22,6 +22,7 @@ type apiError struct {
 	typ     string
 	param   string
 	code    string
+	numCode int // written as a number in place of code when set (vLLM's NotFoundError: 404)
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -47,7 +48,9 @@ func appendErrorJSON(b []byte, e *apiError) []byte {
 		b = appendJSONString(b, e.param)
 	}
 	b = append(b, `,"code":`...)
-	if e.code == "" {
+	if e.numCode != 0 {
+		b = fmt.Appendf(b, "%d", e.numCode)
+	} else if e.code == "" {
 		b = append(b, "null"...)
 	} else {
 		b = appendJSONString(b, e.code)
@@ -137,6 +140,8 @@ type request struct {
 	tools      *jval
 	toolChoice *jval
 	format     *jval
+
+	lora int // the LoRA adapter named by model (lora.go); 0 for the base model
 }
 
 // decodeLimits are the bounds a request is checked against.
@@ -145,6 +150,17 @@ type decodeLimits struct {
 	maxModelLen      int
 	defaultMaxTokens int // chat requests without max_tokens
 	vision           perf.Vision
+	lora             *loraModel // the adapters served beside servedModel (nil: none)
+}
+
+// resolveModel maps a request's model name to its adapter (0: the base model; "" means the
+// base), or vLLM's 404 for a name the engine does not serve.
+func (lim decodeLimits) resolveModel(name string) (int, *apiError) {
+	id, ok := lim.lora.lookup(name, lim.servedModel)
+	if !ok {
+		return 0, loraNotFound(name)
+	}
+	return id, nil
 }
 
 // decodeRequest parses and validates a request body. It never panics on any input.
@@ -163,10 +179,9 @@ func decodeRequest(body []byte, chat bool, lim decodeLimits) (*request, *apiErro
 	if r.model == "" {
 		r.model = lim.servedModel
 	}
-	if r.model != lim.servedModel {
-		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model",
-			code:    "model_not_found",
-			message: fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", safetext.Clip(wr.Model, 200), lim.servedModel)}
+	var aerr *apiError
+	if r.lora, aerr = lim.resolveModel(r.model); aerr != nil {
+		return nil, aerr
 	}
 	for _, step := range []func(*request, *wireRequest, decodeLimits) *apiError{
 		(*request).decodeInput, (*request).checkPromptLen, (*request).decodeMaxTokens,

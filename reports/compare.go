@@ -228,6 +228,7 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	if c.Judge != nil {
 		e.field("judge", judgeLine(c.Judge))
 	}
+	writeTermModelPairs(e, c) // per-request model (issue 38)
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\nConfiguration differences (base → candidate)\n")
 		for _, d := range c.ConfigDiff {
@@ -294,6 +295,7 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 		e.mdRow(mdEscape(metricLabel(m)), fmtUnit(m.Base, m.Unit), fmtUnit(m.Cand, m.Unit), fmtSignedUnit(m.Delta, m.Unit),
 			deltaPctText(m), ciPct(m), v)
 	}
+	writeMarkdownModelPairs(e, c) // per-request model (issue 38)
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\n**Configuration differences** (base → candidate)\n\n")
 		for _, d := range c.ConfigDiff {

@@ -85,6 +85,9 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 	if sec, ok := pairedQualitySection(c); ok {
 		p.Sections = append(p.Sections, sec)
 	}
+	if sec, ok := modelPairSection(c); ok { // per-request model (issue 38)
+		p.Sections = append(p.Sections, sec)
+	}
 	p.Sections = append(p.Sections, sidesSection(c))
 	if len(c.ConfigDiff) > 0 {
 		t := &table{Head: []string{"setting", "base: " + c.Base.Label, "cand: " + c.Cand.Label}}

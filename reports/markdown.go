@@ -132,6 +132,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 				goodputCell(c.Goodput))
 		}
 	}
+	writeMarkdownModels(e, s.ByModel) // per-request model (issue 38)
 	return e.err
 }
 

@@ -94,6 +94,9 @@ func runPage(s *metrics.Summary, o *HTMLOptions) *page {
 	if len(s.ByClass) > 0 {
 		p.Sections = append(p.Sections, classSection(s))
 	}
+	if sec, ok := modelSection(s); ok { // per-request model (issue 38)
+		p.Sections = append(p.Sections, sec)
+	}
 	p.Sections = append(p.Sections, deliverySection(s, o))
 	if sec, ok := clusterSection(s.Cluster); ok {
 		p.Sections = append(p.Sections, sec)

@@ -65,6 +65,7 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	e.printf("\n")
 	writeTermFields(e, s)
 	writeTermClasses(e, s.ByClass)
+	writeTermModels(e, s.ByModel) // per-request model (issue 38)
 	writeCluster(e, s.Cluster)
 	writeTermWarnings(e, s.Warnings)
 	return e.err

@@ -460,7 +460,7 @@ func dropShardExcept(w *metrics.RecordWriter, f *ShardFacts, index int, trace tr
 				continue
 			}
 			intended := int64(float64(q.Arrival)/f.RateScale) + int64(r)*f.PeriodNs
-			rec = metrics.Record{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, Repeat: r,
+			rec = metrics.Record{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, Repeat: r, Model: q.Model,
 				Phase:    metrics.PhaseOf(time.Duration(intended), time.Duration(f.WarmupNs), time.Duration(f.CooldownNs), time.Duration(f.RunEndNs)),
 				Intended: intended, InputTokens: q.InputTokens, RequestedTokens: q.OutputTokens,
 				ServerInputTokens: -1, ServerOutputTokens: -1, Failure: metrics.FailDropped, Error: why}

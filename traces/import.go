@@ -23,6 +23,12 @@ type ImportOptions struct {
 	// Model keeps only rows of this model, compared case-insensitively (burstgpt only).
 	// Rows of other models are skipped silently.
 	Model string
+	// KeepModel fills each request's Model from the source's model name where the source
+	// records one (burstgpt's Model column, weka's per-call model), so that a replay sends
+	// each request to the model it was made for (issue 38). Off by default: the recorded
+	// names (ChatGPT, GPT-4, claude-...) are rarely names the target server serves, and a
+	// request to a model the server does not list fails with not_found.
+	KeepModel bool
 	// DropFailed skips rows that record a failed request, i.e. zero response/generated/output
 	// tokens (azure, burstgpt, mooncake). Without it such a row is an error, because a trace
 	// request must ask for at least one output token.
@@ -325,4 +331,14 @@ func numberTurns(reqs []Request) {
 			reqs[i].Turn = turn[s]
 		}
 	}
+}
+
+// importedModel is a source's model name as a Request's Model (ImportOptions.KeepModel): ""
+// (the run's --model) when the name is empty or one the trace format refuses.
+func importedModel(name string) string {
+	name = strings.TrimSpace(name)
+	if m, why := modelField(name); why == "" {
+		return m
+	}
+	return ""
 }

@@ -118,6 +118,9 @@ func importBurstGPT(r io.Reader, name string, opts ImportOptions) ([]Request, er
 		if sid, ok := t.get(rec, "Session ID"); ok && sid != "" {
 			req.Session = sid
 		}
+		if opts.KeepModel {
+			req.Model = importedModel(model)
+		}
 		return sink.add(req), nil
 	})
 	if err != nil {

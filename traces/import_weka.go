@@ -458,6 +458,10 @@ func (t *wekaTrace) call(m map[string]rawAt, e rawAt, field string, line int, ts
 	if api.off >= 0 {
 		resp = clampSeconds(api.f)
 	}
+	if sink.opts.KeepModel {
+		name, _ := scalar(m["model"].raw).(string)
+		q.Model = importedModel(name)
+	}
 	stop, _ := scalar(m["stop"].raw).(string)
 	return t.add(q, resp, stop == "tool_use"), nil
 }

@@ -272,6 +272,8 @@ type wireRequest struct {
 	After      *[]int      `json:"after,omitempty" msgpack:"after,omitempty"`
 	ToolDelayS json.Number `json:"tool_delay_s,omitempty" msgpack:"-"`
 	Affinity   string      `json:"affinity,omitempty" msgpack:"affinity,omitempty"`
+	// Per-request model (issue 38).
+	Model string `json:"model,omitempty" msgpack:"model,omitempty"`
 }
 
 func toWire(r *Request) wireRequest {
@@ -293,6 +295,7 @@ func toWire(r *Request) wireRequest {
 		w.ToolDelayS = json.Number(formatSeconds(r.ToolDelay))
 	}
 	w.Affinity = r.Affinity
+	w.Model = r.Model
 	return w
 }
 

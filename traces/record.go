@@ -28,11 +28,13 @@ const (
 	fAfter     = "after"
 	fToolDelay = "tool_delay_s"
 	fAffinity  = "affinity"
+	// Per-request model (issue 38).
+	fModel = "model"
 )
 
 // Fields lists every field of trace format v1 in canonical order.
 var Fields = []string{fID, fArrival, fClass, fInputTokens, fOutputTokens, fSession, fTurn,
-	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect, fAfter, fToolDelay, fAffinity}
+	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect, fAfter, fToolDelay, fAffinity, fModel}
 
 var knownField = func() map[string]bool {
 	m := make(map[string]bool, len(Fields))
@@ -177,6 +179,8 @@ func (d *recordDecoder) scalarField(m member) (why string, ok bool) {
 		}
 	case fPrompt:
 		r.Prompt, why = stringField(m.val, false, "must be a string")
+	case fModel:
+		r.Model, why = modelField(m.val)
 	default:
 		return "", false
 	}
@@ -257,6 +261,30 @@ func boundedInt(v any, min, max int64, below, above string) (int64, string) {
 		}
 	}
 	return n, why
+}
+
+// MaxModelBytes bounds model, which is sent in the request body and breaks results down.
+const MaxModelBytes = 256
+
+// modelField parses the per-request model name: a non-empty string of at most MaxModelBytes
+// bytes without control characters or surrounding spaces.
+func modelField(v any) (string, string) {
+	s, why := stringField(v, true, "must be a non-empty string (the model or adapter name sent; leave it out for the run's --model)")
+	if why != "" {
+		return "", why
+	}
+	if len(s) > MaxModelBytes {
+		return "", fmt.Sprintf("must be at most %d bytes (got %d)", MaxModelBytes, len(s))
+	}
+	if strings.TrimSpace(s) != s {
+		return "", "must not start or end with spaces (got " + safetext.Quote(s, 40) + ")"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return "", "must not hold control characters (got " + safetext.Quote(s, 40) + ")"
+		}
+	}
+	return s, ""
 }
 
 // checkID rejects ids that cannot travel as an X-Request-Id header.

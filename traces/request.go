@@ -84,4 +84,11 @@ type Request struct {
 	// afterRefs are the "after" entries as read, turn numbers or ids, until finish resolves
 	// them into After.
 	afterRefs []afterRef
+
+	// Per-request model (issue 38, FORMAT.md "Per-request model").
+	//
+	// Model is the model or adapter name sent in the request body; empty means the run's
+	// --model. A LoRA adapter served on a base model is named here as the server lists it in
+	// /v1/models.
+	Model string
 }

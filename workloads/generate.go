@@ -18,7 +18,8 @@ type compiledClass struct {
 	groups                 [][]int64 // prefix block ids per group
 	groupCDF               []float64
 	prefixTokens           int
-	imageCount             *sampler // images per request (ClassSpec.Images)
+	imageCount             *sampler  // images per request (ClassSpec.Images)
+	modelCDF               []float64 // ClassSpec.Models, cumulative (models.go); nil: none
 }
 
 // Generate produces the trace a spec describes: requests sorted by arrival (absolute offsets
@@ -41,9 +42,12 @@ func Generate(spec Spec) ([]traces.Request, error) {
 		return nil, err
 	}
 	for i, at := range times {
-		if err := g.draw(newRNG(spec.Seed, 1<<40+uint64(i)), at); err != nil {
+		from := len(g.reqs)
+		cc, err := g.draw(newRNG(spec.Seed, 1<<40+uint64(i)), at)
+		if err != nil {
 			return nil, err
 		}
+		g.assignModel(cc, i, from, spec.Seed)
 		if len(g.reqs) > maxArrivals {
 			return nil, fmt.Errorf("the spec produces more than %d requests; lower the rate, the duration or the turns per session", maxArrivals)
 		}
@@ -101,6 +105,7 @@ func compileSpec(spec *Spec) (*generator, error) {
 
 func (g *generator) compileClass(cc *compiledClass, c *ClassSpec) error {
 	cc.spec = c
+	cc.modelCDF = modelCDF(c.Models)
 	var err error
 	if cc.input, err = c.Input.compile(); err != nil {
 		return fmt.Errorf("class %q input: %w", c.Name, err)
@@ -159,9 +164,14 @@ func (g *generator) compileClass(cc *compiledClass, c *ClassSpec) error {
 
 // draw adds the request (or the session's turns) of the arrival at at, drawing from r in a
 // fixed order: class, two normals for the correlated lengths, prefix use, prefix group, then
-// the session's draws.
-func (g *generator) draw(r *rng, at time.Duration) error {
+// the session's draws. It returns the class drawn.
+func (g *generator) draw(r *rng, at time.Duration) (*compiledClass, error) {
 	cc := &g.classes[pick(g.classCDF, r.float())]
+	return cc, g.drawClass(r, cc, at)
+}
+
+// drawClass is draw for the class cc drawn.
+func (g *generator) drawClass(r *rng, cc *compiledClass, at time.Duration) error {
 	c := cc.spec
 	z1, z2 := r.norm(), r.norm()
 	rho := c.Correlation

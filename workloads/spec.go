@@ -51,6 +51,11 @@ type ClassSpec struct {
 
 	// Images makes each request multimodal (images.go); not with Session.
 	Images *ImageSpec `json:"images,omitempty"`
+
+	// Models, when set, sends each arrival (all turns of a session) to one of these models or
+	// LoRA adapters, drawn in proportion to the weights (models.go; issue 38); empty: the
+	// run's --model.
+	Models []ModelWeight `json:"models,omitempty"`
 }
 
 // PrefixSpec describes shared-prefix groups (system prompts, few-shot examples, tool lists):
@@ -194,6 +199,9 @@ func (c *ClassSpec) check() error {
 	}
 	if c.Temperature != nil && !(*c.Temperature >= 0) {
 		return fmt.Errorf("temperature must be >= 0")
+	}
+	if err := checkModels(c.Models); err != nil {
+		return err
 	}
 	if p := c.Prefix; p != nil {
 		if p.Groups < 1 || p.Tokens < 1 {

@@ -53,6 +53,10 @@ type SpecOptions struct {
 	Turns, NewInput, Think string  // --session-turns, --session-input, --think
 	TPOTMS                 float64 // --tpot-ms
 	MaxContext             int     // --max-context
+
+	// Models is a weighted mix of models or LoRA adapters, "base=6,sql-lora=3", that every
+	// class's requests are sent to (ParseModels; issue 38).
+	Models string // --models
 }
 
 // BuildSpec builds the spec o describes and validates it.
@@ -72,8 +76,17 @@ func BuildSpec(o SpecOptions) (Spec, error) {
 	if err != nil {
 		return spec, err
 	}
+	var models []ModelWeight // per-request models (issue 38)
+	if o.set("models") {
+		if models, err = ParseModels("--models", o.Models); err != nil {
+			return spec, err
+		}
+	}
 	for i := range spec.Classes {
 		o.applyClass(&spec.Classes[i], d)
+		if models != nil {
+			spec.Classes[i].Models = models
+		}
 	}
 	if err := o.checkNeeds(spec); err != nil {
 		return spec, err

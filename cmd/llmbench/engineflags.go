@@ -51,13 +51,17 @@ type engineFlags struct {
 	wire           string
 	reasoning      float64
 	quality        string
+
+	// LoRA adapters (issue 38; flags_lora.go).
+	lora loraEngineFlags
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
 var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
 	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
 	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
-	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise", "quality"}
+	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise", "quality",
+	"lora", "max-loras"} // LoRA adapters (issue 38; flags_lora.go)
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
@@ -91,6 +95,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
 	fs.StringVar(&f.quality, "quality", "on", "reference engine: the error model of its answers (tool calls, JSON outputs, lookups in long documents; docs/quality.md \"Quality probes and the engine's error model\"): on, off (every answer right), or items such as tool=5%,retry=3%,json=2%,recall=1%,middle=25%,half=16k,temp=1.5,fp8=1.5,int8=2,int4=3,seed=N changing the defaults")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
+	f.lora.add(fs) // LoRA adapters (issue 38)
 	return f
 }
 
@@ -192,6 +197,9 @@ func (f *engineFlags) config() (refengine.Config, error) {
 	}
 	if cfg.Quality, err = refengine.ParseQuality(f.quality); err != nil {
 		return cfg, fmt.Errorf("--quality: %w", err)
+	}
+	if err := f.lora.apply(&cfg); err != nil { // LoRA adapters (issue 38)
+		return cfg, err
 	}
 	if f.profiles != "" {
 		data, err := os.ReadFile(f.profiles)

@@ -95,11 +95,15 @@ min=,max= to clamp.`,
 	fs.Float64Var(&o.spec.TPOTMS, "tpot-ms", 20, "assumed ms per output token when placing later turns")
 	fs.IntVar(&o.spec.MaxContext, "max-context", 0, "end a session before its prompt exceeds this many tokens (0 = no limit)")
 	addProbeFlags(fs, &o.probe)
+	addGenModelFlags(fs, &o.spec) // per-request models (issue 38)
 	return cmd
 }
 
 func runGen(app *App, o *genOptions) error {
 	if workloads.IsProbePreset(o.preset) {
+		if o.changed("models") {
+			return fmt.Errorf("--models mixes models into generated traffic; the quality probe preset %s sends each probe to the run's --model", o.preset)
+		}
 		return runProbeGen(app, o)
 	}
 	if err := o.probe.unused(o.changed); err != nil {

@@ -73,6 +73,7 @@ estimated as output tokens x --tpot-ms and the rest of the gap is the wait befor
 	fs.BoolVar(&o.opts.Sessions, "sessions", false, "sharegpt: every user turn becomes a turn of a multi-turn session (implies --chat)")
 	fs.DurationVar(&o.opts.Think, "think", 10*time.Second, "sharegpt --sessions: time between turns")
 	fs.Float64Var(&o.tpotMs, "tpot-ms", float64(traces.DefaultImportTPOT)/1e6, "toolagent, weka: ms per output token that estimates a recorded response's duration where the trace has none")
+	addImportModelFlags(fs, &o.opts) // per-request model (issue 38)
 	_ = cmd.MarkFlagRequired("format")
 	return cmd
 }
@@ -83,7 +84,7 @@ func checkImportFlags(format string, changed func(string) bool) error {
 		"tokenizer": {"sharegpt"}, "rate": {"sharegpt"}, "poisson": {"sharegpt"}, "seed": {"sharegpt"},
 		"chat": {"sharegpt"}, "sessions": {"sharegpt"}, "think": {"sharegpt"}, "model": {"burstgpt"},
 		"lenient": {"jsonl", "msgpack"}, "drop-failed": {"azure", "burstgpt", "mooncake", "toolagent", "weka"},
-		"tpot-ms": {"toolagent", "weka"},
+		"tpot-ms": {"toolagent", "weka"}, "keep-model": {"burstgpt", "weka"},
 	}
 	names := make([]string, 0, len(only))
 	for n := range only {

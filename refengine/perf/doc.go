@@ -222,12 +222,14 @@
 // organisation prefix: "meta-llama/Llama-3.1-8B-Instruct", "llama3.1-70b", "mixtral", ...
 //
 // GPUs (LookupGPU; NVIDIA data sheets, dense tensor-core rates without sparsity, NVLink per
-// direction; fp8 is absent on the A100, whose fp8 weights therefore compute at the bf16 rate):
+// direction; fp8 is absent on the A100, whose fp8 weights therefore compute at the bf16 rate;
+// host is the PCIe link per direction, half the data sheet's both-ways "PCIe Gen4: 64 GB/s"
+// (A100) and "PCIe Gen5: 128 GB/s" (H100 SXM, H200), which prices LoRA adapter loads):
 //
-//	name       alias  memory  bandwidth   bf16 TFLOP/s  fp8 TFLOP/s  int8 TOP/s  NVLink
-//	a100-80gb  a100   80 GB   2.039 TB/s  312           -            624         300 GB/s
-//	h100-sxm   h100   80 GB   3.35 TB/s   989           1979         1979        450 GB/s
-//	h200       -      141 GB  4.8 TB/s    989           1979         1979        450 GB/s
+//	name       alias  memory  bandwidth   bf16 TFLOP/s  fp8 TFLOP/s  int8 TOP/s  NVLink    host
+//	a100-80gb  a100   80 GB   2.039 TB/s  312           -            624         300 GB/s  32 GB/s
+//	h100-sxm   h100   80 GB   3.35 TB/s   989           1979         1979        450 GB/s  64 GB/s
+//	h200       -      141 GB  4.8 TB/s    989           1979         1979        450 GB/s  64 GB/s
 //
 // Memory is the data sheet's "80 GB" read as 80e9 bytes, the convention of the seed's worked
 // example. The devices actually expose about 85.5e9 bytes (80 GiB less firmware reservations),

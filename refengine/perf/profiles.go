@@ -61,6 +61,22 @@ type GPU struct {
 	// step (Config.StepOverheadPerSeq), used when Config leaves its own at 0; the built-in
 	// profiles leave it 0 (package documentation, "Host overhead per sequence").
 	StepOverheadPerSeq time.Duration
+	// HostBW is the host-to-GPU bandwidth per direction (PCIe), bytes/s: the data sheet's
+	// bidirectional PCIe figure halved. It prices copying a LoRA adapter into a slot
+	// (refengine's Config.LoRAs); 0 means DefaultHostBW.
+	HostBW float64
+}
+
+// DefaultHostBW is the host-to-GPU bandwidth of a profile that gives none: PCIe Gen4 x16,
+// 64 GB/s both ways, 32 GB/s per direction.
+const DefaultHostBW = 32e9
+
+// HostBandwidth is g.HostBW, or DefaultHostBW when the profile gives none.
+func (g GPU) HostBandwidth() float64 {
+	if g.HostBW > 0 {
+		return g.HostBW
+	}
+	return DefaultHostBW
 }
 
 // IsMoE reports whether the model routes tokens to a subset of experts.
@@ -137,7 +153,7 @@ func (g GPU) Validate() error {
 	for _, c := range []struct {
 		f string
 		v float64
-	}{{"fp8 FLOP/s", g.FP8FLOPS}, {"int8 OP/s", g.INT8OPS}, {"link bandwidth", g.LinkBW}} {
+	}{{"fp8 FLOP/s", g.FP8FLOPS}, {"int8 OP/s", g.INT8OPS}, {"link bandwidth", g.LinkBW}, {"host bandwidth", g.HostBW}} {
 		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
 			return fmt.Errorf("gpu %s: %s must be >= 0 (0 = unsupported), got %g", name, c.f, c.v)
 		}
@@ -172,9 +188,9 @@ var builtinModels = []Model{
 }
 
 var builtinGPUs = []GPU{
-	{Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, FP8FLOPS: 0, INT8OPS: 624e12, LinkBW: 300e9},
-	{Name: "h100-sxm", MemBytes: 80e9, MemBW: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9},
-	{Name: "h200", MemBytes: 141e9, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9},
+	{Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, FP8FLOPS: 0, INT8OPS: 624e12, LinkBW: 300e9, HostBW: 32e9},
+	{Name: "h100-sxm", MemBytes: 80e9, MemBW: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9, HostBW: 64e9},
+	{Name: "h200", MemBytes: 141e9, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, INT8OPS: 1979e12, LinkBW: 450e9, HostBW: 64e9},
 }
 
 // Aliases map an accepted spelling (after normalization) to a canonical profile name.
@@ -449,6 +465,8 @@ type gpuJSON struct {
 
 	// StepOverheadPerSeqUS is the host time per scheduled sequence per step, microseconds.
 	StepOverheadPerSeqUS float64 `json:"step_overhead_per_seq_us,omitempty"`
+	// HostGBs is the host-to-GPU (PCIe) bandwidth per direction, GB/s (0: DefaultHostBW).
+	HostGBs float64 `json:"host_gbs,omitempty"`
 }
 
 // ParseProfiles parses a profile override file; name (usually the file's path) prefixes every
@@ -471,8 +489,9 @@ type gpuJSON struct {
 // "calibration" object (the scheduling limits it learned, its residuals) that this parser
 // carries without reading (calibrate.ParseProfileCalibration reads it). Optional
 // "step_overhead_per_seq_us" is the host time per scheduled sequence per step
-// (Config.StepOverheadPerSeq; 18.4 for vLLM 0.10, see "Host overhead per sequence"). Unknown
-// fields are errors, so a typo cannot silently fall
+// (Config.StepOverheadPerSeq; 18.4 for vLLM 0.10, see "Host overhead per sequence"). Optional
+// "host_gbs" is the host-to-GPU (PCIe) bandwidth per direction that prices LoRA adapter loads
+// (default DefaultHostBW). Unknown fields are errors, so a typo cannot silently fall
 // back to a default. Profiles are validated; names must be unique within the file.
 func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -525,7 +544,7 @@ func ParseProfiles(data []byte, name string) (models []Model, gpus []GPU, err er
 	seen = map[string]bool{}
 	for i, gj := range f.GPUs {
 		g := GPU{Name: gj.Name, MemBytes: gj.MemGB * 1e9, MemBW: gj.MemBWGBs * 1e9, BF16FLOPS: gj.BF16TFLOPS * 1e12,
-			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9,
+			FP8FLOPS: gj.FP8TFLOPS * 1e12, INT8OPS: gj.INT8TOPS * 1e12, LinkBW: gj.LinkGBs * 1e9, HostBW: gj.HostGBs * 1e9,
 			BWEff: gj.BWEff, FLOPEff: gj.FLOPEff, KVBWEff: gj.KVBWEff,
 			StepOverhead: time.Duration(math.Round(gj.StepOverheadUS * 1e3))}
 		if math.IsNaN(gj.StepOverheadUS) || gj.StepOverheadUS < 0 || gj.StepOverheadUS > 1e7 {
@@ -608,7 +627,7 @@ func FormatProfiles(models []Model, gpus []GPU) ([]byte, error) {
 		}
 		f.GPUs = append(f.GPUs, gpuJSON{Name: g.Name, MemGB: g.MemBytes / 1e9, MemBWGBs: g.MemBW / 1e9,
 			BF16TFLOPS: g.BF16FLOPS / 1e12, FP8TFLOPS: g.FP8FLOPS / 1e12, INT8TOPS: g.INT8OPS / 1e12,
-			LinkGBs: g.LinkBW / 1e9, BWEff: g.BWEff, FLOPEff: g.FLOPEff, KVBWEff: g.KVBWEff,
+			LinkGBs: g.LinkBW / 1e9, HostGBs: g.HostBW / 1e9, BWEff: g.BWEff, FLOPEff: g.FLOPEff, KVBWEff: g.KVBWEff,
 			StepOverheadUS:       float64(g.StepOverhead) / 1e3,
 			StepOverheadPerSeqUS: float64(g.StepOverheadPerSeq) / 1e3})
 	}

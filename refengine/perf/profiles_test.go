@@ -26,11 +26,11 @@ func TestBuiltinProfiles(t *testing.T) {
 		}
 	}
 	wantGPUs := map[string]GPU{
-		"a100-80gb": {Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, INT8OPS: 624e12, LinkBW: 300e9},
+		"a100-80gb": {Name: "a100-80gb", MemBytes: 80e9, MemBW: 2.039e12, BF16FLOPS: 312e12, INT8OPS: 624e12, LinkBW: 300e9, HostBW: 32e9},
 		"h100-sxm": {Name: "h100-sxm", MemBytes: 80e9, MemBW: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12,
-			INT8OPS: 1979e12, LinkBW: 450e9},
+			INT8OPS: 1979e12, LinkBW: 450e9, HostBW: 64e9},
 		"h200": {Name: "h200", MemBytes: 141e9, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12,
-			INT8OPS: 1979e12, LinkBW: 450e9},
+			INT8OPS: 1979e12, LinkBW: 450e9, HostBW: 64e9},
 	}
 	for name, want := range wantGPUs {
 		got, err := LookupGPU(name)

@@ -78,6 +78,7 @@ func simRequest(r *traces.Request, rateScale float64, keepOutput bool) refengine
 		IgnoreEOS:    true,
 		Seed:         r.Seed,
 		Class:        r.Class,
+		Model:        r.Model, // per-request model (issue 38)
 	}
 	if len(r.Messages) > 0 && r.Prompt == "" {
 		for _, m := range r.Messages {
@@ -132,7 +133,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		return rec
 	}
-	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput, images: imageFiles{}}
+	p := &pipeline{rateScale: a.RateScale, keepOutput: a.KeepOutput, images: imageFiles{}, models: newModelCheck(a.Config)}
 	st, info, n, err := p.run(ctx, trace, a.Config, toRecord, sink)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
@@ -140,7 +141,7 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if n != trace.Len() {
 		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", n, trace.Len())
 	}
-	return withOverload(&runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, watch), nil
+	return withOverload(&runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: loraFacts(describeInfo(info), st), Duration: st.Makespan}, watch), nil
 }
 
 // withOverload adds the watch's overload warning, if any, to p's warnings.
@@ -159,6 +160,9 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *q
 	if err != nil {
 		return nil, err
 	}
+	if err := newModelCheck(a.Config).checkAll(reqs); err != nil { // per-request model (issue 38)
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
 	if hasSessions(reqs) {
 		if a.Replicas > 1 {
 			return nil, fmt.Errorf("simulate: --replicas %d: this trace's sessions release their turns as earlier turns finish, which the cluster simulation does not follow; simulate it on one engine, or replay it with run against a cluster", a.Replicas)
@@ -168,7 +172,7 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *q
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %w", err)
 		}
-		return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: describeInfo(info), Duration: st.Makespan}, nil
+		return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: loraFacts(describeInfo(info), st), Duration: st.Makespan}, nil
 	}
 	sims := simRequests(reqs, a.RateScale, a.KeepOutput)
 	if err := addImages(sims, reqs); err != nil {
@@ -187,7 +191,7 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *q
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
 	}
-	p := &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: describeInfo(res.Info), Duration: res.Stats.Makespan}
+	p := &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: loraFacts(describeInfo(res.Info), res.Stats), Duration: res.Stats.Makespan}
 	if a.Replicas > 1 {
 		p.Cluster = ClusterLoad(res)
 		if p.Engine == nil {
@@ -231,7 +235,7 @@ func FillRecord(rec *metrics.Record, t *refengine.Timeline, req *traces.Request)
 		chunks = make([]metrics.Chunk, 0, len(t.Emissions))
 	}
 	*rec = metrics.Record{
-		ID: req.ID, Class: req.Class, Session: req.Session, Turn: req.Turn,
+		ID: req.ID, Class: req.Class, Session: req.Session, Turn: req.Turn, Model: req.Model,
 		Intended: int64(t.Arrival), Dispatched: int64(t.Arrival), Sent: int64(t.Arrival), Headers: int64(t.Arrival),
 		InputTokens: t.PromptTokens, InputSource: metrics.InputFromUsage, OutputTokens: t.OutputTokens, TokenSource: metrics.TokensFromUsage,
 		RequestedTokens: req.OutputTokens, ServerInputTokens: t.PromptTokens, ServerOutputTokens: t.OutputTokens,
@@ -283,4 +287,16 @@ func describeInfo(info refengine.Info) map[string]string {
 		out[k] = fmt.Sprint(v)
 	}
 	return out
+}
+
+// loraFacts adds a simulation's adapter counters to its engine facts (issue 38): loads into a
+// slot, evictions and the load time, when the engine served adapters.
+func loraFacts(engine map[string]string, st refengine.SimStats) map[string]string {
+	if engine == nil || engine["lora_modules"] == "" {
+		return engine
+	}
+	engine["lora_loads"] = fmt.Sprint(st.LoRALoads)
+	engine["lora_evictions"] = fmt.Sprint(st.LoRAEvictions)
+	engine["lora_load_s"] = fmt.Sprintf("%.3f", st.LoRALoadTime.Seconds())
+	return engine
 }

@@ -17,7 +17,7 @@ type held struct {
 // holdRequest is what the simulator keeps of req (what FillRecord reads).
 func holdRequest(req *traces.Request) held {
 	h := held{id: req.ID, class: req.Class, outputTokens: req.OutputTokens}
-	if req.Session != "" || req.Turn != 0 || req.NaturalEnd() {
+	if req.Session != "" || req.Turn != 0 || req.NaturalEnd() || req.Model != "" {
 		r := *req
 		h.rest = &r
 	}

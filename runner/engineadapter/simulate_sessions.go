@@ -337,7 +337,7 @@ func (s *sessionSim) settle(pos int) {
 		}
 		if failed >= 0 {
 			q := &s.reqs[d]
-			rec := &metrics.Record{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn,
+			rec := &metrics.Record{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, Model: q.Model,
 				Intended: int64(s.finish[latest]), InputTokens: q.InputTokens, RequestedTokens: q.OutputTokens,
 				ServerInputTokens: -1, ServerOutputTokens: -1, Failure: metrics.FailDropped,
 				Error: fmt.Sprintf("never sent: %s of this session, which it depends on, failed or was never sent", turnLabel(&s.reqs[failed]))}

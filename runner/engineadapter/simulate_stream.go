@@ -39,6 +39,7 @@ type pipeline struct {
 	rateScale  float64
 	keepOutput bool
 	images     imageFiles // the reader's: each image file is read once
+	models     modelCheck // the model names the engine serves (issue 38)
 }
 
 // run simulates trace on cfg and hands the records to sink in walk order. n is the number of
@@ -145,6 +146,9 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- []arriving) error {
 	b := make([]arriving, 0, batchLen)
 	err := walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
+		if err := p.models.check(q); err != nil {
+			return err
+		}
 		sr := simRequest(q, p.rateScale, p.keepOutput)
 		if q.ImageCount() > 0 {
 			one := []refengine.SimRequest{sr}
@@ -156,7 +160,7 @@ func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- 
 		b = append(b, arriving{pos, sr,
 			// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
 			traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
-				Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat}})
+				Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat, Model: q.Model}})
 		if len(b) == batchLen {
 			select {
 			case arrive <- b:
