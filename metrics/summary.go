@@ -59,6 +59,11 @@ type Summary struct {
 	// ServerPrefixCache (run --scrape-metrics): the server's prefix-cache hit rate over the
 	// measured window from its counters (prefixcache_server.go).
 	ServerPrefixCache *ServerPrefixCache `json:"server_prefix_cache,omitempty"`
+
+	// PrefixPriming (run --prime-prefixes, --prefix-hit-rate; issue 34): how the server's
+	// prefix cache was flushed and primed before the measured window, and the requested hit
+	// rate checked against the achieved one (prefixpriming.go).
+	PrefixPriming *PrefixPriming `json:"prefix_priming,omitempty"`
 }
 
 // RunInfo describes how the run was made.
