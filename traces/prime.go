@@ -14,12 +14,14 @@ const PrimeIDPrefix = "prime-"
 
 // PrimeRequests returns the requests that prime the prefix groups of reqs: requests whose
 // prompt is synthesized from HashIDs (no Prompt, no Messages) are grouped by their first hash
-// id, and each group of at least two requests gets one request that sends the group's longest
-// common run of leading hash ids — the prefix they all share — and asks for one output token.
+// id, and each group gets one request that sends the group's longest common run of leading
+// hash ids — the prefix they all share — and asks for one output token. A request alone in
+// its group is primed only when its hash ids stop short of its prompt (they are then a
+// declared prefix, as gen's prefix groups write them, and the rest is its own); when they
+// cover it all, nothing says which of them another request would share.
 // The run of a group is as many tokens as its blocks cover (blockTokens each, <= 0 means
 // DefaultBlockTokens), but no more than the shortest member's input. Groups come in order of
-// their first member in reqs; every request arrives at 0 and is IDed "prime-<k>". A request
-// alone in its group shares nothing and is not primed.
+// their first member in reqs; every request arrives at 0 and is IDed "prime-<k>".
 func PrimeRequests(reqs []Request, blockTokens int) []Request {
 	if blockTokens <= 0 {
 		blockTokens = DefaultBlockTokens
@@ -53,7 +55,7 @@ func PrimeRequests(reqs []Request, blockTokens int) []Request {
 	var out []Request
 	for _, first := range order {
 		g := groups[first]
-		if g.members < 2 {
+		if g.members < 2 && len(g.run)*blockTokens >= g.minIn {
 			continue
 		}
 		in := min(len(g.run)*blockTokens, g.minIn)

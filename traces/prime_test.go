@@ -13,7 +13,8 @@ func TestPrimeRequestsSharedRuns(t *testing.T) {
 		{ID: "b1", InputTokens: 30, HashIDs: []int64{7, 8, 9}},
 		{ID: "a2", InputTokens: 35, HashIDs: []int64{1, 2, 3, 5}},
 		{ID: "a3", InputTokens: 50, HashIDs: []int64{1, 2, 6, 7, 8}},
-		{ID: "c1", InputTokens: 20, HashIDs: []int64{20, 21}}, // alone: nothing shared
+		{ID: "c1", InputTokens: 20, HashIDs: []int64{20, 21}}, // alone, all blocks: nothing shared
+		{ID: "d1", InputTokens: 45, HashIDs: []int64{30, 31}}, // alone, a declared prefix
 		{ID: "m1", InputTokens: 30, HashIDs: []int64{7, 8, 9}, Messages: []Message{{Role: "user", Content: "x"}}},
 		{ID: "b2", InputTokens: 25, HashIDs: []int64{7, 8, 9}}, // the run is capped by its input
 		{ID: "n1", InputTokens: 10},
@@ -22,6 +23,7 @@ func TestPrimeRequestsSharedRuns(t *testing.T) {
 	want := []Request{
 		{ID: "prime-0", InputTokens: 20, OutputTokens: 1, HashIDs: []int64{1, 2}, Class: "prime"},
 		{ID: "prime-1", InputTokens: 25, OutputTokens: 1, HashIDs: []int64{7, 8, 9}, Class: "prime"},
+		{ID: "prime-2", InputTokens: 20, OutputTokens: 1, HashIDs: []int64{30, 31}, Class: "prime"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("PrimeRequests:\n got %+v\nwant %+v", got, want)

@@ -23,7 +23,8 @@ type genOptions struct {
 	spec               workloads.SpecOptions
 	changed            func(name string) bool
 	loadEmpiricalTrace func(path string) ([]traces.Request, error)
-	probe              probeFlags // quality probe presets (genprobe.go)
+	probe              probeFlags     // quality probe presets (genprobe.go)
+	prefixHit          prefixGenFlags // --prefix-hit-rate (flags_prefix.go)
 }
 
 func newGenCmd(app *App) *cobra.Command {
@@ -95,10 +96,14 @@ min=,max= to clamp.`,
 	fs.Float64Var(&o.spec.TPOTMS, "tpot-ms", 20, "assumed ms per output token when placing later turns")
 	fs.IntVar(&o.spec.MaxContext, "max-context", 0, "end a session before its prompt exceeds this many tokens (0 = no limit)")
 	addProbeFlags(fs, &o.probe)
+	addPrefixGenFlags(fs, &o.prefixHit)
 	return cmd
 }
 
 func runGen(app *App, o *genOptions) error {
+	if err := o.prefixHit.check(o.changed, o.preset); err != nil {
+		return err
+	}
 	if workloads.IsProbePreset(o.preset) {
 		return runProbeGen(app, o)
 	}
@@ -125,7 +130,7 @@ func runGen(app *App, o *genOptions) error {
 	if err := writeTraceOut(app.Stdout, o.out, reqs); err != nil {
 		return err
 	}
-	fmt.Fprintf(app.Stderr, "gen: %s to %s\n", traceLine(reqs), outName(o.out))
+	fmt.Fprintf(app.Stderr, "gen: %s to %s\n%s", traceLine(reqs), outName(o.out), o.prefixHit.note())
 	return nil
 }
 
@@ -134,7 +139,11 @@ func runGen(app *App, o *genOptions) error {
 func genSpec(o *genOptions) (workloads.Spec, error) {
 	so := o.spec
 	so.Preset, so.SpecFile, so.Given, so.ReadSpec = o.preset, o.specFile, o.changed, readSpecFile
-	return workloads.BuildSpec(so)
+	spec, err := workloads.BuildSpec(so)
+	if err != nil {
+		return spec, err
+	}
+	return spec, o.prefixHit.apply(o.changed, &spec)
 }
 
 // readSpecFile reads a spec file (workloads.ParseSpec).

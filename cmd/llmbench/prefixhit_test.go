@@ -1,0 +1,70 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmbench/llmbench/runner"
+)
+
+// TestPrefixHitFlagsRefused: the priming flags refuse what they cannot do, naming the flag,
+// before anything is sent.
+func TestPrefixHitFlagsRefused(t *testing.T) {
+	tr := chatSmall
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tolerance without a rate", []string{"run", "--trace", tr, "--prefix-hit-tolerance", "0.05"}, "--prefix-hit-tolerance"},
+		{"rate of one", []string{"run", "--trace", tr, "--prefix-hit-rate", "1"}, "--prefix-hit-rate"},
+		{"negative rate", []string{"run", "--trace", tr, "--prefix-hit-rate", "-0.5"}, "--prefix-hit-rate"},
+		{"zero tolerance", []string{"run", "--trace", tr, "--prefix-hit-rate", "0.5", "--prefix-hit-tolerance", "0"}, "--prefix-hit-tolerance"},
+		{"priming a shard", []string{"run", "--trace", tr, "--endpoint", "http://127.0.0.1:1", "--shard", "0/2", "--prime-prefixes"}, "--prime-prefixes"},
+		{"gen rate with a probe preset", []string{"gen", "--preset", "long-context-probe", "--prefix-hit-rate", "0.5"}, "--prefix-hit-rate"},
+		{"gen rate with sessions", []string{"gen", "--preset", "agentic", "--prefix-hit-rate", "0.5"}, "sessions"},
+		{"gen rate out of range", []string{"gen", "--preset", "prefix-hit", "--prefix-hit-rate", "1.2"}, "--prefix-hit-rate"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			app := newTestApp(nil)
+			if code := app.cli(c.args...); code == 0 {
+				t.Fatalf("%v: exit 0, want an error naming %s", c.args, c.want)
+			}
+			if msg := app.err.String(); !strings.Contains(msg, c.want) {
+				t.Errorf("%v: error %q does not name %s", c.args, msg, c.want)
+			}
+		})
+	}
+}
+
+// TestGenAndRunAtPrefixHitRate: gen --preset prefix-hit --prefix-hit-rate 0.9, then run
+// --prefix-hit-rate 0.9 on the embedded engine: the flush and priming are done, the measured
+// window runs at 90% within 2 pp, and the terminal says so.
+func TestGenAndRunAtPrefixHitRate(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "hit.jsonl")
+	app := newTestApp(nil)
+	if code := app.cli("gen", "--preset", "prefix-hit", "--prefix-hit-rate", "0.9", "--rate", "2", "--duration", "10s", "-o", trace); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, app.err.String())
+	}
+	if !strings.Contains(app.err.String(), "designed prefix-cache hit rate 90.00%") {
+		t.Fatalf("gen stderr %q", app.err.String())
+	}
+	out := filepath.Join(dir, "run")
+	app = newTestApp(nil)
+	if code := app.cli("run", "--trace", trace, "--time-scale", "50", "--prefix-hit-rate", "0.9", "--scrape-metrics", "-q", "-o", out); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, app.err.String())
+	}
+	s, err := runner.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.PrefixPriming
+	if p == nil || p.Flushed == "" || p.Groups == 0 || !p.Verified || p.AchievedHitRate == nil || *p.AchievedHitRate < 0.88 || p.ServerHitRate == nil {
+		t.Fatalf("prefix priming %+v", p)
+	}
+	if flat := strings.Join(strings.Fields(app.out.String()), " "); !strings.Contains(flat, "requested 90.0%") || !strings.Contains(flat, "within 2.0 pp") {
+		t.Fatalf("terminal lacks the check:\n%s", app.out.String())
+	}
+}
