@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -127,4 +128,28 @@ func noPrefixCountersNote(backend, gauge string) string {
 		return "TGI exports no prefix-cache counters" + none
 	}
 	return "the server's /metrics has no prefix-cache counters llmbench knows (vLLM's, SGLang's)" + none
+}
+
+// mergedServerPrefixCache is the merged run's server prefix cache over [startS, endS] (seconds
+// from the merged epoch) from the shards' server-metrics.json, or nil when no shard scraped
+// (metrics.MergeServerPrefixCache). A shard's sample times move by its shift onto the epoch.
+func mergedServerPrefixCache(parts []*mergePart, startS, endS float64) *metrics.ServerPrefixCache {
+	var shards []metrics.ServerPrefixShard
+	for _, p := range parts {
+		d, err := readServerSamples(filepath.Join(p.dir, ScrapeFile))
+		if err != nil {
+			continue
+		}
+		s := metrics.ServerPrefixShard{Endpoint: d.Endpoint, Backend: d.Backend, Source: d.PrefixSource}
+		for _, smp := range d.Samples {
+			if smp.PrefixHits >= 0 && smp.PrefixQueries >= 0 {
+				s.Points = append(s.Points, metrics.PrefixCounterPoint{T: smp.T + float64(p.shift)/1e9, Hits: smp.PrefixHits, Queries: smp.PrefixQueries})
+			}
+		}
+		if len(s.Points) == 0 {
+			s.Note = serverPrefixCache(*d, startS, endS).Note
+		}
+		shards = append(shards, s)
+	}
+	return metrics.MergeServerPrefixCache(shards, startS, endS)
 }
