@@ -47,3 +47,33 @@ func TestPrefixPrimingInEveryReport(t *testing.T) {
 		}
 	}
 }
+
+// TestServerPrefixCachePerServer: a figure combined from several servers lists each one's
+// share in every report.
+func TestServerPrefixCachePerServer(t *testing.T) {
+	s := fixtureSummary("m", "")
+	s.ServerPrefixCache = &metrics.ServerPrefixCache{Backend: "vllm", Available: true, Hits: 17000, Queries: 30000, HitRate: 17.0 / 30,
+		Endpoints: []metrics.ServerPrefixCacheEndpoint{
+			{Endpoint: "http://a:8000/metrics", Available: true, Hits: 15000, Queries: 20000, HitRate: 0.75},
+			{Endpoint: "http://b:8000/metrics", Available: true, Hits: 2000, Queries: 10000, HitRate: 0.2},
+			{Endpoint: "http://c:8000/metrics", Note: "TGI exports no prefix-cache counters"}}}
+	var term, md, html bytes.Buffer
+	if err := WriteTerminal(&term, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, s, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(term.String()), " ")
+	for _, w := range []string{"server 56.7%", "per server: http://a:8000/metrics 75.0% (15,000 of 20,000), http://b:8000/metrics 20.0% (2,000 of 10,000), http://c:8000/metrics no figure"} {
+		if !strings.Contains(flat, w) || !strings.Contains(strings.ReplaceAll(md.String(), `\`, ""), w) {
+			t.Errorf("terminal or markdown lacks %q:\n%s", w, term.String())
+		}
+	}
+	if !strings.Contains(html.String(), "http://b:8000/metrics 20.0%") {
+		t.Error("HTML lacks the per-server rows")
+	}
+}
