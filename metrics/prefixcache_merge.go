@@ -65,7 +65,7 @@ func MergeServerPrefixCache(shards []ServerPrefixShard, startS, endS float64) *S
 	if out.Queries > 0 {
 		out.HitRate = out.Hits / out.Queries
 	}
-	out.Note = fmt.Sprintf("merged from %d shard(s) that scraped %d server(s): a server's delta runs from the latest of its shards' scrapes before the window to the earliest after it; servers add up", len(shards), len(order))
+	out.Note = fmt.Sprintf("combined from %d scrape series (shards or workers) of %d server(s): a server's delta runs from the latest of its shards' scrapes before the window to the earliest after it; servers add up", len(shards), len(order))
 	if len(notes) > 0 {
 		out.Note += "; without a figure: " + strings.Join(notes, "; ")
 	}

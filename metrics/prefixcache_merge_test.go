@@ -41,7 +41,7 @@ func TestMergeServerPrefixCacheOneServer(t *testing.T) {
 	if !got.Available || got.Endpoints != nil || math.Abs(got.Hits-(want.Hits-start.Hits)) > 1e-9 || math.Abs(got.Queries-(want.Queries-start.Queries)) > 1e-9 {
 		t.Fatalf("merged %+v, want %v / %v", got, want.Hits-start.Hits, want.Queries-start.Queries)
 	}
-	if math.Abs(got.HitRate-0.75) > 1e-12 || got.Backend != "vllm" || !strings.Contains(got.Note, "3 shard(s) that scraped 1 server(s)") {
+	if math.Abs(got.HitRate-0.75) > 1e-12 || got.Backend != "vllm" || !strings.Contains(got.Note, "3 scrape series (shards or workers) of 1 server(s)") {
 		t.Fatalf("merged %+v", got)
 	}
 	// Summing the shards' own deltas would count the server's traffic three times.

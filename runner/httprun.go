@@ -39,6 +39,9 @@ type HTTPRun struct {
 	// Prime, when set, flushes the server's prefix cache and primes the trace's prefix groups
 	// before the measured window, and checks the hit rate asked for (prime.go).
 	Prime *PrefixPriming
+	// ScrapeWorkers are the base URLs of the workers behind the endpoint whose /metrics are
+	// polled too; server_prefix_cache is then theirs, per worker and in all (scrape_workers.go).
+	ScrapeWorkers []string
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -73,6 +76,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	if s.Scrape {
 		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
 	}
+	workers := startWorkerScrapers(ctx, s)
 	var pd *progress.Display
 	if s.Progress != nil {
 		pd = startProgress(s, prog, scr)
@@ -87,11 +91,16 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 			})
 		}
 	}
-	if scr != nil {
+	if scr != nil || len(workers) > 0 {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 			p, err := inner(ctx, trace, sink)
-			scr.Stop()
+			if scr != nil {
+				scr.Stop()
+			}
+			for _, w := range workers {
+				w.Stop()
+			}
 			return p, err
 		}
 	}
@@ -105,6 +114,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		BlockTokens: s.Load.PromptBlockTokens,
 		primed:      pr,
 		scraper:     scr,
+		workers:     workers,
 	}, produce)
 	if pd != nil {
 		pd.Stop()

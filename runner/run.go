@@ -79,6 +79,9 @@ type Options struct {
 	// primed, when set, is the prefix priming done before the run (prime.go): its requests
 	// count in the designed reuse, and the summary gets its block and hit-rate check.
 	primed *primed
+	// workers, when set, have polled the /metrics of the workers behind the endpoint
+	// (scrape_workers.go); Execute stops them.
+	workers []*scraper
 	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	scraper *scraper
@@ -133,6 +136,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	sum.Cluster = prod.Cluster
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
+	}
+	if len(opts.workers) > 0 {
+		sum.ServerPrefixCache = workersPrefixCache(opts.workers, sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	}
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
 	if opts.primed != nil {

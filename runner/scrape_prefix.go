@@ -131,25 +131,23 @@ func noPrefixCountersNote(backend, gauge string) string {
 }
 
 // mergedServerPrefixCache is the merged run's server prefix cache over [startS, endS] (seconds
-// from the merged epoch) from the shards' server-metrics.json, or nil when no shard scraped
+// from the merged epoch) from the shards' server-metrics.json, or, where a shard scraped
+// workers (scrape_workers.go), their server-metrics-workers.json; nil when no shard scraped
 // (metrics.MergeServerPrefixCache). A shard's sample times move by its shift onto the epoch.
 func mergedServerPrefixCache(parts []*mergePart, startS, endS float64) *metrics.ServerPrefixCache {
 	var shards []metrics.ServerPrefixShard
 	for _, p := range parts {
-		d, err := readServerSamples(filepath.Join(p.dir, ScrapeFile))
-		if err != nil {
+		shift := float64(p.shift) / 1e9
+		var workers []ServerSamples
+		if readJSONFile(filepath.Join(p.dir, WorkersScrapeFile), &workers) == nil && len(workers) > 0 {
+			for _, w := range workers {
+				shards = append(shards, prefixShard(w, shift, startS, endS))
+			}
 			continue
 		}
-		s := metrics.ServerPrefixShard{Endpoint: d.Endpoint, Backend: d.Backend, Source: d.PrefixSource}
-		for _, smp := range d.Samples {
-			if smp.PrefixHits >= 0 && smp.PrefixQueries >= 0 {
-				s.Points = append(s.Points, metrics.PrefixCounterPoint{T: smp.T + float64(p.shift)/1e9, Hits: smp.PrefixHits, Queries: smp.PrefixQueries})
-			}
+		if d, err := readServerSamples(filepath.Join(p.dir, ScrapeFile)); err == nil {
+			shards = append(shards, prefixShard(*d, shift, startS, endS))
 		}
-		if len(s.Points) == 0 {
-			s.Note = serverPrefixCache(*d, startS, endS).Note
-		}
-		shards = append(shards, s)
 	}
 	return metrics.MergeServerPrefixCache(shards, startS, endS)
 }

@@ -19,6 +19,7 @@ type prefixRunFlags struct {
 	prime     bool
 	hitRate   float64
 	tolerance float64
+	workers   []string
 }
 
 func addPrefixRunFlags(fs *pflag.FlagSet) *prefixRunFlags {
@@ -26,6 +27,7 @@ func addPrefixRunFlags(fs *pflag.FlagSet) *prefixRunFlags {
 	fs.BoolVar(&f.prime, "prime-prefixes", false, "before the measured window, flush the server's prefix cache (SGLang /flush_cache, vLLM /reset_prefix_cache, llama.cpp slot erase; a warning where none is served) and send one request per prefix group of the trace (not measured)")
 	fs.Float64Var(&f.hitRate, "prefix-hit-rate", -1, "the prefix-cache hit rate the trace is meant to run at (e.g. one from gen --preset prefix-hit --prefix-hit-rate R): implies --prime-prefixes and warns when the measured window misses it by more than --prefix-hit-tolerance")
 	fs.Float64Var(&f.tolerance, "prefix-hit-tolerance", metrics.DefaultPrefixHitTolerance, "with --prefix-hit-rate: the miss, as a fraction (0.02 = 2 pp), beyond which the run warns")
+	fs.StringSliceVar(&f.workers, "scrape-workers", nil, "base URLs of the workers behind --endpoint (a router), comma-separated: poll each one's Prometheus /metrics during the run; server_prefix_cache is then theirs, per worker and in all")
 	return f
 }
 
@@ -53,6 +55,22 @@ func (f *prefixRunFlags) priming(changed func(string) bool, sharded bool) (*runn
 		return nil, fmt.Errorf("--prefix-hit-tolerance %v: want a fraction in (0, 1)", f.tolerance)
 	}
 	return p, nil
+}
+
+// scrapeWorkers is --scrape-workers, checked: each an http(s) URL, only with --endpoint.
+func (f *prefixRunFlags) scrapeWorkers(endpoint string) ([]string, error) {
+	if len(f.workers) == 0 {
+		return nil, nil
+	}
+	if endpoint == "" {
+		return nil, fmt.Errorf("--scrape-workers names the workers behind --endpoint; the embedded engine has none")
+	}
+	for _, w := range f.workers {
+		if err := checkEndpoint(w); err != nil {
+			return nil, fmt.Errorf("--scrape-workers: %w", err)
+		}
+	}
+	return f.workers, nil
 }
 
 // prefixGenFlags is gen's --prefix-hit-rate.

@@ -22,6 +22,8 @@ func TestPrefixHitFlagsRefused(t *testing.T) {
 		{"negative rate", []string{"run", "--trace", tr, "--prefix-hit-rate", "-0.5"}, "--prefix-hit-rate"},
 		{"zero tolerance", []string{"run", "--trace", tr, "--prefix-hit-rate", "0.5", "--prefix-hit-tolerance", "0"}, "--prefix-hit-tolerance"},
 		{"priming a shard", []string{"run", "--trace", tr, "--endpoint", "http://127.0.0.1:1", "--shard", "0/2", "--prime-prefixes"}, "--prime-prefixes"},
+		{"workers without an endpoint", []string{"run", "--trace", tr, "--scrape-workers", "http://127.0.0.1:1"}, "--scrape-workers"},
+		{"worker not a URL", []string{"run", "--trace", tr, "--endpoint", "http://127.0.0.1:1", "--scrape-workers", "ftp://x"}, "--scrape-workers"},
 		{"gen rate with a probe preset", []string{"gen", "--preset", "long-context-probe", "--prefix-hit-rate", "0.5"}, "--prefix-hit-rate"},
 		{"gen rate with sessions", []string{"gen", "--preset", "agentic", "--prefix-hit-rate", "0.5"}, "sessions"},
 		{"gen rate out of range", []string{"gen", "--preset", "prefix-hit", "--prefix-hit-rate", "1.2"}, "--prefix-hit-rate"},

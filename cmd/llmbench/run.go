@@ -94,6 +94,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	workers, err := o.prefix.scrapeWorkers(o.target.endpoint)
+	if err != nil {
+		return err
+	}
 	tgt, info, closeTarget, err := openTarget(app, o.target, o.load, o.engine)
 	if err != nil {
 		return err
@@ -125,7 +129,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
-		Prime: prime,
+		Prime: prime, ScrapeWorkers: workers,
 	})
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {
