@@ -59,6 +59,10 @@ func MergeServerPrefixCache(shards []ServerPrefixShard, startS, endS float64) *S
 			out.Source = d.Source
 		}
 	}
+	if math.IsInf(out.Hits+out.Queries, 0) || math.IsNaN(out.Hits+out.Queries) {
+		out.Available, out.Hits, out.Queries = false, 0, 0
+		notes = append(notes, "the servers' counters add up to more than a float64 holds")
+	}
 	if !out.Available {
 		out.WindowStartS, out.WindowEndS = 0, 0
 	}

@@ -94,3 +94,37 @@ func TestMergeServerPrefixCacheRestart(t *testing.T) {
 		t.Fatal("no shards, a figure")
 	}
 }
+
+// FuzzMergeServerPrefixCache: scrapes read from shards' and workers' files (any counters,
+// times and endpoints) never panic and never give a figure that JSON cannot hold.
+func FuzzMergeServerPrefixCache(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 1.0, 20.0)
+	f.Add([]byte{255, 0, 255, 0, 1, 1, 1, 1}, -5.0, 1e300)
+	f.Fuzz(func(t *testing.T, data []byte, startS, endS float64) {
+		var shards []ServerPrefixShard
+		for i := 0; i+3 < len(data) && len(shards) < 64; i += 4 {
+			ep := string(rune('a' + data[i]%3))
+			if len(shards) == 0 || data[i]%5 == 0 {
+				shards = append(shards, ServerPrefixShard{Endpoint: ep})
+			}
+			s := &shards[len(shards)-1]
+			v := func(b byte) float64 { return math.Ldexp(float64(b), int(b%64)*16-128) }
+			s.Points = append(s.Points, PrefixCounterPoint{T: float64(int8(data[i+1])), Hits: v(data[i+2]), Queries: v(data[i+3])})
+		}
+		got := MergeServerPrefixCache(shards, startS, endS)
+		if got == nil {
+			if len(shards) != 0 {
+				t.Fatal("nil for shards")
+			}
+			return
+		}
+		for _, x := range []float64{got.Hits, got.Queries, got.HitRate, got.WindowStartS, got.WindowEndS} {
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				t.Fatalf("not finite: %+v", got)
+			}
+		}
+		if got.Hits < 0 || got.Queries < 0 {
+			t.Fatalf("negative: %+v", got)
+		}
+	})
+}
