@@ -69,6 +69,9 @@ func primePrefixes(ctx context.Context, s HTTPRun, sc *sizingCache) (*primed, er
 		p.block.Tokens += int64(r.InputTokens)
 	}
 	p.block.Groups = len(p.reqs)
+	if s.Progress != nil {
+		fmt.Fprintf(s.Progress, "prefix priming: sending %d request(s), one per prefix group (%d prompt tokens)\n", len(p.reqs), p.block.Tokens)
+	}
 	failed, first, err := sendPriming(ctx, s, sc, p.reqs)
 	if err != nil {
 		return nil, fmt.Errorf("prime prefixes: %w", err)
