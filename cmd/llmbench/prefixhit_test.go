@@ -1,10 +1,13 @@
 package main
 
 import (
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/runner"
 )
 
@@ -68,5 +71,46 @@ func TestGenAndRunAtPrefixHitRate(t *testing.T) {
 	}
 	if flat := strings.Join(strings.Fields(app.out.String()), " "); !strings.Contains(flat, "requested 90.0%") || !strings.Contains(flat, "within 2.0 pp") {
 		t.Fatalf("terminal lacks the check:\n%s", app.out.String())
+	}
+}
+
+// TestScrapeWorkersSecretsNeverWritten: a worker URL's credentials (user info, query token)
+// reach neither the results nor the terminal, and the run reports the worker's share.
+func TestScrapeWorkersSecretsNeverWritten(t *testing.T) {
+	eng, err := refengine.New(refengine.Config{Seed: 1, TimeScale: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(eng.Handler())
+	defer func() { srv.Close(); eng.Close() }()
+	worker := strings.Replace(srv.URL, "http://", "http://scraper:w0rkerPass@", 1) + "/v1?token=w0rkerTok"
+	out := filepath.Join(t.TempDir(), "run")
+	app := newTestApp(nil)
+	if code := app.cli("run", "--trace", chatSmall, "--endpoint", srv.URL, "--scrape-workers", worker+","+srv.URL, "--max-requests", "6", "-q", "-o", out); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, app.err.String())
+	}
+	s, err := runner.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.ServerPrefixCache; p == nil || !p.Available || len(p.Endpoints) != 2 {
+		t.Fatalf("server prefix cache %+v", p)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"w0rkerPass", "w0rkerTok"} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s holds %s", filepath.Base(f), secret)
+			}
+		}
+	}
+	for _, secret := range []string{"w0rkerPass", "w0rkerTok"} {
+		if strings.Contains(app.out.String()+app.err.String(), secret) {
+			t.Errorf("the terminal shows %s", secret)
+		}
 	}
 }
