@@ -114,3 +114,17 @@ func TestScrapeWorkersSecretsNeverWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestABFlushesTheEmbeddedEngine: ab --independent-repeats flush on two embedded reference
+// engines flushes each one's prefix cache by its endpoint (refengine/flush.go).
+func TestABFlushesTheEmbeddedEngine(t *testing.T) {
+	app := newTestApp(nil)
+	code := app.cli("ab", "--trace", chatSmall, "--time-scale", "20", "--independent-repeats", "flush", "--runs", "2",
+		"--warmup-requests", "1", "--max-requests", "6", "--format", "json", "--out", t.TempDir(), "--no-progress")
+	if code != 0 {
+		t.Fatalf("ab: exit %d\n%s", code, app.err.String())
+	}
+	if !strings.Contains(app.err.String(), "prefix cache flushed before every measured run (A: SGLang POST /flush_cache, B: SGLang POST /flush_cache)") {
+		t.Errorf("stderr does not say the caches were flushed:\n%s", app.err.String())
+	}
+}
