@@ -10,7 +10,8 @@ import (
 // Scalars lists every scalar metric of a summary: every metric of the registry
 // (metrics.Metrics: each distribution family's mean and percentiles, throughput, goodput,
 // stalls, fluidity, failures, tokens per chunk) under its registry name, plus the few that
-// only history keeps (historyOnly: cost, fluidity's low percentiles, the client's lag). A
+// only history keeps (historyOnly: cost, fluidity's low percentiles, the client's lag, the
+// server's prefix-cache hit rate). A
 // distribution with no samples, goodput without an SLO and cost without prices are left out
 // rather than stored as zeros that would read as measurements.
 //
@@ -56,6 +57,10 @@ func Scalars(s *metrics.Summary) map[string]float64 {
 		put("client.schedule_lag.p99", s.Client.LagMs.P99)
 	}
 	putModels(s, put) // per-request model (issue 38)
+	// The server's own prefix-cache hit rate over the run (issue 34), when its counters gave one.
+	if p := s.ServerPrefixCache; p != nil && p.Available && p.Queries > 0 {
+		put(ServerPrefixCacheMetric, p.HitRate)
+	}
 	return out
 }
 
@@ -148,4 +153,10 @@ var historyOnly = map[string]MetricInfo{
 	"cost.per_million_tokens":        {Unit: "currency", Better: metrics.BetterLower},
 	"cost.per_good_request":          {Unit: "currency", Better: metrics.BetterLower},
 	"client.schedule_lag.p99":        {Unit: "ms", Better: metrics.BetterLower},
+	// One figure per run from the server's counters, outside the records compare works from.
+	ServerPrefixCacheMetric: {Unit: "fraction", Better: metrics.BetterHigher},
 }
+
+// ServerPrefixCacheMetric is the server's prefix-cache hit rate over a run
+// (summary.json's server_prefix_cache.hit_rate).
+const ServerPrefixCacheMetric = "server_prefix_cache.hit_rate"

@@ -33,6 +33,22 @@ type ServerPrefixCache struct {
 	Resets int `json:"resets,omitempty"`
 	// Note explains, in words, what the figure covers or why there is none.
 	Note string `json:"note,omitempty"`
+
+	// Endpoints (issue 34, per server): when the figure combines several servers' counters
+	// (merged shards that scraped different workers), each server's own share, in the order
+	// first seen; the fields above are then their sums. Absent for one server.
+	Endpoints []ServerPrefixCacheEndpoint `json:"endpoints,omitempty"`
+}
+
+// ServerPrefixCacheEndpoint is one server's prefix-cache counters over the window, as the
+// fields of ServerPrefixCache with the same names.
+type ServerPrefixCacheEndpoint struct {
+	Endpoint  string  `json:"endpoint"`
+	Available bool    `json:"available"`
+	Hits      float64 `json:"hits"`
+	Queries   float64 `json:"queries"`
+	HitRate   float64 `json:"hit_rate"`
+	Note      string  `json:"note,omitempty"`
 }
 
 // PrefixCounterPoint is one scrape of a server's prefix-cache counters: T in seconds from the
@@ -52,17 +68,7 @@ func ServerPrefixCacheDelta(backend, source string, pts []PrefixCounterPoint, st
 		out.Note = fmt.Sprintf("the prefix-cache counters were read in %d scrape(s); two, at the start and end of the window, are needed for a per-run delta", len(pts))
 		return out
 	}
-	i, j := 0, len(pts)-1
-	for k, p := range pts {
-		if p.T <= startS {
-			i = k
-		}
-	}
-	for k := len(pts) - 1; k >= 0; k-- {
-		if pts[k].T >= endS {
-			j = k
-		}
-	}
+	i, j := bracket(pts, startS, endS)
 	if j <= i {
 		out.Note = "no two scrapes of the prefix-cache counters bracket the measured window"
 		return out
@@ -88,6 +94,24 @@ func ServerPrefixCacheDelta(backend, source string, pts []PrefixCounterPoint, st
 	}
 	out.Note = deltaNote(out, pts[i].T > startS, pts[j].T < endS)
 	return out
+}
+
+// bracket returns the scrapes of pts (in time order, at least two) that bracket [startS,
+// endS]: the last at or before startS (else the first) and the first at or after endS (else
+// the last).
+func bracket(pts []PrefixCounterPoint, startS, endS float64) (i, j int) {
+	i, j = 0, len(pts)-1
+	for k, p := range pts {
+		if p.T <= startS {
+			i = k
+		}
+	}
+	for k := len(pts) - 1; k >= 0; k-- {
+		if pts[k].T >= endS {
+			j = k
+		}
+	}
+	return i, j
 }
 
 // deltaNote says what a delta covers beyond the window, and how many resets it crossed.

@@ -64,6 +64,10 @@ type Summary struct {
 	// requests named, keyed by name (DefaultModelKey for the run's --model); present only
 	// when there was more than one.
 	ByModel map[string]*ClassSummary `json:"by_model,omitempty"`
+	// PrefixPriming (run --prime-prefixes, --prefix-hit-rate; issue 34): how the server's
+	// prefix cache was flushed and primed before the measured window, and the requested hit
+	// rate checked against the achieved one (prefixpriming.go).
+	PrefixPriming *PrefixPriming `json:"prefix_priming,omitempty"`
 }
 
 // RunInfo describes how the run was made.

@@ -19,7 +19,8 @@ import (
 
 // Handler returns the engine's HTTP API: POST /v1/completions, POST /v1/chat/completions,
 // POST /v1/responses, POST /v1/messages, POST /v1/embeddings (apis.go, embeddings.go),
-// GET /v1/models, GET /health, GET /metrics, GET /version. With Config.APIKey set, /v1/ paths
+// GET /v1/models, GET /health, GET /metrics, GET /version, POST /reset_prefix_cache and
+// POST /flush_cache (flush.go). With Config.APIKey set, /v1/ paths
 // require "Authorization: Bearer <key>" (or, for /v1/messages, "x-api-key: <key>"); /health,
 // /metrics and /version stay open, as in vLLM.
 func (e *Engine) Handler() http.Handler {
@@ -32,6 +33,9 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /metrics", e.handleMetrics)
 	mux.HandleFunc("GET /version", e.handleVersion)
+	// Prefix-cache flush, vLLM's and SGLang's endpoints (flush.go).
+	mux.HandleFunc("POST /reset_prefix_cache", e.handleResetPrefixCache)
+	mux.HandleFunc("POST /flush_cache", e.handleFlushCache)
 	return e.guard(mux)
 }
 

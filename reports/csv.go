@@ -12,10 +12,15 @@ import (
 // CSVColumns returns the column list of WriteCSV. Times are milliseconds; an empty cell means
 // the event did not happen (no first token, never sent). error is the request's server or
 // client message (Record.Error: scrubbed of the run's secrets and truncated when recorded).
+// The prefix-cache columns (issue 34, docs/prefix-cache.md) are empty when the server
+// reported no cached tokens for the request: cached_tokens (capped at input_tokens),
+// cache_hit_fraction (cached_tokens / input_tokens, 4 decimals) and cache_source (the field
+// they came from).
 func CSVColumns() []string {
 	return []string{
 		"id", "class", "phase", "failure", "status", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "lag_ms",
 		"max_gap_ms", "chunks", "input_tokens", "output_tokens", "token_source", "error",
+		"cached_tokens", "cache_hit_fraction", "cache_source",
 	}
 }
 
@@ -92,6 +97,7 @@ func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) erro
 		row[13] = strconv.Itoa(r.OutputTokens)
 		row[14] = csvText(r.TokenSource)
 		row[15] = csvText(r.Error)
+		row[16], row[17], row[18] = csvCache(r)
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write CSV row for request %q: %w", r.ID, err)
 		}
@@ -107,6 +113,20 @@ func WriteCSV(w io.Writer, each func(fn func(*metrics.Record) error) error) erro
 		return fmt.Errorf("write CSV: %w", err)
 	}
 	return nil
+}
+
+// csvCache is r's prefix-cache cells: cached tokens, their fraction of the prompt and their
+// source, or three empty cells when the server reported none.
+func csvCache(r *metrics.Record) (cached, fraction, source string) {
+	if r.CacheSource == "" {
+		return "", "", ""
+	}
+	in := int64(max(r.InputTokens, 0))
+	c := min(int64(max(r.CachedInputTokens, 0)), in)
+	if in > 0 {
+		fraction = strconv.FormatFloat(float64(c)/float64(in), 'f', 4, 64)
+	}
+	return strconv.FormatInt(c, 10), fraction, csvText(r.CacheSource)
 }
 
 // phaseName spells the steady phase out so the column is never ambiguous.

@@ -107,6 +107,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.ServerPrefixCache != nil {
 		e.printf("- **Prefix cache:** %s\n", mdEscape(serverPrefixCacheLine(s.ServerPrefixCache)))
 	}
+	if s.PrefixPriming != nil {
+		e.printf("- **Prefix priming:** %s\n", mdEscape(prefixPrimingLine(s.PrefixPriming)))
+	}
 	if q := s.Quality; q != nil && q.Graded > 0 { // quality (issue 17)
 		line := qualityCore(q)
 		if f := gradeFailures(q.Failures); f != "" {

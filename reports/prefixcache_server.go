@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -24,7 +25,24 @@ func serverPrefixCacheLine(p *metrics.ServerPrefixCache) string {
 	if p.Resets > 0 {
 		line += fmt.Sprintf(" · %d counter reset(s): server restarted?", p.Resets)
 	}
+	if len(p.Endpoints) > 0 {
+		line += " · per server: " + strings.Join(endpointRates(p.Endpoints), ", ")
+	}
 	return line
+}
+
+// endpointRates is each server's share of a combined figure: its endpoint and hit rate, or
+// "no figure".
+func endpointRates(eps []metrics.ServerPrefixCacheEndpoint) []string {
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		rate := "no figure"
+		if e.Available {
+			rate = fmt.Sprintf("%s (%s of %s)", fmtPct(e.HitRate), fmtInt(int64(e.Hits)), fmtInt(int64(e.Queries)))
+		}
+		out[i] = e.Endpoint + " " + rate
+	}
+	return out
 }
 
 // fmtSecondsSigned formats a time in seconds from the run epoch, which may be negative.
@@ -47,6 +65,9 @@ func serverPrefixCacheTable(p *metrics.ServerPrefixCache) *table {
 		if p.Resets > 0 {
 			t.add(txt("counter resets"), txt(fmtInt(int64(p.Resets))))
 		}
+	}
+	for i, e := range endpointRates(p.Endpoints) {
+		t.add(txt(fmt.Sprintf("server %d", i+1)), txt(e))
 	}
 	if p.Note != "" {
 		t.add(txt("note"), txt(p.Note))

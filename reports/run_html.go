@@ -310,6 +310,9 @@ func throughputSection(s *metrics.Summary) section {
 	if p := s.ServerPrefixCache; p != nil {
 		kv = append(kv, serverPrefixCacheTable(p))
 	}
+	if p := s.PrefixPriming; p != nil {
+		kv = append(kv, prefixPrimingTable(p))
+	}
 	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
 

@@ -141,6 +141,9 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.ServerPrefixCache != nil {
 		e.field("Cache hits", serverPrefixCacheLine(s.ServerPrefixCache))
 	}
+	if s.PrefixPriming != nil {
+		e.field("Priming", prefixPrimingLine(s.PrefixPriming))
+	}
 	if s.Quality != nil {
 		writeQualityTerminal(e, s.Quality)
 	}

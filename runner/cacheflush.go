@@ -36,7 +36,8 @@ var errNoSuchEndpoint = errors.New("no such endpoint")
 //   - llama.cpp: POST /slots/{id}?action=erase for every slot GET /slots lists
 //     (tools/server/README.md; llama-server answers 501 unless started with --slot-save-path).
 //
-// The reference engine, TGI, Ollama and hosted APIs have none.
+// The reference engine serves SGLang's and vLLM's (refengine/flush.go); TGI, Ollama and hosted
+// APIs have none.
 var cacheFlushMethods = []cacheFlushMethod{
 	{name: "SGLang POST /flush_cache", flush: flushSimple("/flush_cache"), hint: "every SGLang server serves it"},
 	{name: "vLLM POST /reset_prefix_cache", flush: flushSimple("/reset_prefix_cache"), hint: "start vLLM with VLLM_SERVER_DEV_MODE=1"},

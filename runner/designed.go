@@ -11,13 +11,14 @@ import (
 // (metrics.Options.DesignedReuse, traces/designed.go). The trace is walked on the first call
 // only, so a run whose server reports no cached tokens never reads it again; a trace that
 // cannot be read leaves every request unknown (the summary then has no designed rate).
-func designedReuse(src traces.Source, blockTokens int) func(id string, repeat int) (int64, int64, bool) {
+// The requests of primed (traces.PrimeRequests, prime.go) count as sent before the trace.
+func designedReuse(src traces.Source, primed []traces.Request, blockTokens int) func(id string, repeat int) (int64, int64, bool) {
 	var once sync.Once
 	var byID map[string]traces.DesignedReuse
 	return func(id string, repeat int) (int64, int64, bool) {
 		once.Do(func() {
 			if reqs, err := src.Requests(); err == nil {
-				byID = traces.DesignedReuseByID(reqs, blockTokens)
+				byID = traces.DesignedReuseAfter(primed, reqs, blockTokens)
 			}
 		})
 		d, ok := byID[id]
@@ -34,8 +35,14 @@ func designedReuse(src traces.Source, blockTokens int) func(id string, repeat in
 // withDesignedReuse is mopts with the designed reuse of trace, blockTokens tokens per hash_ids
 // block (<= 0: traces.DefaultBlockTokens); unchanged when trace is nil.
 func withDesignedReuse(mopts metrics.Options, trace traces.Source, blockTokens int) metrics.Options {
+	return withDesignedReuseAfter(mopts, trace, nil, blockTokens)
+}
+
+// withDesignedReuseAfter is withDesignedReuse when the requests of primed were sent before the
+// trace (prime.go).
+func withDesignedReuseAfter(mopts metrics.Options, trace traces.Source, primed []traces.Request, blockTokens int) metrics.Options {
 	if trace != nil {
-		mopts.DesignedReuse = designedReuse(trace, blockTokens)
+		mopts.DesignedReuse = designedReuse(trace, primed, blockTokens)
 	}
 	return mopts
 }

@@ -36,6 +36,12 @@ type HTTPRun struct {
 	Interrupts Interrupts
 	// Shard, when set, makes the run one shard of a run split N ways (see ShardOptions).
 	Shard *ShardOptions
+	// Prime, when set, flushes the server's prefix cache and primes the trace's prefix groups
+	// before the measured window, and checks the hit rate asked for (prime.go).
+	Prime *PrefixPriming
+	// ScrapeWorkers are the base URLs of the workers behind the endpoint whose /metrics are
+	// polled too; server_prefix_cache is then theirs, per worker and in all (scrape_workers.go).
+	ScrapeWorkers []string
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -58,15 +64,24 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}, s.Load.Grace)
 	defer stopSignals()
 
+	sizing := newSizingCache(s.Load.Sizer)
+	var pr *primed
+	if s.Prime != nil {
+		var err error
+		if pr, err = primePrefixes(ctx, s, sizing); err != nil {
+			return nil, err
+		}
+	}
 	var scr *scraper
 	if s.Scrape {
 		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
 	}
+	workers := startWorkerScrapers(ctx, s)
 	var pd *progress.Display
 	if s.Progress != nil {
 		pd = startProgress(s, prog, scr)
 	}
-	produce := HTTPProducer(s.Load, s.TimeScale)
+	produce := sizing.producer(s.Load, s.TimeScale)
 	if pd != nil {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
@@ -76,11 +91,16 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 			})
 		}
 	}
-	if scr != nil {
+	if scr != nil || len(workers) > 0 {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 			p, err := inner(ctx, trace, sink)
-			scr.Stop()
+			if scr != nil {
+				scr.Stop()
+			}
+			for _, w := range workers {
+				w.Stop()
+			}
 			return p, err
 		}
 	}
@@ -92,7 +112,9 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		HTML:        s.HTML,
 		OnRecords:   func(w *metrics.RecordWriter) { rw.Store(w) },
 		BlockTokens: s.Load.PromptBlockTokens,
+		primed:      pr,
 		scraper:     scr,
+		workers:     workers,
 	}, produce)
 	if pd != nil {
 		pd.Stop()

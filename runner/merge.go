@@ -117,6 +117,7 @@ func Merge(o MergeOptions) (*Result, error) {
 		warnings = append(warnings, fmt.Sprintf("workload: the statistics are shard %d's, the trace could not be read (%v)", parts[0].facts.Index, terr))
 	}
 	warnings = append(warnings, clockWarnings(sum, mi, mopts.LagLimit)...)
+	sum.ServerPrefixCache = mergedServerPrefixCache(parts, sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	sum.Warnings = append(append([]string{}, warnings...), sum.Warnings...)
 	if sum.Run.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)

@@ -76,6 +76,12 @@ type Options struct {
 	// BlockTokens is the prompt tokens per hash_ids block of the trace's designed prefix-cache
 	// reuse (designed.go; 0: traces.DefaultBlockTokens): RunHTTP passes its prompts' block size.
 	BlockTokens int
+	// primed, when set, is the prefix priming done before the run (prime.go): its requests
+	// count in the designed reuse, and the summary gets its block and hit-rate check.
+	primed *primed
+	// workers, when set, have polled the /metrics of the workers behind the endpoint
+	// (scrape_workers.go); Execute stops them.
+	workers []*scraper
 	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	scraper *scraper
@@ -105,7 +111,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if opts.Info.Shard == nil {
 		// A shard replays part of the trace against a cache the other shards fill too: its
 		// designed reuse is the merged run's (merge.go), from the whole trace.
-		opts.Metrics = withDesignedReuse(opts.Metrics, opts.Trace, opts.BlockTokens)
+		opts.Metrics = withDesignedReuseAfter(opts.Metrics, opts.Trace, opts.primedRequests(), opts.BlockTokens)
 	}
 	rec, err := startRecording(&opts, now)
 	if err != nil {
@@ -131,7 +137,13 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	}
+	if len(opts.workers) > 0 {
+		sum.ServerPrefixCache = workersPrefixCache(opts.workers, sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
+	}
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
+	if opts.primed != nil {
+		opts.primed.finish(sum)
+	}
 	if err := finish(opts, sum, rec.path); err != nil {
 		return &Result{Dir: opts.OutDir, Summary: sum, Records: rec.rw.Count()}, err
 	}

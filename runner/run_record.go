@@ -97,6 +97,7 @@ func (rec *recording) close(opts Options, prod *Produced, perr error) error {
 	if werr, ok := rec.writeErr.Load().(error); ok && perr == nil {
 		perr = fmt.Errorf("records file: %w", werr)
 	}
+	perr = stopWorkerScrapers(opts, prod, perr)
 	if opts.scraper != nil {
 		opts.scraper.Stop()
 		if prod != nil && !prod.Start.IsZero() {
@@ -118,6 +119,7 @@ func (rec *recording) discardIfEmpty(opts Options) {
 	}
 	os.Remove(rec.path)
 	os.Remove(filepath.Join(opts.OutDir, ScrapeFile))
+	os.Remove(filepath.Join(opts.OutDir, WorkersScrapeFile))
 	os.Remove(filepath.Join(opts.OutDir, RunFactsFile))
 	if rec.created {
 		os.Remove(opts.OutDir) // only if empty

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -127,4 +128,26 @@ func noPrefixCountersNote(backend, gauge string) string {
 		return "TGI exports no prefix-cache counters" + none
 	}
 	return "the server's /metrics has no prefix-cache counters llmbench knows (vLLM's, SGLang's)" + none
+}
+
+// mergedServerPrefixCache is the merged run's server prefix cache over [startS, endS] (seconds
+// from the merged epoch) from the shards' server-metrics.json, or, where a shard scraped
+// workers (scrape_workers.go), their server-metrics-workers.json; nil when no shard scraped
+// (metrics.MergeServerPrefixCache). A shard's sample times move by its shift onto the epoch.
+func mergedServerPrefixCache(parts []*mergePart, startS, endS float64) *metrics.ServerPrefixCache {
+	var shards []metrics.ServerPrefixShard
+	for _, p := range parts {
+		shift := float64(p.shift) / 1e9
+		var workers []ServerSamples
+		if readJSONFile(filepath.Join(p.dir, WorkersScrapeFile), &workers) == nil && len(workers) > 0 {
+			for _, w := range workers {
+				shards = append(shards, prefixShard(w, shift, startS, endS))
+			}
+			continue
+		}
+		if d, err := readServerSamples(filepath.Join(p.dir, ScrapeFile)); err == nil {
+			shards = append(shards, prefixShard(*d, shift, startS, endS))
+		}
+	}
+	return metrics.MergeServerPrefixCache(shards, startS, endS)
 }

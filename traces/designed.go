@@ -1,7 +1,5 @@
 package traces
 
-import "sort"
-
 // DesignedReuse is one request's designed prefix-cache reuse (issue 34): the input tokens an
 // unbounded prefix cache would already hold when it arrives, by the same walk as
 // Stats.PrefixReuseTokens (prefixCache in stats.go).
@@ -22,18 +20,5 @@ func DesignedReuseByID(reqs []Request, blockTokens int) map[string]DesignedReuse
 	if blockTokens <= 0 {
 		blockTokens = DefaultBlockTokens
 	}
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
-	c := prefixCache{chains: map[chainKey]int{}, blockTokens: blockTokens}
-	out := make(map[string]DesignedReuse, len(reqs))
-	for _, i := range order {
-		r := &reqs[i]
-		in := int64(max(r.InputTokens, 0))
-		again := min(int64(len(r.HashIDs))*int64(blockTokens), in)
-		out[r.ID] = DesignedReuse{First: c.add(r), Again: again, Input: in}
-	}
-	return out
+	return DesignedReuseAfter(nil, reqs, blockTokens)
 }

@@ -35,6 +35,10 @@ import (
 //     tool-calling agents.
 //   - multimodal: visual question answering, 1–3 synthetic images per request (images.go has
 //     the lengths, resolutions and why).
+//   - prefix-hit: a controlled prefix-cache hit rate (prefixhit.go): 8 prefix groups of 4096
+//     tokens, each request adding 1024 of its own, output lognormal(mean 200, sd 150, max
+//     1024): 80% of every prompt is cached once the groups are primed (run --prime-prefixes);
+//     gen --prefix-hit-rate sets another rate. Synthetic by design.
 //   - mixed: chat 35%, rag 20%, summarization 10%, code 20%, reasoning 15%, every request
 //     tagged with its class.
 //
@@ -48,6 +52,7 @@ var presets = map[string]func() []ClassSpec{
 	"reasoning":     func() []ClassSpec { return []ClassSpec{reasoningClass()} },
 	"agentic":       func() []ClassSpec { return []ClassSpec{agenticClass()} },
 	"multimodal":    func() []ClassSpec { return []ClassSpec{multimodalClass()} },
+	"prefix-hit":    func() []ClassSpec { return []ClassSpec{prefixHitClass()} },
 	"mixed": func() []ClassSpec {
 		cs := []ClassSpec{chatClass(), ragClass(), summarizationClass(), codeClass(), reasoningClass()}
 		for i, w := range []float64{0.35, 0.2, 0.1, 0.2, 0.15} {

@@ -414,8 +414,13 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 			return runner.Arm{}, nil, err
 		}
 	} else if ind.Flush {
-		closeArm()
-		return runner.Arm{}, nil, fmt.Errorf("--independent-repeats %s: the embedded reference engine has no prefix-cache flush; use salt (the default)", o.independence)
+		// The embedded reference engine flushes by SGLang's endpoint (refengine/flush.go).
+		flush, err := runner.NewCacheFlush(ctx, url, "")
+		if err != nil {
+			closeArm()
+			return runner.Arm{}, nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
+		}
+		arm.Flush, arm.FlushMethod = flush.Flush, flush.Method
 	}
 	lo, err := o.load.options(t, tok)
 	if err == nil {

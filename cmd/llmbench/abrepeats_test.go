@@ -53,7 +53,6 @@ func TestABRepeatFlagsRefused(t *testing.T) {
 	}{
 		{[]string{"--runs", "2", "--repeats", "2"}, "give --runs only"},
 		{[]string{"--independent-repeats", "sometimes"}, "want one of salt, flush, salt+flush, off"},
-		{[]string{"--independent-repeats", "flush"}, "the embedded reference engine has no prefix-cache flush"},
 		{[]string{"--self-check", "2", "--format", "json"}, "--self-check prints one line per experiment"},
 		{[]string{"--runs", "0"}, "--runs \"0\""},
 		{[]string{"--repeat", "2"}, "use --runs N"},

@@ -23,7 +23,8 @@ type genOptions struct {
 	spec               workloads.SpecOptions
 	changed            func(name string) bool
 	loadEmpiricalTrace func(path string) ([]traces.Request, error)
-	probe              probeFlags // quality probe presets (genprobe.go)
+	probe              probeFlags     // quality probe presets (genprobe.go)
+	prefixHit          prefixGenFlags // --prefix-hit-rate (flags_prefix.go)
 }
 
 func newGenCmd(app *App) *cobra.Command {
@@ -96,10 +97,14 @@ min=,max= to clamp.`,
 	fs.IntVar(&o.spec.MaxContext, "max-context", 0, "end a session before its prompt exceeds this many tokens (0 = no limit)")
 	addProbeFlags(fs, &o.probe)
 	addGenModelFlags(fs, &o.spec) // per-request models (issue 38)
+	addPrefixGenFlags(fs, &o.prefixHit)
 	return cmd
 }
 
 func runGen(app *App, o *genOptions) error {
+	if err := o.prefixHit.check(o.changed, o.preset); err != nil {
+		return err
+	}
 	if workloads.IsProbePreset(o.preset) {
 		if o.changed("models") {
 			return fmt.Errorf("--models mixes models into generated traffic; the quality probe preset %s sends each probe to the run's --model", o.preset)
@@ -129,7 +134,7 @@ func runGen(app *App, o *genOptions) error {
 	if err := writeTraceOut(app.Stdout, o.out, reqs); err != nil {
 		return err
 	}
-	fmt.Fprintf(app.Stderr, "gen: %s to %s\n", traceLine(reqs), outName(o.out))
+	fmt.Fprintf(app.Stderr, "gen: %s to %s\n%s", traceLine(reqs), outName(o.out), o.prefixHit.note())
 	return nil
 }
 
@@ -138,7 +143,11 @@ func runGen(app *App, o *genOptions) error {
 func genSpec(o *genOptions) (workloads.Spec, error) {
 	so := o.spec
 	so.Preset, so.SpecFile, so.Given, so.ReadSpec = o.preset, o.specFile, o.changed, readSpecFile
-	return workloads.BuildSpec(so)
+	spec, err := workloads.BuildSpec(so)
+	if err != nil {
+		return spec, err
+	}
+	return spec, o.prefixHit.apply(o.changed, &spec)
 }
 
 // readSpecFile reads a spec file (workloads.ParseSpec).

@@ -26,7 +26,9 @@ type runOptions struct {
 	shard   *shardFlags
 	fail    *failureFlags
 	quality *qualityFlags
+	prefix  *prefixRunFlags
 	args    []string
+	changed func(string) bool
 }
 
 func newRunCmd(app *App) *cobra.Command {
@@ -49,7 +51,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
   llmbench run --trace prod.jsonl --endpoint http://10.0.0.5:8000 --shard 0/4 --start-at 2026-12-01T15:00:00Z -o shard-0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.args = app.Args
+			o.args, o.changed = app.Args, cmd.Flags().Changed
 			return runRun(cmd.Context(), app, o)
 		},
 	}
@@ -63,6 +65,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.shard = addShardFlags(fs)
 	o.fail = addFailureFlags(fs)
 	o.quality = addQualityFlags(fs, false)
+	o.prefix = addPrefixRunFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -84,6 +87,14 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		return err
 	}
 	shard, err := o.shard.options(app, o.traceFlags.path, o.target.endpoint)
+	if err != nil {
+		return err
+	}
+	prime, err := o.prefix.priming(o.changed, shard != nil)
+	if err != nil {
+		return err
+	}
+	workers, err := o.prefix.scrapeWorkers(o.target.endpoint)
 	if err != nil {
 		return err
 	}
@@ -118,6 +129,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
+		Prime: prime, ScrapeWorkers: workers,
 	})
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {

@@ -9,6 +9,7 @@ import (
 var secretFlags = map[string]bool{
 	"api-key": true, "api-key-env": true, "header": true, "endpoint": true, "a-endpoint": true, "b-endpoint": true,
 	"judge-endpoint": true, "judge-api-key-env": true, // quality (issue 17)
+	"scrape-workers": true, // prefix cache per worker (flags_prefix.go)
 }
 
 // flagConfig is every flag of the command with its value (defaults included), less

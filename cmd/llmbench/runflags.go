@@ -442,6 +442,8 @@ func commandPolicy(args []string) *redact.Policy {
 			t.URL = v
 		case "--a-endpoint", "--b-endpoint":
 			t.MoreURLs = append(t.MoreURLs, v)
+		case "--scrape-workers": // flags_prefix.go
+			t.MoreURLs = append(t.MoreURLs, strings.Split(v, ",")...)
 		case "--header":
 			if t.Headers == nil {
 				t.Headers = map[string]string{}

@@ -203,8 +203,8 @@ func TestABFlushedAndIdenticalRepeats(t *testing.T) {
 
 // TestServerConfigOfEngineWires: the reference engine's configuration, read over HTTP as from
 // any endpoint, shows no difference between two processes of one configuration in any wire
-// personality, shows speculative decoding on against off, and the engine offers no cache
-// flush (an A/B of two engines salts its prompts instead).
+// personality, shows speculative decoding on against off, and the engine's prefix cache is
+// flushed by SGLang's endpoint, the first tried (refengine/flush.go).
 func TestServerConfigOfEngineWires(t *testing.T) {
 	for _, wire := range refengine.Wires {
 		cfg := func(specK int) map[string]string {
@@ -227,8 +227,8 @@ func TestServerConfigOfEngineWires(t *testing.T) {
 		}
 	}
 	srv, _, _ := recordingEngine(t, "vllm", 0)
-	if _, err := runner.NewCacheFlush(context.Background(), srv.URL, ""); err == nil || !strings.Contains(err.Error(), "offers no prefix-cache flush") {
-		t.Errorf("cache flush of the engine: %v", err)
+	if f, err := runner.NewCacheFlush(context.Background(), srv.URL, ""); err != nil || f.Method != "SGLang POST /flush_cache" {
+		t.Errorf("cache flush of the engine: %v, %v", f, err)
 	}
 }
 
