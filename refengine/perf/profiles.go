@@ -56,6 +56,10 @@ type GPU struct {
 	// Config leaves its own at 0. A calibrated profile (llmbench calibrate) sets it with the
 	// efficiencies; the built-in profiles leave it 0.
 	StepOverhead time.Duration
+
+	// Power (issue 39; power.go): the board's idle and maximum power. Zero: the built-in
+	// figures for the GPU's name, if any (PowerOf).
+	Power Power
 }
 
 // IsMoE reports whether the model routes tokens to a subset of experts.
