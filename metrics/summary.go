@@ -59,6 +59,10 @@ type Summary struct {
 	// ServerPrefixCache (run --scrape-metrics): the server's prefix-cache hit rate over the
 	// measured window from its counters (prefixcache_server.go).
 	ServerPrefixCache *ServerPrefixCache `json:"server_prefix_cache,omitempty"`
+
+	// Energy (issue 39; energy.go): with --scrape-metrics or --power-metrics, the GPUs' energy
+	// over the measured window; its figures are null when the power is unknown.
+	Energy *Energy `json:"energy,omitempty"`
 }
 
 // RunInfo describes how the run was made.
