@@ -36,6 +36,10 @@ type HTTPRun struct {
 	Interrupts Interrupts
 	// Shard, when set, makes the run one shard of a run split N ways (see ShardOptions).
 	Shard *ShardOptions
+
+	// Power (issue 39): DCGM exporters to read GPU power from, and the energy price. With
+	// Scrape and no exporter, the target's own /metrics is read for power.
+	Power PowerOptions
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -62,6 +66,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	if s.Scrape {
 		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
 	}
+	power := startPowerScrapers(ctx, s.Power, s.TimeScale)
 	var pd *progress.Display
 	if s.Progress != nil {
 		pd = startProgress(s, prog, scr)
@@ -76,11 +81,16 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 			})
 		}
 	}
-	if scr != nil {
+	if scr != nil || len(power) > 0 {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 			p, err := inner(ctx, trace, sink)
-			scr.Stop()
+			if scr != nil {
+				scr.Stop()
+			}
+			for _, ps := range power {
+				ps.Stop()
+			}
 			return p, err
 		}
 	}
@@ -93,6 +103,8 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		OnRecords:   func(w *metrics.RecordWriter) { rw.Store(w) },
 		BlockTokens: s.Load.PromptBlockTokens,
 		scraper:     scr,
+		power:       power,
+		pricePerKWh: s.Power.PricePerKWh,
 	}, produce)
 	if pd != nil {
 		pd.Stop()

@@ -79,6 +79,11 @@ type Options struct {
 	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	scraper *scraper
+
+	// power (issue 39; scrape_energy.go): the --power-metrics exporters' pollers, saved to
+	// power-metrics.json, and the energy price. Execute stops them.
+	power       []*scraper
+	pricePerKWh float64
 }
 
 // Result is a finished run.
@@ -131,6 +136,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	}
+	addEnergy(&opts, sum)
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
 	if err := finish(opts, sum, rec.path); err != nil {
 		return &Result{Dir: opts.OutDir, Summary: sum, Records: rec.rw.Count()}, err
