@@ -307,6 +307,9 @@ func throughputSection(s *metrics.Summary) section {
 	if p := s.ServerPrefixCache; p != nil {
 		kv = append(kv, serverPrefixCacheTable(p))
 	}
+	if en := s.Energy; en != nil {
+		kv = append(kv, energyTable(en)) // issue 39: energy.go
+	}
 	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
 

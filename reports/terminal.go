@@ -140,6 +140,9 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.ServerPrefixCache != nil {
 		e.field("Cache hits", serverPrefixCacheLine(s.ServerPrefixCache))
 	}
+	if s.Energy != nil {
+		e.field("Energy", energyLine(s.Energy)) // issue 39: energy.go
+	}
 	if s.Quality != nil {
 		writeQualityTerminal(e, s.Quality)
 	}
