@@ -27,6 +27,7 @@ type runOptions struct {
 	fail    *failureFlags
 	quality *qualityFlags
 	args    []string
+	energy  *energyFlags // issue 39: flags_energy.go
 }
 
 func newRunCmd(app *App) *cobra.Command {
@@ -63,6 +64,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.shard = addShardFlags(fs)
 	o.fail = addFailureFlags(fs)
 	o.quality = addQualityFlags(fs, false)
+	o.energy = addEnergyFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -72,6 +74,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		return err
 	}
 	judgeOpts, err := o.quality.judgeOptions(app)
+	if err != nil {
+		return err
+	}
+	power, err := o.energy.options(o.target.scrapeMetric)
 	if err != nil {
 		return err
 	}
@@ -118,6 +124,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
+		Power: power,
 	})
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {
