@@ -40,6 +40,8 @@ type HTTPRun struct {
 	// Power (issue 39): DCGM exporters to read GPU power from, and the energy price. With
 	// Scrape and no exporter, the target's own /metrics is read for power.
 	Power PowerOptions
+	// ScrapeInterval is the polling period of Scrape and Power's exporters (0: 1 s).
+	ScrapeInterval time.Duration
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -64,9 +66,9 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 
 	var scr *scraper
 	if s.Scrape {
-		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
+		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale, Interval: s.ScrapeInterval})
 	}
-	power := startPowerScrapers(ctx, s.Power, s.TimeScale)
+	power := startPowerScrapers(ctx, s.Power, s.TimeScale, s.ScrapeInterval)
 	var pd *progress.Display
 	if s.Progress != nil {
 		pd = startProgress(s, prog, scr)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -144,11 +145,11 @@ func labelValue(labels, name string) (string, bool) {
 }
 
 // startPowerScrapers polls each exporter of o.URLs (as given, with no key or headers: they are
-// for the target only) every interval.
-func startPowerScrapers(ctx context.Context, o PowerOptions, scale float64) []*scraper {
+// for the target only) every interval (0: 1 s).
+func startPowerScrapers(ctx context.Context, o PowerOptions, scale float64, interval time.Duration) []*scraper {
 	var out []*scraper
 	for _, u := range o.URLs {
-		out = append(out, startScraper(ctx, scrapeOptions{URL: u, Exact: true, TimeScale: scale}))
+		out = append(out, startScraper(ctx, scrapeOptions{URL: u, Exact: true, TimeScale: scale, Interval: interval}))
 	}
 	return out
 }
