@@ -247,3 +247,34 @@ func trapezoid(pts []PowerPoint, s, e float64) float64 {
 	}
 	return j
 }
+
+// EnergyByModel is the method of a simulation's energy: the reference engine's power model.
+const EnergyByModel = "reference engine power model, over the simulated makespan"
+
+// ModelledEnergy is a simulated engine's energy: Joules over Seconds (its makespan) by GPUs.
+type ModelledEnergy struct {
+	Joules, Seconds float64
+	GPUs            int
+	Source          string // the GPU profile's power figures (perf.Power.Source)
+}
+
+// EnergyFromModel is the Energy of a simulation from its engine's modelled energy m over the
+// makespan, per succeeded request and output token of sum (all of them, not only the steady
+// window's: the energy covers the whole makespan).
+func EnergyFromModel(m ModelledEnergy, sum *Summary) *Energy {
+	e := &Energy{Method: EnergyByModel, GPUs: m.GPUs, WindowEndS: m.Seconds, Sources: []string{m.Source}}
+	if !(m.Seconds > 0) || !(m.Joules > 0) || math.IsInf(m.Joules, 0) {
+		e.Note = "the simulation has no makespan to integrate over"
+		return e
+	}
+	e.Available, e.CoveredFraction = true, 1
+	j, w := m.Joules, m.Joules/m.Seconds
+	e.Joules, e.AvgPowerW = &j, &w
+	if n := sum.Requests.Succeeded; n > 0 {
+		v := j / float64(n)
+		e.JoulesPerRequest = &v
+	}
+	v := float64(sum.Requests.OutputTokens) / j
+	e.OutputTokensPerJoule = &v
+	return e
+}

@@ -185,3 +185,20 @@ func pad12(i int) string {
 	}
 	return s
 }
+
+// simEnergy is the modelled energy of clusters cls between simulated times start and end (the
+// makespan), their GPU count, the figures' source, and whether the GPU profile has power
+// figures.
+func simEnergy(cls []*cluster, r *resolved, start, end time.Duration) (joules float64, gpus int, source string, ok bool) {
+	g := r.roof.Config().GPU
+	pw, ok := perf.PowerOf(g)
+	if !ok {
+		return 0, 0, "", false
+	}
+	for _, cl := range cls {
+		pr := clusterPower(cl, pw, r.TP, end, g.Name)
+		joules += pr.EnergyJ - pw.IdleW*float64(len(pr.GPUs))*start.Seconds() // nothing ran before start
+		gpus += len(pr.GPUs)
+	}
+	return joules, gpus, pw.Source, true
+}

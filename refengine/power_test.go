@@ -2,6 +2,7 @@ package refengine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -127,5 +128,35 @@ func TestPowerUnknownGPU(t *testing.T) {
 	}
 	if p, ok := perf.PowerOf(perf.GPU{Name: "A100-80GB"}); !ok || p.BoardW != 400 {
 		t.Fatalf("a100-80gb: %+v %v", p, ok)
+	}
+}
+
+// TestSimulateEnergy: a simulation's energy over its makespan lies between what its GPUs draw
+// idle plus the floor's share of the dynamic range while busy, and idle plus the whole range
+// while busy; replicas and tensor-parallel ranks each add their GPUs.
+func TestSimulateEnergy(t *testing.T) {
+	reqs := make([]SimRequest, 40)
+	for i := range reqs {
+		reqs[i] = SimRequest{ID: fmt.Sprint(i), Arrival: time.Duration(i) * 100 * time.Millisecond, PromptTokens: 1024 + 64*i, MaxTokens: 64, IgnoreEOS: true}
+	}
+	pw, _ := perf.PowerOf(perf.GPU{Name: "h100-sxm"})
+	for _, c := range []struct {
+		tp, replicas, gpus int
+	}{{1, 1, 1}, {2, 1, 2}, {1, 3, 3}} {
+		res, err := SimulateCluster(reqs, Config{GPU: "h100", Model: "llama-3.1-8b", TP: c.tp}, ClusterOptions{Replicas: c.replicas})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := res.Stats
+		if !st.EnergyKnown || st.EnergyGPUs != c.gpus || !strings.Contains(st.EnergySource, "H100 data sheet") {
+			t.Fatalf("tp %d × %d: %+v", c.tp, c.replicas, st)
+		}
+		idle := pw.IdleW * float64(c.gpus) * st.Makespan.Seconds()
+		busy := st.BusyTime.Seconds() * float64(c.tp) // BusyTime sums the replicas' pools
+		dyn := pw.BoardW - pw.IdleW
+		lo, hi := idle+dyn*pw.Floor()*busy, idle+dyn*busy
+		if st.EnergyJ < lo*(1-1e-9) || st.EnergyJ > hi*(1+1e-9) || st.EnergyJ <= lo {
+			t.Errorf("tp %d × %d: %v J outside (%v, %v]", c.tp, c.replicas, st.EnergyJ, lo, hi)
+		}
 	}
 }

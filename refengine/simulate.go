@@ -78,6 +78,14 @@ type SimStats struct {
 	MaxBlocksUsed    int
 	NumBlocks        int
 	PrefixEvictions  int64
+
+	// Energy (issue 39; power.go): the GPUs' modelled energy over the makespan (J) and how many
+	// GPUs drew it, from the figures EnergySource names; EnergyKnown is false when the GPU
+	// profile has no power figures.
+	EnergyJ      float64
+	EnergyGPUs   int
+	EnergyKnown  bool
+	EnergySource string
 }
 
 // SimResult is the outcome of Simulate.

@@ -14,8 +14,12 @@ func energyLine(e *metrics.Energy) string {
 	if !e.Available {
 		return "unknown: " + e.Note
 	}
+	span := " J in the window"
+	if e.Method == metrics.EnergyByModel {
+		span = " J over the makespan"
+	}
 	parts := []string{fmtRate(*e.AvgPowerW) + " W average over " + fmtInt(int64(e.GPUs)) + " GPU(s)",
-		fmtRate(*e.Joules) + " J in the window"}
+		fmtRate(*e.Joules) + span}
 	if e.JoulesPerRequest != nil {
 		parts = append(parts, fmtRate(*e.JoulesPerRequest)+" J/request")
 	}

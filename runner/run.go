@@ -49,6 +49,10 @@ type Produced struct {
 	// Warnings are the producer's own findings about the run (a simulated engine's
 	// overload), added to the summary's warnings.
 	Warnings []string
+
+	// Energy (issue 39): a simulated engine's modelled energy over its makespan, reported as
+	// the summary's energy when the run scraped none.
+	Energy *metrics.ModelledEnergy
 }
 
 // Options configures one measured run written to one results directory.
@@ -137,6 +141,9 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	}
 	addEnergy(&opts, sum)
+	if sum.Energy == nil && prod.Energy != nil {
+		sum.Energy = metrics.EnergyFromModel(*prod.Energy, sum)
+	}
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
 	if err := finish(opts, sum, rec.path); err != nil {
 		return &Result{Dir: opts.OutDir, Summary: sum, Records: rec.rw.Count()}, err
