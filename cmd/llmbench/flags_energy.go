@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/plan"
 	"github.com/llmbench/llmbench/runner"
 )
 
@@ -31,4 +33,11 @@ func (f *energyFlags) options(scrape bool) (runner.PowerOptions, error) {
 		return o, fmt.Errorf("--price-kwh prices the GPUs' energy, which is read with --scrape-metrics (the endpoint's DCGM metrics) or --power-metrics URL")
 	}
 	return o, nil
+}
+
+// addPlanObjectiveFlag adds plan's --objective (issue 39): what "best" means among the
+// deployments that meet the target.
+func addPlanObjectiveFlag(fs *pflag.FlagSet) *string {
+	return fs.String("objective", plan.ObjectiveCost, "what the chosen deployment is best at among those meeting the target: "+
+		strings.Join(plan.Objectives, ", ")+" (output tokens per joule of the GPUs' modelled energy, refengine's power model)")
 }
