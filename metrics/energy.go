@@ -112,7 +112,7 @@ func EnergyOver(series []PowerSeries, o EnergyOptions) *Energy {
 		return e
 	}
 	if len(skipped) > 0 {
-		e.Note = fmt.Sprintf("power unknown: %d of %d GPU series have no two readings in the window (%s); a partial sum would undercount", len(skipped), len(series), strings.Join(skipped, ", "))
+		e.Note = fmt.Sprintf("%d of %d GPU series have no two readings in the window (%s); a partial sum would undercount", len(skipped), len(series), strings.Join(skipped, ", "))
 		return e
 	}
 	if math.IsNaN(watts) || math.IsInf(watts, 0) || watts < 0 {

@@ -175,7 +175,9 @@ func runEnergy(target *ServerSamples, exporters []ServerSamples, sum *metrics.Su
 		o.Sources = append(o.Sources, d.Endpoint)
 		s, why := gpuSeries(d)
 		if why != "" {
-			return metrics.UnknownEnergy(o.Sources, "power unknown: "+d.Endpoint+": "+why)
+			u := metrics.UnknownEnergy(o.Sources, d.Endpoint+": "+why)
+			u.WindowStartS, u.WindowEndS = o.StartS, o.EndS
+			return u
 		}
 		series = append(series, s...)
 	}
