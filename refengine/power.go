@@ -55,9 +55,9 @@ func (c *core) noteStep(end, d time.Duration) {
 	for i < len(c.recent) && c.recent[i].end <= end-powerWindow {
 		i++
 	}
-	if i > 0 {
-		c.recent = append(c.recent[:0], c.recent[i:]...)
-	}
+	// Drop the old steps by reslicing: append copies only the live ones to a new array when it
+	// reaches the end of this one, so a step costs amortized O(1) and memory stays bounded.
+	c.recent = c.recent[i:]
 }
 
 // overlap is the length of [s, e] within [a, b].
