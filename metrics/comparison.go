@@ -86,6 +86,10 @@ type Comparison struct {
 	Quality *QualityComparison `json:"quality,omitempty"`
 	// Judge is the pairwise LLM judge's verdict on the two sides (ab --judge-endpoint).
 	Judge *JudgeSummary `json:"judge,omitempty"`
+
+	// Energy (issue 39; energy_compare.go): the sides' energy per request and tokens per
+	// joule, from their summaries, when a run of either side measured it.
+	Energy *EnergyComparison `json:"energy,omitempty"`
 }
 
 // ComparisonSide describes one side (base or candidate) of a Comparison.

@@ -103,3 +103,30 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// TestCompareEnergy: each side's figures are the mean over its runs with known power, the
+// change is cand / base − 1, a side with unknown power has null figures and the note counts
+// its runs; no run with an energy block gives no comparison.
+func TestCompareEnergy(t *testing.T) {
+	known := func(jpr, tpj float64) *Energy {
+		w := 300.0
+		return &Energy{Available: true, JoulesPerRequest: &jpr, OutputTokensPerJoule: &tpj, AvgPowerW: &w}
+	}
+	c := CompareEnergy([]*Energy{known(10, 2), known(20, 4)}, []*Energy{known(12, 2.4), UnknownEnergy(nil, "x"), nil})
+	if *c.Base.JoulesPerRequest != 15 || *c.Base.OutputTokensPerJoule != 3 || *c.Cand.JoulesPerRequest != 12 {
+		t.Fatalf("sides %+v %+v", c.Base, c.Cand)
+	}
+	if !approx(*c.JoulesPerRequestChange, -0.2, 1e-12) || !approx(*c.TokensPerJouleChange, -0.2, 1e-12) {
+		t.Errorf("changes %v %v", *c.JoulesPerRequestChange, *c.TokensPerJouleChange)
+	}
+	if c.Cand.Known != 1 || c.Cand.Runs != 3 || !strings.Contains(c.Note, "cand: power known in 1 of 3 runs") {
+		t.Errorf("cand %+v note %q", c.Cand, c.Note)
+	}
+	u := CompareEnergy([]*Energy{known(10, 2)}, []*Energy{UnknownEnergy(nil, "x")})
+	if u.Cand.JoulesPerRequest != nil || u.JoulesPerRequestChange != nil {
+		t.Errorf("unknown side: %+v", u)
+	}
+	if CompareEnergy([]*Energy{nil}, nil) != nil {
+		t.Error("a comparison without energy")
+	}
+}

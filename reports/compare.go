@@ -228,6 +228,9 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 	if c.Judge != nil {
 		e.field("judge", judgeLine(c.Judge))
 	}
+	if c.Energy != nil {
+		e.field("energy", energyCompareLine(c.Energy)) // issue 39: energy.go
+	}
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\nConfiguration differences (base → candidate)\n")
 		for _, d := range c.ConfigDiff {
@@ -283,6 +286,9 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 	}
 	if eq := c.Equivalence; eq != nil {
 		e.printf("- **Outputs:** %s\n", mdEscape(equivalenceText(eq)))
+	}
+	if c.Energy != nil {
+		e.printf("- **Energy:** %s\n", mdEscape(energyCompareLine(c.Energy))) // issue 39: energy.go
 	}
 	e.printf("\n")
 	e.mdHeader("Metric", "base", "cand", "delta", "delta %", "CI of delta", "verdict")

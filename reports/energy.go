@@ -72,3 +72,54 @@ func energyTable(e *metrics.Energy) *table {
 	}
 	return t
 }
+
+// energyCompareLine is the one-line form of a comparison's energy (metrics/energy_compare.go).
+func energyCompareLine(c *metrics.EnergyComparison) string {
+	side := func(s metrics.EnergySide) string {
+		if s.Known == 0 {
+			return "unknown"
+		}
+		out := []string{}
+		if s.JoulesPerRequest != nil {
+			out = append(out, fmtRate(*s.JoulesPerRequest)+" J/request")
+		}
+		if s.OutputTokensPerJoule != nil {
+			out = append(out, fmtRate(*s.OutputTokensPerJoule)+" tok/J")
+		}
+		if s.AvgPowerW != nil {
+			out = append(out, fmtRate(*s.AvgPowerW)+" W")
+		}
+		return strings.Join(out, ", ")
+	}
+	line := "base " + side(c.Base) + " → cand " + side(c.Cand)
+	if c.JoulesPerRequestChange != nil {
+		line += " (J/request " + fmtSignedPct(*c.JoulesPerRequestChange)
+		if c.TokensPerJouleChange != nil {
+			line += ", tok/J " + fmtSignedPct(*c.TokensPerJouleChange)
+		}
+		line += ")"
+	}
+	return line + "; " + c.Note
+}
+
+// energyCompareSection is the HTML section of a comparison's energy.
+func energyCompareSection(c *metrics.EnergyComparison) section {
+	t := &table{Numeric: true, Head: []string{"measure", "base", "cand", "change"}}
+	opt := func(v *float64) string {
+		if v == nil {
+			return "unknown"
+		}
+		return fmtRate(*v)
+	}
+	chg := func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmtSignedPct(*v)
+	}
+	t.add(txt("J per request"), txt(opt(c.Base.JoulesPerRequest)), txt(opt(c.Cand.JoulesPerRequest)), txt(chg(c.JoulesPerRequestChange)))
+	t.add(txt("output tokens per joule"), txt(opt(c.Base.OutputTokensPerJoule)), txt(opt(c.Cand.OutputTokensPerJoule)), txt(chg(c.TokensPerJouleChange)))
+	t.add(txt("average power (W)"), txt(opt(c.Base.AvgPowerW)), txt(opt(c.Cand.AvgPowerW)), txt("–"))
+	t.add(txt("runs with known power"), txt(fmt.Sprintf("%d of %d", c.Base.Known, c.Base.Runs)), txt(fmt.Sprintf("%d of %d", c.Cand.Known, c.Cand.Runs)), txt(""))
+	return section{ID: "energy", Title: "Energy", Intro: c.Note + " (docs/energy.md).", Blocks: []block{{Table: t}}}
+}

@@ -288,3 +288,15 @@ func reEnergy(dir string, sum, old *metrics.Summary) {
 		}
 	}
 }
+
+// dirsEnergy is each results directory's energy block (nil where its summary has none or
+// cannot be read).
+func dirsEnergy(dirs []string) []*metrics.Energy {
+	out := make([]*metrics.Energy, len(dirs))
+	for i, d := range dirs {
+		if s, err := ReadSummary(d); err == nil {
+			out[i] = s.Energy
+		}
+	}
+	return out
+}

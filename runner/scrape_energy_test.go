@@ -230,3 +230,22 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// TestAttachRunFactsEnergy: a comparison of results directories carries their summaries'
+// energy side by side.
+func TestAttachRunFactsEnergy(t *testing.T) {
+	dir := func(jpr float64) string {
+		d := t.TempDir()
+		w, tpj := 300.0, 1/jpr
+		s := &metrics.Summary{Schema: metrics.SummarySchema, Energy: &metrics.Energy{Available: true, JoulesPerRequest: &jpr, OutputTokensPerJoule: &tpj, AvgPowerW: &w}}
+		if err := WriteJSON(d+"/"+SummaryFile, s); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	c := &metrics.Comparison{}
+	AttachRunFacts(c, []string{dir(50)}, []string{dir(40)})
+	if c.Energy == nil || *c.Energy.Base.JoulesPerRequest != 50 || math.Abs(*c.Energy.JoulesPerRequestChange+0.2) > 1e-12 {
+		t.Fatalf("energy %+v", c.Energy)
+	}
+}
