@@ -10,8 +10,8 @@ import (
 // Scalars lists every scalar metric of a summary: every metric of the registry
 // (metrics.Metrics: each distribution family's mean and percentiles, throughput, goodput,
 // stalls, fluidity, failures, tokens per chunk) under its registry name, plus the few that
-// only history keeps (historyOnly: cost, fluidity's low percentiles, the client's lag, the
-// server's prefix-cache hit rate). A
+// only history keeps (historyOnly: cost, energy, fluidity's low percentiles, the client's lag,
+// the server's prefix-cache hit rate). A
 // distribution with no samples, goodput without an SLO and cost without prices are left out
 // rather than stored as zeros that would read as measurements.
 //
@@ -51,6 +51,16 @@ func Scalars(s *metrics.Summary) map[string]float64 {
 		put("cost.per_million_tokens", c.PerMillionTokens)
 		if c.PerGoodRequest > 0 {
 			put("cost.per_good_request", c.PerGoodRequest)
+		}
+	}
+	if e := s.Energy; e != nil && e.Available {
+		// Energy (issue 39): only a known figure; unknown power is no row, never a zero.
+		for name, v := range map[string]*float64{"energy.joules_per_request": e.JoulesPerRequest,
+			"energy.output_tokens_per_joule": e.OutputTokensPerJoule, "energy.avg_power_w": e.AvgPowerW,
+			"energy.cost_per_request": e.CostPerRequest} {
+			if v != nil {
+				put(name, *v)
+			}
 		}
 	}
 	if s.Client.LagMs.Count > 0 {
@@ -155,6 +165,11 @@ var historyOnly = map[string]MetricInfo{
 	"client.schedule_lag.p99":        {Unit: "ms", Better: metrics.BetterLower},
 	// One figure per run from the server's counters, outside the records compare works from.
 	ServerPrefixCacheMetric: {Unit: "fraction", Better: metrics.BetterHigher},
+	// Energy (issue 39; metrics/energy.go): a run-level figure from the GPUs' power readings.
+	"energy.joules_per_request":      {Unit: "J", Better: metrics.BetterLower},
+	"energy.output_tokens_per_joule": {Unit: "tok/J", Better: metrics.BetterHigher},
+	"energy.avg_power_w":             {Unit: "W", Better: metrics.BetterNone},
+	"energy.cost_per_request":        {Unit: "currency", Better: metrics.BetterLower},
 }
 
 // ServerPrefixCacheMetric is the server's prefix-cache hit rate over a run

@@ -90,6 +90,9 @@ type Comparison struct {
 	// ByModel (issue 38) lists each model's headline numbers on both sides when a side sent
 	// more than one model (from the sides' by_model blocks; point values, no intervals).
 	ByModel []ModelDelta `json:"by_model,omitempty"`
+	// Energy (issue 39; energy_compare.go): the sides' energy per request and tokens per
+	// joule, from their summaries, when a run of either side measured it.
+	Energy *EnergyComparison `json:"energy,omitempty"`
 }
 
 // ComparisonSide describes one side (base or candidate) of a Comparison.

@@ -68,6 +68,9 @@ type Summary struct {
 	// prefix cache was flushed and primed before the measured window, and the requested hit
 	// rate checked against the achieved one (prefixpriming.go).
 	PrefixPriming *PrefixPriming `json:"prefix_priming,omitempty"`
+	// Energy (issue 39; energy.go): with --scrape-metrics or --power-metrics, the GPUs' energy
+	// over the measured window; its figures are null when the power is unknown.
+	Energy *Energy `json:"energy,omitempty"`
 }
 
 // RunInfo describes how the run was made.

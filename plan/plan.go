@@ -80,6 +80,10 @@ type Options struct {
 	Workers int
 	// Now is the clock for Result.Elapsed (time.Now when nil).
 	Now func() time.Time
+
+	// Objective (issue 39; energy.go) is what "best" means among the deployments that meet
+	// the target: ObjectiveCost ("" too) or ObjectiveTokensPerJoule.
+	Objective string
 }
 
 // Candidate is one deployment and what the search learned about it.
@@ -106,6 +110,12 @@ type Candidate struct {
 	MakespanS      float64 `json:"makespan_s,omitempty"`
 	// Note says why a shape was ruled out without simulating.
 	Note string `json:"note,omitempty"`
+
+	// Energy (issue 39; energy.go), for a simulation that ran to the end: the GPUs' modelled
+	// energy over the makespan, their average power, and output tokens per joule.
+	EnergyJ        float64 `json:"energy_j,omitempty"`
+	AvgPowerW      float64 `json:"avg_power_w,omitempty"`
+	TokensPerJoule float64 `json:"output_tokens_per_joule,omitempty"`
 }
 
 // Name is the deployment in one line: "4 × h100-sxm fp8 TP=2".
@@ -137,6 +147,8 @@ type Result struct {
 	Currency string            `json:"currency"`
 	Model    string            `json:"model"`
 	ElapsedS float64           `json:"elapsed_s"`
+	// Objective is what Best is best at (ObjectiveCost or ObjectiveTokensPerJoule).
+	Objective string `json:"objective"`
 }
 
 type shape struct {
@@ -161,11 +173,19 @@ func Run(o Options) (*Result, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	if err := o.checkObjective(shapes); err != nil {
+		return nil, err
+	}
 	res := o.newResult()
+	res.Objective = ObjectiveCost
+	if o.Objective != "" {
+		res.Objective = o.Objective
+	}
+	rank := lessFor(res.Objective)
 	if res.Candidates, err = o.searchAll(shapes); err != nil {
 		return nil, err
 	}
-	sort.SliceStable(res.Candidates, func(a, b int) bool { return less(&res.Candidates[a], &res.Candidates[b]) })
+	sort.SliceStable(res.Candidates, func(a, b int) bool { return rank(&res.Candidates[a], &res.Candidates[b]) })
 	markFewest(res.Candidates)
 	res.tally()
 	res.Model = o.modelName(shapes)
@@ -476,6 +496,7 @@ func (o *Options) simulate(sh shape, r int) (Candidate, error) {
 		if tok := res.Stats.PromptTokens + res.Stats.GenerationTokens; tok > 0 {
 			c.CostPerMTokens = c.PricePerHour * c.MakespanS / 3600 / (float64(tok) / 1e6)
 		}
+		c.setEnergy(res.Stats)
 	}
 	c.Meets = !res.Stopped && met >= need
 	return c, nil

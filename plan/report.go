@@ -19,6 +19,9 @@ func (r *Result) Report(trace, generator string) *reports.Plan {
 		p.Good = true
 		p.Headline = fmt.Sprintf("cheapest deployment with goodput ≥ %s: %s at %s %s per hour (%s %s per million tokens), goodput %s",
 			pct(r.Target), b.Name(), money(b.PricePerHour), r.Currency, money(b.CostPerMTokens), r.Currency, pct(b.Goodput))
+		if r.Objective == ObjectiveTokensPerJoule {
+			p.Headline = energyHeadline(r)
+		}
 	} else {
 		p.Headline = fmt.Sprintf("no deployment searched reaches goodput %s: widen the search (--gpus, --tp, --replicas) or relax the SLO", pct(r.Target))
 	}
@@ -48,7 +51,7 @@ func (r *Result) Report(trace, generator string) *reports.Plan {
 	for i := range r.Candidates {
 		c := &r.Candidates[i]
 		row := reports.PlanRow{Deployment: c.Name(), GPUs: c.GPUs, PricePerHour: c.PricePerHour, CostPerMTokens: c.CostPerMTokens,
-			Goodput: c.Goodput, Bound: c.Stopped, Note: c.Note}
+			Goodput: c.Goodput, Bound: c.Stopped, Note: c.Note, TokensPerJoule: c.TokensPerJoule}
 		switch {
 		case c == r.Best:
 			row.Verdict = "chosen"

@@ -164,6 +164,9 @@ func (e *Engine) metricsText() []byte {
 	p.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e.hist.e2e)
 	p.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", e.hist.queue)
 	p.histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", e.hist.tpot)
+	if r, ok := e.powerLocked(); ok {
+		p.b = appendDCGM(p.b, r) // issue 39: the modelled GPU power under dcgm-exporter's names
+	}
 	return p.b
 }
 

@@ -183,5 +183,7 @@ func (cr *clusterRun) report() {
 	}
 	if len(cr.reqs) > 0 {
 		res.Stats.Makespan = cr.now - cr.reqs[cr.order[0]].Arrival
+		st := &res.Stats
+		st.EnergyJ, st.EnergyGPUs, st.EnergySource, st.EnergyKnown = simEnergy(cr.rt.cls, cr.r, cr.reqs[cr.order[0]].Arrival, cr.now)
 	}
 }

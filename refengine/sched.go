@@ -135,6 +135,10 @@ type core struct {
 	handoffs []*seq
 
 	lora *loraSlots // nil without adapters (lora.go)
+	// recent are the steps that ended within the power gauge's window; busySec and computeSec
+	// the steps' time and its compute part since the start, in seconds (issue 39; power.go).
+	recent              []stepSpan
+	busySec, computeSec float64
 }
 
 // plan schedules the next step and returns its duration; ok is false when nothing can run.
@@ -332,6 +336,7 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 	c.now = at
 	c.stats.Steps++
 	c.stats.BusyTime += stepDur
+	c.noteStep(at, stepDur)
 	finished := false
 	for _, s := range c.scheduled {
 		if s.state != stRunning || s.aborted {

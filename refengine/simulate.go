@@ -94,6 +94,13 @@ type SimStats struct {
 	LoRALoads     int64
 	LoRAEvictions int64
 	LoRALoadTime  time.Duration
+	// Energy (issue 39; power.go): the GPUs' modelled energy over the makespan (J) and how many
+	// GPUs drew it, from the figures EnergySource names; EnergyKnown is false when the GPU
+	// profile has no power figures.
+	EnergyJ      float64
+	EnergyGPUs   int
+	EnergyKnown  bool
+	EnergySource string
 }
 
 // SimResult is the outcome of Simulate.

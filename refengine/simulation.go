@@ -191,6 +191,7 @@ func (s *Simulation) Finish() (SimStats, error) {
 	}
 	if s.started {
 		res.Makespan = cl.now - s.first
+		res.EnergyJ, res.EnergyGPUs, res.EnergySource, res.EnergyKnown = simEnergy([]*cluster{cl}, r, s.first, cl.now)
 	}
 	return res, nil
 }

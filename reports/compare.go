@@ -229,6 +229,9 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 		e.field("judge", judgeLine(c.Judge))
 	}
 	writeTermModelPairs(e, c) // per-request model (issue 38)
+	if c.Energy != nil {
+		e.field("energy", energyCompareLine(c.Energy)) // issue 39: energy.go
+	}
 	if len(c.ConfigDiff) > 0 {
 		e.printf("\nConfiguration differences (base → candidate)\n")
 		for _, d := range c.ConfigDiff {
@@ -284,6 +287,9 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 	}
 	if eq := c.Equivalence; eq != nil {
 		e.printf("- **Outputs:** %s\n", mdEscape(equivalenceText(eq)))
+	}
+	if c.Energy != nil {
+		e.printf("- **Energy:** %s\n", mdEscape(energyCompareLine(c.Energy))) // issue 39: energy.go
 	}
 	e.printf("\n")
 	e.mdHeader("Metric", "base", "cand", "delta", "delta %", "CI of delta", "verdict")

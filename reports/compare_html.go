@@ -88,6 +88,9 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 	if sec, ok := modelPairSection(c); ok { // per-request model (issue 38)
 		p.Sections = append(p.Sections, sec)
 	}
+	if c.Energy != nil {
+		p.Sections = append(p.Sections, energyCompareSection(c.Energy)) // issue 39: energy.go
+	}
 	p.Sections = append(p.Sections, sidesSection(c))
 	if len(c.ConfigDiff) > 0 {
 		t := &table{Head: []string{"setting", "base: " + c.Base.Label, "cand: " + c.Cand.Label}}

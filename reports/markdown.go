@@ -110,6 +110,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.PrefixPriming != nil {
 		e.printf("- **Prefix priming:** %s\n", mdEscape(prefixPrimingLine(s.PrefixPriming)))
 	}
+	if s.Energy != nil {
+		e.printf("- **Energy:** %s\n", mdEscape(energyLine(s.Energy))) // issue 39: energy.go
+	}
 	if q := s.Quality; q != nil && q.Graded > 0 { // quality (issue 17)
 		line := qualityCore(q)
 		if f := gradeFailures(q.Failures); f != "" {

@@ -37,6 +37,16 @@ type PlanRow struct {
 	// fewest", "misses" or "ruled out".
 	Verdict string
 	Note    string
+	// TokensPerJoule is the output tokens per joule of modelled GPU energy (issue 39); 0 when
+	// not known.
+	TokensPerJoule float64
+}
+
+func (r *PlanRow) tokensPerJouleText() string {
+	if r.TokensPerJoule <= 0 {
+		return "–"
+	}
+	return fmtRate(r.TokensPerJoule)
 }
 
 func (r *PlanRow) goodputText() string {
@@ -116,10 +126,10 @@ func WritePlanTerminal(w io.Writer, p *Plan) error {
 		e.field(termSafe(f[0]), f[1])
 	}
 	rows := p.terminalRows(8)
-	e.printf("\n%-34s%6s%12s%12s%11s  %s\n", "deployment", "GPUs", "per hour", "per Mtok", "goodput", "verdict")
+	e.printf("\n%-34s%6s%12s%12s%8s%11s  %s\n", "deployment", "GPUs", "per hour", "per Mtok", "tok/J", "goodput", "verdict")
 	for _, r := range rows {
-		e.printf("%-34s%s%s%s%s  %s\n", clip(termSafe(r.Deployment), 33), col(6, strconv.Itoa(r.GPUs)),
-			col(12, fmtMoney(r.PricePerHour, p.Currency)), col(12, r.costText(p.Currency)), col(11, r.goodputText()), termSafe(r.Verdict))
+		e.printf("%-34s%s%s%s%s%s  %s\n", clip(termSafe(r.Deployment), 33), col(6, strconv.Itoa(r.GPUs)),
+			col(12, fmtMoney(r.PricePerHour, p.Currency)), col(12, r.costText(p.Currency)), col(8, r.tokensPerJouleText()), col(11, r.goodputText()), termSafe(r.Verdict))
 	}
 	if n := len(p.Rows) - len(rows); n > 0 {
 		e.printf("(%d more candidates in --format json and -o plan.html)\n", n)
@@ -147,7 +157,7 @@ func WritePlanHTML(w io.Writer, p *Plan, o HTMLOptions) error {
 		pg.Facts = append(pg.Facts, fact{f[0], f[1]})
 	}
 	all := &table{ID: "candidates", Numeric: true, LastLeft: true,
-		Head: []string{"deployment", "GPUs", "per hour", "per million tokens", "goodput", "verdict", "note"}}
+		Head: []string{"deployment", "GPUs", "per hour", "per million tokens", "output tokens per joule", "goodput", "verdict", "note"}}
 	var meets, misses [][2]float64
 	var chosen [][2]float64
 	maxPrice := 0.0
@@ -167,7 +177,7 @@ func WritePlanHTML(w io.Writer, p *Plan, o HTMLOptions) error {
 			maxPrice = max(maxPrice, r.PricePerHour)
 		}
 		all.add(txt(r.Deployment), txt(strconv.Itoa(r.GPUs)), txt(fmtMoney(r.PricePerHour, p.Currency)), txt(r.costText(p.Currency)),
-			txt(r.goodputText()), classed(cls, r.Verdict), classed("wrap", r.Note))
+			txt(r.tokensPerJouleText()), txt(r.goodputText()), classed(cls, r.Verdict), classed("wrap", r.Note))
 	}
 	series := []seriesSpec{
 		{Name: "meets the target", Kind: "scatter", Data: meets, Color: colGreen, Symbol: 9},

@@ -313,6 +313,9 @@ func throughputSection(s *metrics.Summary) section {
 	if p := s.PrefixPriming; p != nil {
 		kv = append(kv, prefixPrimingTable(p))
 	}
+	if en := s.Energy; en != nil {
+		kv = append(kv, energyTable(en)) // issue 39: energy.go
+	}
 	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
 

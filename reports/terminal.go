@@ -144,6 +144,9 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.PrefixPriming != nil {
 		e.field("Priming", prefixPrimingLine(s.PrefixPriming))
 	}
+	if s.Energy != nil {
+		e.field("Energy", energyLine(s.Energy)) // issue 39: energy.go
+	}
 	if s.Quality != nil {
 		writeQualityTerminal(e, s.Quality)
 	}

@@ -42,6 +42,12 @@ type HTTPRun struct {
 	// ScrapeWorkers are the base URLs of the workers behind the endpoint whose /metrics are
 	// polled too; server_prefix_cache is then theirs, per worker and in all (scrape_workers.go).
 	ScrapeWorkers []string
+
+	// Power (issue 39): DCGM exporters to read GPU power from, and the energy price. With
+	// Scrape and no exporter, the target's own /metrics is read for power.
+	Power PowerOptions
+	// ScrapeInterval is the polling period of Scrape and Power's exporters (0: 1 s).
+	ScrapeInterval time.Duration
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -74,9 +80,10 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}
 	var scr *scraper
 	if s.Scrape {
-		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
+		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale, Interval: s.ScrapeInterval})
 	}
 	workers := startWorkerScrapers(ctx, s)
+	power := startPowerScrapers(ctx, s.Power, s.TimeScale, s.ScrapeInterval)
 	var pd *progress.Display
 	if s.Progress != nil {
 		pd = startProgress(s, prog, scr)
@@ -91,7 +98,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 			})
 		}
 	}
-	if scr != nil || len(workers) > 0 {
+	if scr != nil || len(workers) > 0 || len(power) > 0 {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
 			p, err := inner(ctx, trace, sink)
@@ -100,6 +107,9 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 			}
 			for _, w := range workers {
 				w.Stop()
+			}
+			for _, ps := range power {
+				ps.Stop()
 			}
 			return p, err
 		}
@@ -115,6 +125,8 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 		primed:      pr,
 		scraper:     scr,
 		workers:     workers,
+		power:       power,
+		pricePerKWh: s.Power.PricePerKWh,
 	}, produce)
 	if pd != nil {
 		pd.Stop()

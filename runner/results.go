@@ -104,6 +104,7 @@ func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metri
 	sum.Workload = old.Workload
 	sum.Cluster = old.Cluster
 	keepDesigned(sum, old)
+	reEnergy(dir, sum, old) // issue 39: scrape_energy.go
 	if old.Run.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}

@@ -49,6 +49,10 @@ type Produced struct {
 	// Warnings are the producer's own findings about the run (a simulated engine's
 	// overload), added to the summary's warnings.
 	Warnings []string
+
+	// Energy (issue 39): a simulated engine's modelled energy over its makespan, reported as
+	// the summary's energy when the run scraped none.
+	Energy *metrics.ModelledEnergy
 }
 
 // Options configures one measured run written to one results directory.
@@ -85,6 +89,11 @@ type Options struct {
 	// scraper, when set, has polled the server's /metrics during the run; its samples are
 	// saved to server-metrics.json and charted in the report. Execute stops it.
 	scraper *scraper
+
+	// power (issue 39; scrape_energy.go): the --power-metrics exporters' pollers, saved to
+	// power-metrics.json, and the energy price. Execute stops them.
+	power       []*scraper
+	pricePerKWh float64
 }
 
 // Result is a finished run.
@@ -139,6 +148,10 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	}
 	if len(opts.workers) > 0 {
 		sum.ServerPrefixCache = workersPrefixCache(opts.workers, sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
+	}
+	addEnergy(&opts, sum)
+	if sum.Energy == nil && prod.Energy != nil {
+		sum.Energy = metrics.EnergyFromModel(*prod.Energy, sum)
 	}
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
 	if opts.primed != nil {

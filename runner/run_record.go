@@ -107,6 +107,9 @@ func (rec *recording) close(opts Options, prod *Produced, perr error) error {
 			perr = err
 		}
 	}
+	if err := savePower(opts, prod); err != nil && perr == nil {
+		perr = err
+	}
 	return perr
 }
 
@@ -120,6 +123,7 @@ func (rec *recording) discardIfEmpty(opts Options) {
 	os.Remove(rec.path)
 	os.Remove(filepath.Join(opts.OutDir, ScrapeFile))
 	os.Remove(filepath.Join(opts.OutDir, WorkersScrapeFile))
+	os.Remove(filepath.Join(opts.OutDir, PowerFile))
 	os.Remove(filepath.Join(opts.OutDir, RunFactsFile))
 	if rec.created {
 		os.Remove(opts.OutDir) // only if empty

@@ -30,6 +30,10 @@ type ServerSample struct {
 	// by ServerSamples.PrefixSource (scrape_prefix.go); -1 when not exported.
 	PrefixHits    float64 `json:"prefix_cache_hits"`
 	PrefixQueries float64 `json:"prefix_cache_queries"`
+
+	// GPUs are the DCGM power readings of the scrape, one per GPU series (issue 39;
+	// scrape_energy.go); absent when the endpoint exports none.
+	GPUs []GPUReading `json:"gpus,omitempty"`
 }
 
 // ServerSamples is what server-metrics.json holds.
@@ -64,6 +68,14 @@ var scrapeNames = map[string][]string{
 // suffixed names). Malformed lines are skipped; it never fails on content.
 func parsePrometheus(r io.Reader) map[string]float64 {
 	out := map[string]float64{}
+	eachSample(r, func(name, _ string, v float64) { out[name] += v })
+	return out
+}
+
+// eachSample calls fn for every sample of the Prometheus text exposition r: its metric name,
+// its label set as written (with the braces; "" without) and its value. Malformed lines and
+// NaN values are skipped.
+func eachSample(r io.Reader, fn func(name, labels string, v float64)) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -72,7 +84,7 @@ func parsePrometheus(r io.Reader) map[string]float64 {
 			continue
 		}
 		name := line
-		rest := ""
+		rest, labels := "", ""
 		if i := strings.IndexAny(line, "{ \t"); i >= 0 {
 			name = line[:i]
 			rest = line[i:]
@@ -84,6 +96,7 @@ func parsePrometheus(r io.Reader) map[string]float64 {
 			if end < 0 {
 				continue
 			}
+			labels = rest[:end+1]
 			rest = rest[end+1:]
 		}
 		fields := strings.Fields(rest)
@@ -94,9 +107,8 @@ func parsePrometheus(r io.Reader) map[string]float64 {
 		if err != nil || v != v { // skip NaN
 			continue
 		}
-		out[name] += v
+		fn(name, labels, v)
 	}
-	return out
 }
 
 // labelEnd finds the closing brace of a label set, honouring quoted values with escapes.
@@ -149,6 +161,8 @@ type scrapeOptions struct {
 	Interval time.Duration
 	// TimeScale multiplies sample times, as record times are under --time-scale (0 = 1).
 	TimeScale float64
+	// Exact polls URL itself rather than its /metrics (a DCGM exporter's --power-metrics URL).
+	Exact bool
 }
 
 // MetricsURL returns the /metrics URL of an endpoint base URL: its path without a trailing
@@ -172,6 +186,9 @@ func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 	}
 	pol := redact.New(redact.Target{URL: o.URL, APIKey: o.APIKey, Headers: o.Headers})
 	u, uerr := MetricsURL(o.URL)
+	if o.Exact {
+		u, uerr = exactURL(o.URL)
+	}
 	s := &scraper{stop: make(chan struct{}), done: make(chan struct{}), redact: pol, scale: o.TimeScale, epoch: time.Now(),
 		data: ServerSamples{Endpoint: pol.URL(u)}}
 	if s.scale <= 0 {
@@ -207,12 +224,13 @@ func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 			s.fail("GET /metrics: " + resp.Status)
 			return
 		}
-		m := parsePrometheus(io.LimitReader(resp.Body, 8<<20))
+		m, gpus := parseScrape(io.LimitReader(resp.Body, 8<<20))
 		at := time.Now()
 		kv := pick(m, "kv")
 		smp := ServerSample{Running: pick(m, "running"), Waiting: pick(m, "waiting"), KVUsage: kv, Preemptions: pick(m, "preemptions")}
 		pc := pickPrefix(m)
 		smp.PrefixHits, smp.PrefixQueries = pc.hits, pc.queries
+		smp.GPUs = gpus
 		s.mu.Lock()
 		pc.note(&s.data)
 		s.data.Samples = append(s.data.Samples, smp)

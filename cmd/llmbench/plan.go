@@ -38,6 +38,7 @@ type planOptions struct {
 	format    string
 	html      string
 	echartsJS string
+	objective *string // issue 39: flags_energy.go
 }
 
 // planExcluded are the engine flags plan does not take: it searches GPU, TP and weight dtype
@@ -97,6 +98,7 @@ searched meets the target, 2 on bad input.`,
 	fs.IntVar(&o.workers, "workers", 0, "simulations run at once (0: one per CPU)")
 	fs.StringVar(&o.format, "format", "text", "output: text, json")
 	fs.StringVarP(&o.html, "out", "o", "", "also write the HTML report to FILE (e.g. plan.html)")
+	o.objective = addPlanObjectiveFlag(fs)
 	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into the HTML report (default $LLMBENCH_ECHARTS_JS; otherwise it loads it by URL)")
 	_ = cmd.MarkFlagRequired("trace")
 	_ = cmd.MarkFlagRequired("price-gpu-hour")
@@ -188,6 +190,7 @@ func runPlan(app *App, o *planOptions) error {
 		Record:   func(i int, tl *refengine.Timeline, rec *metrics.Record) { engineadapter.FillRecord(rec, tl, &reqs[i]) },
 		Base:     cfg, GPUs: o.gpus, Dtypes: o.dtypes, TPs: o.tps, MinReplicas: lo, MaxReplicas: hi,
 		Router: o.router, SLO: mo, Target: o.target, Prices: prices, Currency: o.currency, Workers: o.workers,
+		Objective: *o.objective,
 	})
 	if err != nil {
 		return err

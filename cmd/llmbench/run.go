@@ -29,6 +29,7 @@ type runOptions struct {
 	prefix  *prefixRunFlags
 	args    []string
 	changed func(string) bool
+	energy  *energyFlags // issue 39: flags_energy.go
 }
 
 func newRunCmd(app *App) *cobra.Command {
@@ -66,6 +67,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.fail = addFailureFlags(fs)
 	o.quality = addQualityFlags(fs, false)
 	o.prefix = addPrefixRunFlags(fs)
+	o.energy = addEnergyFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -75,6 +77,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		return err
 	}
 	judgeOpts, err := o.quality.judgeOptions(app)
+	if err != nil {
+		return err
+	}
+	power, err := o.energy.options(o.target.scrapeMetric)
 	if err != nil {
 		return err
 	}
@@ -130,6 +136,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
 		Prime: prime, ScrapeWorkers: workers,
+		Power: power,
 	})
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {

@@ -68,7 +68,7 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.StringVar(&f.promptSizing, "prompt-sizing", loadgen.SizingAuto, `how prompts synthesized from input_tokens are made that many tokens on the target: "server" (word costs from its /tokenize: vLLM, SGLang, llama.cpp), "calibrate" (probe requests' usage.prompt_tokens), "tokenizer" (fit with --tokenizer), or "auto": tokenizer on the embedded engine or with a tokenizer.json, else server, else calibrate (docs/inputs.md)`)
 	fs.StringVar(&f.sourceAddrs, "source-addrs", "", "dial new connections from these local addresses in turn, so that tens of thousands of connections to one host do not run out of ephemeral ports: a comma-separated list of IPs and ranges, e.g. 127.0.0.2-127.0.0.9 on loopback")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2: h2c with prior knowledge to http:// endpoints (the embedded engine and serve accept it), only ALPN h2 to https:// ones; streams then share connections")
-	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
+	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions, and GPU power under DCGM names: docs/energy.md) for the report")
 	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", `header that carries each session turn's affinity key (the trace's "affinity", else its session) so a router can pin sessions; "" sends none`)
 	return f
 }

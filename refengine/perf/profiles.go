@@ -65,6 +65,9 @@ type GPU struct {
 	// bidirectional PCIe figure halved. It prices copying a LoRA adapter into a slot
 	// (refengine's Config.LoRAs); 0 means DefaultHostBW.
 	HostBW float64
+	// Power (issue 39; power.go): the board's idle and maximum power. Zero: the built-in
+	// figures for the GPU's name, if any (PowerOf).
+	Power Power
 }
 
 // DefaultHostBW is the host-to-GPU bandwidth of a profile that gives none: PCIe Gen4 x16,

@@ -141,7 +141,8 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if n != trace.Len() {
 		return nil, fmt.Errorf("simulate: %d of the trace's %d requests have a record", n, trace.Len())
 	}
-	return withOverload(&runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: loraFacts(describeInfo(info), st), Duration: st.Makespan}, watch), nil
+	return withOverload(&runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: loraFacts(describeInfo(info), st), Duration: st.Makespan,
+		Energy: modelledEnergy(st)}, watch), nil
 }
 
 // withOverload adds the watch's overload warning, if any, to p's warnings.
@@ -172,7 +173,8 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *q
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %w", err)
 		}
-		return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: loraFacts(describeInfo(info), st), Duration: st.Makespan}, nil
+		return &runner.Produced{Start: a.now(), Model: info.ServedModelName, Engine: loraFacts(describeInfo(info), st), Duration: st.Makespan,
+			Energy: modelledEnergy(st)}, nil
 	}
 	sims := simRequests(reqs, a.RateScale, a.KeepOutput)
 	if err := addImages(sims, reqs); err != nil {
@@ -191,7 +193,8 @@ func (a *Simulator) produceHeld(trace traces.Source, end time.Duration, watch *q
 		rec.Phase = metrics.PhaseOf(time.Duration(rec.Intended), a.Warmup, a.Cooldown, end)
 		sink(rec)
 	}
-	p := &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: loraFacts(describeInfo(res.Info), res.Stats), Duration: res.Stats.Makespan}
+	p := &runner.Produced{Start: a.now(), Model: res.Info.ServedModelName, Engine: loraFacts(describeInfo(res.Info), res.Stats), Duration: res.Stats.Makespan,
+		Energy: modelledEnergy(res.Stats)}
 	if a.Replicas > 1 {
 		p.Cluster = ClusterLoad(res)
 		if p.Engine == nil {

@@ -1,0 +1,98 @@
+package metrics
+
+import "fmt"
+
+// EnergyComparison puts two sides' energy figures side by side (issue 39; energy.go). The
+// energy is one figure per run, not per request: there is no interval and no verdict, and no
+// --fail-on rule takes it. With several runs a side, each figure is the mean over the runs
+// whose power was known.
+type EnergyComparison struct {
+	Base EnergySide `json:"base"`
+	Cand EnergySide `json:"cand"`
+	// JoulesPerRequestChange and TokensPerJouleChange are cand / base − 1 (null when a side
+	// has no figure).
+	JoulesPerRequestChange *float64 `json:"joules_per_request_change"`
+	TokensPerJouleChange   *float64 `json:"output_tokens_per_joule_change"`
+	Note                   string   `json:"note"`
+}
+
+// EnergySide is one side's energy: the mean of its runs with known power (Known of Runs).
+type EnergySide struct {
+	Runs                 int      `json:"runs"`
+	Known                int      `json:"known"`
+	JoulesPerRequest     *float64 `json:"joules_per_request"`
+	OutputTokensPerJoule *float64 `json:"output_tokens_per_joule"`
+	AvgPowerW            *float64 `json:"avg_power_w"`
+}
+
+// CompareEnergy compares the runs' energy blocks (nil: a run without one); nil when no run of
+// either side has one.
+func CompareEnergy(base, cand []*Energy) *EnergyComparison {
+	if !anyEnergy(base) && !anyEnergy(cand) {
+		return nil
+	}
+	c := &EnergyComparison{Base: energySide(base), Cand: energySide(cand),
+		Note: "one figure per run (the GPUs' energy over its window): no interval, no verdict"}
+	c.JoulesPerRequestChange = relChange(c.Base.JoulesPerRequest, c.Cand.JoulesPerRequest)
+	c.TokensPerJouleChange = relChange(c.Base.OutputTokensPerJoule, c.Cand.OutputTokensPerJoule)
+	for _, s := range []struct {
+		name string
+		side EnergySide
+	}{{"base", c.Base}, {"cand", c.Cand}} {
+		if s.side.Known < s.side.Runs {
+			c.Note += fmt.Sprintf("; %s: power known in %d of %d runs", s.name, s.side.Known, s.side.Runs)
+		}
+	}
+	return c
+}
+
+func anyEnergy(es []*Energy) bool {
+	for _, e := range es {
+		if e != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// energySide is the mean of each figure over the runs that have it.
+func energySide(es []*Energy) EnergySide {
+	s := EnergySide{Runs: len(es)}
+	var jpr, tpj, w []float64
+	for _, e := range es {
+		if e == nil || !e.Available {
+			continue
+		}
+		s.Known++
+		for _, p := range []struct {
+			v   *float64
+			dst *[]float64
+		}{{e.JoulesPerRequest, &jpr}, {e.OutputTokensPerJoule, &tpj}, {e.AvgPowerW, &w}} {
+			if p.v != nil {
+				*p.dst = append(*p.dst, *p.v)
+			}
+		}
+	}
+	s.JoulesPerRequest, s.OutputTokensPerJoule, s.AvgPowerW = meanOf(jpr), meanOf(tpj), meanOf(w)
+	return s
+}
+
+func meanOf(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	m := 0.0
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	return &m
+}
+
+func relChange(base, cand *float64) *float64 {
+	if base == nil || cand == nil || *base == 0 {
+		return nil
+	}
+	r := *cand / *base - 1
+	return &r
+}
