@@ -59,6 +59,11 @@ type Summary struct {
 	// ServerPrefixCache (run --scrape-metrics): the server's prefix-cache hit rate over the
 	// measured window from its counters (prefixcache_server.go).
 	ServerPrefixCache *ServerPrefixCache `json:"server_prefix_cache,omitempty"`
+
+	// Saturation (issue 39, run/sweep --stop-on-saturation): the online detector's first
+	// saturated verdict (saturation.go); absent when the run was not watched or never
+	// saturated.
+	Saturation *SaturationVerdict `json:"saturation,omitempty"`
 }
 
 // RunInfo describes how the run was made.

@@ -36,6 +36,11 @@ type HTTPRun struct {
 	Interrupts Interrupts
 	// Shard, when set, makes the run one shard of a run split N ways (see ShardOptions).
 	Shard *ShardOptions
+
+	// Saturation (issue 39), when set, watches the run for over-saturation while it runs
+	// (saturation.go), shows the watch in the progress display and, with Stop, stops the run
+	// at the first saturated verdict. For open-loop runs only.
+	Saturation *SaturationOptions
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -62,11 +67,16 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	if s.Scrape {
 		scr = startScraper(ctx, scrapeOptions{URL: s.Load.Target.URL, APIKey: s.Load.Target.APIKey, Headers: s.Load.Target.Headers, TimeScale: s.TimeScale})
 	}
+	produce := HTTPProducer(s.Load, s.TimeScale)
+	var note func() string
+	if s.Saturation != nil {
+		sat := newSaturationWatch(*s.Saturation, prog, s.TimeScale)
+		produce, note = sat.producer(produce), sat.note
+	}
 	var pd *progress.Display
 	if s.Progress != nil {
-		pd = startProgress(s, prog, scr)
+		pd = startProgress(s, prog, scr, note)
 	}
-	produce := HTTPProducer(s.Load, s.TimeScale)
 	if pd != nil {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
@@ -103,7 +113,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 // startProgress starts the live display of s: the request total, the nominal length in wall
 // time (the replay's length, or --duration, over the rate and time scales), the loadgen
 // counters and, with scraping, the server's latest /metrics sample.
-func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper) *progress.Display {
+func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper, note func() string) *progress.Display {
 	total := s.Trace.Len() * max(1, s.Load.Repeat)
 	if s.Load.MaxRequests > 0 && s.Load.MaxRequests < total {
 		total = s.Load.MaxRequests
@@ -133,6 +143,7 @@ func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper) *progress.Di
 	if o.LagLimit <= 0 {
 		o.LagLimit = metrics.DefaultLagLimit
 	}
+	o.Note = note
 	if scr != nil {
 		o.Server = func() (progress.Server, bool) {
 			smp, ok := scr.Latest()

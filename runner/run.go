@@ -49,6 +49,11 @@ type Produced struct {
 	// Warnings are the producer's own findings about the run (a simulated engine's
 	// overload), added to the summary's warnings.
 	Warnings []string
+
+	// Saturation (issue 39): the first saturated verdict of the online watch
+	// (saturation.go), copied into the summary; nil when the run was not watched or never
+	// saturated.
+	Saturation *metrics.SaturationVerdict
 }
 
 // Options configures one measured run written to one results directory.
@@ -128,6 +133,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	sum.Run = runInfo(opts.Info, prod, started, now)
 	sum.Workload = workloadOf(opts.Trace.Stats(), sum.Run)
 	sum.Cluster = prod.Cluster
+	sum.Saturation = prod.Saturation
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	}
