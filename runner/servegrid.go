@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -108,7 +109,7 @@ func gpusFor(spec string, values map[string]string, grid []GridAxis) (float64, e
 		return 1, nil
 	}
 	if v, err := strconv.ParseFloat(spec, 64); err == nil {
-		if v <= 0 {
+		if !(v > 0) || math.IsInf(v, 0) {
 			return 0, fmt.Errorf("--gpus-per-server %s: want a number > 0 or {KEY} of a --grid key", spec)
 		}
 		return v, nil
@@ -122,7 +123,7 @@ func gpusFor(spec string, values map[string]string, grid []GridAxis) (float64, e
 			continue
 		}
 		for _, v := range ax.Values {
-			if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
+			if f, err := strconv.ParseFloat(v, 64); err != nil || !(f > 0) || math.IsInf(f, 0) {
 				return 0, fmt.Errorf("--gpus-per-server %s: --grid %s value %q is not a number > 0", spec, ax.Key, v)
 			}
 		}
