@@ -27,6 +27,8 @@ type runOptions struct {
 	fail    *failureFlags
 	quality *qualityFlags
 	args    []string
+	// capacity: the saturation watch (issue 39, flags_capacity.go).
+	capacity *capacityFlags
 }
 
 func newRunCmd(app *App) *cobra.Command {
@@ -63,6 +65,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.shard = addShardFlags(fs)
 	o.fail = addFailureFlags(fs)
 	o.quality = addQualityFlags(fs, false)
+	o.capacity = addSaturationFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -100,6 +103,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	sat, err := o.capacity.saturation(app, lo.Concurrency > 0)
+	if err != nil {
+		return err
+	}
 	if lo.PromptSizing, err = o.target.sizing(o.target.endpoint == ""); err != nil {
 		return err
 	}
@@ -118,6 +125,7 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
+		Saturation: sat,
 	})
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {

@@ -39,6 +39,7 @@ type sweepOptions struct {
 	engine      *engineFlags
 	replicas    *replicaFlags
 	fs          *pflag.FlagSet
+	capacity    *capacityFlags // issue 39: saturation watch, server grid (flags_capacity.go)
 }
 
 func newSweepCmd(app *App) *cobra.Command {
@@ -73,6 +74,8 @@ engine's virtual clock (seconds, no HTTP).`,
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
 	o.replicas = addReplicaFlags(fs)
+	o.capacity = addSaturationFlags(fs)
+	o.capacity.addServerSweepFlags()
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -106,6 +109,9 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	}
 	if o.replicas.changed() && !o.simulate {
 		return fmt.Errorf("--replicas and --router simulate a cluster; they need --simulate")
+	}
+	if err := o.capacity.prepare(app, o.simulate, o.concurrency); err != nil {
+		return err
 	}
 	var points []float64
 	if o.points != "" {
@@ -141,28 +147,35 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			c()
 		}
 	}()
-	var sizer *loadgen.Sizer // measured for the first point, reused by the others (one server)
-	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
-		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
-		if o.simulate {
-			return o.simulatedPoint(load, baseRate, info)
-		}
-		p, rinfo, closeTarget, err := o.httpPoint(ctx, app, load, baseRate, info, &sizer)
-		if closeTarget != nil {
-			closers = append(closers, closeTarget)
-		}
-		return p, rinfo, err
-	}
-	res, err := runner.Sweep(ctx, runner.SweepOptions{
-		Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
-		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
-		BlockTokens: o.load.blockTokens,
-		OnPoint: func(load float64) {
-			if !o.output.noProgress && app.showProgress() { // a sweep's progress is a line per point
-				fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency))
+	// sweepOne sweeps one server (each of --serve-cmd's in turn) into out.
+	sweepOne := func(ctx context.Context, out string) (*runner.SweepResult, error) {
+		var sizer *loadgen.Sizer // measured for the first point, reused by the others (one server)
+		produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
+			info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
+			if o.simulate {
+				return o.simulatedPoint(load, baseRate, info)
 			}
-		},
-	}, produce)
+			p, rinfo, closeTarget, err := o.httpPoint(ctx, app, load, baseRate, info, &sizer)
+			if closeTarget != nil {
+				closers = append(closers, closeTarget)
+			}
+			return p, rinfo, err
+		}
+		return runner.Sweep(ctx, runner.SweepOptions{
+			Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
+			Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+			BlockTokens: o.load.blockTokens,
+			OnPoint: func(load float64) {
+				if !o.output.noProgress && app.showProgress() { // a sweep's progress is a line per point
+					fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency))
+				}
+			},
+		}, produce)
+	}
+	if o.capacity.serveCmd != "" {
+		return o.capacity.serverSweep(ctx, app, o, out, mopts, sweepOne)
+	}
+	res, err := sweepOne(ctx, out)
 	if res != nil {
 		printSweep(app, res)
 		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
@@ -237,7 +250,7 @@ func (o *sweepOptions) httpPoint(ctx context.Context, app *App, load, baseRate f
 	}
 	lo.Sizer = *sizer
 	rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
-	return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, closeTarget, nil
+	return runner.ThenClose(o.capacity.producer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, closeTarget, nil
 }
 
 // loadText is a load as a progress line shows it: "20 req/s", "4.82 req/s", "concurrency 8".
