@@ -22,7 +22,8 @@ type SaturationOptions struct {
 	// flight are recorded as cancelled, those not yet sent are left out (loadgen.ErrStopped).
 	// Without it the run goes on and the summary says when it saturated.
 	Stop bool
-	// Every is the bucket length in wall time (0: one second).
+	// Every is the bucket length in wall time (0: one second of the engine's time, one second
+	// over the time scale).
 	Every time.Duration
 	// OnSaturated, when set, is told of the first saturated verdict (the CLI prints a line).
 	OnSaturated func(metrics.SaturationVerdict)
@@ -45,13 +46,14 @@ type saturationWatch struct {
 }
 
 func newSaturationWatch(o SaturationOptions, prog *loadgen.Progress, timeScale float64) *saturationWatch {
+	timeScale = max(timeScale, 1)
 	if o.Every <= 0 {
-		o.Every = time.Second
+		o.Every = time.Duration(float64(time.Second) / timeScale)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &saturationWatch{o: o, timeScale: max(timeScale, 1), prog: prog, w: metrics.SaturationWatch{Rule: o.Rule}}
+	return &saturationWatch{o: o, timeScale: timeScale, prog: prog, w: metrics.SaturationWatch{Rule: o.Rule}}
 }
 
 // SaturationProducer is HTTPProducer with the saturation watch of o (lo.Progress is made when

@@ -76,3 +76,20 @@ func TestSweepSkipsPointsAboveAStoppedOne(t *testing.T) {
 		t.Errorf("capacity %+v", res.Capacity)
 	}
 }
+
+// TestRunStoppedAtSaturationIsNoFailedRun: the requests a stop at saturation cancelled do not
+// make the run a failed one; other failures still do.
+func TestRunStoppedAtSaturationIsNoFailedRun(t *testing.T) {
+	s := &metrics.Summary{Requests: metrics.Requests{Total: 100, Succeeded: 10, Failed: 90, Failures: map[string]int{string(metrics.FailCancelled): 90}}}
+	if RunFailure(s, 0.05) == "" {
+		t.Fatal("90% failed without a stop: not a failed run")
+	}
+	s.Saturation = &metrics.SaturationVerdict{Saturated: true, Stopped: true}
+	if why := RunFailure(s, 0.05); why != "" {
+		t.Errorf("stopped at saturation: %s", why)
+	}
+	s.Requests.Failed, s.Requests.Total, s.Requests.Failures["http_5xx"] = 95, 105, 5
+	if why := RunFailure(s, 0.05); !strings.Contains(why, "5 of 15") {
+		t.Errorf("5 server failures of 15 requests left: %q", why)
+	}
+}
