@@ -169,3 +169,11 @@ func printPareto(app *App, res *runner.ServerSweepResult) {
 		fmt.Fprintln(app.Stdout, "  (no load point of any configuration met the SLO)")
 	}
 }
+
+// printSkipped lists the sweep's points left out as hopeless (above a point stopped at
+// saturation).
+func printSkipped(app *App, res *runner.SweepResult) {
+	for _, p := range res.Skipped {
+		fmt.Fprintf(app.Stdout, "skipped %.4g: %s\n", p.Rate, p.Reason)
+	}
+}

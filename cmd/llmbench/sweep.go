@@ -178,6 +178,7 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	res, err := sweepOne(ctx, out)
 	if res != nil {
 		printSweep(app, res)
+		printSkipped(app, res)
 		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
 		if app.interrupted.Load() {
 			return &exitError{exitInterrupted, errors.New("interrupted: the points measured so far are written")}
