@@ -113,25 +113,12 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	if err := o.capacity.prepare(app, o.simulate, o.concurrency); err != nil {
 		return err
 	}
-	var points []float64
-	if o.points != "" {
-		for _, p := range strings.Split(o.points, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil || v <= 0 {
-				return fmt.Errorf("--points %q: want positive numbers separated by commas", o.points)
-			}
-			points = append(points, v)
-		}
+	points, err := parsePoints(o.points)
+	if err != nil {
+		return err
 	}
 	baseRate := runner.SourceRate(trace)
-	start := o.start
-	if start == 0 {
-		if o.concurrency {
-			start = 1
-		} else {
-			start = baseRate
-		}
-	}
+	start := o.startLoad(baseRate)
 	out := o.output.out
 	if out == "" {
 		out = filepath.Join(runner.DefaultOutDir(time.Now()), "sweep")
@@ -188,6 +175,33 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		}
 	}
 	return err
+}
+
+// startLoad is the search's first load: --start, else the trace's own rate (or concurrency 1).
+func (o *sweepOptions) startLoad(baseRate float64) float64 {
+	switch {
+	case o.start != 0:
+		return o.start
+	case o.concurrency:
+		return 1
+	}
+	return baseRate
+}
+
+// parsePoints reads --points ("" gives none).
+func parsePoints(list string) ([]float64, error) {
+	var points []float64
+	if list == "" {
+		return nil, nil
+	}
+	for _, p := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--points %q: want positive numbers separated by commas", list)
+		}
+		points = append(points, v)
+	}
+	return points, nil
 }
 
 // sweepInputFailure says why the sweep failed its input check ("" when no point did): a
