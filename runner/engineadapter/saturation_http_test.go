@@ -31,20 +31,20 @@ func uniformTrace(n int, rate float64) []traces.Request {
 	return reqs
 }
 
-// TestRunStopsOnSaturation runs a 90 s trace at ten times the engine's capacity over HTTP
-// (the engine 30 times faster than real time) with the saturation watch's Stop: the run is
+// TestRunStopsOnSaturation runs a 60 s trace at ten times the engine's capacity over HTTP
+// (the engine 10 times faster than real time) with the saturation watch's Stop: the run is
 // stopped once judged over-saturated, after the rule's minimum time, its requests in flight
 // recorded as cancelled and the rest left unsent, and the summary says so in the words of
 // simulate's overload report (metrics.OverSaturated).
 func TestRunStopsOnSaturation(t *testing.T) {
-	const scale = 30
+	const scale = 10
 	reqs := uniformTrace(200, 1e6)
 	sim, err := refengine.Simulate(SimRequests(reqs, 1), slowEngineConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	capacity := float64(len(reqs)) / sim.Stats.Makespan.Seconds()
-	reqs = uniformTrace(int(10*capacity*90), 10*capacity)
+	reqs = uniformTrace(int(10*capacity*60), 10*capacity)
 
 	cfg := slowEngineConfig
 	cfg.TimeScale = scale
@@ -70,7 +70,7 @@ func TestRunStopsOnSaturation(t *testing.T) {
 	}
 	sat := res.Summary.Saturation
 	if sat == nil || !sat.Stopped || told.Load() != 1 {
-		t.Fatalf("capacity %.2f req/s: saturation %+v, told %d times", capacity, sat, told.Load())
+		t.Fatalf("capacity %.2f req/s: saturation %+v, told %d times; %d records, run %.1f s, warnings %q", capacity, sat, told.Load(), res.Records, res.Summary.Run.DurationS, res.Summary.Warnings)
 	}
 	if sat.AtS < metrics.DefaultSaturationMinTime.Seconds() || sat.CompletedPerS > 1.5*capacity || sat.OfferedPerS < 5*capacity {
 		t.Errorf("capacity %.2f req/s: verdict %+v", capacity, sat)
