@@ -148,11 +148,16 @@ func (s *saturationWatch) settle(p *Produced) {
 	}
 	v := *s.first
 	p.Saturation = &v
+	p.Warnings = append(p.Warnings, saturationWarning(v))
+}
+
+// saturationWarning is the summary's warning for a saturated verdict.
+func saturationWarning(v metrics.SaturationVerdict) string {
 	w := "saturated: " + v.Reason
 	if v.Stopped {
 		w += fmt.Sprintf("; stopped at %.0f s (--stop-on-saturation): requests in flight were cancelled, the rest not sent", v.AtS)
 	}
-	p.Warnings = append(p.Warnings, w)
+	return w
 }
 
 // note is the live display's line about saturation.

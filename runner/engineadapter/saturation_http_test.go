@@ -92,6 +92,11 @@ func TestRunStopsOnSaturation(t *testing.T) {
 	}
 	back, err := runner.ReadSummary(out)
 	if err != nil || back.Saturation == nil || *back.Saturation != *sat {
-		t.Errorf("summary.json in %s: %v, %+v", filepath.Base(out), err, back)
+		t.Fatalf("summary.json in %s: %v, %+v", filepath.Base(out), err, back)
+	}
+	// report --recompute keeps the verdict made while the run went, and its warning.
+	again, err := runner.Resummarize(out, back, metrics.Options{})
+	if err != nil || again.Saturation == nil || *again.Saturation != *sat || !strings.Contains(strings.Join(again.Warnings, "\n"), "saturated: "+sat.Reason) {
+		t.Errorf("recomputed: %v, %+v", err, again)
 	}
 }
