@@ -497,6 +497,9 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 // classify maps a transport or read error to a failure kind, preferring the cause the
 // request's context was canceled with.
 func (c *client) classify(ctx context.Context, err error, fallback metrics.FailureKind) (metrics.FailureKind, string) {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
+		return metrics.FailCancelled, "cancelled: " + cause.Error()
+	}
 	switch cause := context.Cause(ctx); cause {
 	case errTimeoutConnect:
 		return metrics.FailTimeoutConnect, cause.Error()

@@ -209,7 +209,8 @@ type Result struct {
 	Sent, Succeeded, Failed int
 	// Dropped counts records of requests never sent (metrics.FailDropped); they are in Failed.
 	Dropped int
-	// Skipped counts trace requests outside the run (Duration, MaxRequests); no Record.
+	// Skipped counts trace requests outside the run (Duration, MaxRequests, a run stopped
+	// early with ErrStopped); no Record.
 	Skipped int
 	// Interrupted reports that ctx was canceled before the run finished.
 	Interrupted bool

@@ -211,6 +211,10 @@ func (r *runner) abortAfterGrace(finished <-chan struct{}, hardCancel context.Ca
 		return
 	case <-r.soft.Done():
 	}
+	if stoppedEarly(r.soft) {
+		hardCancel(context.Cause(r.soft)) // stopped on purpose: no grace (stop.go)
+		return
+	}
 	t := time.NewTimer(r.opts.Grace)
 	defer t.Stop()
 	select {
@@ -249,7 +253,7 @@ func (r *runner) result(end time.Time, mode string, traceErr error) *Result {
 		Failed:            int(r.failed.Load()),
 		Dropped:           int(r.dropped.Load()),
 		Skipped:           int(r.skipped.Load()),
-		Interrupted:       r.soft.Err() != nil,
+		Interrupted:       r.soft.Err() != nil && !stoppedEarly(r.soft),
 		ClientCPUFraction: -1,
 		TraceErr:          traceErr,
 		Connections:       int(r.c.conns.Load()),
@@ -692,6 +696,10 @@ func (r *runner) emit(rec *metrics.Record) {
 
 // dropItem emits a FailDropped record for every turn of it from turn on.
 func (r *runner) dropItem(it *item, turn int, intended, dispatched int64, why string) {
+	if stoppedEarly(r.soft) {
+		r.skipped.Add(int64(len(it.turns) - turn)) // outside a run stopped on purpose (stop.go)
+		return
+	}
 	for i := turn; i < len(it.turns); i++ {
 		rec := r.record(it, i, intended)
 		rec.Dispatched = dispatched

@@ -57,6 +57,15 @@ const (
 	FailModelNotFound FailureKind = "model_not_found"
 )
 
+// Issue 39 (stop at saturation): a request in flight when the run was stopped early on
+// purpose (--stop-on-saturation) is cancelled, not failed by the server. Issue 38 defines
+// the cancelled outcome for trace-chosen cancellations in parallel; this is the same kind.
+const (
+	// FailCancelled: the client cancelled the request in flight on purpose (a run stopped at
+	// saturation); Record.Error says why.
+	FailCancelled FailureKind = "cancelled"
+)
+
 // Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
 // was split among its chunks (TokenAttribution: the first three, TokensEven or
 // TokensOnePerChunk).

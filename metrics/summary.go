@@ -71,6 +71,10 @@ type Summary struct {
 	// Energy (issue 39; energy.go): with --scrape-metrics or --power-metrics, the GPUs' energy
 	// over the measured window; its figures are null when the power is unknown.
 	Energy *Energy `json:"energy,omitempty"`
+	// Saturation (issue 39, run/sweep --stop-on-saturation): the online detector's first
+	// saturated verdict (saturation.go); absent when the run was not watched or never
+	// saturated.
+	Saturation *SaturationVerdict `json:"saturation,omitempty"`
 }
 
 // RunInfo describes how the run was made.

@@ -36,6 +36,10 @@ type SweepPoint struct {
 	// Quality is the pass rate of the graded requests at this load (issue 17), when the
 	// trace carries expect checks.
 	Quality *QualityCounts `json:"quality,omitempty"`
+
+	// StoppedAtS (issue 39): when the online watch stopped the point at saturation
+	// (--stop-on-saturation), the seconds it ran; 0 when it ran to the end.
+	StoppedAtS float64 `json:"stopped_at_s,omitempty"`
 }
 
 // SaturationRatio: an open-loop point that completes fewer than this fraction of the requests
@@ -93,6 +97,14 @@ func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
 	case p.FailedFraction > 0.5:
 		p.Saturated = true
 		p.Reason = fmt.Sprintf("%.0f%% of requests failed", p.FailedFraction*100)
+	}
+	if v := s.Saturation; v != nil && v.Saturated {
+		// Issue 39: the online watch judged it over-saturated while it ran (and may have
+		// stopped it, its in-flight requests cancelled: they are not the server's failures).
+		p.Saturated, p.Reason, p.Limited = true, v.Reason, ""
+		if v.Stopped {
+			p.StoppedAtS = v.AtS
+		}
 	}
 	return p
 }

@@ -48,6 +48,11 @@ type HTTPRun struct {
 	Power PowerOptions
 	// ScrapeInterval is the polling period of Scrape and Power's exporters (0: 1 s).
 	ScrapeInterval time.Duration
+
+	// Saturation (issue 39), when set, watches the run for over-saturation while it runs
+	// (saturation.go), shows the watch in the progress display and, with Stop, stops the run
+	// at the first saturated verdict. For open-loop runs only.
+	Saturation *SaturationOptions
 }
 
 // RunHTTP runs one measured replay with progress display, optional scraping and interrupt
@@ -84,11 +89,16 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}
 	workers := startWorkerScrapers(ctx, s)
 	power := startPowerScrapers(ctx, s.Power, s.TimeScale, s.ScrapeInterval)
+	produce := sizing.producer(s.Load, s.TimeScale)
+	var note func() string
+	if s.Saturation != nil {
+		sat := newSaturationWatch(*s.Saturation, prog, s.TimeScale)
+		produce, note = sat.producer(produce), sat.note
+	}
 	var pd *progress.Display
 	if s.Progress != nil {
-		pd = startProgress(s, prog, scr)
+		pd = startProgress(s, prog, scr, note)
 	}
-	produce := sizing.producer(s.Load, s.TimeScale)
 	if pd != nil {
 		inner := produce
 		produce = func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
@@ -137,7 +147,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 // startProgress starts the live display of s: the request total, the nominal length in wall
 // time (the replay's length, or --duration, over the rate and time scales), the loadgen
 // counters and, with scraping, the server's latest /metrics sample.
-func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper) *progress.Display {
+func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper, note func() string) *progress.Display {
 	total := s.Trace.Len() * max(1, s.Load.Repeat)
 	if s.Load.MaxRequests > 0 && s.Load.MaxRequests < total {
 		total = s.Load.MaxRequests
@@ -167,6 +177,7 @@ func startProgress(s HTTPRun, prog *loadgen.Progress, scr *scraper) *progress.Di
 	if o.LagLimit <= 0 {
 		o.LagLimit = metrics.DefaultLagLimit
 	}
+	o.Note = note
 	if scr != nil {
 		o.Server = func() (progress.Server, bool) {
 			smp, ok := scr.Latest()

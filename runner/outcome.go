@@ -22,6 +22,14 @@ func RunFailure(s *metrics.Summary, maxFailureRate float64) string {
 		return ""
 	}
 	r := s.Requests
+	if v := s.Saturation; v != nil && v.Stopped {
+		// Issue 39: the requests a stop at saturation cancelled are not the server's failures.
+		n := r.Failures[string(metrics.FailCancelled)]
+		r.Failed, r.Total = r.Failed-n, r.Total-n
+		if r.Total <= 0 {
+			return ""
+		}
+	}
 	frac := float64(r.Failed) / float64(r.Total)
 	switch {
 	case r.Succeeded == 0:

@@ -108,6 +108,11 @@ func Resummarize(dir string, old *metrics.Summary, opts metrics.Options) (*metri
 	if old.Run.Interrupted {
 		sum.Warnings = append([]string{interruptedWarning}, sum.Warnings...)
 	}
+	if v := old.Saturation; v != nil {
+		// Issue 39: judged while the run went; the records alone cannot judge it again.
+		sum.Saturation = v
+		sum.Warnings = append(sum.Warnings, saturationWarning(*v))
+	}
 	if err := WriteJSON(filepath.Join(dir, SummaryFile), sum); err != nil {
 		return nil, err
 	}

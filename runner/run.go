@@ -53,6 +53,10 @@ type Produced struct {
 	// Energy (issue 39): a simulated engine's modelled energy over its makespan, reported as
 	// the summary's energy when the run scraped none.
 	Energy *metrics.ModelledEnergy
+	// Saturation (issue 39): the first saturated verdict of the online watch
+	// (saturation.go), copied into the summary; nil when the run was not watched or never
+	// saturated.
+	Saturation *metrics.SaturationVerdict
 }
 
 // Options configures one measured run written to one results directory.
@@ -143,6 +147,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	sum.Run = runInfo(opts.Info, prod, started, now)
 	sum.Workload = workloadOf(opts.Trace.Stats(), sum.Run)
 	sum.Cluster = prod.Cluster
+	sum.Saturation = prod.Saturation
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
 	}

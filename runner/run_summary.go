@@ -85,7 +85,9 @@ func producedWarnings(warnings []string, prod *Produced) []string {
 		warnings = append(warnings, fmt.Sprintf("the client was ready %s after the run's start time (--start-at): the requests due before then were sent late, and their schedule lag and TTFT include the wait; give a later --start-at", prod.LateStart.Round(time.Millisecond)))
 	}
 	warnings = append(warnings, prod.Warnings...)
-	if prod.Skipped > 0 {
+	if prod.Skipped > 0 && prod.Saturation != nil && prod.Saturation.Stopped {
+		warnings = append(warnings, fmt.Sprintf("%d of the trace's requests were not sent: the run stopped at saturation", prod.Skipped))
+	} else if prod.Skipped > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d of the trace's requests were outside the run (--duration or --max-requests) and were not sent", prod.Skipped))
 	}
 	return warnings

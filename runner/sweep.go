@@ -65,6 +65,27 @@ type SweepResult struct {
 	// CapacityLowerBound is true when the load above the capacity was limited by the harness
 	// (client lag or CPU, a short sending window): the server may hold more than this.
 	CapacityLowerBound bool `json:"capacity_lower_bound"`
+
+	// Skipped (issue 39) are the given points (--points) not measured because a lower one was
+	// stopped over-saturated (--stop-on-saturation): hopeless.
+	Skipped []SkippedPoint `json:"skipped,omitempty"`
+}
+
+// SkippedPoint is a load a sweep did not measure, and why.
+type SkippedPoint struct {
+	Rate   float64 `json:"rate"`
+	Reason string  `json:"reason"`
+}
+
+// hopeless says why load need not be measured ("" when it must): a lower load was stopped
+// over-saturated, so this one would be too.
+func (w *sweeper) hopeless(load float64) string {
+	for _, p := range w.res.Points {
+		if p.StoppedAtS > 0 && p.Rate < load {
+			return fmt.Sprintf("not measured: the lower load %.4g was stopped over-saturated (%s)", p.Rate, p.Reason)
+		}
+	}
+	return ""
 }
 
 // usablePoints are the points as the capacity search sees them: a limited point (the harness,
@@ -197,6 +218,10 @@ func (w *sweeper) explicit(search CapacitySearch) error {
 	for _, l := range w.opts.Points {
 		if err = w.ctx.Err(); err != nil {
 			break
+		}
+		if why := w.hopeless(l); why != "" {
+			w.res.Skipped = append(w.res.Skipped, SkippedPoint{Rate: l, Reason: why})
+			continue
 		}
 		if err = w.measure(l); err != nil {
 			break

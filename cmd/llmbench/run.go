@@ -30,6 +30,8 @@ type runOptions struct {
 	args    []string
 	changed func(string) bool
 	energy  *energyFlags // issue 39: flags_energy.go
+	// capacity: the saturation watch (issue 39, flags_capacity.go).
+	capacity *capacityFlags
 }
 
 func newRunCmd(app *App) *cobra.Command {
@@ -68,6 +70,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.quality = addQualityFlags(fs, false)
 	o.prefix = addPrefixRunFlags(fs)
 	o.energy = addEnergyFlags(fs)
+	o.capacity = addSaturationFlags(fs)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -117,6 +120,10 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	sat, err := o.capacity.saturation(app, lo.Concurrency > 0)
+	if err != nil {
+		return err
+	}
 	if lo.PromptSizing, err = o.target.sizing(o.target.endpoint == ""); err != nil {
 		return err
 	}
@@ -136,7 +143,8 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
 		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
 		Prime: prime, ScrapeWorkers: workers,
-		Power: power,
+		Power:      power,
+		Saturation: sat,
 	})
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {

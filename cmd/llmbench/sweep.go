@@ -39,6 +39,7 @@ type sweepOptions struct {
 	engine      *engineFlags
 	replicas    *replicaFlags
 	fs          *pflag.FlagSet
+	capacity    *capacityFlags // issue 39: saturation watch, server grid (flags_capacity.go)
 }
 
 func newSweepCmd(app *App) *cobra.Command {
@@ -73,6 +74,8 @@ engine's virtual clock (seconds, no HTTP).`,
 	o.output = addOutputFlags(fs)
 	o.engine = addEngineFlags(fs)
 	o.replicas = addReplicaFlags(fs)
+	o.capacity = addSaturationFlags(fs)
+	o.capacity.addServerSweepFlags()
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -107,25 +110,15 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 	if o.replicas.changed() && !o.simulate {
 		return fmt.Errorf("--replicas and --router simulate a cluster; they need --simulate")
 	}
-	var points []float64
-	if o.points != "" {
-		for _, p := range strings.Split(o.points, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil || v <= 0 {
-				return fmt.Errorf("--points %q: want positive numbers separated by commas", o.points)
-			}
-			points = append(points, v)
-		}
+	if err := o.capacity.prepare(app, o.simulate, o.concurrency); err != nil {
+		return err
+	}
+	points, err := parsePoints(o.points)
+	if err != nil {
+		return err
 	}
 	baseRate := runner.SourceRate(trace)
-	start := o.start
-	if start == 0 {
-		if o.concurrency {
-			start = 1
-		} else {
-			start = baseRate
-		}
-	}
+	start := o.startLoad(baseRate)
 	out := o.output.out
 	if out == "" {
 		out = filepath.Join(runner.DefaultOutDir(time.Now()), "sweep")
@@ -141,30 +134,38 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 			c()
 		}
 	}()
-	var sizer *loadgen.Sizer // measured for the first point, reused by the others (one server)
-	produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
-		info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
-		if o.simulate {
-			return o.simulatedPoint(load, baseRate, info)
-		}
-		p, rinfo, closeTarget, err := o.httpPoint(ctx, app, load, baseRate, info, &sizer)
-		if closeTarget != nil {
-			closers = append(closers, closeTarget)
-		}
-		return p, rinfo, err
-	}
-	res, err := runner.Sweep(ctx, runner.SweepOptions{
-		Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
-		Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
-		BlockTokens: o.load.blockTokens,
-		OnPoint: func(load float64) {
-			if !o.output.noProgress && app.showProgress() { // a sweep's progress is a line per point
-				fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency))
+	// sweepOne sweeps one server (each of --serve-cmd's in turn) into out.
+	sweepOne := func(ctx context.Context, out string) (*runner.SweepResult, error) {
+		var sizer *loadgen.Sizer // measured for the first point, reused by the others (one server)
+		produce := func(load float64) (runner.Producer, metrics.RunInfo, error) {
+			info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version}
+			if o.simulate {
+				return o.simulatedPoint(load, baseRate, info)
 			}
-		},
-	}, produce)
+			p, rinfo, closeTarget, err := o.httpPoint(ctx, app, load, baseRate, info, &sizer)
+			if closeTarget != nil {
+				closers = append(closers, closeTarget)
+			}
+			return p, rinfo, err
+		}
+		return runner.Sweep(ctx, runner.SweepOptions{
+			Trace: trace, Concurrency: o.concurrency, Points: points, Start: start,
+			Target: o.target, Precision: o.precision, MaxPoints: o.maxPoints, MinDuration: o.minDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.output.html(app),
+			BlockTokens: o.load.blockTokens,
+			OnPoint: func(load float64) {
+				if !o.output.noProgress && app.showProgress() { // a sweep's progress is a line per point
+					fmt.Fprintf(app.Stderr, "sweep: measuring %s\n", loadText(load, o.concurrency))
+				}
+			},
+		}, produce)
+	}
+	if o.capacity.serveCmd != "" {
+		return o.capacity.serverSweep(ctx, app, o, out, mopts, sweepOne)
+	}
+	res, err := sweepOne(ctx, out)
 	if res != nil {
 		printSweep(app, res)
+		printSkipped(app, res)
 		fmt.Fprintf(app.Stdout, "\nresults: %s (one directory per point, sweep.json)\n", out)
 		if app.interrupted.Load() {
 			return &exitError{exitInterrupted, errors.New("interrupted: the points measured so far are written")}
@@ -174,6 +175,33 @@ func runSweep(ctx context.Context, app *App, o *sweepOptions) error {
 		}
 	}
 	return err
+}
+
+// startLoad is the search's first load: --start, else the trace's own rate (or concurrency 1).
+func (o *sweepOptions) startLoad(baseRate float64) float64 {
+	switch {
+	case o.start != 0:
+		return o.start
+	case o.concurrency:
+		return 1
+	}
+	return baseRate
+}
+
+// parsePoints reads --points ("" gives none).
+func parsePoints(list string) ([]float64, error) {
+	var points []float64
+	if list == "" {
+		return nil, nil
+	}
+	for _, p := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--points %q: want positive numbers separated by commas", list)
+		}
+		points = append(points, v)
+	}
+	return points, nil
 }
 
 // sweepInputFailure says why the sweep failed its input check ("" when no point did): a
@@ -237,7 +265,7 @@ func (o *sweepOptions) httpPoint(ctx context.Context, app *App, load, baseRate f
 	}
 	lo.Sizer = *sizer
 	rinfo.Command, rinfo.Trace, rinfo.Seed, rinfo.Version, rinfo.Tokenizer = info.Command, info.Trace, info.Seed, info.Version, tok.Name()
-	return runner.ThenClose(runner.HTTPProducer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, closeTarget, nil
+	return runner.ThenClose(o.capacity.producer(lo, lf.effectiveTimeScale(o.tgt.endpoint)), closeTarget), rinfo, closeTarget, nil
 }
 
 // loadText is a load as a progress line shows it: "20 req/s", "4.82 req/s", "concurrency 8".

@@ -75,6 +75,10 @@ type Options struct {
 	// (Request.At) in the last WindowSlots seconds of virtual time; there is no sending,
 	// in-flight count or client to show, and Snap's Sent and InFlight are not read.
 	Virtual func() time.Duration
+
+	// Note, when set, returns a line the display adds under its figures ("" for none): the
+	// saturation watch's state (issue 39).
+	Note func() string
 }
 
 // Display draws the live view. Observe, Stop and the drawing goroutine may run concurrently.
@@ -217,10 +221,17 @@ func (p *Display) frame() []string {
 			server = "server: no /metrics sample yet"
 		}
 	}
+	note := ""
+	if p.o.Note != nil {
+		note = p.o.Note()
+	}
 	if !p.o.Terminal {
 		line := clock + " · " + done + " done · " + counts + " · last 10 s: " + lat + " · " + client
 		if server != "" {
 			line += " · " + server
+		}
+		if note != "" {
+			line += " · " + note
 		}
 		return []string{line}
 	}
@@ -232,6 +243,9 @@ func (p *Display) frame() []string {
 	}
 	if server != "" {
 		lines = append(lines, server)
+	}
+	if note != "" {
+		lines = append(lines, note)
 	}
 	return lines
 }

@@ -101,13 +101,14 @@ func (w *queueWatch) capacity() (reqPerS, tokPerS float64) {
 }
 
 // warning is the summary's warning for an overloaded run ("" when the run was not), in the
-// words a sweep uses for a saturated point (metrics.QueueGrowth).
+// words a sweep uses for a saturated point (metrics.QueueGrowth) and a run stopped at
+// saturation (metrics.OverSaturated).
 func (w *queueWatch) warning() string {
 	if w == nil || !w.overloaded() {
 		return ""
 	}
 	offered := float64(w.n-1) / (w.last - w.first).Seconds()
 	reqs, toks := w.capacity()
-	return fmt.Sprintf("saturated: the offered load, %.3g req/s, exceeds the engine's capacity, %.3g req/s (%.0f output tok/s) measured while its waiting queue grew from %d to %d requests: %s; TTFT and E2E include a wait that grows with the trace's length (lower --rate-scale to measure below capacity)",
-		offered, reqs, toks, w.waiting[0], w.waiting[queueChecks-1], metrics.QueueGrowth)
+	return fmt.Sprintf("saturated: %s, the engine's capacity (%.0f output tok/s) measured while its waiting queue grew from %d to %d requests: %s; TTFT and E2E include a wait that grows with the trace's length (lower --rate-scale to measure below capacity)",
+		metrics.OverSaturated(offered, reqs), toks, w.waiting[0], w.waiting[queueChecks-1], metrics.QueueGrowth)
 }

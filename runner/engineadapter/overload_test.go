@@ -76,11 +76,11 @@ func TestOverloadReported(t *testing.T) {
 			t.Errorf("seed %d: capacity measured %.2f req/s, the engine serves %.2f", seed, got, capacity)
 		}
 		warns := simulateWarnings(t, reqs)
-		if len(warns) != 1 || !strings.HasPrefix(warns[0], "saturated: the offered load, ") || !strings.Contains(warns[0], metrics.QueueGrowth) {
+		if len(warns) != 1 || !strings.HasPrefix(warns[0], "saturated: over-saturated at ") || !strings.Contains(warns[0], metrics.QueueGrowth) {
 			t.Fatalf("seed %d: warnings %q", seed, warns)
 		}
 		var offered, measured float64
-		if _, err := fmt.Sscanf(warns[0], "saturated: the offered load, %g req/s, exceeds the engine's capacity, %g req/s", &offered, &measured); err != nil {
+		if _, err := fmt.Sscanf(warns[0], "saturated: over-saturated at %g req/s (completed %g req/s)", &offered, &measured); err != nil {
 			t.Fatalf("seed %d: %q: %v", seed, warns[0], err)
 		}
 		if math.Abs(offered/(5*capacity)-1) > 0.1 || math.Abs(measured/capacity-1) > 0.1 {
@@ -136,7 +136,7 @@ func TestOverloadInTheSummary(t *testing.T) {
 		}
 		n := 0
 		for _, w := range res.Summary.Warnings {
-			if strings.HasPrefix(w, "saturated: the offered load") {
+			if strings.HasPrefix(w, "saturated: over-saturated at") {
 				n++
 			}
 		}
