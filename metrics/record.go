@@ -51,6 +51,18 @@ const (
 	FailClientFDLimit FailureKind = "client_fd_limit"
 )
 
+// Cancellations (issue 38). KindCancelled is an outcome of its own, kept in Record.Failure so
+// that every record still has one outcome: the client closed the stream on purpose (the
+// trace's cancel_after_ms, or a run stopping its in-flight requests, such as a saturation
+// stop) — neither a success nor a failure. A cancelled record keeps its partial timings and
+// the tokens received before the cancel; the summary counts it in Requests.Cancelled, never in
+// Failed, and keeps it out of the latency percentiles and of goodput's denominator
+// (summarize.go). loadgen.CancelInFlight is the one way to produce it on the wire.
+const KindCancelled FailureKind = "cancelled"
+
+// Cancelled reports whether the client cancelled the request on purpose (KindCancelled).
+func (r *Record) Cancelled() bool { return r.Failure == KindCancelled }
+
 // Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
 // was split among its chunks (TokenAttribution: the first three, TokensEven or
 // TokensOnePerChunk).

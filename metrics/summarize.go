@@ -265,6 +265,10 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		}
 		g.hasWin = true
 	}
+	if r.Cancelled() {
+		g.req.Cancelled++ // neither success nor failure: its tokens are counted above
+		return
+	}
 	if !r.OK() {
 		g.req.Failed++
 		g.req.Failures[string(r.Failure)]++
@@ -462,8 +466,8 @@ func fluidityBlock(h *hist, ge90 int64, ttftMs, tbtMs float64) Fluidity {
 
 func (s *summarizer) goodput(g *group, slo map[string]float64, windowS float64) Goodput {
 	gp := Goodput{SLO: slo, Met: g.met}
-	if g.req.Total > 0 {
-		gp.Fraction = float64(g.met) / float64(g.req.Total)
+	if n := g.req.Total - g.req.Cancelled; n > 0 {
+		gp.Fraction = float64(g.met) / float64(n)
 	}
 	if windowS > 0 {
 		gp.RequestsPerS = float64(g.met) / windowS

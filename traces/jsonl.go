@@ -272,6 +272,8 @@ type wireRequest struct {
 	After      *[]int      `json:"after,omitempty" msgpack:"after,omitempty"`
 	ToolDelayS json.Number `json:"tool_delay_s,omitempty" msgpack:"-"`
 	Affinity   string      `json:"affinity,omitempty" msgpack:"affinity,omitempty"`
+	// Cancellations (cancel.go); msgpack writes it as a float64 (wireMsgpack).
+	CancelAfterMs json.Number `json:"cancel_after_ms,omitempty" msgpack:"-"`
 }
 
 func toWire(r *Request) wireRequest {
@@ -293,6 +295,7 @@ func toWire(r *Request) wireRequest {
 		w.ToolDelayS = json.Number(formatSeconds(r.ToolDelay))
 	}
 	w.Affinity = r.Affinity
+	w.CancelAfterMs = cancelAfterMs(r.CancelAfter)
 	return w
 }
 
