@@ -258,6 +258,10 @@ type call struct {
 	affinity        string
 	after           string
 	think, toolWait int64
+
+	// Cancellations (cancel.go): the client cancels the request cancelAfter after sending it
+	// (0: never); cancelShown is the delay as the trace gave it, for the record's message.
+	cancelAfter, cancelShown time.Duration
 }
 
 type streamOptions struct {
@@ -318,12 +322,13 @@ func (c *client) body(k *call) ([]byte, error) {
 // timers arms the request's timeouts; each cancels the request with its own cause.
 type timers struct {
 	connect, first, total *time.Timer
+	user                  *time.Timer // the trace's cancel_after_ms (cancel.go)
 	idle                  *idleWatch
 	idleD                 time.Duration
 }
 
 func (t *timers) stop() {
-	for _, tm := range []*time.Timer{t.connect, t.first, t.total} {
+	for _, tm := range []*time.Timer{t.connect, t.first, t.total, t.user} {
 		if tm != nil {
 			tm.Stop()
 		}
@@ -440,6 +445,7 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
 	}
 	tm.first = arm(to.FirstToken, cancel, errTimeoutFirst)
+	tm.user = armCancel(k.cancelAfter, k.cancelShown, cancel)
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -486,6 +492,9 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 // classify maps a transport or read error to a failure kind, preferring the cause the
 // request's context was canceled with.
 func (c *client) classify(ctx context.Context, err error, fallback metrics.FailureKind) (metrics.FailureKind, string) {
+	if kind, msg, ok := cancelledCause(context.Cause(ctx)); ok {
+		return kind, msg
+	}
 	switch cause := context.Cause(ctx); cause {
 	case errTimeoutConnect:
 		return metrics.FailTimeoutConnect, cause.Error()
