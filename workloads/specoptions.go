@@ -53,6 +53,10 @@ type SpecOptions struct {
 	Turns, NewInput, Think string  // --session-turns, --session-input, --think
 	TPOTMS                 float64 // --tpot-ms
 	MaxContext             int     // --max-context
+
+	// Cancel is SHARE:DELAY-DISTRIBUTION (ParseCancel): a seeded share of the requests is
+	// cancelled by the client that many ms after sending (cancel.go).
+	Cancel string // --cancel
 }
 
 // BuildSpec builds the spec o describes and validates it.
@@ -62,6 +66,13 @@ func BuildSpec(o SpecOptions) (Spec, error) {
 		return spec, err
 	}
 	o.applyTop(&spec)
+	if o.set("cancel") {
+		c, err := ParseCancel(o.Cancel)
+		if err != nil {
+			return spec, fmt.Errorf("--cancel: %w", err)
+		}
+		spec.Cancel = c
+	}
 	if err := o.applyArrival(&spec.Arrival); err != nil {
 		return spec, err
 	}

@@ -95,6 +95,7 @@ min=,max= to clamp.`,
 	fs.Float64Var(&o.spec.TPOTMS, "tpot-ms", 20, "assumed ms per output token when placing later turns")
 	fs.IntVar(&o.spec.MaxContext, "max-context", 0, "end a session before its prompt exceeds this many tokens (0 = no limit)")
 	addProbeFlags(fs, &o.probe)
+	addGenCancelFlags(cmd, &o.spec, &o.preset) // flags_cancel.go
 	return cmd
 }
 
