@@ -145,6 +145,9 @@ func (e *Engine) metricsText() []byte {
 	p.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", float64(st.SpecDraftTokens))
 	p.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", float64(st.SpecAccepted))
 	p.counter("vllm:request_success", "Count of successfully processed requests.", float64(st.FinishedRequests))
+	// Cancellations (issue 38): every abort frees the sequence's KV blocks and its slot at once
+	// (sched.go abortSeq), so running, waiting and KV usage above show the recovery.
+	p.counter("llmbench:requests_aborted", "Requests aborted before they finished (the client went away, an injected fault ended them, or the prompt could never fit the KV cache); their KV blocks and slots are freed.", float64(st.AbortedRequests+e.abortedIncoming))
 	p.counter("llmbench:engine_steps", "Engine iterations run.", float64(st.Steps))
 	p.gauge("llmbench:engine_max_lag_seconds", "Longest the scheduler ran behind its clock (simulated seconds).", e.maxLag.Seconds())
 	if fc := e.FaultsInjected(); len(fc) > 0 {

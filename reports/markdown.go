@@ -86,7 +86,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 		e.printf("- **Chunks:** %s\n", mdEscape(chunksLine(s)))
 	}
 	e.printf("- **Fluidity:** %s\n", mdEscape(fluidityLine(s.Fluidity)))
-	e.printf("- **Goodput:** %s\n", mdEscape(goodputLine(s.Goodput, s.Requests.Total)))
+	e.printf("- **Goodput:** %s\n", mdEscape(goodputLine(s.Goodput, s.Requests.Total-s.Requests.Cancelled)))
 	e.printf("- **Client:** %s\n", mdEscape(clientLine(s.Client)))
 	e.printf("- **Tokens:** %s\n", mdEscape(tokensLine(s.Requests)))
 	if s.Inputs != nil {
@@ -94,6 +94,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	}
 	if s.PrefixCache != nil {
 		e.printf("- **Prefix cache:** %s\n", mdEscape(prefixCacheLine(s.PrefixCache)))
+	}
+	if s.Requests.Cancelled > 0 {
+		e.printf("- **Cancelled:** %s\n", mdEscape(cancelledText(s.Requests))) // cancelled.go
 	}
 	if s.Requests.Failed > 0 {
 		e.printf("- **Failures:** %s\n", mdEscape(failuresText(s.Requests)))

@@ -135,7 +135,7 @@ func runTiles(s *metrics.Summary) []tile {
 	}
 	return []tile{
 		{Label: "Requests", Value: fmtInt(int64(s.Requests.Total)), Key: "requests.total", Class: reqClass,
-			Sub: fmtInt(int64(s.Requests.Succeeded)) + " ok · " + fmtInt(int64(s.Requests.Failed)) + " failed"},
+			Sub: fmtInt(int64(s.Requests.Succeeded)) + " ok · " + fmtInt(int64(s.Requests.Failed)) + " failed" + cancelledSub(s.Requests)},
 		{Label: "Throughput", Value: fmtRate(s.Throughput.RequestsPerS) + " req/s", Key: "throughput.requests_per_s",
 			Sub: fmtRate(s.Throughput.OutputTokensPerS) + " output tok/s"},
 		gp,
@@ -522,6 +522,9 @@ func outcomesSection(s *metrics.Summary) section {
 	for _, k := range countsByValue(q.Failures) {
 		ft.add(classed("bad", "failed: "+k), keyed("requests.failures."+k, fmtInt(int64(q.Failures[k]))),
 			txt(fmtPct(frac(q.Failures[k], q.Total))))
+	}
+	if q.Cancelled > 0 { // cancellations (cancelled.go): an outcome of its own, never a failure
+		ft.add(txt("cancelled by the client"), keyed("requests.cancelled", fmtInt(int64(q.Cancelled))), txt(fmtPct(frac(q.Cancelled, q.Total))))
 	}
 	ft.add(txt("total"), keyed("requests.total.table", fmtInt(int64(q.Total))), txt("100.0%"))
 	kv := []*table{ft}
