@@ -2,6 +2,7 @@ package engineadapter
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/llmbench/llmbench/internal/pipenet"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/traces"
 )
 
@@ -105,5 +107,21 @@ func TestCancelBurstFreesTheEngine(t *testing.T) {
 	}
 	if got != cancelled {
 		t.Errorf("%d records cancelled, want %d", got, cancelled)
+	}
+}
+
+// TestSimulateRefusesCancellations: a trace with cancel_after_ms is refused by simulate with an
+// error that says how many requests carry it and what to do, instead of simulating them as
+// completed.
+func TestSimulateRefusesCancellations(t *testing.T) {
+	reqs := []traces.Request{
+		{ID: "a", InputTokens: 10, OutputTokens: 10},
+		{ID: "b", Arrival: time.Second, InputTokens: 10, OutputTokens: 10, CancelAfter: time.Second},
+	}
+	sim := &Simulator{Config: refengine.Config{Seed: 1}, RateScale: 1}
+	_, err := runner.Execute(context.Background(), runner.Options{Requests: reqs, OutDir: t.TempDir(),
+		Info: metrics.RunInfo{Mode: "simulated"}}, sim.Produce)
+	if err == nil || !strings.Contains(err.Error(), "1 requests of the trace carry cancel_after_ms") || !strings.Contains(err.Error(), "llmbench run") {
+		t.Fatalf("err %v, want the refusal naming cancel_after_ms and llmbench run", err)
 	}
 }
