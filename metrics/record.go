@@ -226,6 +226,17 @@ type Record struct {
 	After     string
 	Think     int64
 	ToolDelay int64
+
+	// Speculative decoding as the server reported it for this response (issue 38,
+	// speculative.go): SpecDraftTokens draft tokens proposed and SpecAcceptedTokens of them
+	// accepted (llama.cpp's timings.draft_n and draft_n_accepted; SGLang's meta_info
+	// spec_draft_token_num and spec_accept_token_num), SpecPasses verification passes
+	// (SGLang's meta_info spec_verify_ct). 0 when not reported; SpecSource names where they
+	// came from (SpecFromTimings, SpecFromMetaInfo), "" when the response reported none.
+	SpecDraftTokens    int
+	SpecAcceptedTokens int
+	SpecPasses         int
+	SpecSource         string
 }
 
 // ToolCall is one tool call of a response: the call id, the function name and the arguments

@@ -76,6 +76,8 @@ type group struct {
 	// tpb tallies bursts by token count until settleBursts moves it into hTPB (bursts.go).
 	tpb           [tpbSmall]int64
 	burstsSettled bool
+	// spec tallies decode bursts and the responses' speculative fields (speculative.go).
+	spec specTally
 }
 
 func newGroup() *group {
@@ -306,6 +308,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		g.h[hTPOT].recordNs(v)
 	}
 	g.addChunks(r.Chunks)
+	g.spec.addResponse(r)
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
 	}
@@ -318,6 +321,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 // token, and the bursts' tokens (bursts.go; ITL per burst is settled from ITL per chunk).
 func (g *group) addChunks(chunks []Chunk) {
 	var burst int64 // tokens of the burst in progress
+	nb := 0         // bursts completed
 	for i, c := range chunks {
 		k := chunkTokens(c)
 		g.h[hTPC].recordValue(k)
@@ -327,6 +331,9 @@ func (g *group) addChunks(chunks []Chunk) {
 			g.h[hITL].recordNs(gap)
 			if burstGap(gap) {
 				g.noteBurst(burst)
+				if nb++; nb > 1 {
+					g.spec.noteDecodeBurst(burst) // neither the first burst nor the last
+				}
 				burst = 0
 			}
 		}
@@ -498,6 +505,7 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Sessions = s.sessions(h)
 	sum.PrefixCache = s.prefix.block()
+	sum.Speculative, sum.specClient = h.spec.block(), h.spec.client() // speculative.go
 	if err := s.prefix.encode(sum.Histograms); err != nil {
 		return nil, err
 	}
@@ -555,6 +563,9 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Inputs = s.inputs.check(s.opts.inputTolerance())
 	sum.Warnings = s.warnings(sum)
+	if w := sum.Speculative.warning(); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
+	}
 	return sum, nil
 }
 

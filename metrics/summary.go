@@ -59,6 +59,14 @@ type Summary struct {
 	// ServerPrefixCache (run --scrape-metrics): the server's prefix-cache hit rate over the
 	// measured window from its counters (prefixcache_server.go).
 	ServerPrefixCache *ServerPrefixCache `json:"server_prefix_cache,omitempty"`
+
+	// Speculative (issue 38) is present when the server reported its speculative acceptance:
+	// its counters over the window (run --scrape-metrics) or per-response fields, beside the
+	// client's tokens per decode burst (speculative.go).
+	Speculative *Speculative `json:"speculative,omitempty"`
+	// specClient is the client's decode bursts, kept for AttachServerSpeculative when no
+	// response reported acceptance (not serialized).
+	specClient ClientBursts
 }
 
 // RunInfo describes how the run was made.

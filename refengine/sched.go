@@ -68,6 +68,10 @@ type coreStats struct {
 	SpecPasses        int64
 	SpecDraftTokens   int64
 	SpecAccepted      int64
+	// SpecAcceptedPos counts, per draft position (0-based, the first MaxSpecPositions), the
+	// passes that accepted the draft token there (issue 38; vLLM's
+	// spec_decode_num_accepted_tokens_per_pos).
+	SpecAcceptedPos [MaxSpecPositions]int64
 	PromptTokens      int64 // prompt tokens of admitted requests (counted once per request)
 	GenerationTokens  int64
 	ComputedTokens    int64 // tokens computed, including recomputation after preemption
@@ -318,6 +322,9 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 			c.stats.SpecPasses++
 			c.stats.SpecDraftTokens += int64(s.spec)
 			c.stats.SpecAccepted += int64(a)
+			for i := 0; i < min(a, MaxSpecPositions); i++ {
+				c.stats.SpecAcceptedPos[i]++
+			}
 			s.tl.SpecPasses++
 			s.tl.SpecDraftTokens += s.spec
 			s.tl.SpecAcceptedTokens += a
@@ -426,6 +433,9 @@ func (c *core) abortSeq(s *seq) {
 		c.done = append(c.done, s)
 	}
 }
+
+// MaxSpecPositions bounds the draft positions whose acceptances Stats counts one by one.
+const MaxSpecPositions = 16
 
 // abort marks s for removal; the scheduler drops it before the next step.
 func (c *core) abort(s *seq) {

@@ -130,6 +130,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	sum.Cluster = prod.Cluster
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
+		metrics.AttachServerSpeculative(sum, serverSpeculative(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS))
 	}
 	sum.Warnings = producedWarnings(sum.Warnings, prod)
 	if err := finish(opts, sum, rec.path); err != nil {

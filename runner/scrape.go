@@ -30,6 +30,11 @@ type ServerSample struct {
 	// by ServerSamples.PrefixSource (scrape_prefix.go); -1 when not exported.
 	PrefixHits    float64 `json:"prefix_cache_hits"`
 	PrefixQueries float64 `json:"prefix_cache_queries"`
+	// Speculative decoding counters (cumulative, scrape_spec.go); -1 when not exported. Absent
+	// in files written before they existed (then read as 0 by older readers' zero values).
+	SpecDrafts      float64 `json:"spec_drafts"`
+	SpecDraftTokens float64 `json:"spec_draft_tokens"`
+	SpecAccepted    float64 `json:"spec_accepted_tokens"`
 }
 
 // ServerSamples is what server-metrics.json holds.
@@ -213,6 +218,7 @@ func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 		smp := ServerSample{Running: pick(m, "running"), Waiting: pick(m, "waiting"), KVUsage: kv, Preemptions: pick(m, "preemptions")}
 		pc := pickPrefix(m)
 		smp.PrefixHits, smp.PrefixQueries = pc.hits, pc.queries
+		smp.SpecDrafts, smp.SpecDraftTokens, smp.SpecAccepted = pickSpec(m) // scrape_spec.go
 		s.mu.Lock()
 		pc.note(&s.data)
 		s.data.Samples = append(s.data.Samples, smp)
