@@ -107,6 +107,9 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.Cost != nil {
 		e.printf("- **Cost:** %s\n", mdEscape(costLine(s.Cost)))
 	}
+	if s.Speculative != nil {
+		e.printf("- **Speculative:** %s\n", mdEscape(speculativeLine(s.Speculative))) // speculative.go
+	}
 	if s.ServerPrefixCache != nil {
 		e.printf("- **Prefix cache:** %s\n", mdEscape(serverPrefixCacheLine(s.ServerPrefixCache)))
 	}

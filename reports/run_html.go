@@ -307,6 +307,9 @@ func throughputSection(s *metrics.Summary) section {
 	if p := s.ServerPrefixCache; p != nil {
 		kv = append(kv, serverPrefixCacheTable(p))
 	}
+	if sp := s.Speculative; sp != nil {
+		kv = append(kv, speculativeTable(sp)) // speculative.go
+	}
 	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
 

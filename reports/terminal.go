@@ -137,6 +137,9 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.Cost != nil {
 		e.field("Cost", costLine(s.Cost))
 	}
+	if s.Speculative != nil {
+		e.field("Speculative", speculativeLine(s.Speculative)) // speculative.go
+	}
 	if s.ServerPrefixCache != nil {
 		e.field("Cache hits", serverPrefixCacheLine(s.ServerPrefixCache))
 	}

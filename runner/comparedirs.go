@@ -76,6 +76,7 @@ func AttachRunFacts(c *metrics.Comparison, base, cand []string) {
 	if len(base) == 0 || len(cand) == 0 {
 		return
 	}
+	attachSpeculative(c, base, cand) // comparedirs_spec.go
 	bi, berr := runInfoOf(base[0])
 	ci, cerr := runInfoOf(cand[0])
 	if berr != nil || cerr != nil {
