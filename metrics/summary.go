@@ -148,12 +148,14 @@ type Requests struct {
 	// reached first). They are in Total but not in Failed or Failures, add no tokens and do
 	// not stretch the throughput window: Succeeded + Failed + Dropped = Total.
 	Dropped    int            `json:"dropped,omitempty"`
+	FailStatus map[string]int `json:"failures_by_status"` // by HTTP status code
+
 	// Cancelled counts requests the client cancelled on purpose (KindCancelled: the trace's
 	// cancel_after_ms, or a stop of the run's in-flight requests). They are in Total and, with
 	// the tokens they received, in OutputTokens, but not in Failed, Failures, the latency
 	// distributions or goodput's denominator: Succeeded + Failed + Dropped + Cancelled = Total.
 	Cancelled int `json:"cancelled,omitempty"`
-	FailStatus map[string]int `json:"failures_by_status"` // by HTTP status code
+
 	// InputTokens are the prompt tokens of the succeeded requests (a failed request's prompt
 	// is not throughput), each counted per its InputSource; OutputTokens the output tokens.
 	InputTokens  int64 `json:"input_tokens"`

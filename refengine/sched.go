@@ -68,10 +68,6 @@ type coreStats struct {
 	SpecPasses        int64
 	SpecDraftTokens   int64
 	SpecAccepted      int64
-	// SpecAcceptedPos counts, per draft position (0-based, the first MaxSpecPositions), the
-	// passes that accepted the draft token there (issue 38; vLLM's
-	// spec_decode_num_accepted_tokens_per_pos).
-	SpecAcceptedPos [MaxSpecPositions]int64
 	PromptTokens      int64 // prompt tokens of admitted requests (counted once per request)
 	GenerationTokens  int64
 	ComputedTokens    int64 // tokens computed, including recomputation after preemption
@@ -81,6 +77,11 @@ type coreStats struct {
 	MaxBlocksUsed     int
 	PrefixEvictions   int64
 	PreemptedRequests int64
+
+	// SpecAcceptedPos counts, per draft position (0-based, the first MaxSpecPositions), the
+	// passes that accepted the draft token there (issue 38; vLLM's
+	// spec_decode_num_accepted_tokens_per_pos).
+	SpecAcceptedPos [MaxSpecPositions]int64
 }
 
 // observer sees per-request latencies (Prometheus histograms); nil in Simulate.
