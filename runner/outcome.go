@@ -24,6 +24,8 @@ func RunFailure(s *metrics.Summary, maxFailureRate float64) string {
 	r := s.Requests
 	frac := float64(r.Failed) / float64(r.Total)
 	switch {
+	case r.Succeeded == 0 && r.Failed == 0 && r.Cancelled > 0: // cancellations (issue 38)
+		return fmt.Sprintf("no request succeeded: %d of %d were cancelled by the client before they ended (cancel_after_ms); nothing was measured", r.Cancelled, r.Total)
 	case r.Succeeded == 0:
 		return fmt.Sprintf("no request succeeded (%d of %d failed%s)", r.Failed, r.Total, kinds(r.Failures))
 	case maxFailureRate < 1 && frac > maxFailureRate:
