@@ -154,6 +154,14 @@ func (t *specTally) block() *Speculative {
 	return sp
 }
 
+// attach puts the tally's block and client view into sum, with the warning of a disagreement.
+func (t *specTally) attach(sum *Summary) {
+	sum.Speculative, sum.specClient = t.block(), t.client()
+	if w := sum.Speculative.warning(); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
+	}
+}
+
 // Agreement thresholds: the server's mean accepted length and the client's tokens per decode
 // burst disagree when they differ by more than specAgreeZ standard errors of the client's mean
 // and by more than specAgreeRel of the server's figure (bursts the network merged or split

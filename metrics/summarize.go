@@ -505,7 +505,6 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Sessions = s.sessions(h)
 	sum.PrefixCache = s.prefix.block()
-	sum.Speculative, sum.specClient = h.spec.block(), h.spec.client() // speculative.go
 	if err := s.prefix.encode(sum.Histograms); err != nil {
 		return nil, err
 	}
@@ -563,9 +562,7 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Inputs = s.inputs.check(s.opts.inputTolerance())
 	sum.Warnings = s.warnings(sum)
-	if w := sum.Speculative.warning(); w != "" {
-		sum.Warnings = append(sum.Warnings, w)
-	}
+	h.spec.attach(sum) // speculative.go
 	return sum, nil
 }
 

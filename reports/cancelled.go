@@ -23,3 +23,14 @@ func cancelledSub(q metrics.Requests) string {
 	}
 	return " · " + fmtInt(int64(q.Cancelled)) + " cancelled"
 }
+
+// writeMarkdownIssue38 writes the Markdown lines of the cancelled requests and of the server's
+// speculative acceptance (speculative.go), when the run has them.
+func writeMarkdownIssue38(e *errWriter, s *metrics.Summary) {
+	if s.Requests.Cancelled > 0 {
+		e.printf("- **Cancelled:** %s\n", mdEscape(cancelledText(s.Requests)))
+	}
+	if s.Speculative != nil {
+		e.printf("- **Speculative:** %s\n", mdEscape(speculativeLine(s.Speculative)))
+	}
+}

@@ -95,9 +95,6 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.PrefixCache != nil {
 		e.printf("- **Prefix cache:** %s\n", mdEscape(prefixCacheLine(s.PrefixCache)))
 	}
-	if s.Requests.Cancelled > 0 {
-		e.printf("- **Cancelled:** %s\n", mdEscape(cancelledText(s.Requests))) // cancelled.go
-	}
 	if s.Requests.Failed > 0 {
 		e.printf("- **Failures:** %s\n", mdEscape(failuresText(s.Requests)))
 		for _, line := range failureMessageLines(s.Requests) {
@@ -107,9 +104,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.Cost != nil {
 		e.printf("- **Cost:** %s\n", mdEscape(costLine(s.Cost)))
 	}
-	if s.Speculative != nil {
-		e.printf("- **Speculative:** %s\n", mdEscape(speculativeLine(s.Speculative))) // speculative.go
-	}
+	writeMarkdownIssue38(e, s) // cancelled.go: cancellations and speculative acceptance
 	if s.ServerPrefixCache != nil {
 		e.printf("- **Prefix cache:** %s\n", mdEscape(serverPrefixCacheLine(s.ServerPrefixCache)))
 	}
