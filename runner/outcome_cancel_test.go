@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/metrics"
 )
 
@@ -18,5 +19,12 @@ func TestRunFailureAllCancelled(t *testing.T) {
 	some := &metrics.Summary{Requests: metrics.Requests{Total: 5, Succeeded: 4, Cancelled: 1}}
 	if got := RunFailure(some, 0.1); got != "" {
 		t.Errorf("one cancelled of five: %q", got)
+	}
+}
+
+// TestProgressKnowsCancelled: the progress line's name for a cancelled record is metrics'.
+func TestProgressKnowsCancelled(t *testing.T) {
+	if progress.CancelledKind != string(metrics.KindCancelled) {
+		t.Fatalf("progress.CancelledKind %q, metrics.KindCancelled %q", progress.CancelledKind, metrics.KindCancelled)
 	}
 }

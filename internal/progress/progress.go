@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/llmbench/llmbench/metrics"
 )
 
 // Snapshot is the live state of a run for the progress display.
@@ -87,7 +85,7 @@ type Display struct {
 	mu       sync.Mutex
 	win      *window
 	failures map[string]int
-	// cancelled counts records the client cancelled on purpose (cancelledKind): they are
+	// cancelled counts records the client cancelled on purpose (CancelledKind): they are
 	// neither failures nor successes, shown apart.
 	cancelled int
 	lines     int // lines of the last terminal frame
@@ -148,7 +146,7 @@ func (p *Display) Observe(r Request) {
 	if r.Lag >= 0 {
 		s.lag.add(micros(r.Lag), 1)
 	}
-	if r.Failure == cancelledKind {
+	if r.Failure == CancelledKind {
 		p.cancelled++ // neither success nor failure
 		return
 	}
@@ -312,8 +310,10 @@ func (p *Display) draw(final bool) {
 	_, _ = io.WriteString(p.o.W, b.String())
 }
 
-// cancelledKind: a record the client cancelled on purpose.
-const cancelledKind = string(metrics.KindCancelled)
+// CancelledKind is metrics.KindCancelled (this package may not import metrics; runner's
+// TestProgressKnowsCancelled checks they are the same): a record the client cancelled on
+// purpose.
+const CancelledKind = "cancelled"
 
 func (p *Display) failureText() string {
 	kinds := make([]string, 0, len(p.failures))
