@@ -59,6 +59,7 @@ func (r *runner) newCall(it *item, i int, q *traces.Request) *call {
 		k.requestID = q.ID + ".r" + strconv.Itoa(it.repeat)
 	}
 	k.affinity = r.affinity(it, q)
+	k.cancelAfter, k.cancelShown = scaleCancel(q.CancelAfter, r.opts.CancelScale), q.CancelAfter // cancel.go
 	if it.graph {
 		k.keepText = true // a dependent may be any later turn
 	}

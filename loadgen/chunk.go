@@ -51,6 +51,9 @@ type chunkFields struct {
 	// message is a top-level "message" string, unescaped: the message of an error that comes
 	// as an SSE "error" field holding {"code","message","type"} (earlier llama.cpp builds).
 	message []byte
+
+	// spec is the speculative decoding the response reported (specfields.go).
+	spec specFields
 }
 
 var errJSON = errors.New("invalid JSON")
@@ -75,6 +78,8 @@ func parseChunk(b []byte, f *chunkFields, scratch []byte) ([]byte, error) {
 			return s.usage(f)
 		case "timings":
 			return s.timings(f)
+		case "meta_info": // SGLang (specfields.go)
+			return s.metaInfo(f)
 		case "id":
 			if s.peek() == '"' {
 				raw, _, ok := s.str()
@@ -558,6 +563,9 @@ func (s *scanner) timings(f *chunkFields) bool {
 		return s.skip()
 	}
 	return s.object(func(key []byte) bool {
+		if ok, handled := s.timingsSpec(f, key); handled { // specfields.go
+			return ok
+		}
 		if string(key) != "cache_n" {
 			return s.skip()
 		}

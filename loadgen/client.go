@@ -261,6 +261,9 @@ type call struct {
 
 	// Per-request model (issue 38): the trace's model name, "" for the run's.
 	model string
+	// Cancellations (cancel.go): the client cancels the request cancelAfter after sending it
+	// (0: never); cancelShown is the delay as the trace gave it, for the record's message.
+	cancelAfter, cancelShown time.Duration
 }
 
 // modelOf is the model name k is sent to: the trace line's, else the run's.
@@ -329,12 +332,13 @@ func (c *client) body(k *call) ([]byte, error) {
 // timers arms the request's timeouts; each cancels the request with its own cause.
 type timers struct {
 	connect, first, total *time.Timer
+	user                  *time.Timer // the trace's cancel_after_ms (cancel.go)
 	idle                  *idleWatch
 	idleD                 time.Duration
 }
 
 func (t *timers) stop() {
-	for _, tm := range []*time.Timer{t.connect, t.first, t.total} {
+	for _, tm := range []*time.Timer{t.connect, t.first, t.total, t.user} {
 		if tm != nil {
 			tm.Stop()
 		}
@@ -451,6 +455,7 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
 	}
 	tm.first = arm(to.FirstToken, cancel, errTimeoutFirst)
+	tm.user = armCancel(k.cancelAfter, k.cancelShown, cancel)
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -497,8 +502,11 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 // classify maps a transport or read error to a failure kind, preferring the cause the
 // request's context was canceled with.
 func (c *client) classify(ctx context.Context, err error, fallback metrics.FailureKind) (metrics.FailureKind, string) {
+	if kind, msg, ok := cancelledCause(context.Cause(ctx)); ok {
+		return kind, msg
+	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
-		return metrics.FailCancelled, "cancelled: " + cause.Error()
+		return metrics.KindCancelled, "cancelled: " + cause.Error()
 	}
 	switch cause := context.Cause(ctx); cause {
 	case errTimeoutConnect:

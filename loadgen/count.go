@@ -83,6 +83,7 @@ type counter struct {
 	cached    int64 // prompt tokens read from the prefix cache (-1: none reported)
 	cacheW    int64 // Messages' cache_creation_input_tokens (-1: none)
 	cacheSrc  string
+	spec      specFields // speculative counts reported (specfields.go)
 	rejected  string
 	pending   int64 // usage tokens from chunks without text, owed to the next content chunk
 	byUsage   int   // content chunks that carried a usage delta
@@ -98,6 +99,7 @@ func (n *counter) init() {
 	if !n.started {
 		n.started = true
 		n.lastCT, n.serverIn, n.serverRsn, n.cached, n.cacheW = -1, -1, -1, -1, -1
+		n.spec.reset()
 	}
 }
 
@@ -107,6 +109,7 @@ func (n *counter) noteUsage(f *chunkFields) int64 {
 	if f.usageBad != "" && n.rejected == "" {
 		n.rejected = f.usageBad
 	}
+	n.noteSpec(f)
 	if f.cacheSrc != "" {
 		n.cacheSrc = f.cacheSrc
 		if f.cachedTokens >= 0 {
@@ -293,6 +296,7 @@ func (n *counter) onWhole(f *chunkFields) {
 // serverTotals validates the usage seen and returns the output total (-1: none usable).
 func (n *counter) serverTotals() int64 {
 	rec := n.rec
+	n.settleSpec(rec) // specfields.go
 	total := n.lastCT
 	if n.rejected == "" && total >= 0 && rec.RequestedTokens > 0 {
 		if lim := int64(rec.RequestedTokens) + usageMargin(rec.RequestedTokens); total > lim {

@@ -41,7 +41,10 @@
 // the run was interrupted, or queued behind the cap when it was, are metrics.FailDropped;
 // requests still in flight when the grace period after an interrupt ends are
 // metrics.FailCanceled with their partial timings. Requests outside Options.Duration or
-// Options.MaxRequests are not part of the run and get no Record (Result.Skipped).
+// Options.MaxRequests are not part of the run and get no Record (Result.Skipped). A request
+// the client cancels on purpose (the trace's cancel_after_ms, or CancelInFlight: cancel.go) is
+// metrics.KindCancelled with its partial timings and tokens: an outcome of its own, not a
+// failure (Result.Cancelled).
 //
 // Failure kinds: connect (dial, TLS, or the connection closed before any response),
 // http_429 / http_4xx / http_5xx with Status and the server's error message, timeout_connect

@@ -37,6 +37,7 @@ func parseWhole(api string, b []byte, f *chunkFields) error {
 
 func resetFields(f *chunkFields) {
 	*f = chunkFields{promptTokens: -1, completionTokens: -1, reasoningTokens: -1, cachedTokens: -1, cacheWrite: -1}
+	f.spec.reset()
 }
 
 // finishTop checks that nothing follows the top-level object.

@@ -21,6 +21,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("event: error\ndata: x\n\n"))
 	f.Add([]byte(vllmChatCached))
+	f.Add([]byte(llamaSpec)) // speculative counts (specfields.go)
 	f.Add([]byte(sglangCompletionCached))
 	f.Add([]byte(llamaCached))
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":-5}}\n\n"))

@@ -112,6 +112,10 @@ type Options struct {
 	// RateScale divides arrival offsets and the think times of multi-turn sessions (2 =
 	// twice the rate: the trace's timeline compressed by half); 0 means 1.
 	RateScale float64
+	// CancelScale divides each request's cancel_after_ms (traces.Request.CancelAfter,
+	// cancel.go): the embedded engine's time scale, so that the delay is in the engine's GPU
+	// time like every timeout. 0 or 1: as the trace says. RateScale does not change it.
+	CancelScale float64
 	// Duration stops sending after this long (0 = whole trace). Requests whose intended send
 	// time falls at or after it are outside the run: they get no Record and are counted in
 	// Result.Skipped.
@@ -205,8 +209,12 @@ type Result struct {
 	Sizer *Sizer
 	// Mode is "open-loop" or "closed-loop".
 	Mode string
-	// Sent counts requests written to the wire; Succeeded + Failed counts every Record.
+	// Sent counts requests written to the wire; Succeeded + Failed + Cancelled counts every
+	// Record.
 	Sent, Succeeded, Failed int
+	// Cancelled counts records the client cancelled on purpose (metrics.KindCancelled:
+	// cancel_after_ms or CancelInFlight); they are not in Failed.
+	Cancelled int
 	// Dropped counts records of requests never sent (metrics.FailDropped); they are in Failed.
 	Dropped int
 	// Skipped counts trace requests outside the run (Duration, MaxRequests, a run stopped

@@ -177,7 +177,8 @@ func FuzzParseChunk(f *testing.F) {
 		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"a\""}}]}}]}`,
 		`{"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":8}}}`,
 		`{"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":"x"}},"timings":{"cache_n":1.5,"prompt_n":2}}`,
-		`{"choices":[],"timings":{"cache_n":512,"prompt_n":88,"prompt_ms":10.5}}`, chatWholeCached} {
+		`{"choices":[],"timings":{"cache_n":512,"prompt_n":88,"prompt_ms":10.5}}`, chatWholeCached,
+		`{"choices":[],"timings":{"draft_n":12,"draft_n_accepted":"9"}}`, sglangWholeSpec, `{"meta_info":{"spec_verify_ct":-1,"spec_accept_token_num":[1]}}`} { // speculative (specfields.go)
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

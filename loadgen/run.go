@@ -53,6 +53,7 @@ type runner struct {
 	sizer    *Sizer       // prompt sizing on the target (sizing.go); nil: opts.Tokenizer
 
 	sent, succeeded, failed, dropped, skipped atomic.Int64
+	cancelled                                 atomic.Int64 // metrics.KindCancelled (cancel.go)
 }
 
 // Run replays reqs against opts.Target and calls sink once per request with its Record. The
@@ -252,6 +253,7 @@ func (r *runner) result(end time.Time, mode string, traceErr error) *Result {
 		Succeeded:         int(r.succeeded.Load()),
 		Failed:            int(r.failed.Load()),
 		Dropped:           int(r.dropped.Load()),
+		Cancelled:         int(r.cancelled.Load()),
 		Skipped:           int(r.skipped.Load()),
 		Interrupted:       r.soft.Err() != nil && !stoppedEarly(r.soft),
 		ClientCPUFraction: -1,
@@ -676,6 +678,8 @@ func (r *runner) phase(intended int64) string {
 func (r *runner) emit(rec *metrics.Record) {
 	if rec.OK() {
 		r.succeeded.Add(1)
+	} else if rec.Cancelled() {
+		r.cancelled.Add(1) // neither success nor failure (cancel.go)
 	} else {
 		r.failed.Add(1)
 		r.progress.Failed.Add(1)

@@ -8,7 +8,7 @@ import (
 // ErrStopped is the cause a caller cancels a run's context with (context.WithCancelCause,
 // wrapped with its reason) to stop the run early on purpose, as --stop-on-saturation does
 // (runner/saturation.go): the requests in flight are cancelled at once, without
-// Options.Grace, and recorded as metrics.FailCancelled with the cause as their Error; the
+// Options.Grace, and recorded as metrics.KindCancelled with the cause as their Error; the
 // requests not yet sent are outside the run (Result.Skipped, no record), and the run is not
 // Interrupted.
 var ErrStopped = errors.New("run stopped early")

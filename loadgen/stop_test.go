@@ -40,7 +40,7 @@ func TestStoppedEarly(t *testing.T) {
 		t.Fatalf("result %+v with %d records", res, len(col.recs))
 	}
 	for _, r := range col.recs {
-		if r.Failure != metrics.FailCancelled || !strings.Contains(r.Error, "over-saturated") || r.End != int64(time.Second) {
+		if r.Failure != metrics.KindCancelled || !strings.Contains(r.Error, "over-saturated") || r.End != int64(time.Second) {
 			t.Errorf("%s: %q %q ended %d", r.ID, r.Failure, r.Error, r.End)
 		}
 	}

@@ -15,6 +15,8 @@ type reqVals struct {
 	at   int64 // intended send time (ns from the run's epoch): orders the time blocks
 	ok   bool
 	met  bool
+	// cancelled: the client cancelled the request on purpose (KindCancelled).
+	cancelled bool
 
 	// Scalar families in ms (NaN: undefined for this request), indexed by scalarFam.
 	sc [nScalarFam]float64
@@ -170,6 +172,7 @@ func fillReqVals(v *reqVals, r *Record, dl fluidityDeadlines, o *Options, sm *su
 	v.outTok = int64(r.OutputTokens)
 	v.graded, v.passed, v.grade = r.Grade != "", r.Grade == GradePass, r.Grade
 	v.cachedTok, v.cachePrompt, v.cacheRep = cachedOf(r)
+	v.cancelled = r.Cancelled()
 	if !r.OK() {
 		return scratch
 	}

@@ -27,6 +27,9 @@ func (d *sideData) scalars() *scalarAcc {
 
 // add counts record r with weight x.
 func (a *scalarAcc) add(r *reqVals, x float64) {
+	if r.cancelled {
+		return // neither success nor failure, outside goodput's denominator (record.go)
+	}
 	a.all += x
 	if r.graded {
 		a.qGraded += x

@@ -272,6 +272,7 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 		out.req.Succeeded += r.Succeeded
 		out.req.Failed += r.Failed
 		out.req.Dropped += r.Dropped
+		out.req.Cancelled += r.Cancelled
 		out.req.InputTokens += r.InputTokens
 		out.req.OutputTokens += r.OutputTokens
 		out.req.TokenCompared += r.TokenCompared
@@ -315,8 +316,8 @@ func mergeBlocks(parts []*partBlocks, hists map[string]*hist, prefix string, win
 	if out.st.DecodeTimeMs > 0 {
 		out.st.StalledTimeFraction = out.st.StalledTimeMs / out.st.DecodeTimeMs
 	}
-	if out.req.Total > 0 {
-		out.gp.Fraction = float64(out.gp.Met) / float64(out.req.Total)
+	if n := out.req.Total - out.req.Cancelled; n > 0 {
+		out.gp.Fraction = float64(out.gp.Met) / float64(n)
 	}
 	if win > 0 {
 		out.gp.RequestsPerS = float64(out.gp.Met) / win

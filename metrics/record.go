@@ -57,14 +57,17 @@ const (
 	FailModelNotFound FailureKind = "model_not_found"
 )
 
-// Issue 39 (stop at saturation): a request in flight when the run was stopped early on
-// purpose (--stop-on-saturation) is cancelled, not failed by the server. Issue 38 defines
-// the cancelled outcome for trace-chosen cancellations in parallel; this is the same kind.
-const (
-	// FailCancelled: the client cancelled the request in flight on purpose (a run stopped at
-	// saturation); Record.Error says why.
-	FailCancelled FailureKind = "cancelled"
-)
+// Cancellations (issue 38). KindCancelled is an outcome of its own, kept in Record.Failure so
+// that every record still has one outcome: the client closed the stream on purpose (the
+// trace's cancel_after_ms, or a run stopping its in-flight requests, such as a saturation
+// stop) — neither a success nor a failure. A cancelled record keeps its partial timings and
+// the tokens received before the cancel; the summary counts it in Requests.Cancelled, never in
+// Failed, and keeps it out of the latency percentiles and of goodput's denominator
+// (summarize.go). loadgen.CancelInFlight is the one way to produce it on the wire.
+const KindCancelled FailureKind = "cancelled"
+
+// Cancelled reports whether the client cancelled the request on purpose (KindCancelled).
+func (r *Record) Cancelled() bool { return r.Failure == KindCancelled }
 
 // Token sources: where a Record's OutputTokens came from (TokenSource), and how that total
 // was split among its chunks (TokenAttribution: the first three, TokensEven or
@@ -234,6 +237,16 @@ type Record struct {
 	// (traces.Request.Model); "" means the run's --model. The per-model block of the summary
 	// (models.go) groups by it.
 	Model string
+	// Speculative decoding as the server reported it for this response (issue 38,
+	// speculative.go): SpecDraftTokens draft tokens proposed and SpecAcceptedTokens of them
+	// accepted (llama.cpp's timings.draft_n and draft_n_accepted; SGLang's meta_info
+	// spec_draft_token_num and spec_accept_token_num), SpecPasses verification passes
+	// (SGLang's meta_info spec_verify_ct). 0 when not reported; SpecSource names where they
+	// came from (SpecFromTimings, SpecFromMetaInfo), "" when the response reported none.
+	SpecDraftTokens    int
+	SpecAcceptedTokens int
+	SpecPasses         int
+	SpecSource         string
 }
 
 // ToolCall is one tool call of a response: the call id, the function name and the arguments

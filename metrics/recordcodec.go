@@ -86,6 +86,11 @@ var recordFields = [...]recordField{
 	{key: "model", omitEmpty: true, str: func(r *Record) *string { return &r.Model }},
 	{key: "think", omitEmpty: true, i64: func(r *Record) *int64 { return &r.Think }},
 	{key: "tool_delay", omitEmpty: true, i64: func(r *Record) *int64 { return &r.ToolDelay }},
+	// Speculative decoding as the server reported it (speculative.go).
+	{key: "spec_draft", omitEmpty: true, num: func(r *Record) *int { return &r.SpecDraftTokens }},
+	{key: "spec_accepted", omitEmpty: true, num: func(r *Record) *int { return &r.SpecAcceptedTokens }},
+	{key: "spec_passes", omitEmpty: true, num: func(r *Record) *int { return &r.SpecPasses }},
+	{key: "spec_source", omitEmpty: true, str: func(r *Record) *string { return &r.SpecSource }},
 }
 
 // chunksKey is the key of the chunk array, written after recordFields.

@@ -76,6 +76,8 @@ type group struct {
 	// tpb tallies bursts by token count until settleBursts moves it into hTPB (bursts.go).
 	tpb           [tpbSmall]int64
 	burstsSettled bool
+	// spec tallies decode bursts and the responses' speculative fields (speculative.go).
+	spec specTally
 }
 
 func newGroup() *group {
@@ -270,6 +272,10 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		}
 		g.hasWin = true
 	}
+	if r.Cancelled() {
+		g.req.Cancelled++ // neither success nor failure: its tokens are counted above
+		return
+	}
 	if !r.OK() {
 		g.req.Failed++
 		g.req.Failures[string(r.Failure)]++
@@ -307,6 +313,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 		g.h[hTPOT].recordNs(v)
 	}
 	g.addChunks(r.Chunks)
+	g.spec.addResponse(r)
 	if v, ok := maxGapNs(r.Chunks); ok {
 		g.h[hMaxGap].recordNs(v)
 	}
@@ -319,6 +326,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 // token, and the bursts' tokens (bursts.go; ITL per burst is settled from ITL per chunk).
 func (g *group) addChunks(chunks []Chunk) {
 	var burst int64 // tokens of the burst in progress
+	nb := 0         // bursts completed
 	for i, c := range chunks {
 		k := chunkTokens(c)
 		g.h[hTPC].recordValue(k)
@@ -328,6 +336,9 @@ func (g *group) addChunks(chunks []Chunk) {
 			g.h[hITL].recordNs(gap)
 			if burstGap(gap) {
 				g.noteBurst(burst)
+				if nb++; nb > 1 {
+					g.spec.noteDecodeBurst(burst) // neither the first burst nor the last
+				}
 				burst = 0
 			}
 		}
@@ -467,8 +478,8 @@ func fluidityBlock(h *hist, ge90 int64, ttftMs, tbtMs float64) Fluidity {
 
 func (s *summarizer) goodput(g *group, slo map[string]float64, windowS float64) Goodput {
 	gp := Goodput{SLO: slo, Met: g.met}
-	if g.req.Total > 0 {
-		gp.Fraction = float64(g.met) / float64(g.req.Total)
+	if n := g.req.Total - g.req.Cancelled; n > 0 {
+		gp.Fraction = float64(g.met) / float64(n)
 	}
 	if windowS > 0 {
 		gp.RequestsPerS = float64(g.met) / windowS
@@ -557,6 +568,7 @@ func (s *summarizer) build() (*Summary, error) {
 	}
 	sum.Inputs = s.inputs.check(s.opts.inputTolerance())
 	sum.Warnings = s.warnings(sum)
+	h.spec.attach(sum) // speculative.go
 	return sum, nil
 }
 

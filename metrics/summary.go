@@ -75,6 +75,13 @@ type Summary struct {
 	// saturated verdict (saturation.go); absent when the run was not watched or never
 	// saturated.
 	Saturation *SaturationVerdict `json:"saturation,omitempty"`
+	// Speculative (issue 38) is present when the server reported its speculative acceptance:
+	// its counters over the window (run --scrape-metrics) or per-response fields, beside the
+	// client's tokens per decode burst (speculative.go).
+	Speculative *Speculative `json:"speculative,omitempty"`
+	// specClient is the client's decode bursts, kept for AttachServerSpeculative when no
+	// response reported acceptance (not serialized).
+	specClient ClientBursts
 }
 
 // RunInfo describes how the run was made.
@@ -157,6 +164,13 @@ type Requests struct {
 	// not stretch the throughput window: Succeeded + Failed + Dropped = Total.
 	Dropped    int            `json:"dropped,omitempty"`
 	FailStatus map[string]int `json:"failures_by_status"` // by HTTP status code
+
+	// Cancelled counts requests the client cancelled on purpose (KindCancelled: the trace's
+	// cancel_after_ms, or a stop of the run's in-flight requests). They are in Total and, with
+	// the tokens they received, in OutputTokens, but not in Failed, Failures, the latency
+	// distributions or goodput's denominator: Succeeded + Failed + Dropped + Cancelled = Total.
+	Cancelled int `json:"cancelled,omitempty"`
+
 	// InputTokens are the prompt tokens of the succeeded requests (a failed request's prompt
 	// is not throughput), each counted per its InputSource; OutputTokens the output tokens.
 	InputTokens  int64 `json:"input_tokens"`
@@ -284,7 +298,7 @@ type Goodput struct {
 	SLO          map[string]float64            `json:"slo"`
 	ClassSLO     map[string]map[string]float64 `json:"class_slo,omitempty"`
 	RequestsPerS float64                       `json:"requests_per_s"`
-	Fraction     float64                       `json:"fraction"` // of all requests, failed included
+	Fraction     float64                       `json:"fraction"` // of all requests, failed included, cancelled not
 	Met          int                           `json:"met"`
 }
 

@@ -102,7 +102,7 @@ func (b *tsBuilder) add(r *Record) {
 	}
 	if r.OK() {
 		b.done[b.idx(end)]++
-	} else {
+	} else if !r.Cancelled() {
 		b.failed[b.idx(end)]++
 	}
 	if r.Grade != "" {

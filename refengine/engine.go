@@ -42,6 +42,10 @@ type Engine struct {
 
 	faultMu sync.Mutex
 	faults  map[string]int64
+
+	// Cancellations (issue 38): requests aborted before the scheduler took them (still in
+	// incoming when the client went away); the scheduler's Stats.AbortedRequests count the rest.
+	abortedIncoming int64 // guarded by mu
 }
 
 // New builds an engine from cfg and starts its scheduler. The error names the config field at
@@ -243,6 +247,7 @@ func (e *Engine) abort(s *seq) {
 			s.state = stFinished
 			s.tl.Finish, s.tl.FinishReason, s.tl.Done = e.clock.Now(), "abort", true
 			e.timelines.finished(s.tl)
+			e.abortedIncoming++
 			return
 		}
 	}

@@ -144,7 +144,11 @@ func (e *Engine) metricsText() []byte {
 	p.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", float64(st.SpecPasses))
 	p.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", float64(st.SpecDraftTokens))
 	p.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", float64(st.SpecAccepted))
+	e.specPerPos(p, st.SpecAcceptedPos[:])
 	p.counter("vllm:request_success", "Count of successfully processed requests.", float64(st.FinishedRequests))
+	// Cancellations (issue 38): every abort frees the sequence's KV blocks and its slot at once
+	// (sched.go abortSeq), so running, waiting and KV usage above show the recovery.
+	p.counter("llmbench:requests_aborted", "Requests aborted before they finished (the client went away, an injected fault ended them, or the prompt could never fit the KV cache); their KV blocks and slots are freed.", float64(st.AbortedRequests+e.abortedIncoming))
 	p.counter("llmbench:engine_steps", "Engine iterations run.", float64(st.Steps))
 	p.gauge("llmbench:engine_max_lag_seconds", "Longest the scheduler ran behind its clock (simulated seconds).", e.maxLag.Seconds())
 	e.loraMetrics(p, st) // LoRA adapters (issue 38)
@@ -173,4 +177,19 @@ func (e *Engine) metricsText() []byte {
 func (e *Engine) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(e.metricsText())
+}
+
+// specPerPos writes vLLM's per-position accepted-token counter (issue 38), one series per draft
+// position of the engine's k: how many passes accepted the draft token at that position, so
+// that position i's acceptance is its count over spec_decode_num_drafts.
+func (e *Engine) specPerPos(p *promWriter, pos []int64) {
+	k := min(e.cfg.SpecK, len(pos))
+	if k == 0 {
+		return
+	}
+	const name = "vllm:spec_decode_num_accepted_tokens_per_pos"
+	p.header(name, "counter", "Accepted tokens per draft position.")
+	for i := 0; i < k; i++ {
+		p.value(name+"_total", `position="`+strconv.Itoa(i)+`"`, float64(pos[i]))
+	}
 }

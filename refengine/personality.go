@@ -175,6 +175,9 @@ type wireTimings struct {
 	cacheN, promptN       int // cacheN: prompt tokens reused from the cache
 	predictedN            int
 	promptMs, predictedMs float64
+	// draftN and draftAccepted are the draft tokens verified and accepted (issue 38), written
+	// only when the request decoded speculatively, as llama.cpp does.
+	draftN, draftAccepted int
 }
 
 // wireEncoder writes a personality's chunks by hand (no reflection).
@@ -333,6 +336,12 @@ func appendTimings(b []byte, t *wireTimings) []byte {
 	b = strconv.AppendInt(b, int64(t.predictedN), 10)
 	b = append(b, `,"predicted_ms":`...)
 	b = strconv.AppendFloat(b, t.predictedMs, 'f', 3, 64)
+	if t.draftN > 0 {
+		b = append(b, `,"draft_n":`...)
+		b = strconv.AppendInt(b, int64(t.draftN), 10)
+		b = append(b, `,"draft_n_accepted":`...)
+		b = strconv.AppendInt(b, int64(t.draftAccepted), 10)
+	}
 	return append(b, '}')
 }
 

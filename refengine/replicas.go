@@ -157,6 +157,9 @@ func (st *coreStats) add(s coreStats) {
 	st.SpecPasses += s.SpecPasses
 	st.SpecDraftTokens += s.SpecDraftTokens
 	st.SpecAccepted += s.SpecAccepted
+	for i, n := range s.SpecAcceptedPos {
+		st.SpecAcceptedPos[i] += n
+	}
 	st.PromptTokens += s.PromptTokens
 	st.GenerationTokens += s.GenerationTokens
 	st.ComputedTokens += s.ComputedTokens

@@ -85,6 +85,10 @@ type coreStats struct {
 	LoRALoads     int64
 	LoRAEvictions int64
 	LoRALoadTime  time.Duration
+	// SpecAcceptedPos counts, per draft position (0-based, the first MaxSpecPositions), the
+	// passes that accepted the draft token there (issue 38; vLLM's
+	// spec_decode_num_accepted_tokens_per_pos).
+	SpecAcceptedPos [MaxSpecPositions]int64
 }
 
 // observer sees per-request latencies (Prometheus histograms); nil in Simulate.
@@ -352,6 +356,9 @@ func (c *core) complete(at time.Duration, stepDur time.Duration) {
 			c.stats.SpecPasses++
 			c.stats.SpecDraftTokens += int64(s.spec)
 			c.stats.SpecAccepted += int64(a)
+			for i := 0; i < min(a, MaxSpecPositions); i++ {
+				c.stats.SpecAcceptedPos[i]++
+			}
 			s.tl.SpecPasses++
 			s.tl.SpecDraftTokens += s.spec
 			s.tl.SpecAcceptedTokens += a
@@ -460,6 +467,9 @@ func (c *core) abortSeq(s *seq) {
 		c.done = append(c.done, s)
 	}
 }
+
+// MaxSpecPositions bounds the draft positions whose acceptances Stats counts one by one.
+const MaxSpecPositions = 16
 
 // abort marks s for removal; the scheduler drops it before the next step.
 func (c *core) abort(s *seq) {

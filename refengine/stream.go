@@ -313,7 +313,8 @@ func (e *Engine) timings(s *seq) *wireTimings {
 	defer e.mu.Unlock()
 	tl := s.tl
 	// llama.cpp's prompt_n counts only the tokens it evaluated, cache_n those it reused.
-	t := &wireTimings{cacheN: tl.CachedTokens, promptN: tl.PromptTokens - tl.CachedTokens, predictedN: tl.OutputTokens}
+	t := &wireTimings{cacheN: tl.CachedTokens, promptN: tl.PromptTokens - tl.CachedTokens, predictedN: tl.OutputTokens,
+		draftN: tl.SpecDraftTokens, draftAccepted: tl.SpecAcceptedTokens}
 	if n := len(tl.Emissions); n > 0 {
 		t.promptMs = float64(tl.Emissions[0].At-tl.Arrival) / 1e6
 		t.predictedMs = float64(tl.Emissions[n-1].At-tl.Emissions[0].At) / 1e6

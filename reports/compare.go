@@ -53,7 +53,13 @@ func sideText(s metrics.ComparisonSide) string {
 	if s.Runs != 1 {
 		runs = fmt.Sprintf("%d runs", s.Runs)
 	}
-	return fmt.Sprintf("%s (%s, %s requests, %s ok)", s.Label, runs, fmtInt(int64(s.Requests)), fmtInt(int64(s.Succeeded)))
+	out := fmt.Sprintf("%s (%s, %s requests, %s ok)", s.Label, runs, fmtInt(int64(s.Requests)), fmtInt(int64(s.Succeeded)))
+	if s.Summary != nil {
+		if f := specArmFact(s.Summary.Speculative); f != "" {
+			out += " · " + f // speculative.go
+		}
+	}
+	return out
 }
 
 // unitFormats formats a comparison value by its unit; every unit of the metric registry has an

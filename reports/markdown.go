@@ -86,7 +86,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 		e.printf("- **Chunks:** %s\n", mdEscape(chunksLine(s)))
 	}
 	e.printf("- **Fluidity:** %s\n", mdEscape(fluidityLine(s.Fluidity)))
-	e.printf("- **Goodput:** %s\n", mdEscape(goodputLine(s.Goodput, s.Requests.Total)))
+	e.printf("- **Goodput:** %s\n", mdEscape(goodputLine(s.Goodput, s.Requests.Total-s.Requests.Cancelled)))
 	e.printf("- **Client:** %s\n", mdEscape(clientLine(s.Client)))
 	e.printf("- **Tokens:** %s\n", mdEscape(tokensLine(s.Requests)))
 	if s.Inputs != nil {
@@ -104,6 +104,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	if s.Cost != nil {
 		e.printf("- **Cost:** %s\n", mdEscape(costLine(s.Cost)))
 	}
+	writeMarkdownIssue38(e, s) // cancelled.go: cancellations and speculative acceptance
 	if s.ServerPrefixCache != nil {
 		e.printf("- **Prefix cache:** %s\n", mdEscape(serverPrefixCacheLine(s.ServerPrefixCache)))
 	}

@@ -138,7 +138,7 @@ func runTiles(s *metrics.Summary) []tile {
 	}
 	return []tile{
 		{Label: "Requests", Value: fmtInt(int64(s.Requests.Total)), Key: "requests.total", Class: reqClass,
-			Sub: fmtInt(int64(s.Requests.Succeeded)) + " ok · " + fmtInt(int64(s.Requests.Failed)) + " failed"},
+			Sub: fmtInt(int64(s.Requests.Succeeded)) + " ok · " + fmtInt(int64(s.Requests.Failed)) + " failed" + cancelledSub(s.Requests)},
 		{Label: "Throughput", Value: fmtRate(s.Throughput.RequestsPerS) + " req/s", Key: "throughput.requests_per_s",
 			Sub: fmtRate(s.Throughput.OutputTokensPerS) + " output tok/s"},
 		gp,
@@ -315,6 +315,9 @@ func throughputSection(s *metrics.Summary) section {
 	}
 	if en := s.Energy; en != nil {
 		kv = append(kv, energyTable(en)) // issue 39: energy.go
+	}
+	if sp := s.Speculative; sp != nil {
+		kv = append(kv, speculativeTable(sp)) // speculative.go
 	}
 	return section{ID: "throughput", Title: "Throughput, goodput, stalls and client health", Blocks: []block{{Tables: kv}}}
 }
@@ -531,6 +534,9 @@ func outcomesSection(s *metrics.Summary) section {
 	for _, k := range countsByValue(q.Failures) {
 		ft.add(classed("bad", "failed: "+k), keyed("requests.failures."+k, fmtInt(int64(q.Failures[k]))),
 			txt(fmtPct(frac(q.Failures[k], q.Total))))
+	}
+	if q.Cancelled > 0 { // cancellations (cancelled.go): an outcome of its own, never a failure
+		ft.add(txt("cancelled by the client"), keyed("requests.cancelled", fmtInt(int64(q.Cancelled))), txt(fmtPct(frac(q.Cancelled, q.Total))))
 	}
 	ft.add(txt("total"), keyed("requests.total.table", fmtInt(int64(q.Total))), txt("100.0%"))
 	kv := []*table{ft}

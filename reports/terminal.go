@@ -130,13 +130,16 @@ func writeTermFields(e *errWriter, s *metrics.Summary) {
 	if s.PrefixCache != nil {
 		e.field("Cache", prefixCacheLine(s.PrefixCache))
 	}
-	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total))
+	e.field("Goodput", goodputLine(s.Goodput, s.Requests.Total-s.Requests.Cancelled))
 	e.field("Client", clientLine(s.Client))
 	if s.TokensPerChunk.Count > 0 {
 		e.field("Chunks", chunksLine(s))
 	}
 	if s.Cost != nil {
 		e.field("Cost", costLine(s.Cost))
+	}
+	if s.Speculative != nil {
+		e.field("Speculative", speculativeLine(s.Speculative)) // speculative.go
 	}
 	if s.ServerPrefixCache != nil {
 		e.field("Cache hits", serverPrefixCacheLine(s.ServerPrefixCache))
@@ -246,6 +249,9 @@ func requestsLine(q metrics.Requests) string {
 	}
 	if q.Dropped > 0 {
 		s += fmt.Sprintf(" · %s dropped (never sent)", fmtInt(int64(q.Dropped)))
+	}
+	if q.Cancelled > 0 {
+		s += " · " + cancelledText(q) // cancellations (cancelled.go)
 	}
 	return s
 }

@@ -28,6 +28,18 @@ type Arm struct {
 	// how. AB calls it before every measured run when ABOptions.Independence.Flush is set.
 	Flush       func(ctx context.Context) error
 	FlushMethod string
+
+	// Scrape, when set, polls the arm's Prometheus /metrics during each measured run, as run
+	// --scrape-metrics does, so that the arm's summary has its server's counters over the run
+	// (the speculative acceptance ab shows in the arm facts, comparedirs_spec.go).
+	Scrape *ArmScrape
+}
+
+// ArmScrape is where an arm's /metrics is (its base URL) and the time scale of an embedded
+// engine (0 or 1: real time).
+type ArmScrape struct {
+	URL       string
+	TimeScale float64
 }
 
 // ABOptions configures a fair A/B: the identical requests (same prompts and seeds) replayed
@@ -245,7 +257,11 @@ func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABRes
 	if opts.Independence.Salt {
 		info.PromptSalt = RepeatSalt(rep)
 	}
-	r, err := Execute(ctx, Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}, produce)
+	ro := Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}
+	if arm.Scrape != nil {
+		ro.scraper, produce = scrapeArm(ctx, arm.Scrape, produce)
+	}
+	r, err := Execute(ctx, ro, produce)
 	if err != nil {
 		return fmt.Errorf("arm %s run %d: %w", arm.Name, n, err)
 	}

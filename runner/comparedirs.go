@@ -77,6 +77,7 @@ func AttachRunFacts(c *metrics.Comparison, base, cand []string) {
 		return
 	}
 	c.Energy = metrics.CompareEnergy(dirsEnergy(base), dirsEnergy(cand)) // issue 39: scrape_energy.go
+	attachSpeculative(c, base, cand)                                     // comparedirs_spec.go
 	bi, berr := runInfoOf(base[0])
 	ci, cerr := runInfoOf(cand[0])
 	if berr != nil || cerr != nil {

@@ -23,15 +23,17 @@ func RunFailure(s *metrics.Summary, maxFailureRate float64) string {
 	}
 	r := s.Requests
 	if v := s.Saturation; v != nil && v.Stopped {
-		// Issue 39: the requests a stop at saturation cancelled are not the server's failures.
-		n := r.Failures[string(metrics.FailCancelled)]
-		r.Failed, r.Total = r.Failed-n, r.Total-n
+		// Issue 39: the requests a stop at saturation cancelled (metrics.KindCancelled, counted
+		// in Cancelled, never in Failed) are not the server's: judge the others.
+		r.Total -= r.Cancelled
 		if r.Total <= 0 {
 			return ""
 		}
 	}
 	frac := float64(r.Failed) / float64(r.Total)
 	switch {
+	case r.Succeeded == 0 && r.Failed == 0 && r.Cancelled > 0: // cancellations (issue 38)
+		return fmt.Sprintf("no request succeeded: %d of %d were cancelled by the client before they ended (cancel_after_ms); nothing was measured", r.Cancelled, r.Total)
 	case r.Succeeded == 0:
 		return fmt.Sprintf("no request succeeded (%d of %d failed%s)", r.Failed, r.Total, kinds(r.Failures))
 	case maxFailureRate < 1 && frac > maxFailureRate:

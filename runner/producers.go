@@ -67,6 +67,7 @@ func (c *sizingCache) producer(lo loadgen.Options, timeScale float64) Producer {
 			o.Target.Timeouts.FirstToken = scaleDur(o.Target.Timeouts.FirstToken, 1/timeScale)
 			o.Target.Timeouts.Idle = scaleDur(o.Target.Timeouts.Idle, 1/timeScale)
 			o.Target.Timeouts.Total = scaleDur(o.Target.Timeouts.Total, 1/timeScale)
+			o.CancelScale = timeScale // cancel_after_ms, like the timeouts (loadgen/cancel.go)
 			inner := sink
 			sink = func(r *metrics.Record) {
 				scaleRecordTimes(r, timeScale)

@@ -150,6 +150,7 @@ func Execute(ctx context.Context, opts Options, produce Producer) (*Result, erro
 	sum.Saturation = prod.Saturation
 	if opts.scraper != nil {
 		sum.ServerPrefixCache = serverPrefixCache(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)
+		metrics.AttachServerSpeculative(sum, serverSpeculative(opts.scraper.Data(), sum.Throughput.WindowStartS, sum.Throughput.WindowEndS))
 	}
 	if len(opts.workers) > 0 {
 		sum.ServerPrefixCache = workersPrefixCache(opts.workers, sum.Throughput.WindowStartS, sum.Throughput.WindowEndS)

@@ -34,6 +34,11 @@ type ServerSample struct {
 	// GPUs are the DCGM power readings of the scrape, one per GPU series (issue 39;
 	// scrape_energy.go); absent when the endpoint exports none.
 	GPUs []GPUReading `json:"gpus,omitempty"`
+	// Speculative decoding counters (cumulative, scrape_spec.go); -1 when not exported. Absent
+	// in files written before they existed (then read as 0 by older readers' zero values).
+	SpecDrafts      float64 `json:"spec_drafts"`
+	SpecDraftTokens float64 `json:"spec_draft_tokens"`
+	SpecAccepted    float64 `json:"spec_accepted_tokens"`
 }
 
 // ServerSamples is what server-metrics.json holds.
@@ -231,6 +236,7 @@ func startScraper(ctx context.Context, o scrapeOptions) *scraper {
 		pc := pickPrefix(m)
 		smp.PrefixHits, smp.PrefixQueries = pc.hits, pc.queries
 		smp.GPUs = gpus
+		smp.SpecDrafts, smp.SpecDraftTokens, smp.SpecAccepted = pickSpec(m) // scrape_spec.go
 		s.mu.Lock()
 		pc.note(&s.data)
 		s.data.Samples = append(s.data.Samples, smp)

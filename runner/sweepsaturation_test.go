@@ -80,7 +80,7 @@ func TestSweepSkipsPointsAboveAStoppedOne(t *testing.T) {
 // TestRunStoppedAtSaturationIsNoFailedRun: the requests a stop at saturation cancelled do not
 // make the run a failed one; other failures still do.
 func TestRunStoppedAtSaturationIsNoFailedRun(t *testing.T) {
-	s := &metrics.Summary{Requests: metrics.Requests{Total: 100, Succeeded: 10, Failed: 90, Failures: map[string]int{string(metrics.FailCancelled): 90}}}
+	s := &metrics.Summary{Requests: metrics.Requests{Total: 100, Succeeded: 10, Cancelled: 90}}
 	if RunFailure(s, 0.05) == "" {
 		t.Fatal("90% failed without a stop: not a failed run")
 	}

@@ -58,6 +58,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"arrival_s":1e-9,"input_tokens":1e0,"output_tokens":2,"hash_ids":[-1],"seed":-9223372036854775808}`))
 	f.Add([]byte("{\"arrival_s\":0,\"input_tokens\":1,\"output_tokens\":1,\"prompt\":\"\\u0000\\ud800\"}\n#x\n{"))
 	f.Add([]byte(`{"arrival_s":0,"input_tokens":1,"output_tokens":1,"messages":[{"role":"user","content":"","images":[{"width":640,"height":480},{"path":"no.png"}]}]}`))
+	f.Add([]byte("{\"arrival_s\":0,\"input_tokens\":1,\"output_tokens\":9,\"cancel_after_ms\":250.5}\n{\"arrival_s\":1,\"input_tokens\":1,\"output_tokens\":1,\"cancel_after_ms\":-1}")) // cancellations
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, lenient := range []bool{false, true} {
 			reqs, err := Read(bytes.NewReader(data), "fuzz.jsonl", ReadOptions{Lenient: lenient})

@@ -274,6 +274,8 @@ type wireRequest struct {
 	Affinity   string      `json:"affinity,omitempty" msgpack:"affinity,omitempty"`
 	// Per-request model (issue 38).
 	Model string `json:"model,omitempty" msgpack:"model,omitempty"`
+	// Cancellations (cancel.go); msgpack writes it as a float64 (wireMsgpack).
+	CancelAfterMs json.Number `json:"cancel_after_ms,omitempty" msgpack:"-"`
 }
 
 func toWire(r *Request) wireRequest {
@@ -296,6 +298,7 @@ func toWire(r *Request) wireRequest {
 	}
 	w.Affinity = r.Affinity
 	w.Model = r.Model
+	w.CancelAfterMs = cancelAfterMs(r.CancelAfter)
 	return w
 }
 

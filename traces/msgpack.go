@@ -25,7 +25,8 @@ type wireMsgpack struct {
 	ToolChoice     any     `msgpack:"tool_choice,omitempty"`
 	ResponseFormat any     `msgpack:"response_format,omitempty"`
 	Expect         any     `msgpack:"expect,omitempty"`
-	ToolDelayS     float64 `msgpack:"tool_delay_s,omitempty"` // agentic sessions
+	ToolDelayS     float64 `msgpack:"tool_delay_s,omitempty"`    // agentic sessions
+	CancelAfterMs  float64 `msgpack:"cancel_after_ms,omitempty"` // cancellations (cancel.go)
 }
 
 // WriteMsgpack writes reqs as a msgpack trace (MsgpackMagic, then one map per request). Times
@@ -41,6 +42,7 @@ func WriteMsgpack(w io.Writer, reqs []Request) error {
 		r := &reqs[i]
 		m := wireMsgpack{wireRequest: toWire(r), ArrivalS: r.Arrival.Seconds(), ThinkS: r.Think.Seconds(), ToolDelayS: r.ToolDelay.Seconds(),
 			Tools: msgpackValue(r.Tools), ToolChoice: msgpackValue(r.ToolChoice), ResponseFormat: msgpackValue(r.ResponseFormat)}
+		m.CancelAfterMs = float64(r.CancelAfter) / 1e6
 		if len(r.Expect) > 0 {
 			raw, err := json.Marshal(r.Expect)
 			if err != nil {

@@ -34,7 +34,9 @@ const (
 
 // Fields lists every field of trace format v1 in canonical order.
 var Fields = []string{fID, fArrival, fClass, fInputTokens, fOutputTokens, fSession, fTurn,
-	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect, fAfter, fToolDelay, fAffinity, fModel}
+	fThink, fHashIDs, fTemperature, fSeed, fPrompt, fMessages, fTools, fToolChoice, fResponseFormat, fExpect, fAfter, fToolDelay, fAffinity, fModel,
+	fCancelAfter, // cancellations (cancel.go)
+}
 
 var knownField = func() map[string]bool {
 	m := make(map[string]bool, len(Fields))
@@ -116,6 +118,9 @@ func (d *recordDecoder) field(m member) string {
 	}
 	if d.nestedField(m) {
 		return ""
+	}
+	if why, ok := d.cancelField(m); ok { // cancellations (cancel.go)
+		return why
 	}
 	switch m.key {
 	case fToolChoice:

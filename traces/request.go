@@ -81,6 +81,11 @@ type Request struct {
 	// Affinity is the session-affinity key sent in the session header so that a router can
 	// pin the session to one replica; empty means the Session itself.
 	Affinity string
+	// Cancellations (issue 38). CancelAfter is how long after sending the request the client
+	// closes the stream (trace field cancel_after_ms); the request is then recorded as
+	// metrics.KindCancelled with what it received so far. 0: never cancelled.
+	CancelAfter time.Duration
+
 	// afterRefs are the "after" entries as read, turn numbers or ids, until finish resolves
 	// them into After.
 	afterRefs []afterRef

@@ -57,6 +57,9 @@ type Stats struct {
 	// Agentic describes the shape of agentic sessions; present when a request has after,
 	// tool_delay_s or affinity.
 	Agentic *AgenticStats `json:"agentic,omitempty"`
+
+	// Cancellations (cancel.go): WithCancel counts the requests that carry cancel_after_ms.
+	WithCancel int `json:"with_cancel,omitempty"`
 }
 
 // AgenticStats is the shape of a trace's sessions: how many turns, how much fan-out to
@@ -243,6 +246,9 @@ func (b *StatsBuilder) Add(r *Request) {
 	}
 	if r.Turn > s.MaxTurn {
 		s.MaxTurn = r.Turn
+	}
+	if r.CancelAfter > 0 {
+		s.WithCancel++
 	}
 	if n := r.ImageCount(); n > 0 {
 		b.s.WithImages++

@@ -91,3 +91,23 @@ func FuzzParseDist(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseCancel: gen --cancel never panics, and what it accepts prints back to itself.
+func FuzzParseCancel(f *testing.F) {
+	for _, s := range []string{"0.1:uniform:200-2000", "1:500", "0.25:lognormal:mean=800,sd=400", "0.5:empirical:values=1;2", "x:1", "0.1:", "-1:2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCancel(s)
+		if err != nil {
+			return
+		}
+		if !(c.Share > 0 && c.Share <= 1) {
+			t.Fatalf("%q: accepted share %v", s, c.Share)
+		}
+		back, err := ParseCancel(c.String())
+		if err != nil || back.String() != c.String() {
+			t.Fatalf("%q -> %q does not parse back: %v", s, c.String(), err)
+		}
+	})
+}

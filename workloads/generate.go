@@ -63,6 +63,9 @@ func Generate(spec Spec) ([]traces.Request, error) {
 	for i := range reqs {
 		reqs[i].ID = fmt.Sprintf("r%d", i+1)
 	}
+	if err := applyCancel(spec.Cancel, reqs, spec.Seed); err != nil { // cancel.go
+		return nil, err
+	}
 	return reqs, nil
 }
 

@@ -27,6 +27,10 @@ type Spec struct {
 	BlockTokens int `json:"block_tokens,omitempty"`
 	// Classes are the request classes, chosen per arrival in proportion to their weights.
 	Classes []ClassSpec `json:"classes"`
+
+	// Cancel, when set, makes a seeded share of the requests cancelled by the client
+	// (cancel.go; gen --cancel).
+	Cancel *CancelSpec `json:"cancel,omitempty"`
 }
 
 // ClassSpec is one kind of request.
@@ -152,6 +156,11 @@ func (s *Spec) Validate() error {
 	}
 	if len(s.Classes) == 0 {
 		return fmt.Errorf("a spec needs at least one class")
+	}
+	if s.Cancel != nil {
+		if err := s.Cancel.check(); err != nil {
+			return err
+		}
 	}
 	names := map[string]bool{}
 	var total float64

@@ -57,6 +57,9 @@ type SpecOptions struct {
 	// Models is a weighted mix of models or LoRA adapters, "base=6,sql-lora=3", that every
 	// class's requests are sent to (ParseModels; issue 38).
 	Models string // --models
+	// Cancel is SHARE:DELAY-DISTRIBUTION (ParseCancel): a seeded share of the requests is
+	// cancelled by the client that many ms after sending (cancel.go).
+	Cancel string // --cancel
 }
 
 // BuildSpec builds the spec o describes and validates it.
@@ -66,6 +69,13 @@ func BuildSpec(o SpecOptions) (Spec, error) {
 		return spec, err
 	}
 	o.applyTop(&spec)
+	if o.set("cancel") {
+		c, err := ParseCancel(o.Cancel)
+		if err != nil {
+			return spec, fmt.Errorf("--cancel: %w", err)
+		}
+		spec.Cancel = c
+	}
 	if err := o.applyArrival(&spec.Arrival); err != nil {
 		return spec, err
 	}

@@ -435,6 +435,9 @@ func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, ov
 	config["backend"] = t.Backend
 	arm.Produce, arm.Salted = runner.HTTPProducers(lo, timeScale)
 	arm.Config = config
+	if endpoint == "" {
+		arm.Scrape = &runner.ArmScrape{URL: url, TimeScale: timeScale} // the engine's speculative counters (issue 38)
+	}
 	return arm, closeArm, nil
 }
 

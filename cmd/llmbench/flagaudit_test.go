@@ -74,6 +74,8 @@ func TestFlagAudit(t *testing.T) {
 		// gen
 		{"gen rate-end without a ramp", []string{"gen", "--rate-end", "4"}, "--rate-end"},
 		{"gen print-spec with out", []string{"gen", "--print-spec", "--out", "x.jsonl"}, "--out"},
+		{"gen cancel with a quality probe", []string{"gen", "--preset", "json-output", "--cancel", "0.1:500"}, "--cancel"}, // flags_cancel.go
+		{"gen cancel share out of range", []string{"gen", "--cancel", "1.5:500"}, "--cancel"},
 		// import
 		{"import rate for azure", []string{"import", "--format", "azure", "--rate", "3", "in.csv"}, "--rate"},
 		{"import tpot for mooncake", []string{"import", "--format", "mooncake", "--tpot-ms", "20", "in.jsonl"}, "--tpot-ms"},

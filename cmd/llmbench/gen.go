@@ -98,6 +98,7 @@ min=,max= to clamp.`,
 	addProbeFlags(fs, &o.probe)
 	addGenModelFlags(fs, &o.spec) // per-request models (issue 38)
 	addPrefixGenFlags(fs, &o.prefixHit)
+	addGenCancelFlags(cmd, &o.spec, &o.preset) // flags_cancel.go
 	return cmd
 }
 

@@ -89,10 +89,13 @@ type Display struct {
 	mu       sync.Mutex
 	win      *window
 	failures map[string]int
-	lines    int // lines of the last terminal frame
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	// cancelled counts records the client cancelled on purpose (CancelledKind): they are
+	// neither failures nor successes, shown apart.
+	cancelled int
+	lines     int // lines of the last terminal frame
+	stop      chan struct{}
+	done      chan struct{}
+	stopOnce  sync.Once
 }
 
 // MinFrame is the shortest refresh period on a terminal: at most four frames a second.
@@ -146,6 +149,10 @@ func (p *Display) Observe(r Request) {
 	s.tokens += int64(r.OutputTokens)
 	if r.Lag >= 0 {
 		s.lag.add(micros(r.Lag), 1)
+	}
+	if r.Failure == CancelledKind {
+		p.cancelled++ // neither success nor failure
+		return
 	}
 	if r.Failure != "" {
 		p.failures[r.Failure]++
@@ -202,9 +209,12 @@ func (p *Display) frame() []string {
 	if p.o.Total > 0 {
 		done += "/" + strconv.Itoa(p.o.Total)
 	}
-	counts := fmt.Sprintf("sent %d · in flight %d · completed %d · failed %d", s.Sent, s.InFlight, s.Done-s.Failed, s.Failed)
+	counts := fmt.Sprintf("sent %d · in flight %d · completed %d · failed %d", s.Sent, s.InFlight, s.Done-s.Failed-int64(p.cancelled), s.Failed)
 	if len(p.failures) > 0 {
 		counts += " (" + p.failureText() + ")"
+	}
+	if p.cancelled > 0 {
+		counts += " · cancelled " + strconv.Itoa(p.cancelled)
 	}
 	lat := fmt.Sprintf("TTFT p50 %s p99 %s ms · ITL p50 %s p99 %s ms · %s output tok/s",
 		fmtMs(f.ttftP50), fmtMs(f.ttftP99), fmtMs(f.itlP50), fmtMs(f.itlP99), fmtRate(float64(f.tokens)/span))
@@ -272,9 +282,12 @@ func (p *Display) simFrame() []string {
 		rate = fmtRate(float64(s.Done) / wall.Seconds())
 	}
 	speed := rate + " requests/s simulated (wall " + fmtDur(wall) + ")"
-	counts := fmt.Sprintf("completed %d · failed %d", s.Done-s.Failed, s.Failed)
+	counts := fmt.Sprintf("completed %d · failed %d", s.Done-s.Failed-int64(p.cancelled), s.Failed)
 	if len(p.failures) > 0 {
 		counts += " (" + p.failureText() + ")"
+	}
+	if p.cancelled > 0 {
+		counts += " · cancelled " + strconv.Itoa(p.cancelled)
 	}
 	lat := fmt.Sprintf("TTFT p50 %s p99 %s ms · ITL p50 %s p99 %s ms · %s output tok/s",
 		fmtMs(f.ttftP50), fmtMs(f.ttftP99), fmtMs(f.itlP50), fmtMs(f.itlP99), fmtRate(float64(f.tokens)/span))
@@ -310,6 +323,11 @@ func (p *Display) draw(final bool) {
 	}
 	_, _ = io.WriteString(p.o.W, b.String())
 }
+
+// CancelledKind is metrics.KindCancelled (this package may not import metrics; runner's
+// TestProgressKnowsCancelled checks they are the same): a record the client cancelled on
+// purpose.
+const CancelledKind = "cancelled"
 
 func (p *Display) failureText() string {
 	kinds := make([]string, 0, len(p.failures))

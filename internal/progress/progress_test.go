@@ -204,3 +204,24 @@ func TestSimulationFrame(t *testing.T) {
 		t.Errorf("panel %q", lines)
 	}
 }
+
+// TestCancelledApartFromFailures: requests the client cancelled on purpose are neither counted
+// as completed nor listed among the failure kinds; the line counts them apart.
+func TestCancelledApartFromFailures(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	var b strings.Builder
+	snap := Snapshot{Sent: 6, Done: 6, Failed: 1, OutputTokens: 40}
+	d := Start(Options{W: &b, Total: 6, Snap: func() Snapshot { return snap }, Every: time.Hour, Now: c.now})
+	c.advance(time.Second)
+	for range 3 {
+		d.Observe(ok(20*time.Millisecond, 7*time.Millisecond))
+	}
+	d.Observe(Request{Failure: "cancelled", TTFT: 30 * time.Millisecond, OutputTokens: 5})
+	d.Observe(Request{Failure: "cancelled", TTFT: -1})
+	d.Observe(Request{Failure: "http_5xx", TTFT: -1})
+	d.Stop()
+	got := b.String()
+	if want := "completed 3 · failed 1 (http_5xx 1) · cancelled 2"; !strings.Contains(got, want) {
+		t.Errorf("line lacks %q:\n%s", want, got)
+	}
+}

@@ -78,7 +78,7 @@ func TestRunStopsOnSaturation(t *testing.T) {
 	if !strings.HasPrefix(sat.Reason, metrics.OverSaturated(sat.OfferedPerS, sat.CompletedPerS)) {
 		t.Errorf("reason %q", sat.Reason)
 	}
-	if res.Summary.Run.Interrupted || res.Records >= len(reqs) || res.Summary.Requests.Failures[string(metrics.FailCancelled)] == 0 {
+	if res.Summary.Run.Interrupted || res.Records >= len(reqs) || res.Summary.Requests.Cancelled == 0 {
 		t.Errorf("stopped run: interrupted %v, %d of %d records, failures %v", res.Summary.Run.Interrupted, res.Records, len(reqs), res.Summary.Requests.Failures)
 	}
 	warned := 0

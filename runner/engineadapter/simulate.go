@@ -115,6 +115,11 @@ func (a *Simulator) Produce(ctx context.Context, trace traces.Source, sink func(
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if n := trace.Stats().WithCancel; n > 0 {
+		// Cancellations (issue 38): the engine frees an aborted request over HTTP; the
+		// simulated timeline has no client to go away, and would show them as completed.
+		return nil, fmt.Errorf("simulate: %d requests of the trace carry cancel_after_ms, which the simulation does not model; replay the trace with llmbench run (its embedded engine sees each cancel as the client going away), or remove the field (docs/cancellations.md)", n)
+	}
 	// The run's nominal end is the one loadgen uses for the same trace at the same rate.
 	first, last := trace.Span()
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / a.RateScale) }
