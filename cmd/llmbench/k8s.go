@@ -51,7 +51,9 @@ resumed. Flags after -- are passed to every shard's ` + "`llmbench run`" + `. Se
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&ko.trace, "trace", "", "trace file to ship in a ConfigMap (at most 1 MiB)")
+	fs.StringVar(&ko.trace, "trace", "", "trace file: shipped in a ConfigMap (at most 1 MiB), or, with --trace-url or --trace-volume, the local copy whose SHA-256 the pods check")
+	fs.StringVar(&ko.o.TraceURL, "trace-url", "", "the pods fetch the trace from this http(s) URL (an init container runs llmbench trace fetch), for a trace larger than a ConfigMap")
+	fs.StringVar(&ko.o.TraceVolume, "trace-volume", "", "the pods read the trace from an existing PersistentVolumeClaim, CLAIM[:PATH] (PATH default: the --trace file's name)")
 	fs.IntVar(&ko.o.Shards, "shards", 2, "number of shard pods")
 	fs.StringVar(&ko.o.Image, "image", "", "llmbench image (built from the repository's Dockerfile)")
 	fs.StringVar(&ko.o.Endpoint, "endpoint", "", "the server under test, as the pods reach it (no user info or query: the manifest is plain text)")
@@ -68,14 +70,20 @@ resumed. Flags after -- are passed to every shard's ` + "`llmbench run`" + `. Se
 }
 
 func runK8sJob(app *App, ko *k8sJobOptions) error {
-	if _, err := traces.ReadFile(ko.trace, traces.ReadOptions{}); err != nil {
+	// Every line is checked here, as run would, without holding the trace.
+	if _, err := traces.OpenFile(ko.trace, traces.ReadOptions{}); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(ko.trace)
+	sum, err := traces.FileSHA256(ko.trace)
 	if err != nil {
 		return fmt.Errorf("read trace: %w", err)
 	}
-	ko.o.Trace, ko.o.TraceName = data, filepath.Base(ko.trace)
+	ko.o.TraceSHA256, ko.o.TraceName = sum, filepath.Base(ko.trace)
+	if ko.o.TraceURL == "" && ko.o.TraceVolume == "" {
+		if ko.o.Trace, err = os.ReadFile(ko.trace); err != nil {
+			return fmt.Errorf("read trace: %w", err)
+		}
+	}
 	switch {
 	case ko.startAt != "":
 		t, err := time.Parse(time.RFC3339, ko.startAt)

@@ -13,12 +13,13 @@ import (
 func init() { register("merge", newMergeCmd) }
 
 type mergeOptions struct {
-	out       string
-	trace     string
-	lenient   bool
-	echartsJS string
-	dirs      []string
-	args      []string
+	out         string
+	trace       string
+	lenient     bool
+	echartsJS   string
+	dirs        []string
+	traceSHA256 string
+	args        []string
 }
 
 func newMergeCmd(app *App) *cobra.Command {
@@ -48,13 +49,14 @@ parts of one run: different traces or settings, or one shard index twice.`,
 	fs.StringVarP(&o.out, "out", "o", "", "merged results directory (default results/<timestamp>-merged)")
 	fs.StringVar(&o.trace, "trace", "", "the trace the shards replayed (default: the path they recorded); read only to count a missing or partial shard's requests")
 	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
+	fs.StringVar(&o.traceSHA256, "trace-sha256", "", "refuse the trace, when it is read, unless its SHA-256 is this (hex)")
 	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
 	return cmd
 }
 
 func runMerge(app *App, o *mergeOptions) error {
 	res, err := runner.Merge(runner.MergeOptions{
-		Dirs: o.dirs, OutDir: o.out, Trace: o.trace, Lenient: o.lenient, Command: commandLine(o.args),
+		Dirs: o.dirs, OutDir: o.out, Trace: o.trace, TraceSHA256: o.traceSHA256, Lenient: o.lenient, Command: commandLine(o.args),
 		HTML: reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv},
 	})
 	var refused *runner.RefusedError
