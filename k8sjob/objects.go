@@ -117,9 +117,9 @@ func (o *Options) shardsJob(clockURL string) *batchv1.Job {
 		ObjectMeta: o.meta("shards", "shard"),
 		Spec: batchv1.JobSpec{
 			CompletionMode: &indexed, Completions: &n, Parallelism: &n,
-			// A shard that fails is not retried: a rerun would start after the common start.
-			// merge names it and counts its requests as dropped.
-			BackoffLimit: &zero,
+			// A shard that fails is not retried (a rerun would start after the common start)
+			// and does not stop the others: merge names it and counts its requests as dropped.
+			BackoffLimitPerIndex: &zero,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "shard"}},
 				Spec: corev1.PodSpec{
@@ -137,10 +137,14 @@ func (o *Options) shardsJob(clockURL string) *batchv1.Job {
 	}
 }
 
+// SummaryPrefix starts the line on which `llmbench merge --print-summary-json` prints the
+// merged summary.json: `llmbench k8s run` reads it from the merge pod's log.
+const SummaryPrefix = "llmbench-summary-json: "
+
 // mergeJob is the suspended Job that merges the shards' results directories (llmbench merge).
 func (o *Options) mergeJob() *batchv1.Job {
 	zero := int32(0)
-	mergeArgs := append([]string{"merge", "-o", resultsDir + "/merged", "--trace", o.tracePath()}, o.traceChecks()...)
+	mergeArgs := append([]string{"merge", "-o", resultsDir + "/merged", "--trace", o.tracePath(), "--print-summary-json"}, o.traceChecks()...)
 	for i := range o.Shards {
 		mergeArgs = append(mergeArgs, fmt.Sprintf("%s/shard-%d", resultsDir, i))
 	}
