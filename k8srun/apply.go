@@ -9,7 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llmbench/llmbench/k8sjob"
 )
@@ -39,29 +39,23 @@ func (c *Cluster) apply(ctx context.Context, m *k8sjob.Manifest, run string) err
 }
 
 func (c *Cluster) create(ctx context.Context, obj any) (object, error) {
-	ns, opts := c.Namespace, metav1.CreateOptions{FieldValidation: "Strict"}
-	var err error
+	ns := c.Namespace
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		o.Namespace = ns
-		_, err = c.Client.CoreV1().ConfigMaps(ns).Create(ctx, o, opts)
-		return object{"ConfigMap", o.Name}, err
+		return object{"ConfigMap", o.Name}, c.createObject(ctx, configMaps, o)
 	case *corev1.PersistentVolumeClaim:
 		o.Namespace = ns
-		_, err = c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, o, opts)
-		return object{"PersistentVolumeClaim", o.Name}, err
+		return object{"PersistentVolumeClaim", o.Name}, c.createObject(ctx, claims, o)
 	case *appsv1.Deployment:
 		o.Namespace = ns
-		_, err = c.Client.AppsV1().Deployments(ns).Create(ctx, o, opts)
-		return object{"Deployment", o.Name}, err
+		return object{"Deployment", o.Name}, c.createObject(ctx, deployments, o)
 	case *corev1.Service:
 		o.Namespace = ns
-		_, err = c.Client.CoreV1().Services(ns).Create(ctx, o, opts)
-		return object{"Service", o.Name}, err
+		return object{"Service", o.Name}, c.createObject(ctx, services, o)
 	case *batchv1.Job:
 		o.Namespace = ns
-		_, err = c.Client.BatchV1().Jobs(ns).Create(ctx, o, opts)
-		return object{"Job", o.Name}, err
+		return object{"Job", o.Name}, c.createObject(ctx, jobs, o)
 	}
 	return object{}, fmt.Errorf("unexpected object %T", obj)
 }
@@ -96,20 +90,10 @@ func (c *Cluster) deleteObjects(ctx context.Context, objs []object) error {
 }
 
 func (c *Cluster) deleteObject(ctx context.Context, o object) error {
-	ns := c.Namespace
-	background := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &background}
-	switch o.kind {
-	case "ConfigMap":
-		return c.Client.CoreV1().ConfigMaps(ns).Delete(ctx, o.name, opts)
-	case "PersistentVolumeClaim":
-		return c.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, o.name, opts)
-	case "Deployment":
-		return c.Client.AppsV1().Deployments(ns).Delete(ctx, o.name, opts)
-	case "Service":
-		return c.Client.CoreV1().Services(ns).Delete(ctx, o.name, opts)
-	case "Job":
-		return c.Client.BatchV1().Jobs(ns).Delete(ctx, o.name, opts)
+	gvr, ok := map[string]schema.GroupVersionResource{"ConfigMap": configMaps, "PersistentVolumeClaim": claims,
+		"Deployment": deployments, "Service": services, "Job": jobs}[o.kind]
+	if !ok {
+		return fmt.Errorf("unexpected kind %s", o.kind)
 	}
-	return fmt.Errorf("unexpected kind %s", o.kind)
+	return c.deleteResource(ctx, gvr, o.name)
 }

@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Cluster is a client for one kubeconfig context and the namespace a run goes to.
+// Cluster is a client for one kubeconfig context and the namespace a run goes to (client-go's
+// dynamic client, see api.go).
 type Cluster struct {
-	Client    kubernetes.Interface
+	dyn       dynamic.Interface
+	http      *http.Client
 	Namespace string
 	Context   string
 	Host      string
@@ -55,18 +60,20 @@ func Connect(ctx context.Context, kubeconfig, kubeContext, namespace string) (*C
 			return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
 		}
 	}
-	client, err := kubernetes.NewForConfig(rest)
-	if err != nil {
+	c := &Cluster{Namespace: namespace, Context: name, Host: strings.TrimSuffix(rest.Host, "/")}
+	if c.http, err = restclient.HTTPClientFor(rest); err != nil {
+		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
+	}
+	if c.dyn, err = dynamic.NewForConfigAndClient(rest, c.http); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Client: client, Namespace: namespace, Context: name, Host: rest.Host}
 	return c, c.checkNamespace(ctx)
 }
 
 // checkNamespace refuses a namespace that does not exist (a user who may not read
 // namespaces gets no check: the first create says what is wrong).
 func (c *Cluster) checkNamespace(ctx context.Context) error {
-	_, err := c.Client.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
+	_, err := c.dyn.Resource(namespaces).Get(ctx, c.Namespace, metav1.GetOptions{})
 	switch {
 	case err == nil, apierrors.IsForbidden(err):
 		return nil

@@ -15,8 +15,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/k8sjob"
@@ -120,7 +118,7 @@ func (c *Cluster) followShards(ctx context.Context, o Options) ([]ShardState, er
 	last, reported, waiting := "", map[int]bool{}, map[string]time.Time{}
 	var states []ShardState
 	for {
-		job, err := c.Client.BatchV1().Jobs(c.Namespace).Get(ctx, o.Name+"-shards", metav1.GetOptions{})
+		job, err := c.job(ctx, o.Name+"-shards")
 		if err != nil {
 			return states, c.pollErr(ctx, err)
 		}
@@ -158,11 +156,7 @@ func (c *Cluster) pollErr(ctx context.Context, err error) error {
 
 func (c *Cluster) pods(ctx context.Context, run, component string) ([]corev1.Pod, error) {
 	sel := "app.kubernetes.io/instance=" + run + ",app.kubernetes.io/component=" + component
-	list, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
+	return c.listPods(ctx, sel)
 }
 
 // shardStates is each index's newest pod's state.
@@ -234,8 +228,8 @@ func (c *Cluster) reportFailures(ctx context.Context, states []ShardState, repor
 	}
 }
 
-func (c *Cluster) logTail(ctx context.Context, pod, container string, lines int64) string {
-	b, err := c.Client.CoreV1().Pods(c.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}).DoRaw(ctx)
+func (c *Cluster) logTail(ctx context.Context, pod, container string, lines int) string {
+	b, err := c.podLog(ctx, pod, container, lines)
 	if err != nil {
 		return ""
 	}
@@ -285,8 +279,7 @@ func finished(job *batchv1.Job) bool {
 
 func (c *Cluster) patchSuspend(ctx context.Context, job string, suspend bool) error {
 	patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, suspend)
-	_, err := c.Client.BatchV1().Jobs(c.Namespace).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return c.patchJob(ctx, job, patch)
 }
 
 func (c *Cluster) resume(ctx context.Context, job string) error {
@@ -312,7 +305,7 @@ func (c *Cluster) waitMerge(ctx context.Context, o Options) (*Result, error) {
 	defer tick.Stop()
 	waiting := map[string]time.Time{}
 	for {
-		job, err := c.Client.BatchV1().Jobs(c.Namespace).Get(ctx, o.Name+"-merge", metav1.GetOptions{})
+		job, err := c.job(ctx, o.Name+"-merge")
 		if err != nil {
 			return nil, c.pollErr(ctx, err)
 		}
@@ -340,7 +333,7 @@ func (c *Cluster) mergeResult(ctx context.Context, pods []corev1.Pod, ok bool) (
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
 	pod := pods[len(pods)-1]
-	log, err := c.Client.CoreV1().Pods(c.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "merge"}).DoRaw(ctx)
+	log, err := c.podLog(ctx, pod.Name, "merge", 0)
 	if err != nil {
 		return nil, fmt.Errorf("read the log of merge pod %s: %w", pod.Name, err)
 	}
