@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llmbench/llmbench/internal/k8stest"
 	"github.com/llmbench/llmbench/runner"
@@ -40,7 +39,7 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 		app.Stdout, app.Stderr = c.Stdout, c.Stdout
 		return execute(ctx, &app.App, args)
 	}
-	agent.Attach(t, cp.Client)
+	agent.Attach(t, cp.API)
 
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.jsonl")
@@ -86,9 +85,9 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 			t.Errorf("k8s delete: %q lacks %q", del.out.String(), want)
 		}
 	}
-	jobs, err := cp.Client.BatchV1().Jobs(cp.Namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(jobs.Items) != 0 {
-		t.Fatalf("jobs after delete: %d, %v", len(jobs.Items), err)
+	jobs, err := cp.API.Jobs(context.Background(), cp.Namespace)
+	if err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs after delete: %d, %v", len(jobs), err)
 	}
 
 	t.Run("bad input", func(t *testing.T) { checkK8sRunBadInput(t, cp, trace, endpoint) })
@@ -98,13 +97,12 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 // the Job set.
 func checkShardPods(t *testing.T, cp *k8stest.ControlPlane) {
 	t.Helper()
-	pods, err := cp.Client.CoreV1().Pods(cp.Namespace).List(context.Background(),
-		metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=shard"})
+	pods, err := cp.API.Pods(context.Background(), cp.Namespace, "app.kubernetes.io/component=shard")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		idx := p.Annotations["batch.kubernetes.io/job-completion-index"]
 		seen[idx] = true
 		c := p.Spec.Containers[0]
@@ -114,8 +112,8 @@ func checkShardPods(t *testing.T, cp *k8stest.ControlPlane) {
 			t.Errorf("pod %s (index %s): phase %s, args %q", p.Name, idx, p.Status.Phase, args)
 		}
 	}
-	if len(pods.Items) != 3 || !seen["0"] || !seen["1"] || !seen["2"] {
-		t.Fatalf("%d shard pods, indexes %v", len(pods.Items), seen)
+	if len(pods) != 3 || !seen["0"] || !seen["1"] || !seen["2"] {
+		t.Fatalf("%d shard pods, indexes %v", len(pods), seen)
 	}
 }
 
@@ -148,7 +146,7 @@ func checkK8sRunBadInput(t *testing.T, cp *k8stest.ControlPlane, trace, endpoint
 			}
 		}
 	}
-	if _, err := cp.Client.BatchV1().Jobs(cp.Namespace).Get(context.Background(), "pull-shards", metav1.GetOptions{}); err != nil {
+	if _, err := cp.API.Job(context.Background(), cp.Namespace, "pull-shards"); err != nil {
 		t.Errorf("the objects of the failed run were not left for inspection: %v", err)
 	}
 }

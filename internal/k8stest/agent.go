@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Container is one container the agent runs: its command line with $(VAR) references
@@ -48,12 +47,12 @@ type Agent struct {
 	// Node is the node's name (default "agent").
 	Node string
 
-	client kubernetes.Interface
-	dir    string
-	srv    *httptest.Server
-	mu     sync.Mutex
-	logs   map[string]*logBuf
-	pods   map[types.UID]*podRun
+	api  API
+	dir  string
+	srv  *httptest.Server
+	mu   sync.Mutex
+	logs map[string]*logBuf
+	pods map[types.UID]*podRun
 }
 
 type podRun struct {
@@ -86,13 +85,16 @@ func (a *Agent) CA() []byte {
 func (a *Agent) Claim(name string) string { return filepath.Join(a.dir, "claims", name) }
 
 // Attach registers the node and runs the agent until the test ends.
-func (a *Agent) Attach(t testing.TB, client kubernetes.Interface) {
+func (a *Agent) Attach(t testing.TB, api API) {
 	t.Helper()
-	a.client = client
+	a.api = api
 	port, _ := strconv.Atoi(a.srv.URL[strings.LastIndexByte(a.srv.URL, ':')+1:])
 	ctx, cancel := context.WithCancel(context.Background())
-	node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, metav1.CreateOptions{})
-	if err != nil {
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: a.Node}}
+	if err := api.create(ctx, nodesR, "", node); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.get(ctx, nodesR, "", a.Node, node); err != nil {
 		t.Fatal(err)
 	}
 	node.Status = corev1.NodeStatus{
@@ -100,7 +102,7 @@ func (a *Agent) Attach(t testing.TB, client kubernetes.Interface) {
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 		Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
 	}
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if err := api.updateStatus(ctx, nodesR, "", node); err != nil {
 		t.Fatal(err)
 	}
 	stopped := make(chan struct{})
@@ -121,9 +123,9 @@ func (a *Agent) Attach(t testing.TB, client kubernetes.Interface) {
 // loop looks at the pods ten times a second, as a kubelet's sync loop would.
 func (a *Agent) loop(ctx context.Context) {
 	for {
-		if list, err := a.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err == nil {
-			for i := range list.Items {
-				a.sync(ctx, &list.Items[i])
+		if list, err := a.api.Pods(ctx, "", ""); err == nil {
+			for i := range list {
+				a.sync(ctx, &list[i])
 			}
 		}
 		select {
@@ -135,7 +137,6 @@ func (a *Agent) loop(ctx context.Context) {
 }
 
 func (a *Agent) sync(ctx context.Context, p *corev1.Pod) {
-	pods := a.client.CoreV1().Pods(p.Namespace)
 	a.mu.Lock()
 	run := a.pods[p.UID]
 	a.mu.Unlock()
@@ -149,11 +150,11 @@ func (a *Agent) sync(ctx context.Context, p *corev1.Pod) {
 				return // still stopping
 			}
 		}
-		zero := int64(0)
-		pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		a.api.deletePod(ctx, p.Namespace, p.Name)
 	case p.Spec.NodeName == "":
-		pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
-			Target: corev1.ObjectReference{Kind: "Node", Name: a.Node}}, metav1.CreateOptions{})
+		a.api.create(ctx, podsR, p.Namespace, &corev1.Binding{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: a.Node}}, "binding")
 	case p.Spec.NodeName != a.Node || run != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 	case a.unpullable(p):
 		if len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil {
@@ -289,8 +290,8 @@ func (a *Agent) env(ctx context.Context, p *corev1.Pod, c corev1.Container) (map
 		case e.ValueFrom.FieldRef != nil:
 			env[e.Name] = field(p, e.ValueFrom.FieldRef.FieldPath)
 		case e.ValueFrom.SecretKeyRef != nil:
-			s, err := a.client.CoreV1().Secrets(p.Namespace).Get(ctx, e.ValueFrom.SecretKeyRef.Name, metav1.GetOptions{})
-			if err != nil {
+			var s corev1.Secret
+			if err := a.api.get(ctx, secretsR, p.Namespace, e.ValueFrom.SecretKeyRef.Name, &s); err != nil {
 				return nil, err
 			}
 			env[e.Name] = string(s.Data[e.ValueFrom.SecretKeyRef.Key])
@@ -328,8 +329,8 @@ func (a *Agent) volumes(ctx context.Context, p *corev1.Pod) (map[string]string, 
 		case v.PersistentVolumeClaim != nil:
 			dir = a.Claim(v.PersistentVolumeClaim.ClaimName)
 		case v.ConfigMap != nil:
-			cm, err := a.client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
-			if err != nil {
+			var cm corev1.ConfigMap
+			if err := a.api.get(ctx, configMapsR, p.Namespace, v.ConfigMap.Name, &cm); err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -354,14 +355,13 @@ func (a *Agent) volumes(ctx context.Context, p *corev1.Pod) (map[string]string, 
 
 // setStatus changes the pod's status, retrying on a conflict with another writer.
 func (a *Agent) setStatus(ctx context.Context, p *corev1.Pod, change func(*corev1.PodStatus)) {
-	pods := a.client.CoreV1().Pods(p.Namespace)
 	for range 10 {
-		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil {
+		var cur corev1.Pod
+		if err := a.api.get(ctx, podsR, p.Namespace, p.Name, &cur); err != nil {
 			return
 		}
 		change(&cur.Status)
-		if _, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		if err := a.api.updateStatus(ctx, podsR, p.Namespace, &cur); !apierrors.IsConflict(err) {
 			return
 		}
 	}
@@ -393,9 +393,10 @@ func (a *Agent) serveLog(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, text)
 }
 
-func createNamespace(t testing.TB, c kubernetes.Interface, name string) {
+func createNamespace(t testing.TB, api API, name string) {
 	t.Helper()
-	if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := api.create(context.Background(), namespacesR, "", ns); err != nil {
 		t.Fatal(err)
 	}
 }

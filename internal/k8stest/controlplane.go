@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -43,7 +43,7 @@ type ControlPlane struct {
 	// namespace Namespace (created).
 	Kubeconfig string
 	Namespace  string
-	Client     kubernetes.Interface
+	API        API
 	URL        string
 	dir        string
 }
@@ -124,22 +124,22 @@ current-context: test
 `, cp.URL, token, cp.Namespace))
 	start(t, dir, "kube-controller-manager", controllersBin, "--kubeconfig", cp.Kubeconfig,
 		"--controllers", "job,garbage-collector-controller", "--leader-elect=false", "--secure-port", "0")
-	cp.Client = client(t, cp.Kubeconfig)
-	createNamespace(t, cp.Client, cp.Namespace)
+	cp.API = client(t, cp.Kubeconfig)
+	createNamespace(t, cp.API, cp.Namespace)
 	return cp
 }
 
-func client(t testing.TB, kubeconfig string) kubernetes.Interface {
+func client(t testing.TB, kubeconfig string) API {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return API{c}
 }
 
 // start runs a program until the test ends; its output goes to DIR/NAME.log, which a
