@@ -46,7 +46,7 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 	var b strings.Builder
 	const requests = 24
 	for i := range requests {
-		fmt.Fprintf(&b, `{"id":"r%d","arrival_ms":%d,"input_tokens":%d,"output_tokens":%d}`+"\n", i, i*50, 20+i, 8+i%5)
+		fmt.Fprintf(&b, `{"id":"r%d","arrival_s":%g,"input_tokens":%d,"output_tokens":%d}`+"\n", i, float64(i)*0.05, 20+i, 8+i%5)
 	}
 	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -58,6 +58,7 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 		"--poll", "200ms", "--out", out, "--", "--slo", "ttft=2s"); code != 0 {
 		t.Fatalf("k8s run: exit %d\nstdout:\n%s\nstderr:\n%s", code, app.out.String(), app.err.String())
 	}
+	t.Logf("k8s run's stderr:\n%s\nstdout:\n%s", app.err.String(), app.out.String())
 	sum, err := runner.ReadSummary(out)
 	if err != nil {
 		t.Fatal(err)

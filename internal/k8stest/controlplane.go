@@ -123,7 +123,7 @@ contexts:
 current-context: test
 `, cp.URL, token, cp.Namespace))
 	start(t, dir, "kube-controller-manager", controllersBin, "--kubeconfig", cp.Kubeconfig,
-		"--controllers", "job,garbage-collector-controller", "--leader-elect=false", "--secure-port", "0")
+		"--controllers", "job-controller,garbage-collector-controller", "--leader-elect=false", "--secure-port", "0")
 	cp.API = client(t, cp.Kubeconfig)
 	createNamespace(t, cp.API, cp.Namespace)
 	return cp
