@@ -35,6 +35,6 @@ cd "$work/src"
 rm -rf go.work go.work.sum vendor
 sed -i -E "s#^(\s*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+#\1\2 => \2 $staging#" go.mod
 mkdir -p "$bin.tmp"
-GOWORK=off GOFLAGS=-mod=mod go build -trimpath -ldflags=-s -o "$bin.tmp/" ./cmd/kube-apiserver ./cmd/kube-controller-manager >&2
+GOWORK=off GOFLAGS=-mod=mod go build -ldflags=-s -o "$bin.tmp/" ./cmd/kube-apiserver ./cmd/kube-controller-manager >&2
 rm -rf "$bin" && mv "$bin.tmp" "$bin"
 echo "$bin"
