@@ -31,9 +31,20 @@ type Options struct {
 	// Image is the llmbench image (required), built from the repository's Dockerfile.
 	Image string
 	// TraceName is the trace's file name (its extension says JSONL or msgpack) and Trace its
-	// bytes; a ConfigMap holds at most 1 MiB.
+	// bytes, shipped in a ConfigMap, which holds at most 1 MiB. A larger trace goes by
+	// TraceURL or TraceVolume instead, and Trace is not needed.
 	TraceName string
 	Trace     []byte
+	// TraceURL (http or https, no user info or query: the manifest is plain text) is where
+	// the pods fetch the trace instead: an init container runs `llmbench trace fetch`, which
+	// keeps it only if its digest is TraceSHA256.
+	TraceURL string
+	// TraceVolume, "CLAIM[:PATH]", names an existing PersistentVolumeClaim that holds the
+	// trace at PATH (default TraceName), mounted read-only.
+	TraceVolume string
+	// TraceSHA256 is the trace's SHA-256 in hex (required with TraceURL or TraceVolume):
+	// every shard and the merge check it before anything is sent (`run --trace-sha256`).
+	TraceSHA256 string
 	// Shards is the number of shard pods (>= 1).
 	Shards int
 	// StartAt is the common start of the shards (required).
@@ -98,6 +109,43 @@ func checkNoSecrets(endpoint string, args []string) error {
 	return nil
 }
 
+// checkTrace checks how the trace reaches the pods: in a ConfigMap, from a URL or on a volume.
+func (o *Options) checkTrace() error {
+	if o.TraceSHA256 != "" && !sha256Hex.MatchString(o.TraceSHA256) {
+		return fmt.Errorf("trace sha256 %q: want 64 lower-case hexadecimal digits", safeQuote(o.TraceSHA256))
+	}
+	switch {
+	case o.TraceURL != "" && o.TraceVolume != "":
+		return errors.New("--trace-url and --trace-volume: give one way for the pods to get the trace")
+	case o.TraceURL != "":
+		u, err := url.Parse(o.TraceURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--trace-url %s: want an http:// or https:// URL the pods can reach", safeQuote(redact.URL(o.TraceURL)))
+		}
+		if u.User != nil || u.RawQuery != "" {
+			return fmt.Errorf("--trace-url %s: user info and query values may be credentials and a manifest is stored in plain text; serve the trace where the pods may read it without them, or use --trace-volume", safeQuote(redact.URL(o.TraceURL)))
+		}
+	case o.TraceVolume != "":
+		claim, p, _ := strings.Cut(o.TraceVolume, ":")
+		if !dnsSubdomain.MatchString(claim) {
+			return fmt.Errorf("--trace-volume %q: want CLAIM[:PATH], CLAIM the name of a PersistentVolumeClaim", safeQuote(o.TraceVolume))
+		}
+		if p != "" && (path.IsAbs(p) || path.Clean(p) != p || strings.HasPrefix(p, "..")) {
+			return fmt.Errorf("--trace-volume %q: PATH must be a clean path relative to the volume's root", safeQuote(o.TraceVolume))
+		}
+	case len(o.Trace) == 0:
+		return errors.New("the trace is empty")
+	case len(o.Trace) > maxTrace:
+		return fmt.Errorf("the trace is %d bytes, more than a ConfigMap holds (1 MiB): serve it over HTTP and pass --trace-url URL, or put it on a PersistentVolumeClaim and pass --trace-volume CLAIM[:PATH] (the pods check its sha256 before sending anything); msgpack (`llmbench trace convert`) is about half the size of JSONL", len(o.Trace))
+	}
+	if (o.TraceURL != "" || o.TraceVolume != "") && o.TraceSHA256 == "" {
+		return errors.New("a trace shipped by URL or volume needs its sha256 (the CLI computes it from --trace)")
+	}
+	return nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
 func safeQuote(s string) string { return safetext.Quote(s, 200) }
 
 func (o *Options) check() error {
@@ -121,12 +169,11 @@ func (o *Options) check() error {
 		return errors.New("--endpoint is required: every shard sends to the same server")
 	case o.StartAt.IsZero():
 		return errors.New("a start time is required (--start-at or --start-in)")
-	case len(o.Trace) == 0:
-		return errors.New("the trace is empty")
-	case len(o.Trace) > maxTrace:
-		return fmt.Errorf("the trace is %d bytes, more than a ConfigMap holds (1 MiB): write it as msgpack (`llmbench trace convert`), or put it on a volume and edit the manifest's trace volume", len(o.Trace))
 	case o.TraceName == "" || path.Base(o.TraceName) != o.TraceName:
 		return fmt.Errorf("trace name %q: want a file name", o.TraceName)
+	}
+	if err := o.checkTrace(); err != nil {
+		return err
 	}
 	if err := checkNoSecrets(o.Endpoint, o.RunArgs); err != nil {
 		return err
@@ -156,9 +203,14 @@ type Manifest struct {
 	Merge   *batchv1.Job
 }
 
-// Objects lists the manifest's objects in order.
+// Objects lists the manifest's objects in order. Trace is nil when the pods fetch the trace
+// from a URL or read it from a volume.
 func (m *Manifest) Objects() []any {
-	return []any{m.Trace, m.Results, m.Clock, m.ClockSv, m.Shards, m.Merge}
+	objs := []any{m.Trace, m.Results, m.Clock, m.ClockSv, m.Shards, m.Merge}
+	if m.Trace == nil {
+		objs = objs[1:]
+	}
+	return objs
 }
 
 // Build makes the manifest.
@@ -168,7 +220,11 @@ func Build(o Options) (*Manifest, error) {
 	}
 	clock, clockSvc := o.clockObjects()
 	clockURL := fmt.Sprintf("http://%s-clock:%d", o.Name, clockPort)
-	return &Manifest{Trace: o.traceConfigMap(), Results: o.resultsClaim(), Clock: clock, ClockSv: clockSvc,
+	var cm *corev1.ConfigMap
+	if o.TraceURL == "" && o.TraceVolume == "" {
+		cm = o.traceConfigMap()
+	}
+	return &Manifest{Trace: cm, Results: o.resultsClaim(), Clock: clock, ClockSv: clockSvc,
 		Shards: o.shardsJob(clockURL), Merge: o.mergeJob()}, nil
 }
 
@@ -187,11 +243,51 @@ func mounts() []corev1.VolumeMount {
 	return []corev1.VolumeMount{{Name: "trace", MountPath: traceDir, ReadOnly: true}, {Name: "results", MountPath: resultsDir}}
 }
 
-func volumes(name string) []corev1.Volume {
-	return []corev1.Volume{
-		{Name: "trace", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-trace"}}}},
-		{Name: "results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name + "-results"}}},
+// volumes are the pods' trace and results volumes. The trace volume is the ConfigMap, an
+// emptyDir the fetch init container fills (TraceURL), or the user's claim (TraceVolume).
+func (o *Options) volumes() []corev1.Volume {
+	trace := corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.Name + "-trace"}}}
+	switch {
+	case o.TraceURL != "":
+		trace = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	case o.TraceVolume != "":
+		claim, _, _ := strings.Cut(o.TraceVolume, ":")
+		trace = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true}}
 	}
+	return []corev1.Volume{
+		{Name: "trace", VolumeSource: trace},
+		{Name: "results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.Name + "-results"}}},
+	}
+}
+
+// tracePath is where the pods read the trace.
+func (o *Options) tracePath() string {
+	if _, p, ok := strings.Cut(o.TraceVolume, ":"); ok && p != "" {
+		return path.Join(traceDir, p)
+	}
+	return path.Join(traceDir, o.TraceName)
+}
+
+// traceChecks are the flags that make run and merge check the trace's digest.
+func (o *Options) traceChecks() []string {
+	if o.TraceSHA256 == "" {
+		return nil
+	}
+	return []string{"--trace-sha256", o.TraceSHA256}
+}
+
+// initContainers fetch the trace into the pod's emptyDir when it comes from TraceURL: `llmbench
+// trace fetch` writes it only once its sha256 matches, so a pod never starts on another file.
+func (o *Options) initContainers() []corev1.Container {
+	if o.TraceURL == "" {
+		return nil
+	}
+	return []corev1.Container{{
+		Name: "fetch-trace", Image: o.Image, Command: []string{binary},
+		Args:         []string{"trace", "fetch", "--sha256", o.TraceSHA256, "-o", o.tracePath(), o.TraceURL},
+		VolumeMounts: []corev1.VolumeMount{{Name: "trace", MountPath: traceDir}},
+		Resources:    resources("1"),
+	}}
 }
 
 // isText reports whether b can go in a ConfigMap's data (UTF-8 text) rather than binaryData.

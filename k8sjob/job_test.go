@@ -76,7 +76,7 @@ func TestManifestDecodesStrictlyIntoTheAPITypes(t *testing.T) {
 	}
 	job := objs[4].(*batchv1.Job)
 	s := job.Spec
-	if *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 4 || *s.Parallelism != 4 || *s.BackoffLimit != 0 {
+	if *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 4 || *s.Parallelism != 4 || s.BackoffLimit != nil || *s.BackoffLimitPerIndex != 0 {
 		t.Fatalf("shards job spec %+v", s)
 	}
 	c := s.Template.Spec.Containers[0]

@@ -2,7 +2,6 @@ package k8sjob
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -88,11 +87,12 @@ func (o *Options) clockObjects() (*appsv1.Deployment, *corev1.Service) {
 // the common start, the clock reference at clockURL, its results directory on the volume,
 // the API key from a Secret when o names one, and o.RunArgs.
 func (o *Options) shardArgs(clockURL string) ([]string, []corev1.EnvVar) {
-	runArgs := append([]string{"run", "--trace", path.Join(traceDir, o.TraceName), "--endpoint", o.Endpoint,
+	runArgs := append([]string{"run", "--trace", o.tracePath(), "--endpoint", o.Endpoint,
 		"--shard", fmt.Sprintf("auto/%d", o.Shards), "--start-at", o.StartAt.UTC().Format(time.RFC3339),
 		"--clock-ref", clockURL, "--clock-wait", clockWait, "--no-progress",
 		// $(JOB_COMPLETION_INDEX) is expanded by the kubelet from the variable the Job sets.
-		"--out", resultsDir + "/shard-$(JOB_COMPLETION_INDEX)"}, o.RunArgs...)
+		"--out", resultsDir + "/shard-$(JOB_COMPLETION_INDEX)"}, o.traceChecks()...)
+	runArgs = append(runArgs, o.RunArgs...)
 	var env []corev1.EnvVar
 	if o.APIKeySecret != "" {
 		name, key, _ := strings.Cut(o.APIKeySecret, ":")
@@ -117,29 +117,34 @@ func (o *Options) shardsJob(clockURL string) *batchv1.Job {
 		ObjectMeta: o.meta("shards", "shard"),
 		Spec: batchv1.JobSpec{
 			CompletionMode: &indexed, Completions: &n, Parallelism: &n,
-			// A shard that fails is not retried: a rerun would start after the common start.
-			// merge names it and counts its requests as dropped.
-			BackoffLimit: &zero,
+			// A shard that fails is not retried (a rerun would start after the common start)
+			// and does not stop the others: merge names it and counts its requests as dropped.
+			BackoffLimitPerIndex: &zero,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "shard"}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:   corev1.RestartPolicyNever,
 					SecurityContext: podSecurity(),
+					InitContainers:  o.initContainers(),
 					Containers: []corev1.Container{{
 						Name: "llmbench", Image: o.Image, Command: []string{binary}, Args: runArgs, Env: env,
 						VolumeMounts: mounts(), Resources: resources(o.CPU),
 					}},
-					Volumes: volumes(o.Name),
+					Volumes: o.volumes(),
 				},
 			},
 		},
 	}
 }
 
+// SummaryPrefix starts the line on which `llmbench merge --print-summary-json` prints the
+// merged summary.json: `llmbench k8s run` reads it from the merge pod's log.
+const SummaryPrefix = "llmbench-summary-json: "
+
 // mergeJob is the suspended Job that merges the shards' results directories (llmbench merge).
 func (o *Options) mergeJob() *batchv1.Job {
 	zero := int32(0)
-	mergeArgs := []string{"merge", "-o", resultsDir + "/merged", "--trace", path.Join(traceDir, o.TraceName)}
+	mergeArgs := append([]string{"merge", "-o", resultsDir + "/merged", "--trace", o.tracePath(), "--print-summary-json"}, o.traceChecks()...)
 	for i := range o.Shards {
 		mergeArgs = append(mergeArgs, fmt.Sprintf("%s/shard-%d", resultsDir, i))
 	}
@@ -156,11 +161,12 @@ func (o *Options) mergeJob() *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:   corev1.RestartPolicyNever,
 					SecurityContext: podSecurity(),
+					InitContainers:  o.initContainers(),
 					Containers: []corev1.Container{{
 						Name: "merge", Image: o.Image, Command: []string{binary}, Args: mergeArgs,
 						VolumeMounts: mounts(), Resources: resources("1"),
 					}},
-					Volumes: volumes(o.Name),
+					Volumes: o.volumes(),
 				},
 			},
 		},

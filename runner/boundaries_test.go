@@ -47,6 +47,8 @@ func TestPackageBoundaries(t *testing.T) {
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
 		"internal/tokstub":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
+		"internal/k8stest":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
+		"k8srun":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"k8sjob":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
 		"metrics":              {"net/http", "net", mod + "loadgen", mod + "refengine", mod + "reports"},

@@ -28,6 +28,8 @@ type MergeOptions struct {
 	// shard is missing or partial, to count its requests that have no record as dropped.
 	Trace   string
 	Lenient bool
+	// TraceSHA256, when set, refuses a trace file (once it is read) with another digest.
+	TraceSHA256 string
 	// Command is recorded as the merged run's command line.
 	Command string
 	HTML    reports.HTMLOptions
@@ -374,6 +376,11 @@ func openMergeTrace(o MergeOptions, f *ShardFacts) (traces.Source, error) {
 	}
 	if path == "" {
 		return nil, refuse("a shard is missing or did not finish and its requests cannot be counted: give --trace FILE")
+	}
+	if o.TraceSHA256 != "" {
+		if err := traces.CheckSHA256(path, o.TraceSHA256); err != nil {
+			return nil, refuse("--trace-sha256: %v", err)
+		}
 	}
 	src, err := traces.OpenFile(path, traces.ReadOptions{Lenient: o.Lenient})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/llmbench/llmbench/traces"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,8 +38,16 @@ func TestK8sJobDocExampleIsRealOutput(t *testing.T) {
 // commands (so a renamed flag cannot leave the manifest stale), and shard auto/N resolves
 // from the index the Job sets.
 func TestK8sJobPodsRunValidCommands(t *testing.T) {
+	t.Run("configmap", func(t *testing.T) { checkK8sJobCommands(t, k8sExampleArgs) })
+	byURL := append([]string{k8sExampleArgs[0], k8sExampleArgs[1], "--trace-url", "https://traces.example/k8s-example.jsonl"}, k8sExampleArgs[2:]...)
+	t.Run("url", func(t *testing.T) { checkK8sJobCommands(t, byURL) })
+	onVolume := append([]string{k8sExampleArgs[0], k8sExampleArgs[1], "--trace-volume", "traces:day1/k8s-example.jsonl"}, k8sExampleArgs[2:]...)
+	t.Run("volume", func(t *testing.T) { checkK8sJobCommands(t, onVolume) })
+}
+
+func checkK8sJobCommands(t *testing.T, jobArgs []string) {
 	app := newTestApp(nil)
-	mustRun(t, app, k8sExampleArgs...)
+	mustRun(t, app, jobArgs...)
 	var jobs []*batchv1.Job
 	for _, doc := range strings.Split(app.out.String(), "\n---\n") {
 		if strings.Contains(doc, "\nkind: Job\n") {
@@ -51,18 +61,35 @@ func TestK8sJobPodsRunValidCommands(t *testing.T) {
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs", len(jobs))
 	}
+	var commands [][]string
 	for _, j := range jobs {
-		args := j.Spec.Template.Spec.Containers[0].Args
+		for _, c := range j.Spec.Template.Spec.InitContainers {
+			commands = append(commands, c.Args)
+		}
+		commands = append(commands, j.Spec.Template.Spec.Containers[0].Args)
+	}
+	sum, err := traces.FileSHA256("testdata/k8s-example.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range commands {
 		for i, a := range args {
 			args[i] = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", "2")
 		}
 		root := newRootCmd(&newTestApp(nil).App)
 		cmd, rest, err := root.Find(args)
 		if err != nil {
-			t.Fatalf("%s: %v", j.Name, err)
+			t.Fatalf("%v: %v", args, err)
 		}
 		if err := cmd.ParseFlags(rest); err != nil {
-			t.Fatalf("%s runs `llmbench %s`: %v", j.Name, strings.Join(args, " "), err)
+			t.Fatalf("a pod runs `llmbench %s`: %v", strings.Join(args, " "), err)
+		}
+		digest := "trace-sha256"
+		if cmd.Name() == "fetch" {
+			digest = "sha256"
+		}
+		if got := cmd.Flag(digest).Value.String(); got != sum {
+			t.Fatalf("`llmbench %s` checks the trace against %q, want %s", strings.Join(args, " "), got, sum)
 		}
 		if cmd.Name() == "run" {
 			o := &shardFlags{shard: cmd.Flag("shard").Value.String(), startAt: cmd.Flag("start-at").Value.String(), clockRef: cmd.Flag("clock-ref").Value.String()}

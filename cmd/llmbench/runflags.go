@@ -463,6 +463,7 @@ type traceFlags struct {
 	path    string
 	lenient bool
 	maxSpan time.Duration
+	sha256  string         // --trace-sha256: the file must have this digest
 	fs      *pflag.FlagSet // to read --rate-scale and --time-scale, which shorten a replay
 }
 
@@ -471,10 +472,25 @@ func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
 	fs.StringVar(&f.path, "trace", "", "trace file (JSONL, see traces/FORMAT.md; .msgpack for the msgpack encoding)")
 	fs.BoolVar(&f.lenient, "lenient", false, "accept unknown fields in trace lines")
 	fs.DurationVar(&f.maxSpan, "max-span", defaultMaxSpan, "refuse a trace whose replay would span longer than this (last arrival, or a session's start plus its think times)")
+	fs.StringVar(&f.sha256, "trace-sha256", "", "refuse the trace file unless its SHA-256 is this (hex): a trace shipped to another machine is checked before anything is sent")
 	return f
 }
 
+// checkDigest refuses the trace file when --trace-sha256 names another digest.
+func (f *traceFlags) checkDigest() error {
+	if f.sha256 == "" {
+		return nil
+	}
+	if err := traces.CheckSHA256(f.path, f.sha256); err != nil {
+		return fmt.Errorf("--trace-sha256: %w", err)
+	}
+	return nil
+}
+
 func (f *traceFlags) read() ([]traces.Request, error) {
+	if err := f.checkDigest(); err != nil {
+		return nil, err
+	}
 	reqs, err := traces.ReadFile(f.path, traces.ReadOptions{Lenient: f.lenient})
 	if err != nil {
 		return nil, err
@@ -538,6 +554,9 @@ func traceSpan(src traces.Source) time.Duration {
 // each pass, so that a long trace costs no memory) when it is in arrival order. A long trace
 // that must be held instead gets a note on w saying how to avoid it.
 func (f *traceFlags) open(w io.Writer) (traces.Source, error) {
+	if err := f.checkDigest(); err != nil {
+		return nil, err
+	}
 	src, err := traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
 	if err == nil {
 		if err := f.checkSpan(src); err != nil {

@@ -23,7 +23,7 @@ func newTraceCmd(app *App) *cobra.Command {
 traces/FORMAT.md). Transforming commands write the new trace to -o (default stdout).`,
 	}
 	cmd.AddCommand(newTraceStatsCmd(app), newTraceScaleCmd(app), newTraceSliceCmd(app),
-		newTraceSampleCmd(app), newTraceFilterCmd(app), newTraceValidateCmd(app))
+		newTraceSampleCmd(app), newTraceFilterCmd(app), newTraceValidateCmd(app), newTraceFetchCmd(app))
 	return cmd
 }
 

@@ -1,0 +1,369 @@
+package k8srun
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/llmbench/llmbench/internal/safetext"
+	"github.com/llmbench/llmbench/k8sjob"
+)
+
+// Options of a run on the cluster.
+type Options struct {
+	// Name is the run's name (k8sjob.Options.Name): every object's prefix.
+	Name string
+	// Shards is the number of shard pods.
+	Shards int
+	// Progress receives a line whenever the shards' states change, and each failed shard's
+	// reason and log tail (nil: io.Discard).
+	Progress io.Writer
+	// Poll is how often the run asks the API (default 2 s).
+	Poll time.Duration
+	// PullTimeout bounds how long a pod may wait for its image (default 5 min): past it the run
+	// ends with a PullError naming the pod and the reason.
+	PullTimeout time.Duration
+	// Now is the wall clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Result is what a finished run brings back.
+type Result struct {
+	// Summary is the merged summary.json, as the merge pod printed it.
+	Summary []byte
+	// Shards is each shard's final state, by index.
+	Shards []ShardState
+	// MergeLog is the merge pod's log without the summary line.
+	MergeLog string
+}
+
+// ShardState is one shard pod's phase and, when it is not progressing, why.
+type ShardState struct {
+	Index  int
+	Pod    string
+	Phase  corev1.PodPhase // "" before the Job made its pod
+	Reason string
+}
+
+// PullError ends a run whose pod could not get its image within PullTimeout.
+type PullError struct{ Pod, Reason string }
+
+func (e *PullError) Error() string {
+	return fmt.Sprintf("pod %s cannot start: %s (the image cannot be pulled; check --image and the cluster's pull secrets)", e.Pod, e.Reason)
+}
+
+// ErrInterrupted ends a run whose context was cancelled: the shards were asked to stop
+// (their Job suspended, so each pod gets SIGTERM and writes what it has) and every object is
+// left for inspection.
+var ErrInterrupted = errors.New("interrupted: the shards were asked to stop; the objects are left for inspection")
+
+// Run creates the manifest's objects, follows the shards until their Job has finished,
+// resumes the merge Job, waits for it and returns the merged summary. A merge of fewer
+// shards than planned (a shard that failed) still returns its summary: merge names the
+// missing shards. On ctx's end the shards are suspended and ErrInterrupted returned.
+func (c *Cluster) Run(ctx context.Context, m *k8sjob.Manifest, o Options) (*Result, error) {
+	o.defaults()
+	if err := c.apply(ctx, m, o.Name); err != nil {
+		return nil, err
+	}
+	states, err := c.followShards(ctx, o)
+	if err != nil {
+		if errors.Is(err, ErrInterrupted) {
+			c.suspend(context.WithoutCancel(ctx), o.Name+"-shards", o.Progress)
+		}
+		return &Result{Shards: states}, err
+	}
+	fmt.Fprintf(o.Progress, "shards finished: %s; resuming the merge\n", tally(states))
+	if err := c.resume(ctx, o.Name+"-merge"); err != nil {
+		return &Result{Shards: states}, err
+	}
+	res, err := c.waitMerge(ctx, o)
+	if res != nil {
+		res.Shards = states
+	}
+	return res, err
+}
+
+func (o *Options) defaults() {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Poll <= 0 {
+		o.Poll = 2 * time.Second
+	}
+	if o.PullTimeout <= 0 {
+		o.PullTimeout = 5 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// followShards polls the shards' Job and pods until the Job has a Complete or Failed
+// condition, printing each change of the tally and each failed shard once.
+func (c *Cluster) followShards(ctx context.Context, o Options) ([]ShardState, error) {
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
+	last, reported, waiting := "", map[int]bool{}, map[string]time.Time{}
+	var states []ShardState
+	for {
+		job, err := c.job(ctx, o.Name+"-shards")
+		if err != nil {
+			return states, c.pollErr(ctx, err)
+		}
+		pods, err := c.pods(ctx, o.Name, "shard")
+		if err != nil {
+			return states, c.pollErr(ctx, err)
+		}
+		states = shardStates(pods, o.Shards)
+		if t := tally(states); t != last {
+			fmt.Fprintf(o.Progress, "shards: %s\n", t)
+			last = t
+		}
+		c.reportFailures(ctx, states, reported, o.Progress)
+		if err := pullStuck(pods, waiting, o.Now(), o.PullTimeout); err != nil {
+			return states, err
+		}
+		if finished(job) {
+			return states, nil
+		}
+		select {
+		case <-ctx.Done():
+			return states, ErrInterrupted
+		case <-tick.C:
+		}
+	}
+}
+
+// pollErr is ErrInterrupted when ctx ended, else err.
+func (c *Cluster) pollErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return fmt.Errorf("namespace %s: %w", c.Namespace, err)
+}
+
+func (c *Cluster) pods(ctx context.Context, run, component string) ([]corev1.Pod, error) {
+	sel := "app.kubernetes.io/instance=" + run + ",app.kubernetes.io/component=" + component
+	return c.listPods(ctx, sel)
+}
+
+// shardStates is each index's newest pod's state.
+func shardStates(pods []corev1.Pod, n int) []ShardState {
+	states := make([]ShardState, n)
+	newest := make([]time.Time, n)
+	for i := range states {
+		states[i].Index = i
+	}
+	for _, p := range pods {
+		i, err := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+		if err != nil || i < 0 || i >= n || p.CreationTimestamp.Time.Before(newest[i]) {
+			continue
+		}
+		newest[i] = p.CreationTimestamp.Time
+		states[i] = ShardState{Index: i, Pod: p.Name, Phase: p.Status.Phase, Reason: podReason(&p)}
+	}
+	return states
+}
+
+// podReason says why a pod is not running or why it ended: a waiting or terminated
+// container's reason, exit code and message, else the pod's.
+func podReason(p *corev1.Pod) string {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			return strings.TrimSpace(w.Reason + ": " + w.Message)
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return strings.TrimSpace(fmt.Sprintf("%s (exit %d) %s", t.Reason, t.ExitCode, t.Message))
+		}
+	}
+	if p.Status.Reason != "" {
+		return strings.TrimSpace(p.Status.Reason + ": " + p.Status.Message)
+	}
+	return ""
+}
+
+// tally counts the shards by state: "1 waiting, 2 pending, 1 running, 0 done, 0 failed".
+func tally(states []ShardState) string {
+	var waiting, pending, running, done, failed int
+	for _, s := range states {
+		switch s.Phase {
+		case "":
+			waiting++
+		case corev1.PodPending:
+			pending++
+		case corev1.PodRunning:
+			running++
+		case corev1.PodSucceeded:
+			done++
+		default:
+			failed++
+		}
+	}
+	return fmt.Sprintf("%d waiting for a pod, %d pending, %d running, %d done, %d failed", waiting, pending, running, done, failed)
+}
+
+// reportFailures prints each newly failed shard's reason and the tail of its log.
+func (c *Cluster) reportFailures(ctx context.Context, states []ShardState, reported map[int]bool, w io.Writer) {
+	for _, s := range states {
+		if s.Phase != corev1.PodFailed || reported[s.Index] {
+			continue
+		}
+		reported[s.Index] = true
+		fmt.Fprintf(w, "shard %d failed (pod %s): %s\n", s.Index, s.Pod, safetext.Quote(s.Reason, 300))
+		if tail := c.logTail(ctx, s.Pod, "llmbench", 10); tail != "" {
+			fmt.Fprintf(w, "  last lines of its log:\n%s", indent(tail))
+		}
+	}
+}
+
+func (c *Cluster) logTail(ctx context.Context, pod, container string, lines int) string {
+	b, err := c.podLog(ctx, pod, container, lines)
+	if err != nil {
+		return ""
+	}
+	return safetext.Quote(string(b), 4000)
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("    " + l + "\n")
+	}
+	return b.String()
+}
+
+// pullReasons are the waiting reasons of a container whose image cannot be had.
+var pullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
+
+// pullStuck is a PullError once a pod has waited for its image longer than limit.
+func pullStuck(pods []corev1.Pod, since map[string]time.Time, now time.Time, limit time.Duration) error {
+	for _, p := range pods {
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			w := cs.State.Waiting
+			if w == nil || !pullReasons[w.Reason] {
+				continue
+			}
+			t, ok := since[p.Name]
+			if !ok {
+				since[p.Name] = now
+				continue
+			}
+			if now.Sub(t) >= limit {
+				return &PullError{Pod: p.Name, Reason: strings.TrimSpace(w.Reason + ": " + w.Message)}
+			}
+		}
+	}
+	return nil
+}
+
+func finished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Cluster) patchSuspend(ctx context.Context, job string, suspend bool) error {
+	patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, suspend)
+	return c.patchJob(ctx, job, patch)
+}
+
+func (c *Cluster) resume(ctx context.Context, job string) error {
+	if err := c.patchSuspend(ctx, job, false); err != nil {
+		return fmt.Errorf("resume Job %s: %w", job, err)
+	}
+	return nil
+}
+
+// suspend asks the shards to stop: the Job controller deletes their pods, which get
+// SIGTERM and write the results gathered so far.
+func (c *Cluster) suspend(ctx context.Context, job string, w io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.patchSuspend(ctx, job, true); err != nil {
+		fmt.Fprintf(w, "could not suspend Job %s: %v\n", job, err)
+	}
+}
+
+// waitMerge waits for the merge Job to finish and reads the summary from its pod's log.
+func (c *Cluster) waitMerge(ctx context.Context, o Options) (*Result, error) {
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
+	waiting := map[string]time.Time{}
+	for {
+		job, err := c.job(ctx, o.Name+"-merge")
+		if err != nil {
+			return nil, c.pollErr(ctx, err)
+		}
+		pods, err := c.pods(ctx, o.Name, "merge")
+		if err != nil {
+			return nil, c.pollErr(ctx, err)
+		}
+		if err := pullStuck(pods, waiting, o.Now(), o.PullTimeout); err != nil {
+			return nil, err
+		}
+		if finished(job) {
+			return c.mergeResult(ctx, pods, job.Status.Succeeded > 0)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ErrInterrupted
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) mergeResult(ctx context.Context, pods []corev1.Pod, ok bool) (*Result, error) {
+	if len(pods) == 0 {
+		return nil, errors.New("the merge Job finished without a pod")
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
+	pod := pods[len(pods)-1]
+	log, err := c.podLog(ctx, pod.Name, "merge", 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the log of merge pod %s: %w", pod.Name, err)
+	}
+	if !ok {
+		return &Result{MergeLog: string(log)}, fmt.Errorf("the merge failed (pod %s: %s); its log ends:\n%s", pod.Name, podReason(&pod), indent(lastLines(string(log), 10)))
+	}
+	sum, rest := splitSummary(log)
+	if sum == nil {
+		return &Result{MergeLog: rest}, fmt.Errorf("merge pod %s's log has no %q line", pod.Name, strings.TrimSpace(k8sjob.SummaryPrefix))
+	}
+	return &Result{Summary: sum, MergeLog: rest}, nil
+}
+
+// splitSummary takes the last summary line out of a merge log.
+func splitSummary(log []byte) (summary []byte, rest string) {
+	var keep strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if s, ok := strings.CutPrefix(line, k8sjob.SummaryPrefix); ok && json.Valid([]byte(s)) {
+			summary = []byte(s)
+			continue
+		}
+		keep.WriteString(line + "\n")
+	}
+	return summary, keep.String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
