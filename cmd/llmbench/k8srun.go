@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,7 +67,11 @@ func runK8sRun(cmd *cobra.Command, app *App, ko *k8sJobOptions, ro *k8sRunOption
 	}
 	fmt.Fprintf(app.Stderr, "k8s: run %s in namespace %s of context %s (%s): %d shards from %s\n",
 		ko.o.Name, cl.Namespace, cl.Context, cl.Host, ko.o.Shards, ko.o.StartAt.UTC().Format(time.RFC3339))
-	res, err := cl.Run(ctx, m, k8srun.Options{Name: ko.o.Name, Shards: ko.o.Shards, Progress: app.Stderr, Poll: ro.poll, PullTimeout: ro.pullTimeout})
+	progress := io.Writer(io.Discard)
+	if app.showProgress() {
+		progress = app.Stderr
+	}
+	res, err := cl.Run(ctx, m, k8srun.Options{Name: ko.o.Name, Shards: ko.o.Shards, Progress: progress, Poll: ro.poll, PullTimeout: ro.pullTimeout})
 	left := fmt.Sprintf("the objects are left in namespace %s: `llmbench k8s delete %s --namespace %s` removes them", cl.Namespace, ko.o.Name, cl.Namespace)
 	var pull *k8srun.PullError
 	switch {

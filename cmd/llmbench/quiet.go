@@ -14,11 +14,12 @@ import (
 // so that a script can pass both to any of them. The short commands (trace tools, gen, import,
 // compare, report, history check/list/show, version, …) finish in a moment and print only what
 // was asked for.
-var longRunning = []string{"ab", "bench", "calibrate", "grade", "history add", "merge", "plan", "run", "simulate", "sweep"}
+var longRunning = []string{"ab", "bench", "calibrate", "grade", "history add", "k8s run", "merge", "plan", "run", "simulate", "sweep"}
 
 // ownProgress is the --no-progress usage of the commands added here that do show progress.
 var ownProgress = map[string]string{
-	"bench": "print no progress lines (one per measured run or point) on stderr",
+	"bench":   "print no progress lines (one per measured run or point) on stderr",
+	"k8s run": "print no progress lines (the shards' states, a failed shard's reason and log tail) on stderr",
 }
 
 const (
