@@ -23,8 +23,8 @@ func goList(t *testing.T, args ...string) []string {
 
 // TestPackageBoundaries enforces the data flow of docs/ARCHITECTURE.md ("Packages"): loadgen
 // never imports refengine (nor refengine loadgen, metrics or reports), metrics does no network
-// I/O, only the adapters (runner/engineadapter) and the CLI reach the reference engine, and
-// the CLI does no network I/O of its own. Every package of the module must have an entry, so
+// I/O, only the adapters (runner/engineadapter), the use cases (usecase) and the CLI reach the
+// reference engine, and neither the use cases nor the CLI do network I/O of their own. Every package of the module must have an entry, so
 // that a new package states what it may not import.
 func TestPackageBoundaries(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -60,15 +60,16 @@ func TestPackageBoundaries(t *testing.T) {
 		"runner/engineadapter": {mod + "cmd/llmbench"},
 		"tokenizer":            {"net/http", mod + "loadgen", mod + "refengine"},
 		"traces":               {"net/http", mod + "loadgen", mod + "metrics"},
+		"usecase":              {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cmd/llmbench"},
 		"workloads":            {"net/http", mod + "loadgen", mod + "metrics"},
 	}
 	// reachEngine are the only packages allowed to depend on refengine.
-	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "plan", "cmd/llmbench"}
+	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "plan", "usecase", "cmd/llmbench"}
 	// noNetwork packages must not import net or net/http directly (cmd parses flags and prints;
 	// servers and clients live in packages).
-	noNetwork := []string{"cmd/llmbench", "k8sjob", "calibrate", "plan"}
+	noNetwork := []string{"cmd/llmbench", "usecase", "k8sjob", "calibrate", "plan"}
 	// adapterUsers are the only packages allowed to import runner/engineadapter.
-	adapterUsers := []string{"cmd/llmbench"}
+	adapterUsers := []string{"usecase", "cmd/llmbench"}
 
 	pkgs := goList(t, "./...")
 	for _, p := range pkgs {

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("compare", newCompareCmd) }
@@ -146,39 +145,7 @@ func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
 
 // writeComparison prints c in the chosen format and optionally writes the HTML report.
 func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJS string, pairs *reports.RequestPairs) error {
-	switch format {
-	case "text", "terminal", "":
-		if err := reports.WriteComparisonTerminal(app.Stdout, c); err != nil {
-			return err
-		}
-	case "markdown", "md":
-		if err := reports.WriteComparisonMarkdown(app.Stdout, c); err != nil {
-			return err
-		}
-	case "json":
-		enc := json.NewEncoder(app.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(c); err != nil {
-			return err
-		}
-	default:
-		return checkComparisonFormat(format)
-	}
-	if htmlPath != "" {
-		f, err := os.Create(htmlPath)
-		if err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-		if err := reports.WriteComparisonHTML(f, c, reports.HTMLOptions{EChartsJS: echartsJS, Getenv: app.Getenv, Pairs: pairs}); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(app.Stderr, "comparison report: %s\n", htmlPath)
-	}
-	return nil
+	return usecase.WriteComparison(app.env(), c, format, htmlPath, echartsJS, pairs)
 }
 
 func label(dirs []string) string {
@@ -189,14 +156,7 @@ func label(dirs []string) string {
 }
 
 // comparisonFormatHelp is the --format help of compare and ab.
-const comparisonFormatHelp = "output: text (alias terminal), markdown (alias md), json"
+const comparisonFormatHelp = usecase.ComparisonFormatHelp
 
-// checkComparisonFormat refuses a --format that writeComparison cannot print, before any
-// work is done (an A/B takes minutes).
-func checkComparisonFormat(format string) error {
-	switch format {
-	case "text", "terminal", "", "markdown", "md", "json":
-		return nil
-	}
-	return fmt.Errorf("--format %q: want text (alias terminal), markdown (alias md) or json", format)
-}
+// checkComparisonFormat refuses a --format that writeComparison cannot print.
+func checkComparisonFormat(format string) error { return usecase.CheckComparisonFormat(format) }

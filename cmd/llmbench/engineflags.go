@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
-	"github.com/llmbench/llmbench/tokenizer"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // engineFlags are the reference-engine flags shared by serve, run, simulate and ab.
@@ -125,86 +124,25 @@ func (f *engineFlags) modelName() string {
 	return ""
 }
 
-// defaultEngineSeed seeds the reference engine when --engine-seed is not given: a fixed seed,
-// so that two identical plain runs produce identical outputs (ab and compare check hashes).
-const defaultEngineSeed = 1
+// defaultEngineSeed seeds the reference engine when --engine-seed is not given (see
+// usecase.DefaultEngineSeed).
+const defaultEngineSeed = usecase.DefaultEngineSeed
 
-// engineSeed resolves --engine-seed: a positive integer, or "random" for one drawn from the
-// clock. The engine takes 0 to mean "from the clock", so 0 is refused rather than passed on.
-// The first call decides; later ones (ab's two arms) return the same seed.
+// engineSeed resolves --engine-seed (see usecase.EngineOptions.EngineSeed); the first call
+// decides, later ones return the same seed.
 func (f *engineFlags) engineSeed() (uint64, error) {
-	if f.resolvedSeed != 0 {
-		return f.resolvedSeed, nil
-	}
-	if strings.EqualFold(strings.TrimSpace(f.seed), "random") {
-		for t := uint64(f.now().UnixNano()); f.resolvedSeed == 0; t++ {
-			f.resolvedSeed = tokenizer.Mix(t)
-		}
-		return f.resolvedSeed, nil
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(f.seed), 10, 64)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("--engine-seed %q: want a seed >= 1, or random", clip(f.seed, 40))
-	}
-	f.resolvedSeed = n
-	return n, nil
+	o := f.opts()
+	seed, err := o.EngineSeed()
+	f.resolvedSeed = o.ResolvedSeed
+	return seed, err
 }
 
-// config builds the engine configuration from the flags (TimeScale, APIKey and the limits are
-// left for the command to set).
+// config builds the engine configuration from the flags (see usecase.EngineOptions.Config).
 func (f *engineFlags) config() (refengine.Config, error) {
-	seed, err := f.engineSeed()
-	if err != nil {
-		return refengine.Config{}, err
-	}
-	cfg := refengine.Config{
-		Model: f.model, GPU: f.gpu, TP: f.tp, WeightDtype: f.weightDtype, KVDtype: f.kvDtype,
-		MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens, BlockSize: f.blockSize,
-		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
-		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK,
-		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: seed,
-		SpecMethod: f.specMethod, SpecTree: f.specTree, SpecDraftTP: f.specDraftTP,
-		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
-		Wire: f.wire, ReasoningFraction: f.reasoning,
-	}
-	if f.kvTransferGBps != 0 && !f.disaggregated {
-		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")
-	}
-	if f.specDraftTP != 0 && f.specDraftModel == "" {
-		return cfg, fmt.Errorf("--spec-draft-tp %d needs --spec-draft-model (the draft it shards)", f.specDraftTP)
-	}
-	if f.specDraftModel != "" && f.specK == 0 {
-		return cfg, fmt.Errorf("--spec-draft-model %s needs --spec-k > 0 (the draft length)", clip(f.specDraftModel, 60))
-	}
-	if f.specAlpha != "" && f.specK == 0 {
-		return cfg, fmt.Errorf("--spec-alpha %s needs --spec-k > 0 (the draft length)", clip(f.specAlpha, 40))
-	}
-	if err := f.specMethodConfig(&cfg); err != nil {
-		return cfg, err
-	}
-	faults, err := refengine.ParseFaults(f.faults)
-	if err != nil {
-		return cfg, fmt.Errorf("--faults: %w", err)
-	}
-	cfg.Faults = faults
-	if cfg.Noise, err = refengine.ParseNoise(f.noise); err != nil {
-		return cfg, fmt.Errorf("--engine-noise: %w", err)
-	}
-	if cfg.Quality, err = refengine.ParseQuality(f.quality); err != nil {
-		return cfg, fmt.Errorf("--quality: %w", err)
-	}
-	if f.profiles != "" {
-		data, err := os.ReadFile(f.profiles)
-		if err != nil {
-			return cfg, fmt.Errorf("--profiles: %w", err)
-		}
-		reg := perf.NewRegistry()
-		if err := reg.LoadJSON(data, f.profiles); err != nil {
-			return cfg, fmt.Errorf("--profiles: %w", err)
-		}
-		cfg.Profiles = reg
-	}
-	return cfg, nil
+	o := f.opts()
+	cfg, err := o.Config()
+	f.resolvedSeed = o.ResolvedSeed
+	return cfg, err
 }
 
 // specMethodConfig applies --spec-alpha, --spec-method, --spec-tree and --spec-repetition

@@ -1,22 +1,20 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // Exit codes of every command (docs/comparing.md, "Exit codes").
 const (
-	exitOK          = 0   // done; no regression, no broken rule
-	exitRegression  = 1   // a regression or a --fail-on rule broken (compare, ab, sweep --fail-on)
-	exitBadInput    = 2   // bad flags, trace, results directory or other input
-	exitRunFailed   = 3   // the run failed: no request succeeded, or more than --max-failure-rate failed
-	exitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM) after writing the results gathered so far
+	exitOK          = usecase.ExitOK          // 0: done; no regression, no broken rule
+	exitRegression  = usecase.ExitRegression  // 1: a regression or a --fail-on rule broken (compare, ab, sweep --fail-on)
+	exitBadInput    = usecase.ExitBadInput    // 2: bad flags, trace, results directory or other input
+	exitRunFailed   = usecase.ExitRunFailed   // 3: the run failed: no request succeeded, or more than --max-failure-rate failed
+	exitInterrupted = usecase.ExitInterrupted // 130: interrupted (Ctrl-C, SIGTERM) after writing the results gathered so far
 )
 
 // failureFlags hold --max-failure-rate for the commands that measure.
@@ -29,8 +27,8 @@ func addFailureFlags(fs *pflag.FlagSet) *failureFlags {
 }
 
 func (f *failureFlags) check() error {
-	if f.maxRate < 0 || f.maxRate > 1 || f.maxRate != f.maxRate {
-		return &exitError{exitBadInput, fmt.Errorf("--max-failure-rate %g: want a fraction in [0, 1], e.g. 0.05", f.maxRate)}
+	if err := f.opts().Check(); err != nil {
+		return &exitError{exitBadInput, err}
 	}
 	return nil
 }
@@ -41,13 +39,5 @@ func measuredExit(app *App, err error, f *failureFlags, sums ...*metrics.Summary
 	if err != nil {
 		return err
 	}
-	if app.interrupted.Load() {
-		return &exitError{exitInterrupted, errors.New("interrupted: the results gathered so far are written")}
-	}
-	for _, s := range sums {
-		if why := runner.RunFailure(s, f.maxRate); why != "" {
-			return &exitError{exitRunFailed, fmt.Errorf("the run failed: %s", why)}
-		}
-	}
-	return nil
+	return exitStatus(usecase.MeasuredExit(app.env(), f.opts(), sums...))
 }

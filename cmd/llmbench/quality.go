@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/quality/judge"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
@@ -51,40 +50,11 @@ func addQualityFlags(fs *pflag.FlagSet, pairwise bool) *qualityFlags {
 	return f
 }
 
-// judgeOptions returns the judge's options, or nil when no judge was asked for. It refuses
-// judge flags without an endpoint, which would do nothing.
+// judgeOptions returns the judge's options, or nil when no judge was asked for (see
+// usecase.QualityOptions.JudgeOptions).
 func (f *qualityFlags) judgeOptions(app *App) (*judge.Options, error) {
-	if f.judgeEndpoint == "" {
-		for _, name := range []string{"judge-model", "judge-rubric", "judge-concurrency", "judge-api-key-env"} {
-			if f.fs.Changed(name) {
-				return nil, fmt.Errorf("--%s needs --judge-endpoint (the judge's server)", name)
-			}
-		}
-		return nil, nil
-	}
-	o := judge.Options{Endpoint: f.judgeEndpoint, Model: f.judgeModel, Concurrency: f.judgeConc}
-	if f.judgeConc < 1 {
-		return nil, fmt.Errorf("--judge-concurrency %d: want at least 1", f.judgeConc)
-	}
-	if err := o.Check(); err != nil {
-		return nil, err
-	}
-	if f.judgeRubric != "" {
-		b, err := os.ReadFile(f.judgeRubric)
-		if err != nil {
-			return nil, fmt.Errorf("--judge-rubric: %w", err)
-		}
-		if len(b) == 0 {
-			return nil, fmt.Errorf("--judge-rubric %s: the file is empty", safetext.Quote(f.judgeRubric, 200))
-		}
-		o.Rubric = string(b)
-	}
-	if f.judgeAPIKeyEnv != "" {
-		if o.APIKey = app.Getenv(f.judgeAPIKeyEnv); o.APIKey == "" {
-			return nil, fmt.Errorf("--judge-api-key-env %s: the variable is empty or unset", f.judgeAPIKeyEnv)
-		}
-	}
-	return &o, nil
+	o := f.opts()
+	return o.JudgeOptions(app.Getenv)
 }
 
 type gradeOptions struct {
