@@ -3,6 +3,7 @@ package usecase
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,31 @@ type EngineOptions struct {
 	Wire           string
 	Reasoning      float64
 	Quality        string
-	// ModelChanged is whether --model was given (ModelName sends it to an endpoint then).
-	ModelChanged bool
+	// Changed says which engine flags were given (--model names the model an endpoint is
+	// asked for; the others, given with --endpoint, are refused).
+	Changed Changed
+}
+
+// EngineFlagNames lists the flags of EngineOptions.
+var EngineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
+	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
+	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
+	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise", "quality"}
+
+// ChangedNames lists the engine flags given, other than --model and --served-model-name
+// (which also name the model to request from an endpoint), sorted, as "--a, --b".
+func (f *EngineOptions) ChangedNames() string {
+	var names []string
+	for _, n := range EngineFlagNames {
+		if n == "model" || n == "served-model-name" {
+			continue
+		}
+		if f.Changed.Has(n) {
+			names = append(names, "--"+n)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // DefaultEngineSeed seeds the reference engine when --engine-seed is not given: a fixed seed,
@@ -62,7 +86,7 @@ func (f *EngineOptions) ModelName() string {
 	if f.ServedModelName != "" {
 		return f.ServedModelName
 	}
-	if f.ModelChanged {
+	if f.Changed.Has("model") {
 		return f.Model
 	}
 	return ""

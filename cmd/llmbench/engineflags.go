@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -53,10 +52,7 @@ type engineFlags struct {
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
-var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
-	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
-	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
-	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise", "quality"}
+var engineFlagNames = usecase.EngineFlagNames
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
@@ -93,20 +89,11 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	return f
 }
 
-// changedNames lists the engine flags set on the command line, other than --model and
-// --served-model-name (which also name the model to request from an endpoint).
+// changedNames lists the engine flags set on the command line (see
+// usecase.EngineOptions.ChangedNames).
 func (f *engineFlags) changedNames() string {
-	var names []string
-	for _, n := range engineFlagNames {
-		if n == "model" || n == "served-model-name" {
-			continue
-		}
-		if fl := f.fs.Lookup(n); fl != nil && fl.Changed {
-			names = append(names, "--"+n)
-		}
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	o := f.opts()
+	return o.ChangedNames()
 }
 
 // changed reports whether any engine-only flag was set (see changedNames).
@@ -115,13 +102,8 @@ func (f *engineFlags) changed() bool { return f.changedNames() != "" }
 // modelName is the model name given with --served-model-name or --model, "" when neither was
 // set.
 func (f *engineFlags) modelName() string {
-	if f.servedModelName != "" {
-		return f.servedModelName
-	}
-	if fl := f.fs.Lookup("model"); fl != nil && fl.Changed {
-		return f.model
-	}
-	return ""
+	o := f.opts()
+	return o.ModelName()
 }
 
 // defaultEngineSeed seeds the reference engine when --engine-seed is not given (see

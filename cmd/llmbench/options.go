@@ -63,7 +63,6 @@ func (f *traceFlags) opts() usecase.TraceOptions {
 }
 
 func (f *engineFlags) opts() usecase.EngineOptions {
-	model := f.fs.Lookup("model")
 	return usecase.EngineOptions{
 		Model: f.model, GPU: f.gpu, TP: f.tp, WeightDtype: f.weightDtype, KVDtype: f.kvDtype,
 		MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens, BlockSize: f.blockSize,
@@ -73,7 +72,7 @@ func (f *engineFlags) opts() usecase.EngineOptions {
 		Faults: f.faults, Noise: f.noise, ServedModelName: f.servedModelName, Profiles: f.profiles,
 		Seed: f.seed, ResolvedSeed: f.resolvedSeed, Now: f.now,
 		Disaggregated: f.disaggregated, KVTransferGBps: f.kvTransferGBps, Wire: f.wire,
-		Reasoning: f.reasoning, Quality: f.quality, ModelChanged: model != nil && model.Changed,
+		Reasoning: f.reasoning, Quality: f.quality, Changed: f.fs.Changed,
 	}
 }
 

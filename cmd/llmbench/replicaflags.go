@@ -1,13 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/refengine"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // replicaFlags simulate a cluster of identical engines behind a router (simulate, sweep
@@ -26,26 +25,18 @@ func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
 	return f
 }
 
-// check validates the flags; a --router without replicas to route between is refused.
+// check refuses replicas and routers that cannot work (see usecase.ReplicaOptions.Check).
 func (f *replicaFlags) check() error {
-	if f.replicas < 1 {
-		return fmt.Errorf("--replicas %d: want 1 or more engine replicas", f.replicas)
-	}
-	if !slices.Contains(refengine.Routers, f.router) {
-		return fmt.Errorf("--router %q: want one of %s", clip(f.router, 40), strings.Join(refengine.Routers, ", "))
-	}
-	if fl := f.fs.Lookup("router"); fl != nil && fl.Changed && f.replicas == 1 {
-		return fmt.Errorf("--router %s routes between replicas; give --replicas N (N > 1) too, or drop --router", f.router)
-	}
-	return nil
+	o := f.opts()
+	return o.Check()
 }
 
 // changed reports whether --replicas or --router was given.
 func (f *replicaFlags) changed() bool {
-	for _, n := range []string{"replicas", "router"} {
-		if fl := f.fs.Lookup(n); fl != nil && fl.Changed {
-			return true
-		}
-	}
-	return false
+	o := f.opts()
+	return o.Given()
+}
+
+func (f *replicaFlags) opts() usecase.ReplicaOptions {
+	return usecase.ReplicaOptions{Replicas: f.replicas, Router: f.router, Changed: f.fs.Changed}
 }

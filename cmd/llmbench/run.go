@@ -11,7 +11,7 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("run", newRunCmd) }
@@ -148,32 +148,22 @@ func runRun(ctx context.Context, app *App, o *runOptions) error {
 }
 
 // openTarget starts the embedded engine when no endpoint is given and returns the loadgen
-// target and the run facts known before the run.
+// target and the run facts known before the run (see usecase.OpenTarget).
 func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (loadgen.Target, metrics.RunInfo, func(), error) {
-	info := metrics.RunInfo{Mode: lf.mode(), Concurrency: lf.concurrency, MaxConcurrency: lf.maxConcurrency, RateScale: lf.rateScale, Repeat: lf.repeat, Backend: tf.backend, API: tf.api, BatchSize: tf.batchSize}
-	if tf.endpoint != "" {
-		info.Endpoint = redactURL(tf.endpoint)
-	}
-	warnFDHeadroom(app.Stderr, max(lf.concurrency, lf.maxConcurrency), tf.endpoint == "", tf.http2, runner.FDLimit())
-	return engineadapter.OpenTarget(engineadapter.TargetOptions{
-		Endpoint: tf.endpoint, TimeScale: lf.timeScale, EngineFlags: ef.changedNames(), Engine: ef.config,
-		Model: ef.modelName(), Info: info,
-		Target: func(url, model string) (loadgen.Target, error) { return tf.target(app, url, model) },
-	})
+	to, lo, eo := tf.opts(), lf.opts(), ef.opts()
+	t, info, closeTarget, err := usecase.OpenTarget(app.env(), &to, &lo, &eo)
+	ef.resolvedSeed = eo.ResolvedSeed
+	return t, info, closeTarget, err
 }
 
 // progress is where the progress display goes: stderr, or nowhere with --no-progress or
 // --quiet.
 func (f *outputFlags) progress(app *App) io.Writer {
-	if f.noProgress || !app.showProgress() {
-		return nil
-	}
-	return app.Stderr
+	o := f.opts()
+	return o.Progress(app.env())
 }
 
 func (f *loadFlags) effectiveTimeScale(endpoint string) float64 {
-	if endpoint != "" {
-		return 1
-	}
-	return f.timeScale
+	o := f.opts()
+	return o.EffectiveTimeScale(endpoint)
 }
