@@ -20,7 +20,7 @@ func defaultSweep(t *testing.T) *SweepOptions {
 	ab := defaultAB(t)
 	ab.Load.TimeScale, ab.Load.MaxRequests = 1, 0
 	return &SweepOptions{
-		Trace: TraceOptions{Path: chatSmall, MaxSpan: DefaultMaxSpan, RateScale: 1, TimeScale: 1},
+		Trace:   TraceOptions{Path: chatSmall, MaxSpan: DefaultMaxSpan, RateScale: 1, TimeScale: 1},
 		Goodput: 0.9, Precision: 0.05, MaxPoints: 12, MinDuration: time.Minute, Simulate: true,
 		Target: ab.Target, Load: ab.Load, Output: ab.Output, Engine: ab.Engine,
 		Metrics:  MetricOptions{InputTol: metrics.DefaultInputTolerance, Stall: "5x", GPUs: 1, Currency: "USD", SLO: "ttft=500ms,tpot=50ms"},
