@@ -21,7 +21,7 @@ func (o *ABOptions) arm(ctx context.Context, env *Env, name, endpoint string, ov
 	}
 	info := metrics.RunInfo{Command: CommandLine(env.Args), Trace: o.Trace.Path, Seed: o.Load.Seed, Version: env.Version,
 		Mode: o.Load.Mode(), Concurrency: o.Load.Concurrency, MaxConcurrency: o.Load.MaxConcurrency,
-		RateScale: o.Load.RateScale, Backend: o.Target.Backend, Tokenizer: tok.Name(), Config: maps.Clone(env.Config),
+		RateScale: o.Load.RateScale, Backend: o.Target.Backend, Tokenizer: tok.Name(), Config: env.config(),
 		API: o.Target.API, BatchSize: o.Target.BatchSize}
 	timeScale := 1.0
 	url, closeArm, config, err := o.armServer(&info, endpoint, overrides)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -31,6 +32,10 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in the CLI).
 	Getenv func(string) string
+	// IsTerminal reports whether Stderr is an interactive terminal (live panel vs lines).
+	IsTerminal bool
+	// TermWidth is the terminal's width in columns (0: unknown, the display uses 100).
+	TermWidth int
 	// Interrupts delivers Ctrl-C / SIGTERM (nil: never interrupted).
 	Interrupts <-chan os.Signal
 	// Exit ends the process at once (second Ctrl-C).
@@ -52,16 +57,23 @@ type Env struct {
 // interrupted reports whether the first interrupt has come.
 func (e *Env) interrupted() bool { return e.Interrupted != nil && e.Interrupted.Load() }
 
-// watchInterrupts cancels the run on the first interrupt (after grace for the requests in
-// flight) and exits at once on the second; the returned function stops watching.
-func (e *Env) watchInterrupts(cancel func(), flush func(), grace time.Duration) func() {
-	in := runner.Interrupts{C: e.Interrupts, Log: e.Stderr, Exit: e.Exit, OnFirst: func() {
+// interrupts is the interrupt handling of a run: the first interrupt sets Interrupted.
+func (e *Env) interrupts() runner.Interrupts {
+	return runner.Interrupts{C: e.Interrupts, Log: e.Stderr, Exit: e.Exit, OnFirst: func() {
 		if e.Interrupted != nil {
 			e.Interrupted.Store(true)
 		}
 	}}
-	return in.Watch(cancel, flush, grace)
 }
+
+// watchInterrupts cancels the run on the first interrupt (after grace for the requests in
+// flight) and exits at once on the second; the returned function stops watching.
+func (e *Env) watchInterrupts(cancel func(), flush func(), grace time.Duration) func() {
+	return e.interrupts().Watch(cancel, flush, grace)
+}
+
+// config is a copy of the command's flag configuration (summary.json's run.config).
+func (e *Env) config() map[string]string { return maps.Clone(e.Config) }
 
 // FailureOptions carry --max-failure-rate.
 type FailureOptions struct {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/usecase"
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -65,9 +66,9 @@ func TestK8sJobPodsRunValidCommands(t *testing.T) {
 			t.Fatalf("%s runs `llmbench %s`: %v", j.Name, strings.Join(args, " "), err)
 		}
 		if cmd.Name() == "run" {
-			o := &shardFlags{shard: cmd.Flag("shard").Value.String(), startAt: cmd.Flag("start-at").Value.String(), clockRef: cmd.Flag("clock-ref").Value.String()}
+			o := &usecase.ShardOptions{Shard: cmd.Flag("shard").Value.String(), StartAt: cmd.Flag("start-at").Value.String(), ClockRef: cmd.Flag("clock-ref").Value.String()}
 			env := map[string]string{"JOB_COMPLETION_INDEX": "2"}
-			so, err := o.options(&newTestApp(env).App, cmd.Flag("trace").Value.String(), cmd.Flag("endpoint").Value.String())
+			so, err := o.Options(newTestApp(env).App.Getenv, cmd.Flag("trace").Value.String(), cmd.Flag("endpoint").Value.String())
 			if err != nil || so.Shard.Index != 2 || so.Shard.Count != 3 || so.StartAt.IsZero() {
 				t.Fatalf("shard flags %+v: %v", so, err)
 			}

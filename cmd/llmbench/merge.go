@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("merge", newMergeCmd) }
@@ -71,7 +72,7 @@ func runMerge(app *App, o *mergeOptions) error {
 			fmt.Fprintf(app.Stdout, " (missing %v, partial %v: %d requests dropped)", m.Missing, m.Partial, m.Dropped)
 		}
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
-		printCompareHint(app, res.Dir)
+		usecase.PrintCompareHint(app.env(), res.Dir)
 	}
 	return err
 }

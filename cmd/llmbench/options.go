@@ -11,6 +11,7 @@ import (
 func (app *App) env() *usecase.Env {
 	return &usecase.Env{
 		Stdout: app.Stdout, Stderr: app.Stderr, Getenv: app.Getenv,
+		IsTerminal: app.IsTerminal, TermWidth: app.TermWidth,
 		Interrupts: app.Interrupts, Exit: app.Exit, Interrupted: &app.interrupted,
 		Args: app.Args, Version: version, Config: flagConfig(app.flags),
 		ShowProgress: app.showProgress(),

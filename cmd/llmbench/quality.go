@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -171,11 +170,4 @@ func runJudgeCalibrate(app *App, o *judgeCalibrateOptions) error {
 	fmt.Fprintf(app.Stdout, "confusion  judge pass/human pass %d · judge fail/human fail %d · judge pass/human fail %d · judge fail/human pass %d\n",
 		a.BothPass, a.BothFail, a.FalsePass, a.FalseFail)
 	return nil
-}
-
-// runJudge judges a finished run in rubric mode when a judge was asked for.
-func runJudge(ctx context.Context, app *App, jo *judge.Options, dir string, reqs []traces.Request, html reports.HTMLOptions) error {
-	fmt.Fprintf(app.Stderr, "judging the kept answers with %s (after the measured run)\n", jo.Model)
-	_, err := runner.JudgeRun(ctx, dir, reqs, *jo, html)
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/runner/engineadapter"
 	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("simulate", newSimulateCmd) }
@@ -134,7 +135,7 @@ func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
 	}
 	if res != nil && res.Summary != nil {
 		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
-		printCompareHint(app, res.Dir)
+		usecase.PrintCompareHint(app.env(), res.Dir)
 		return measuredExit(app, err, o.fail, res.Summary)
 	}
 	return err
