@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/usecase"
 )
@@ -24,20 +23,4 @@ func addFailureFlags(fs *pflag.FlagSet) *failureFlags {
 	f := &failureFlags{}
 	fs.Float64Var(&f.maxRate, "max-failure-rate", runner.DefaultMaxFailureRate, "exit 3 when more than this fraction of requests failed (1: only when no request succeeded)")
 	return f
-}
-
-func (f *failureFlags) check() error {
-	if err := f.opts().Check(); err != nil {
-		return &exitError{exitBadInput, err}
-	}
-	return nil
-}
-
-// measuredExit maps the end of a measuring command, after its results are written, to the
-// exit: 130 when it was interrupted, 3 when a run failed, else err (nil: 0).
-func measuredExit(app *App, err error, f *failureFlags, sums ...*metrics.Summary) error {
-	if err != nil {
-		return err
-	}
-	return exitStatus(usecase.MeasuredExit(app.env(), f.opts(), sums...))
 }
