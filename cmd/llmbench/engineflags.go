@@ -1,15 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/refengine/perf"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -57,8 +54,8 @@ var engineFlagNames = usecase.EngineFlagNames
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	f := &engineFlags{fs: fs, now: time.Now}
-	fs.StringVar(&f.model, "model", "llama-3.1-8b", "the model: with --endpoint, the name sent in every request (default there: the first model /v1/models lists); on the reference engine, its model profile ("+strings.Join(perf.ModelNames(), ", ")+"; Hugging Face names such as meta-llama/Llama-3.1-8B-Instruct are aliases) and the name it serves")
-	fs.StringVar(&f.gpu, "gpu", "h100-sxm", "reference engine: GPU profile ("+strings.Join(perf.GPUNames(), ", ")+"; aliases a100 and h100 name a100-80gb and h100-sxm)")
+	fs.StringVar(&f.model, "model", "llama-3.1-8b", "the model: with --endpoint, the name sent in every request (default there: the first model /v1/models lists); on the reference engine, its model profile ("+strings.Join(usecase.ModelNames(), ", ")+"; Hugging Face names such as meta-llama/Llama-3.1-8B-Instruct are aliases) and the name it serves")
+	fs.StringVar(&f.gpu, "gpu", "h100-sxm", "reference engine: GPU profile ("+strings.Join(usecase.GPUNames(), ", ")+"; aliases a100 and h100 name a100-80gb and h100-sxm)")
 	fs.IntVar(&f.tp, "tp", 1, "reference engine: tensor-parallel degree (GPUs per replica)")
 	fs.StringVar(&f.weightDtype, "weight-dtype", "bf16", "reference engine: weight dtype (bf16, fp8, int8, int4)")
 	fs.StringVar(&f.kvDtype, "kv-dtype", "bf16", "reference engine: KV cache dtype (bf16, fp8)")
@@ -82,79 +79,13 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.StringVar(&f.seed, "engine-seed", strconv.FormatUint(defaultEngineSeed, 10), "reference engine: seed (≥ 1) of unseeded sampling and fault draws, recorded in the results so identical runs produce identical outputs; \"random\" draws one from the clock (still recorded)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
-	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see docs/servers.md)")
+	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(usecase.Wires, ", ")+"; see docs/servers.md)")
 	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
 	fs.StringVar(&f.quality, "quality", "on", "reference engine: the error model of its answers (tool calls, JSON outputs, lookups in long documents; docs/quality.md \"Quality probes and the engine's error model\"): on, off (every answer right), or items such as tool=5%,retry=3%,json=2%,recall=1%,middle=25%,half=16k,temp=1.5,fp8=1.5,int8=2,int4=3,seed=N changing the defaults")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
 	return f
 }
 
-// changedNames lists the engine flags set on the command line (see
-// usecase.EngineOptions.ChangedNames).
-func (f *engineFlags) changedNames() string {
-	o := f.opts()
-	return o.ChangedNames()
-}
-
-// changed reports whether any engine-only flag was set (see changedNames).
-func (f *engineFlags) changed() bool { return f.changedNames() != "" }
-
-// modelName is the model name given with --served-model-name or --model, "" when neither was
-// set.
-func (f *engineFlags) modelName() string {
-	o := f.opts()
-	return o.ModelName()
-}
-
 // defaultEngineSeed seeds the reference engine when --engine-seed is not given (see
 // usecase.DefaultEngineSeed).
 const defaultEngineSeed = usecase.DefaultEngineSeed
-
-// engineSeed resolves --engine-seed (see usecase.EngineOptions.EngineSeed); the first call
-// decides, later ones return the same seed.
-func (f *engineFlags) engineSeed() (uint64, error) {
-	o := f.opts()
-	seed, err := o.EngineSeed()
-	f.resolvedSeed = o.ResolvedSeed
-	return seed, err
-}
-
-// config builds the engine configuration from the flags (see usecase.EngineOptions.Config).
-func (f *engineFlags) config() (refengine.Config, error) {
-	o := f.opts()
-	cfg, err := o.Config()
-	f.resolvedSeed = o.ResolvedSeed
-	return cfg, err
-}
-
-// specMethodConfig applies --spec-alpha, --spec-method, --spec-tree and --spec-repetition
-// (issue 22, item 5); the engine checks how they combine.
-func (f *engineFlags) specMethodConfig(cfg *refengine.Config) error {
-	if f.specAlpha != "" {
-		alphas, err := refengine.ParseSpecAlphas(f.specAlpha)
-		if err != nil {
-			return fmt.Errorf("--spec-alpha: %w", err)
-		}
-		if len(alphas) == 1 {
-			cfg.SpecAlpha = alphas[0]
-		} else {
-			cfg.SpecAlphas = alphas
-		}
-	}
-	for _, fl := range []struct {
-		name string
-		set  bool
-	}{{"--spec-method", f.specMethod != ""}, {"--spec-tree", f.specTree != 0}, {"--spec-repetition", f.specRepetition != ""}} {
-		if fl.set && f.specK == 0 {
-			return fmt.Errorf("%s needs --spec-k > 0 (the draft length)", fl.name)
-		}
-	}
-	if f.specRepetition != "" {
-		rep, err := refengine.ParseSpecRepetition(f.specRepetition)
-		if err != nil {
-			return fmt.Errorf("--spec-repetition: %w", err)
-		}
-		cfg.SpecRepetition = rep
-	}
-	return nil
-}

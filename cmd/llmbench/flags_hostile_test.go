@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/redact"
 )
 
 // TestRunRefusesBadTargetFlags: flags that would fail every request are refused before the
@@ -78,7 +80,7 @@ func TestCommandLineRedaction(t *testing.T) {
 	if got := commandLine([]string{"ab", "--a-endpoint=http://h/v1?key=ARMSECRET1", "--a-name", "ARMSECRET1"}); strings.Contains(got, "ARMSECRET1") {
 		t.Errorf("ab command line %s", got)
 	}
-	if got := redactURL("http://alice:PASSW0RDxyz@127.0.0.1:1/v1?api-key=QSECRETabc"); got != "http://<redacted>@127.0.0.1:1/v1?api-key=<redacted>" {
+	if got := redact.URL("http://alice:PASSW0RDxyz@127.0.0.1:1/v1?api-key=QSECRETabc"); got != "http://<redacted>@127.0.0.1:1/v1?api-key=<redacted>" {
 		t.Errorf("endpoint %s", got)
 	}
 }

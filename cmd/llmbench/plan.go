@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/refengine/perf"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -80,11 +78,11 @@ searched meets the target, 2 on bad input.`,
 	fs.StringVar(&o.slo, "slo", "", "SLOs a request must meet, e.g. ttft=500ms,tpot=50ms,max_gap=1s,e2e=20s,itl_p99=100ms (bare numbers are ms)")
 	fs.StringArrayVar(&o.classSLO, "class-slo", nil, "per-class SLOs CLASS:ttft=…,tpot=… (repeatable; overrides --slo for that class)")
 	fs.Float64Var(&o.target, "target", 0.9, "goodput fraction a deployment must reach (requests meeting every SLO / all requests)")
-	fs.StringSliceVar(&o.gpus, "gpus", []string{"h100"}, "GPU profiles to search ("+strings.Join(perf.GPUNames(), ", ")+"; a100, h100 are aliases)")
+	fs.StringSliceVar(&o.gpus, "gpus", []string{"h100"}, "GPU profiles to search ("+strings.Join(usecase.GPUNames(), ", ")+"; a100, h100 are aliases)")
 	fs.StringSliceVar(&o.dtypes, "dtypes", []string{"bf16"}, "weight dtypes to search (bf16, fp8, int8, int4); the KV cache dtype is --kv-dtype for all")
 	fs.IntSliceVar(&o.tps, "tp", []int{1}, "tensor-parallel degrees to search (GPUs per replica)")
 	fs.StringVar(&o.replicas, "replicas", "auto", "replicas per deployment: MIN..MAX, N (exactly), or auto (1 to 64: one at a time to 8, then doubling)")
-	fs.StringVar(&o.router, "router", refengine.RouterRoundRobin, "how replicas share requests: "+strings.Join(refengine.Routers, ", "))
+	fs.StringVar(&o.router, "router", usecase.RouterRoundRobin, "how replicas share requests: "+strings.Join(usecase.Routers, ", "))
 	fs.StringArrayVar(&o.prices, "price-gpu-hour", nil, "price of one GPU-hour per GPU type, GPU=PRICE (comma-separated or repeated), e.g. h100=2.49,h200=3.49")
 	fs.StringVar(&o.currency, "currency", "USD", "currency label of the prices")
 	fs.Float64Var(&o.rateScale, "rate-scale", 1, "multiply the trace's arrival rate by X (plan for more traffic than was recorded)")

@@ -49,13 +49,6 @@ func addQualityFlags(fs *pflag.FlagSet, pairwise bool) *qualityFlags {
 	return f
 }
 
-// judgeOptions returns the judge's options, or nil when no judge was asked for (see
-// usecase.QualityOptions.JudgeOptions).
-func (f *qualityFlags) judgeOptions(app *App) (*judge.Options, error) {
-	o := f.opts()
-	return o.JudgeOptions(app.Getenv)
-}
-
 type gradeOptions struct {
 	dir, trace string
 	lenient    bool

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -20,21 +19,9 @@ type replicaFlags struct {
 func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
 	f := &replicaFlags{fs: fs}
 	fs.IntVar(&f.replicas, "replicas", 1, "simulate N independent engine replicas (each the full --gpu/--tp setup) behind --router on one virtual timeline")
-	fs.StringVar(&f.router, "router", refengine.RouterRoundRobin, "how --replicas route each request at arrival: "+strings.Join(refengine.Routers, ", ")+
+	fs.StringVar(&f.router, "router", usecase.RouterRoundRobin, "how --replicas route each request at arrival: "+strings.Join(usecase.Routers, ", ")+
 		" (least-loaded: fewest outstanding requests; prefix-aware: llm-d's prefix/queue/KV-cache scores with a load guard; see docs/engine.md)")
 	return f
-}
-
-// check refuses replicas and routers that cannot work (see usecase.ReplicaOptions.Check).
-func (f *replicaFlags) check() error {
-	o := f.opts()
-	return o.Check()
-}
-
-// changed reports whether --replicas or --router was given.
-func (f *replicaFlags) changed() bool {
-	o := f.opts()
-	return o.Given()
 }
 
 func (f *replicaFlags) opts() usecase.ReplicaOptions {

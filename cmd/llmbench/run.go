@@ -1,12 +1,8 @@
 package main
 
 import (
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/loadgen"
-	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -68,25 +64,4 @@ func (o *runOptions) options() *usecase.RunOptions {
 		Output: o.output.opts(), Engine: o.engine.opts(), Shard: o.shard.opts(), Fail: o.fail.opts(),
 		Quality: o.quality.opts(),
 	}
-}
-
-// openTarget starts the embedded engine when no endpoint is given and returns the loadgen
-// target and the run facts known before the run (see usecase.OpenTarget).
-func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (loadgen.Target, metrics.RunInfo, func(), error) {
-	to, lo, eo := tf.opts(), lf.opts(), ef.opts()
-	t, info, closeTarget, err := usecase.OpenTarget(app.env(), &to, &lo, &eo)
-	ef.resolvedSeed = eo.ResolvedSeed
-	return t, info, closeTarget, err
-}
-
-// progress is where the progress display goes: stderr, or nowhere with --no-progress or
-// --quiet.
-func (f *outputFlags) progress(app *App) io.Writer {
-	o := f.opts()
-	return o.Progress(app.env())
-}
-
-func (f *loadFlags) effectiveTimeScale(endpoint string) float64 {
-	o := f.opts()
-	return o.EffectiveTimeScale(endpoint)
 }

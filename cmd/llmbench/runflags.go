@@ -1,17 +1,13 @@
 package main
 
 import (
-	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/internal/redact"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/usecase"
 )
@@ -67,23 +63,6 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	return f
 }
 
-// target builds the loadgen target; model is the model name to request ("" = discover).
-func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error) {
-	o := f.opts()
-	return o.Target(app.Getenv, url, model)
-}
-
-func (f *targetFlags) loadTokenizer(embedded bool) (tokenizer.Tokenizer, error) {
-	o := f.opts()
-	return o.LoadTokenizer(embedded)
-}
-
-// sizing resolves --prompt-sizing for a target (see usecase.TargetOptions.Sizing).
-func (f *targetFlags) sizing(embedded bool) (string, error) {
-	o := f.opts()
-	return o.Sizing(embedded)
-}
-
 // loadFlags shape the traffic.
 type loadFlags struct {
 	concurrency    int
@@ -115,16 +94,6 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "on Ctrl-C, wait this long for in-flight requests before canceling them")
 	fs.IntVar(&f.blockTokens, "prefix-block-tokens", 512, "tokens per hash_ids block when synthesizing shared-prefix prompts")
 	return f
-}
-
-func (f *loadFlags) options(t loadgen.Target, tok tokenizer.Tokenizer) (loadgen.Options, error) {
-	o := f.opts()
-	return o.Options(t, tok)
-}
-
-func (f *loadFlags) mode() string {
-	o := f.opts()
-	return o.Mode()
 }
 
 // metricFlags set SLOs, stall rules and prices.
@@ -166,11 +135,6 @@ func (f *metricFlags) options() (metrics.Options, error) {
 	return o.Options()
 }
 
-// parseSLOFlags sets o's SLO and ClassSLO from --slo and --class-slo values.
-func parseSLOFlags(o *metrics.Options, slo string, classSLO []string) error {
-	return usecase.ParseSLOFlags(o, slo, classSLO)
-}
-
 // metricFlagNames lists the flags addMetricFlags defines.
 var metricFlagNames = []string{"slo", "class-slo", "stall-threshold", "price-input", "price-output",
 	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt", "input-tolerance"}
@@ -205,16 +169,8 @@ func addOutputFlags(fs *pflag.FlagSet) *outputFlags {
 	return f
 }
 
-func (f *outputFlags) html(app *App) reports.HTMLOptions {
-	o := f.opts()
-	return o.HTML(app.Getenv)
-}
-
 // commandLine is the command as typed, redacted (see usecase.CommandLine).
 func commandLine(args []string) string { return usecase.CommandLine(args) }
-
-// redactURL hides a URL's user info and query values (see internal/redact).
-func redactURL(s string) string { return redact.URL(s) }
 
 // traceFlags name the trace a command replays.
 type traceFlags struct {
@@ -230,11 +186,6 @@ func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
 	fs.BoolVar(&f.lenient, "lenient", false, "accept unknown fields in trace lines")
 	fs.DurationVar(&f.maxSpan, "max-span", defaultMaxSpan, "refuse a trace whose replay would span longer than this (last arrival, or a session's start plus its think times)")
 	return f
-}
-
-func (f *traceFlags) read() ([]traces.Request, error) {
-	o := f.opts()
-	return o.Read()
 }
 
 // defaultMaxSpan is the longest replay run, ab, sweep and simulate accept without --max-span.
@@ -258,9 +209,3 @@ func (f *traceFlags) flagFloat(name string) float64 {
 
 // traceSpan is how long a replay of src lasts at least (see usecase.TraceSpan).
 func traceSpan(src traces.Source) time.Duration { return usecase.TraceSpan(src) }
-
-// open checks the trace like read and returns it to be replayed (see usecase.TraceOptions.Open).
-func (f *traceFlags) open(w io.Writer) (traces.Source, error) {
-	o := f.opts()
-	return o.Open(w)
-}
