@@ -69,6 +69,10 @@ func (f *LoadOptions) Mode() string {
 	return "open-loop"
 }
 
+// metricFlagNames lists the flags of MetricOptions.
+var metricFlagNames = []string{"slo", "class-slo", "stall-threshold", "price-input", "price-output",
+	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt", "input-tolerance"}
+
 // MetricOptions set SLOs, stall rules and prices (--slo, --stall-threshold, --price-input, …).
 type MetricOptions struct {
 	InputTol  float64

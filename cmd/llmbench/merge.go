@@ -1,13 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -19,7 +14,6 @@ type mergeOptions struct {
 	lenient   bool
 	echartsJS string
 	dirs      []string
-	args      []string
 }
 
 func newMergeCmd(app *App) *cobra.Command {
@@ -41,8 +35,8 @@ parts of one run: different traces or settings, or one shard index twice.`,
   llmbench merge -o merged /results/shard-*`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.dirs, o.args = args, app.Args
-			return runMerge(app, o)
+			o.dirs = args
+			return exitStatus(usecase.Merge(app.env(), o.options()))
 		},
 	}
 	fs := cmd.Flags()
@@ -53,26 +47,7 @@ parts of one run: different traces or settings, or one shard index twice.`,
 	return cmd
 }
 
-func runMerge(app *App, o *mergeOptions) error {
-	res, err := runner.Merge(runner.MergeOptions{
-		Dirs: o.dirs, OutDir: o.out, Trace: o.trace, Lenient: o.lenient, Command: commandLine(o.args),
-		HTML: reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv},
-	})
-	var refused *runner.RefusedError
-	if errors.As(err, &refused) {
-		return &exitError{code: 2, err: err}
-	}
-	if res != nil && res.Summary != nil {
-		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
-			err = werr
-		}
-		m := res.Summary.Run.Merged
-		fmt.Fprintf(app.Stdout, "\nmerged %d of %d shards", len(m.Merged), m.Shards)
-		if len(m.Missing)+len(m.Partial) > 0 {
-			fmt.Fprintf(app.Stdout, " (missing %v, partial %v: %d requests dropped)", m.Missing, m.Partial, m.Dropped)
-		}
-		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
-		usecase.PrintCompareHint(app.env(), res.Dir)
-	}
-	return err
+// options copies merge's flags and arguments into the use case's options.
+func (o *mergeOptions) options() *usecase.MergeOptions {
+	return &usecase.MergeOptions{Dirs: o.dirs, Out: o.out, Trace: o.trace, Lenient: o.lenient, EChartsJS: o.echartsJS}
 }

@@ -135,23 +135,9 @@ func (f *metricFlags) options() (metrics.Options, error) {
 	return o.Options()
 }
 
-// metricFlagNames lists the flags addMetricFlags defines.
-var metricFlagNames = []string{"slo", "class-slo", "stall-threshold", "price-input", "price-output",
-	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt", "input-tolerance"}
-
 func (f *metricFlags) changed(name string) bool {
 	fl := f.fs.Lookup(name)
 	return fl != nil && fl.Changed
-}
-
-// anyChanged reports whether any metric flag was given.
-func (f *metricFlags) anyChanged() bool {
-	for _, n := range metricFlagNames {
-		if f.changed(n) {
-			return true
-		}
-	}
-	return false
 }
 
 // outputFlags choose where results go and how the report is built.
@@ -168,9 +154,6 @@ func addOutputFlags(fs *pflag.FlagSet) *outputFlags {
 	fs.BoolVar(&f.noProgress, "no-progress", false, "do not show the progress display")
 	return f
 }
-
-// commandLine is the command as typed, redacted (see usecase.CommandLine).
-func commandLine(args []string) string { return usecase.CommandLine(args) }
 
 // traceFlags name the trace a command replays.
 type traceFlags struct {
