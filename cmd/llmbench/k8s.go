@@ -1,15 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
-
-	"github.com/llmbench/llmbench/k8sjob"
-	"github.com/llmbench/llmbench/traces"
 )
 
 func init() { register("k8s", newK8sCmd) }
@@ -24,16 +19,8 @@ func newK8sCmd(app *App) *cobra.Command {
 	return cmd
 }
 
-type k8sJobOptions struct {
-	o       k8sjob.Options
-	trace   string
-	startAt string
-	startIn time.Duration
-	now     func() time.Time
-}
-
 func newK8sJobCmd(app *App) *cobra.Command {
-	ko := &k8sJobOptions{now: time.Now}
+	ko := &usecase.K8sJobOptions{Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "job --trace FILE --shards N --image IMAGE --endpoint URL [-- RUN FLAGS...]",
 		Short: "Print the manifest of a run sharded over the pods of an Indexed Job",
@@ -46,51 +33,23 @@ resumed. Flags after -- are passed to every shard's ` + "`llmbench run`" + `. Se
 		Example: `  llmbench k8s job --trace prod.jsonl --shards 4 --image registry.example/llmbench:0.1 \
     --endpoint http://vllm.default.svc:8000 --start-in 3m -- --slo ttft=500ms,tpot=50ms | kubectl apply -f -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ko.o.RunArgs = args
-			return runK8sJob(app, ko)
+			ko.Job.RunArgs = args
+			return usecase.K8sJob(app.env(), ko)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&ko.trace, "trace", "", "trace file to ship in a ConfigMap (at most 1 MiB)")
-	fs.IntVar(&ko.o.Shards, "shards", 2, "number of shard pods")
-	fs.StringVar(&ko.o.Image, "image", "", "llmbench image (built from the repository's Dockerfile)")
-	fs.StringVar(&ko.o.Endpoint, "endpoint", "", "the server under test, as the pods reach it (no user info or query: the manifest is plain text)")
-	fs.StringVar(&ko.o.APIKeySecret, "api-key-secret", "", "Kubernetes Secret NAME[:KEY] (key default api-key) holding the endpoint's API key; the shards read it into $"+"LLMBENCH_SHARD_API_KEY and pass --api-key-env (--header after -- is refused: header values are secrets)")
-	fs.StringVar(&ko.o.Name, "name", "llmbench", "prefix of every object's name")
-	fs.StringVar(&ko.o.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
-	fs.StringVar(&ko.startAt, "start-at", "", "common start of the shards, RFC 3339 (default: --start-in from now)")
-	fs.DurationVar(&ko.startIn, "start-in", 5*time.Minute, "start the shards this long after the manifest is printed (time to apply it and pull the image)")
-	fs.StringVar(&ko.o.Storage, "storage", "1Gi", "size of the results volume")
-	fs.StringVar(&ko.o.StorageClass, "storage-class", "", "storage class of the results volume (one that offers ReadWriteMany; default: the cluster's)")
-	fs.StringVar(&ko.o.CPU, "cpu", "2", "CPU request and limit of each shard pod")
+	fs.StringVar(&ko.Trace, "trace", "", "trace file to ship in a ConfigMap (at most 1 MiB)")
+	fs.IntVar(&ko.Job.Shards, "shards", 2, "number of shard pods")
+	fs.StringVar(&ko.Job.Image, "image", "", "llmbench image (built from the repository's Dockerfile)")
+	fs.StringVar(&ko.Job.Endpoint, "endpoint", "", "the server under test, as the pods reach it (no user info or query: the manifest is plain text)")
+	fs.StringVar(&ko.Job.APIKeySecret, "api-key-secret", "", "Kubernetes Secret NAME[:KEY] (key default api-key) holding the endpoint's API key; the shards read it into $"+"LLMBENCH_SHARD_API_KEY and pass --api-key-env (--header after -- is refused: header values are secrets)")
+	fs.StringVar(&ko.Job.Name, "name", "llmbench", "prefix of every object's name")
+	fs.StringVar(&ko.Job.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
+	fs.StringVar(&ko.StartAt, "start-at", "", "common start of the shards, RFC 3339 (default: --start-in from now)")
+	fs.DurationVar(&ko.StartIn, "start-in", 5*time.Minute, "start the shards this long after the manifest is printed (time to apply it and pull the image)")
+	fs.StringVar(&ko.Job.Storage, "storage", "1Gi", "size of the results volume")
+	fs.StringVar(&ko.Job.StorageClass, "storage-class", "", "storage class of the results volume (one that offers ReadWriteMany; default: the cluster's)")
+	fs.StringVar(&ko.Job.CPU, "cpu", "2", "CPU request and limit of each shard pod")
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
-}
-
-func runK8sJob(app *App, ko *k8sJobOptions) error {
-	if _, err := traces.ReadFile(ko.trace, traces.ReadOptions{}); err != nil {
-		return err
-	}
-	data, err := os.ReadFile(ko.trace)
-	if err != nil {
-		return fmt.Errorf("read trace: %w", err)
-	}
-	ko.o.Trace, ko.o.TraceName = data, filepath.Base(ko.trace)
-	switch {
-	case ko.startAt != "":
-		t, err := time.Parse(time.RFC3339, ko.startAt)
-		if err != nil {
-			return fmt.Errorf("--start-at %q: want RFC 3339, e.g. 2026-12-01T15:00:00Z", ko.startAt)
-		}
-		ko.o.StartAt = t
-	case ko.startIn > 0:
-		ko.o.StartAt = ko.now().Add(ko.startIn).Truncate(time.Second)
-	default:
-		return fmt.Errorf("--start-in %s: must be > 0 (or give --start-at)", ko.startIn)
-	}
-	m, err := k8sjob.Build(ko.o)
-	if err != nil {
-		return err
-	}
-	return k8sjob.Write(app.Stdout, m)
 }
