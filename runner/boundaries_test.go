@@ -109,3 +109,48 @@ func TestPackageBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIImports keeps cmd/llmbench to flags → an options struct → one call (docs/ARCHITECTURE.md,
+// "Packages"): besides the standard library, cobra/pflag and x/term it may import only
+// cliAllowed (the use cases and their options types). cliNotYetMoved names the packages the commands not yet
+// moved to usecase still call (bench, gen, import, trace, and main's runtime tuning); the test
+// also fails when one of them is no longer imported, so that the list only shrinks.
+func TestCLIImports(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	cliAllowed := []string{
+		mod + "usecase", // every command's Options and use case
+		mod + "history", // history's commands: its AddArgs, CheckArgs, … and Run* are already options and use cases
+	}
+	cliNotYetMoved := []string{
+		mod + "internal/hoststat",  // bench
+		mod + "internal/selfbench", // bench
+		mod + "loadgen",            // main (runtime tuning), bench long
+		mod + "metrics",            // bench
+		mod + "runner",             // main (descriptor limit), bench
+		mod + "tokenizer",          // import
+		mod + "traces",             // gen, import, trace
+		mod + "workloads",          // gen
+	}
+	// cobra and pflag parse the command line; x/term says whether stderr is a terminal and
+	// how wide (term.go).
+	thirdParty := []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "golang.org/x/term"}
+	imports := goList(t, "-f", `{{join .Imports "\n"}}`, "./cmd/llmbench")
+	for _, p := range imports {
+		first, _, _ := strings.Cut(p, "/")
+		switch {
+		case !strings.Contains(first, "."): // the standard library
+		case slices.Contains(thirdParty, p), slices.Contains(cliAllowed, p), slices.Contains(cliNotYetMoved, p):
+		case strings.HasPrefix(p, mod):
+			t.Errorf("cmd/llmbench imports %s: its logic belongs in a use case of package usecase, which cmd calls with an options struct", p)
+		default:
+			t.Errorf("cmd/llmbench imports %s: the CLI uses only the standard library, cobra, pflag and x/term", p)
+		}
+	}
+	for _, p := range cliNotYetMoved {
+		if !slices.Contains(imports, p) {
+			t.Errorf("cmd/llmbench no longer imports %s: drop it from cliNotYetMoved", p)
+		}
+	}
+}

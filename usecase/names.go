@@ -1,8 +1,11 @@
 package usecase
 
 import (
+	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
+	"github.com/llmbench/llmbench/runner"
 )
 
 // The reference engine's names the CLI lists in its flags' help, so that cmd/llmbench needs
@@ -22,3 +25,15 @@ var Routers = refengine.Routers
 
 // RouterRoundRobin is the default router.
 const RouterRoundRobin = refengine.RouterRoundRobin
+
+// Flag defaults the CLI shows, from the packages that own them.
+const (
+	// DefaultMaxLineBytes is --max-line-bytes' default (loadgen's).
+	DefaultMaxLineBytes = loadgen.DefaultMaxLineBytes
+	// SizingAuto is --prompt-sizing's default.
+	SizingAuto = loadgen.SizingAuto
+	// DefaultInputTolerance is --input-tolerance's default (metrics').
+	DefaultInputTolerance = metrics.DefaultInputTolerance
+	// DefaultMaxFailureRate is --max-failure-rate's default (runner's).
+	DefaultMaxFailureRate = runner.DefaultMaxFailureRate
+)

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -21,6 +20,6 @@ type failureFlags struct{ maxRate float64 }
 
 func addFailureFlags(fs *pflag.FlagSet) *failureFlags {
 	f := &failureFlags{}
-	fs.Float64Var(&f.maxRate, "max-failure-rate", runner.DefaultMaxFailureRate, "exit 3 when more than this fraction of requests failed (1: only when no request succeeded)")
+	fs.Float64Var(&f.maxRate, "max-failure-rate", usecase.DefaultMaxFailureRate, "exit 3 when more than this fraction of requests failed (1: only when no request succeeded)")
 	return f
 }

@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/loadgen"
-	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/usecase"
 )
@@ -53,9 +51,9 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.DurationVar(&f.tFirstToken, "timeout-first-token", 5*time.Minute, "fail a request with no generated text after this long from sending (timeout_first_token; role-only chunks do not count; 0 = none)")
 	fs.DurationVar(&f.tIdle, "timeout-idle", 60*time.Second, "fail a request whose stream brings no generated text for this long (timeout_idle; role-only chunks and keep-alives do not count; 0 = none)")
 	fs.DurationVar(&f.tTotal, "timeout-total", 30*time.Minute, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
-	fs.IntVar(&f.maxLine, "max-line-bytes", loadgen.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
+	fs.IntVar(&f.maxLine, "max-line-bytes", usecase.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
-	fs.StringVar(&f.promptSizing, "prompt-sizing", loadgen.SizingAuto, `how prompts synthesized from input_tokens are made that many tokens on the target: "server" (word costs from its /tokenize: vLLM, SGLang, llama.cpp), "calibrate" (probe requests' usage.prompt_tokens), "tokenizer" (fit with --tokenizer), or "auto": tokenizer on the embedded engine or with a tokenizer.json, else server, else calibrate (docs/inputs.md)`)
+	fs.StringVar(&f.promptSizing, "prompt-sizing", usecase.SizingAuto, `how prompts synthesized from input_tokens are made that many tokens on the target: "server" (word costs from its /tokenize: vLLM, SGLang, llama.cpp), "calibrate" (probe requests' usage.prompt_tokens), "tokenizer" (fit with --tokenizer), or "auto": tokenizer on the embedded engine or with a tokenizer.json, else server, else calibrate (docs/inputs.md)`)
 	fs.StringVar(&f.sourceAddrs, "source-addrs", "", "dial new connections from these local addresses in turn, so that tens of thousands of connections to one host do not run out of ephemeral ports: a comma-separated list of IPs and ranges, e.g. 127.0.0.2-127.0.0.9 on loopback")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2: h2c with prior knowledge to http:// endpoints (the embedded engine and serve accept it), only ALPN h2 to https:// ones; streams then share connections")
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions) for the report")
@@ -126,13 +124,8 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
 	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see docs/metrics.md)")
 	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see docs/metrics.md)")
-	fs.Float64Var(&f.inputTol, "input-tolerance", metrics.DefaultInputTolerance, "how far, as a fraction of the total, the server's usage.prompt_tokens of the synthesized prompts may differ from the trace's input_tokens: beyond it the summary flags the inputs (run, report, compare) and run, ab and sweep exit 3 (docs/inputs.md)")
+	fs.Float64Var(&f.inputTol, "input-tolerance", usecase.DefaultInputTolerance, "how far, as a fraction of the total, the server's usage.prompt_tokens of the synthesized prompts may differ from the trace's input_tokens: beyond it the summary flags the inputs (run, report, compare) and run, ab and sweep exit 3 (docs/inputs.md)")
 	return f
-}
-
-func (f *metricFlags) options() (metrics.Options, error) {
-	o := f.opts()
-	return o.Options()
 }
 
 func (f *metricFlags) changed(name string) bool {
