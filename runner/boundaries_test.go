@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -152,5 +153,48 @@ func TestCLIImports(t *testing.T) {
 		if !slices.Contains(imports, p) {
 			t.Errorf("cmd/llmbench no longer imports %s: drop it from cliNotYetMoved", p)
 		}
+	}
+}
+
+// TestPackageMap checks that the package table of docs/ARCHITECTURE.md ("Packages") lists
+// exactly the module's packages, as `go list ./...` prints them: a new package gets a row, a
+// removed one loses its row.
+func TestPackageMap(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	doc, err := os.ReadFile("../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "\n## Packages\n")
+	end := strings.Index(text, "\n## Following one Record")
+	if start < 0 || end < start {
+		t.Fatal(`docs/ARCHITECTURE.md: no "## Packages" section before "## Following one Record"`)
+	}
+	var table []string
+	for _, line := range strings.Split(text[start:end], "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			table = append(table, name)
+		}
+	}
+	var pkgs []string
+	for _, p := range goList(t, "./...") {
+		pkgs = append(pkgs, strings.TrimPrefix(p, mod))
+	}
+	for _, p := range pkgs {
+		if !slices.Contains(table, p) {
+			t.Errorf("docs/ARCHITECTURE.md's package table has no row for %s", p)
+		}
+	}
+	for _, p := range table {
+		if !slices.Contains(pkgs, p) {
+			t.Errorf("docs/ARCHITECTURE.md's package table lists %s, which is not a package of the module", p)
+		}
+	}
+	if len(table) != len(pkgs) {
+		t.Errorf("the package table has %d rows for %d packages", len(table), len(pkgs))
 	}
 }
