@@ -113,9 +113,9 @@ func TestPackageBoundaries(t *testing.T) {
 
 // TestCLIImports keeps cmd/llmbench to flags → an options struct → one call (docs/ARCHITECTURE.md,
 // "Packages"): besides the standard library, cobra/pflag and x/term it may import only
-// cliAllowed (the use cases and their options types). cliNotYetMoved names the packages the commands not yet
-// moved to usecase still call (bench, gen, import, trace, and main's runtime tuning); the test
-// also fails when one of them is no longer imported, so that the list only shrinks.
+// cliAllowed (the use cases and their options types). cliNotYetMoved names the packages the
+// commands not yet moved to usecase still call (gen, import, trace); the test also fails when
+// one of them is no longer imported, so that the list only shrinks.
 func TestCLIImports(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
@@ -125,14 +125,9 @@ func TestCLIImports(t *testing.T) {
 		mod + "history", // history's commands: its AddArgs, CheckArgs, … and Run* are already options and use cases
 	}
 	cliNotYetMoved := []string{
-		mod + "internal/hoststat",  // bench
-		mod + "internal/selfbench", // bench
-		mod + "loadgen",            // main (runtime tuning), bench long
-		mod + "metrics",            // bench
-		mod + "runner",             // main (descriptor limit), bench
-		mod + "tokenizer",          // import
-		mod + "traces",             // gen, import, trace
-		mod + "workloads",          // gen
+		mod + "tokenizer", // import
+		mod + "traces",    // gen, import, trace
+		mod + "workloads", // gen
 	}
 	// cobra and pflag parse the command line; x/term says whether stderr is a terminal and
 	// how wide (term.go).

@@ -37,3 +37,15 @@ const (
 	// DefaultMaxFailureRate is --max-failure-rate's default (runner's).
 	DefaultMaxFailureRate = runner.DefaultMaxFailureRate
 )
+
+// ClientCPUs is the CPU capacity of the process as loadgen measured it at start (before the
+// CLI's runtime tuning raises GOMAXPROCS; see loadgen.CPUs).
+func ClientCPUs() int { return loadgen.CPUs }
+
+// ReserveFileDescriptors raises the open files limit to the hard limit and reserves the
+// kernel's descriptor table for it (runner.RaiseFDLimit, runner.ReserveFDTable): every stream
+// in flight holds a descriptor, and growing the table later pauses the process.
+func ReserveFileDescriptors() {
+	soft, _, _ := runner.RaiseFDLimit()
+	runner.ReserveFDTable(soft)
+}
