@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,7 +165,7 @@ func parsePoints(s string) ([]float64, error) {
 	var points []float64
 	for _, p := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || v <= 0 {
+		if err != nil || !(v > 0) || math.IsInf(v, 0) { // NaN and Inf are no load
 			return nil, fmt.Errorf("--points %q: want positive numbers separated by commas", s)
 		}
 		points = append(points, v)

@@ -88,6 +88,8 @@ func TestSweepRefusesBadOptions(t *testing.T) {
 			o.Replicas.Changed = given("replicas")
 		}, "they need --simulate"},
 		{"points", func(o *SweepOptions) { o.Points = "1,-2" }, `--points "1,-2"`},
+		{"points not a number", func(o *SweepOptions) { o.Points = "4,NaN" }, `--points "4,NaN"`},
+		{"points infinite", func(o *SweepOptions) { o.Points = "Inf" }, `--points "Inf"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := defaultSweep(t)
