@@ -131,7 +131,7 @@ func parseStall(o *metrics.Options, stall string) error {
 	}
 	if m, ok := strings.CutSuffix(st, "x"); ok {
 		v, err := strconv.ParseFloat(m, 64)
-		if err != nil || v <= 0 {
+		if err != nil || !(v > 0) || math.IsInf(v, 0) { // NaNx and Infx are no multiple
 			return fmt.Errorf("--stall-threshold %q: want a positive multiple like 5x or a duration like 250ms", st)
 		}
 		o.StallMultiple = v
