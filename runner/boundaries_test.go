@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -23,8 +24,8 @@ func goList(t *testing.T, args ...string) []string {
 
 // TestPackageBoundaries enforces the data flow of docs/ARCHITECTURE.md ("Packages"): loadgen
 // never imports refengine (nor refengine loadgen, metrics or reports), metrics does no network
-// I/O, only the adapters (runner/engineadapter) and the CLI reach the reference engine, and
-// the CLI does no network I/O of its own. Every package of the module must have an entry, so
+// I/O, only the adapters (runner/engineadapter), the use cases (usecase) and the CLI reach the
+// reference engine, and neither the use cases nor the CLI do network I/O of their own. Every package of the module must have an entry, so
 // that a new package states what it may not import.
 func TestPackageBoundaries(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -62,15 +63,16 @@ func TestPackageBoundaries(t *testing.T) {
 		"runner/engineadapter": {mod + "cmd/llmbench"},
 		"tokenizer":            {"net/http", mod + "loadgen", mod + "refengine"},
 		"traces":               {"net/http", mod + "loadgen", mod + "metrics"},
+		"usecase":              {"github.com/spf13/cobra", mod + "cmd/llmbench"},
 		"workloads":            {"net/http", mod + "loadgen", mod + "metrics"},
 	}
 	// reachEngine are the only packages allowed to depend on refengine.
-	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "plan", "cmd/llmbench"}
+	reachEngine := []string{"refengine", "refengine/perf", "runner/engineadapter", "calibrate", "plan", "usecase", "cmd/llmbench"}
 	// noNetwork packages must not import net or net/http directly (cmd parses flags and prints;
 	// servers and clients live in packages).
-	noNetwork := []string{"cmd/llmbench", "k8sjob", "calibrate", "plan"}
+	noNetwork := []string{"cmd/llmbench", "usecase", "k8sjob", "calibrate", "plan"}
 	// adapterUsers are the only packages allowed to import runner/engineadapter.
-	adapterUsers := []string{"cmd/llmbench"}
+	adapterUsers := []string{"usecase", "cmd/llmbench"}
 
 	pkgs := goList(t, "./...")
 	for _, p := range pkgs {
@@ -100,6 +102,11 @@ func TestPackageBoundaries(t *testing.T) {
 				}
 			}
 		}
+		// usecase builds options without flag parsing: no pflag of its own (client-go's
+		// clientcmd, which k8srun uses to read a kubeconfig, brings pflag in indirectly).
+		if rel == "usecase" && slices.Contains(imports, "github.com/spf13/pflag") {
+			t.Errorf("usecase imports pflag: flags are parsed in cmd/llmbench, which fills usecase's options")
+		}
 		if slices.Contains(imports, mod+"runner/engineadapter") && !slices.Contains(adapterUsers, rel) {
 			t.Errorf("%s imports runner/engineadapter: only %v may", rel, adapterUsers)
 		}
@@ -108,5 +115,88 @@ func TestPackageBoundaries(t *testing.T) {
 		if !slices.Contains(pkgs, mod+rel) {
 			t.Errorf("TestPackageBoundaries names %s, which is not a package of the module", rel)
 		}
+	}
+}
+
+// TestCLIImports keeps cmd/llmbench to flags → an options struct → one call (docs/ARCHITECTURE.md,
+// "Packages"): besides the standard library, cobra/pflag and x/term it may import only
+// cliAllowed (the use cases and their options types). cliNotYetMoved names the packages the
+// commands not yet moved to usecase still call (gen, import, trace); the test also fails when
+// one of them is no longer imported, so that the list only shrinks.
+func TestCLIImports(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	cliAllowed := []string{
+		mod + "usecase", // every command's Options and use case
+		mod + "history", // history's commands: its AddArgs, CheckArgs, … and Run* are already options and use cases
+	}
+	cliNotYetMoved := []string{
+		mod + "tokenizer", // import
+		mod + "traces",    // gen, import, trace
+		mod + "workloads", // gen
+	}
+	// cobra and pflag parse the command line; x/term says whether stderr is a terminal and
+	// how wide (term.go).
+	thirdParty := []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "golang.org/x/term"}
+	imports := goList(t, "-f", `{{join .Imports "\n"}}`, "./cmd/llmbench")
+	for _, p := range imports {
+		first, _, _ := strings.Cut(p, "/")
+		switch {
+		case !strings.Contains(first, "."): // the standard library
+		case slices.Contains(thirdParty, p), slices.Contains(cliAllowed, p), slices.Contains(cliNotYetMoved, p):
+		case strings.HasPrefix(p, mod):
+			t.Errorf("cmd/llmbench imports %s: its logic belongs in a use case of package usecase, which cmd calls with an options struct", p)
+		default:
+			t.Errorf("cmd/llmbench imports %s: the CLI uses only the standard library, cobra, pflag and x/term", p)
+		}
+	}
+	for _, p := range cliNotYetMoved {
+		if !slices.Contains(imports, p) {
+			t.Errorf("cmd/llmbench no longer imports %s: drop it from cliNotYetMoved", p)
+		}
+	}
+}
+
+// TestPackageMap checks that the package table of docs/ARCHITECTURE.md ("Packages") lists
+// exactly the module's packages, as `go list ./...` prints them: a new package gets a row, a
+// removed one loses its row.
+func TestPackageMap(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	doc, err := os.ReadFile("../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "\n## Packages\n")
+	end := strings.Index(text, "\n## Following one Record")
+	if start < 0 || end < start {
+		t.Fatal(`docs/ARCHITECTURE.md: no "## Packages" section before "## Following one Record"`)
+	}
+	var table []string
+	for _, line := range strings.Split(text[start:end], "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			table = append(table, name)
+		}
+	}
+	var pkgs []string
+	for _, p := range goList(t, "./...") {
+		pkgs = append(pkgs, strings.TrimPrefix(p, mod))
+	}
+	for _, p := range pkgs {
+		if !slices.Contains(table, p) {
+			t.Errorf("docs/ARCHITECTURE.md's package table has no row for %s", p)
+		}
+	}
+	for _, p := range table {
+		if !slices.Contains(pkgs, p) {
+			t.Errorf("docs/ARCHITECTURE.md's package table lists %s, which is not a package of the module", p)
+		}
+	}
+	if len(table) != len(pkgs) {
+		t.Errorf("the package table has %d rows for %d packages", len(table), len(pkgs))
 	}
 }

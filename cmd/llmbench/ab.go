@@ -1,23 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/llmbench/llmbench/loadgen"
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/quality/judge"
-	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/runner/engineadapter"
-	"github.com/llmbench/llmbench/traces"
 )
 
 func init() { register("ab", newABCmd) }
@@ -84,17 +73,7 @@ or more than --max-failure-rate failed); 130 when interrupted after writing resu
   llmbench ab --trace prod.jsonl --a-endpoint http://10.0.0.5:8000 --b-endpoint http://10.0.0.6:8000 --runs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.fail.check(); err != nil {
-				return err
-			}
-			code, err := runAB(cmd.Context(), app, o)
-			if err != nil {
-				return &exitError{code, err}
-			}
-			if code != 0 {
-				return &exitError{code, nil}
-			}
-			return nil
+			return exitStatus(usecase.AB(cmd.Context(), app.env(), o.options()))
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -136,325 +115,25 @@ func (o *abOptions) addFlags(fs *pflag.FlagSet) {
 	o.fail = addFailureFlags(fs)
 }
 
-func runAB(ctx context.Context, app *App, o *abOptions) (int, error) {
-	repeats, auto, err := o.check(app)
-	if err != nil {
-		return 2, err
-	}
-	judgeOpts, err := o.quality.judgeOptions(app)
-	if err != nil {
-		return 2, err
-	}
-	trace, err := o.traceFlags.open(app.Stderr) // read again for each run, not held
-	if err != nil {
-		return 2, err
-	}
-	if !o.keepTemperature {
-		if trace, err = runner.Greedy(trace); err != nil {
-			return 2, err
-		}
-	}
-	thresholds, err := metrics.ParseFailOn(o.failOn)
-	if err != nil {
-		return 2, err // ParseFailOn names the flag and the rule
-	}
-	mopts, err := o.metrics.options()
-	if err != nil {
-		return 2, err
-	}
-	ind, _ := runner.ParseIndependence(o.independence) // checked by o.check
-	out := o.output.out
-	if out == "" {
-		out = filepath.Join(runner.DefaultOutDir(time.Now()), "ab")
-	}
-	var arms [2]runner.Arm
-	for i, spec := range []struct {
-		name, endpoint string
-		overrides      []string
-	}{{o.aName, o.aEndpoint, o.aEngine}, {o.bName, o.bEndpnt, o.bEngine}} {
-		arm, closeArm, err := o.arm(ctx, app, spec.name, spec.endpoint, spec.overrides, ind)
-		if err != nil {
-			return 2, fmt.Errorf("arm %s: %w", spec.name, err)
-		}
-		defer closeArm()
-		arms[i] = arm
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := app.watchInterrupts(cancel, func() {}, o.load.grace)
-	defer stop()
-	abOpts := runner.ABOptions{
-		Trace: trace, Repeats: repeats, AutoRepeats: auto, MaxRepeats: o.maxRepeats,
-		WarmupRequests: o.warmupRequests, NoWarmup: o.warmupRequests == 0,
-		OutDir: out, Metrics: mopts, HTML: o.output.html(app), Independence: ind, BlockTokens: o.load.blockTokens,
-		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.resamples, Seed: 1, Confidence: 0.95},
-		OnRun: func(arm string, rep, of int) {
-			if o.output.noProgress || !app.showProgress() { // a line per run is ab's progress
-				return
+// options copies ab's flags into the use case's options.
+func (o *abOptions) options() *usecase.ABOptions {
+	return &usecase.ABOptions{
+		Trace: o.traceFlags.opts(), AEndpoint: o.aEndpoint, BEndpoint: o.bEndpnt,
+		AEngine: o.aEngine, BEngine: o.bEngine, AName: o.aName, BName: o.bName,
+		Runs: o.repeats, MaxRuns: o.maxRepeats, Independence: o.independence, SelfCheck: o.selfCheck,
+		WarmupRequests: o.warmupRequests, FailOn: o.failOn, Format: o.format, Resamples: o.resamples,
+		KeepTemperature: o.keepTemperature,
+		Target:          o.target.opts(), Load: o.load.opts(), Metrics: o.metrics.opts(), Output: o.output.opts(),
+		Engine: o.engine.opts(), Fail: o.fail.opts(), Quality: o.quality.opts(),
+		ArmEngine: func(overrides []string) (usecase.EngineOptions, error) {
+			ef, err := o.armEngineFlags(overrides)
+			if err != nil {
+				return usecase.EngineOptions{}, err
 			}
-			upTo := ""
-			if auto {
-				upTo = "up to "
-			}
-			fmt.Fprintf(app.Stderr, "ab: arm %s, run %d of %s%d\n", arm, rep, upTo, of)
+			return ef.opts(), nil
 		},
+		Changed: o.fs.Changed,
 	}
-	if o.selfCheck > 0 {
-		return selfCheck(ctx, app, abOpts, arms, o.selfCheck)
-	}
-	res, err := runner.AB(ctx, abOpts, arms[0], arms[1])
-	if err != nil {
-		if app.interrupted.Load() {
-			return exitInterrupted, err
-		}
-		return exitBadInput, err
-	}
-	return o.report(ctx, app, res, trace, out, judgeOpts)
-}
-
-// check reads and checks the flags that need no trace nor server: the number of runs per arm
-// (or auto), the repeat independence, the arms' shape. It warns of deprecated spellings.
-func (o *abOptions) check(app *App) (repeats int, auto bool, err error) {
-	if o.target.scrapeMetric {
-		return 0, false, fmt.Errorf("--scrape-metrics applies to run; ab lists the arms' configuration from their servers instead")
-	}
-	if (o.aEndpoint == "") != (o.bEndpnt == "") {
-		return 0, false, fmt.Errorf("give both --a-endpoint and --b-endpoint, or neither (two reference-engine arms)")
-	}
-	if o.target.endpoint != "" {
-		return 0, false, fmt.Errorf("ab takes --a-endpoint and --b-endpoint, not --endpoint")
-	}
-	if o.aEndpoint != "" && (len(o.aEngine) > 0 || len(o.bEngine) > 0) {
-		return 0, false, fmt.Errorf("--a-engine/--b-engine configure reference-engine arms; they do not apply to --a-endpoint/--b-endpoint")
-	}
-	if o.aName == o.bName {
-		return 0, false, fmt.Errorf("--a-name and --b-name must differ")
-	}
-	if err := checkComparisonFormat(o.format); err != nil {
-		return 0, false, err
-	}
-	if f := o.fs.Lookup("repeat"); f != nil && f.Changed {
-		return 0, false, fmt.Errorf("--repeat replays the trace N times inside one run; ab's unit is the run: use --runs N (formerly --repeats) for N interleaved runs per arm (what its intervals need)")
-	}
-	if err := o.deprecatedAliases(app); err != nil {
-		return 0, false, err
-	}
-	if _, err := runner.ParseIndependence(o.independence); err != nil {
-		return 0, false, fmt.Errorf("--independent-repeats %w", err)
-	}
-	if repeats, auto, err = parseRepeats(o.repeats, o.maxRepeats); err != nil {
-		return 0, false, err
-	}
-	if auto && o.failOn == "" {
-		return 0, false, fmt.Errorf("--runs auto needs --fail-on: it adds runs until each rule's metric is measured more precisely than the rule's limit")
-	}
-	if o.selfCheck < 0 {
-		return 0, false, fmt.Errorf("--self-check %d: want a number of A/A experiments, e.g. 10", o.selfCheck)
-	}
-	if o.selfCheck > 0 {
-		if o.aEndpoint != "" || len(o.bEngine) > 0 {
-			return 0, false, fmt.Errorf("--self-check compares the embedded engine with itself: drop --a-endpoint/--b-endpoint and --b-engine")
-		}
-		if !textFormat(o.format) {
-			return 0, false, fmt.Errorf("--self-check prints one line per experiment, not --format %s: drop --format", o.format)
-		}
-		o.bEngine = o.aEngine
-		if !o.fs.Changed("runs") && !o.fs.Changed("repeats") {
-			repeats = 3
-		}
-	}
-	return repeats, auto, nil
-}
-
-// deprecatedAliases warns on stderr of --repeats and --max-repeats (now --runs and
-// --max-runs) and refuses both spellings of one flag together.
-func (o *abOptions) deprecatedAliases(app *App) error {
-	for _, a := range [][2]string{{"repeats", "runs"}, {"max-repeats", "max-runs"}} {
-		if !o.fs.Changed(a[0]) {
-			continue
-		}
-		if o.fs.Changed(a[1]) {
-			return fmt.Errorf("give --%s only (--%s is its old spelling)", a[1], a[0])
-		}
-		fmt.Fprintf(app.Stderr, "llmbench: --%s is deprecated: use --%s (runs per arm; --repeat replays a trace within one run)\n", a[0], a[1])
-	}
-	return nil
-}
-
-// textFormat is false for the formats meant for a program (json, markdown): with them,
-// stdout carries only that format and every message goes to stderr.
-func textFormat(format string) bool {
-	switch format {
-	case "", "text", "terminal":
-		return true
-	}
-	return false
-}
-
-// report judges (with --judge-endpoint), writes the comparison in --format, and says where
-// the results are; it returns the exit code.
-func (o *abOptions) report(ctx context.Context, app *App, res *runner.ABResult, trace traces.Source, out string, judgeOpts *judge.Options) (int, error) {
-	msgs := app.Stdout
-	if !textFormat(o.format) {
-		msgs = app.Stderr // stdout carries only the machine format
-	}
-	fmt.Fprintf(msgs, "Independent repeats: %s\n", res.Independence)
-	if len(res.ConfigIgnored) > 0 {
-		fmt.Fprintf(msgs, "Configuration values that change per server process, not compared: %s\n", strings.Join(res.ConfigIgnored, ", "))
-	}
-	if res.StopReason != "" {
-		fmt.Fprintf(msgs, "Repeats: %d per arm, %s\n", res.Repeats, res.StopReason)
-	}
-	fmt.Fprintln(msgs)
-	judgeErr, err := o.judge(ctx, app, res, trace, out, judgeOpts)
-	if err != nil {
-		return exitBadInput, err
-	}
-	pairs := runner.PairRecords(res.Dirs[o.aName][0], res.Dirs[o.bName][0])
-	if err := writeComparison(app, res.Comparison, o.format, filepath.Join(out, "comparison.html"), o.output.echartsJS, pairs); err != nil {
-		return 2, err
-	}
-	fmt.Fprintf(msgs, "\nresults: %s (per-run directories, ab.json, comparison.html)\n", out)
-	var sums []*metrics.Summary
-	for _, name := range []string{o.aName, o.bName} {
-		sums = append(sums, res.Summaries[name]...)
-	}
-	if err := measuredExit(app, nil, o.fail, sums...); err != nil {
-		var ee *exitError
-		errors.As(err, &ee)
-		return ee.code, ee.err
-	}
-	if res.Comparison.Regressed {
-		return exitRegression, judgeErr
-	}
-	if judgeErr != nil {
-		return exitBadInput, judgeErr
-	}
-	return exitOK, nil
-}
-
-// judge runs the pairwise LLM judge after the measured runs (with --judge-endpoint) and
-// rewrites ab.json with its verdict. A failed judge leaves the measured comparison standing:
-// judgeErr makes the command fail at the end; err (ab.json unwritable) at once.
-func (o *abOptions) judge(ctx context.Context, app *App, res *runner.ABResult, trace traces.Source, out string, judgeOpts *judge.Options) (judgeErr, err error) {
-	if judgeOpts == nil {
-		return nil, nil
-	}
-	fmt.Fprintf(app.Stderr, "ab: judging A against B with %s, each pair twice with the order swapped (after the measured runs)\n", judgeOpts.Model)
-	// The judge reads the prompts: only it holds the trace.
-	reqs, err := trace.Requests()
-	var js *metrics.JudgeSummary
-	if err == nil {
-		js, err = runner.JudgeAB(ctx, res.Dirs[o.aName][0], res.Dirs[o.bName][0], out, reqs, *judgeOpts)
-	}
-	if err != nil {
-		judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", err, out)
-		res.Comparison.Warnings = append(res.Comparison.Warnings, judgeErr.Error())
-	} else {
-		res.Comparison.Judge = js
-	}
-	return judgeErr, runner.WriteJSON(filepath.Join(out, "ab.json"), res)
-}
-
-// arm builds one arm: an endpoint, or an embedded reference engine with the command's engine
-// flags plus overrides.
-func (o *abOptions) arm(ctx context.Context, app *App, name, endpoint string, overrides []string, ind runner.Independence) (runner.Arm, func(), error) {
-	tok, err := o.target.loadTokenizer(endpoint == "")
-	if err != nil {
-		return runner.Arm{}, nil, err
-	}
-	info := metrics.RunInfo{Command: commandLine(app.Args), Trace: o.traceFlags.path, Seed: o.load.seed, Version: version,
-		Mode: o.load.mode(), Concurrency: o.load.concurrency, MaxConcurrency: o.load.maxConcurrency,
-		RateScale: o.load.rateScale, Backend: o.target.backend, Tokenizer: tok.Name(), Config: flagConfig(app.flags),
-		API: o.target.api, BatchSize: o.target.batchSize}
-	timeScale := 1.0
-	var url string
-	closeArm := func() {}
-	config := map[string]string{}
-	if endpoint != "" {
-		if o.load.timeScale != 1 {
-			return runner.Arm{}, nil, fmt.Errorf("--time-scale applies to reference-engine arms only")
-		}
-		url = endpoint
-		info.Endpoint = redactURL(endpoint)
-	} else {
-		ef, err := o.armEngineFlags(overrides)
-		if err != nil {
-			return runner.Arm{}, nil, err
-		}
-		cfg, err := ef.config()
-		if err != nil {
-			return runner.Arm{}, nil, err
-		}
-		cfg.TimeScale = o.load.timeScale
-		timeScale = o.load.timeScale
-		info.TimeScale = timeScale
-		info.EngineSeed = cfg.Seed
-		eng, err := engineadapter.StartEmbedded(cfg)
-		if err != nil {
-			return runner.Arm{}, nil, err
-		}
-		closeArm = eng.Close
-		url = eng.URL
-		info.Endpoint = "embedded reference engine"
-		info.Engine = eng.Engine.Describe()
-		for k, v := range info.Engine {
-			config["engine."+k] = v
-		}
-		delete(config, "engine.time_scale")
-	}
-	t, err := o.target.target(app, url, o.engine.modelName())
-	if err != nil {
-		closeArm()
-		return runner.Arm{}, nil, err
-	}
-	arm := runner.Arm{Name: name, Info: info}
-	if endpoint != "" {
-		if config, err = o.serverFacts(ctx, &arm, endpoint, t, ind); err != nil {
-			return runner.Arm{}, nil, err
-		}
-	} else if ind.Flush {
-		// The embedded reference engine flushes by SGLang's endpoint (refengine/flush.go).
-		flush, err := runner.NewCacheFlush(ctx, url, "")
-		if err != nil {
-			closeArm()
-			return runner.Arm{}, nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
-		}
-		arm.Flush, arm.FlushMethod = flush.Flush, flush.Method
-	}
-	lo, err := o.load.options(t, tok)
-	if err == nil {
-		lo.PromptSizing, err = o.target.sizing(endpoint == "")
-	}
-	if err != nil {
-		closeArm()
-		return runner.Arm{}, nil, err
-	}
-	lo.KeepOutput = o.quality.keepOutput || o.quality.judgeEndpoint != ""
-	config["model"] = t.Model
-	config["backend"] = t.Backend
-	arm.Produce, arm.Salted = runner.HTTPProducers(lo, timeScale)
-	arm.Config = config
-	if endpoint == "" {
-		arm.Scrape = &runner.ArmScrape{URL: url, TimeScale: timeScale} // the engine's speculative counters (issue 38)
-	}
-	return arm, closeArm, nil
-}
-
-// serverFacts reads an endpoint arm's server configuration into the arm's run facts (so the
-// comparison lists the servers' differences) and returns it; with a flush asked for, it finds
-// how the server flushes its prefix cache.
-func (o *abOptions) serverFacts(ctx context.Context, arm *runner.Arm, endpoint string, t loadgen.Target, ind runner.Independence) (map[string]string, error) {
-	config := runner.FetchServerConfig(ctx, endpoint, t.APIKey, t.Model, t.Headers)
-	arm.Info.Engine = maps.Clone(config)
-	if ind.Flush {
-		flush, err := runner.NewCacheFlush(ctx, endpoint, t.APIKey)
-		if err != nil {
-			return nil, fmt.Errorf("--independent-repeats %s: %w", o.independence, err)
-		}
-		arm.Flush, arm.FlushMethod = flush.Flush, flush.Method
-	}
-	return config, nil
 }
 
 // armEngineFlags parses the command's engine flags again into a fresh set and applies the

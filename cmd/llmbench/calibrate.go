@@ -1,13 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
-
-	"github.com/llmbench/llmbench/calibrate"
-	"github.com/llmbench/llmbench/refengine/perf"
 )
 
 func init() { register("calibrate", newCalibrateCmd) }
@@ -59,7 +54,7 @@ with one chunk per token (no speculative decoding) at a few loads fit best.`,
   llmbench calibrate vllm-4qps.json -o my-h100.json --validate vllm-8qps.json --gpu h100
   llmbench simulate --trace prod.jsonl --gpu h100 --profiles my-h100.json`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runCalibrate(app, o, args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return usecase.Calibrate(app.env(), o.options(args)) },
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.out, "output", "o", "", "write the fitted GPU profile to FILE (JSON, for --profiles)")
@@ -71,49 +66,8 @@ with one chunk per token (no speculative decoding) at a few loads fit best.`,
 	return cmd
 }
 
-func runCalibrate(app *App, o *calibrateOptions, fit []string) error {
-	cfg, err := o.engine.config()
-	if err != nil {
-		return err
-	}
-	var models []perf.Model // written with the GPU so that --profiles alone reproduces the fit
-	if o.modelConfig != "" {
-		data, err := os.ReadFile(o.modelConfig)
-		if err != nil {
-			return fmt.Errorf("--model-config: %w", err)
-		}
-		m, err := perf.ParseHFConfig(data, o.modelConfig, cfg.Model)
-		if err != nil {
-			return fmt.Errorf("--model-config: %w", err)
-		}
-		reg := perf.NewRegistry()
-		if cfg.Profiles != nil {
-			reg = cfg.Profiles.Clone()
-		}
-		if err := reg.Add([]perf.Model{m}, nil); err != nil {
-			return fmt.Errorf("--model-config: %w", err)
-		}
-		cfg.Profiles = reg
-		models = append(models, m)
-	}
-	opts := calibrate.Options{Engine: cfg, Fit: fit, Validate: o.validate, MaxEvals: o.maxEvals}
-	calibrateFitOptions(o.engine, &opts)
-	res, err := calibrate.Run(opts)
-	if err != nil {
-		return err
-	}
-	data, err := calibrate.FormatProfile(models, res)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(o.out, data, 0o644); err != nil {
-		return fmt.Errorf("-o: %w", err)
-	}
-	fmt.Fprint(app.Stdout, res.Table())
-	if len(models) > 0 {
-		fmt.Fprintf(app.Stdout, "profile: %s (use --model %s --gpu %s --profiles %s)\n", o.out, models[0].Name, res.GPU.Name, o.out)
-	} else {
-		fmt.Fprintf(app.Stdout, "profile: %s (use --gpu %s --profiles %s)\n", o.out, res.GPU.Name, o.out)
-	}
-	return nil
+// options copies calibrate's flags and arguments into the use case's options.
+func (o *calibrateOptions) options(fit []string) *usecase.CalibrateOptions {
+	return &usecase.CalibrateOptions{Fit: fit, Validate: o.validate, Out: o.out, ModelConfig: o.modelConfig,
+		MaxEvals: o.maxEvals, Engine: o.engine.opts()}
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
-
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
-
-	"github.com/llmbench/llmbench/runner"
 )
 
 func init() { register("clock", newClockCmd) }
@@ -22,9 +19,7 @@ Run one per sharded run; ` + "`llmbench k8s job`" + ` deploys it.`,
 		Example: `  llmbench clock --addr 0.0.0.0:9000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runner.ServeClock(cmd.Context(), addr, app.Interrupts, func(a string) {
-				fmt.Fprintf(app.Stdout, "serving %s on http://%s\n", runner.ClockPath, a)
-			})
+			return usecase.ServeClock(cmd.Context(), app.env(), addr)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "address to listen on (host:port)")

@@ -11,6 +11,7 @@ import (
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
 	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // TestGenTraceToolsRoundTrip drives gen, trace stats/scale/filter/validate through the CLI.
@@ -347,8 +348,8 @@ func TestMalformedHeaderNotEchoed(t *testing.T) {
 // TestRunNotesAHeldTrace: a long trace that cannot be replayed as it is read (here: not in
 // arrival order) is held in memory, and run says so and how to avoid it; a sorted one is not.
 func TestRunNotesAHeldTrace(t *testing.T) {
-	defer func(n int) { heldNoteMin = n }(heldNoteMin)
-	heldNoteMin = 2
+	defer func(n int) { usecase.HeldNoteMin = n }(usecase.HeldNoteMin)
+	usecase.HeldNoteMin = 2
 	dir := t.TempDir()
 	unsorted := filepath.Join(dir, "unsorted.jsonl")
 	sorted := filepath.Join(dir, "sorted.jsonl")

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("compare", newCompareCmd) }
@@ -54,14 +49,7 @@ Exit status: 0 no regression, 1 regression, 2 usage or data error (including dif
 			default:
 				return &exitError{2, fmt.Errorf("give BASE and CAND directories, or --base DIR... --cand DIR...")}
 			}
-			code, err := runCompare(cmd.Context(), app, o)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			if code != 0 {
-				return &exitError{code, nil}
-			}
-			return nil
+			return exitStatus(usecase.Compare(app.env(), o.options()))
 		},
 	}
 	fs := cmd.Flags()
@@ -79,9 +67,7 @@ Exit status: 0 no regression, 1 regression, 2 usage or data error (including dif
 	listMetrics := fs.Bool("list-metrics", false, "list the metric names --fail-on accepts and exit")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		if *listMetrics {
-			for _, n := range metrics.MetricNames() {
-				fmt.Fprintln(app.Stdout, n)
-			}
+			usecase.ListMetrics(app.Stdout)
 			return &exitError{0, nil}
 		}
 		return nil
@@ -89,114 +75,12 @@ Exit status: 0 no regression, 1 regression, 2 usage or data error (including dif
 	return cmd
 }
 
-func runCompare(_ context.Context, app *App, o *compareOptions) (int, error) {
-	if err := checkComparisonFormat(o.format); err != nil {
-		return 2, err
-	}
-	if o.echartsJS != "" && o.html == "" {
-		return 2, fmt.Errorf("--echarts-js is inlined into the HTML report; it does nothing without --html FILE")
-	}
-	thresholds, err := metrics.ParseFailOn(o.failOn)
-	if err != nil {
-		return 2, err // ParseFailOn names the flag and the rule
-	}
-	mopts, err := o.metrics.options()
-	if err != nil {
-		return 2, err
-	}
-	base, err := runner.RecordSources(o.base)
-	if err != nil {
-		return 2, err
-	}
-	cand, err := runner.RecordSources(o.cand)
-	if err != nil {
-		return 2, err
-	}
-	traceWarnings, err := runner.CheckSameTrace(o.base, o.cand)
-	differentTraces := err != nil
-	if differentTraces {
-		if !o.allowTrace {
-			return 2, err
-		}
-		traceWarnings = append(traceWarnings, "--allow-different-trace: compared unpaired, because "+err.Error())
-	}
-	c, err := metrics.Compare(base, cand, metrics.CompareOptions{
-		Summary:    mopts,
-		Thresholds: thresholds,
-		Resamples:  o.resamples,
-		Seed:       o.seed,
-		Confidence: o.confidence,
-		Unpaired:   differentTraces,
-		BaseLabel:  label(o.base),
-		CandLabel:  label(o.cand),
-	})
-	if err != nil {
-		return 2, err
-	}
-	runner.AttachRunFacts(c, o.base, o.cand)
-	c.Warnings = append(c.Warnings, traceWarnings...)
-	if err := writeComparison(app, c, o.format, o.html, o.echartsJS, runner.PairRecords(o.base[0], o.cand[0])); err != nil {
-		return 2, err
-	}
-	if c.Regressed {
-		return 1, nil
-	}
-	return 0, nil
-}
-
-// writeComparison prints c in the chosen format and optionally writes the HTML report.
-func writeComparison(app *App, c *metrics.Comparison, format, htmlPath, echartsJS string, pairs *reports.RequestPairs) error {
-	switch format {
-	case "text", "terminal", "":
-		if err := reports.WriteComparisonTerminal(app.Stdout, c); err != nil {
-			return err
-		}
-	case "markdown", "md":
-		if err := reports.WriteComparisonMarkdown(app.Stdout, c); err != nil {
-			return err
-		}
-	case "json":
-		enc := json.NewEncoder(app.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(c); err != nil {
-			return err
-		}
-	default:
-		return checkComparisonFormat(format)
-	}
-	if htmlPath != "" {
-		f, err := os.Create(htmlPath)
-		if err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-		if err := reports.WriteComparisonHTML(f, c, reports.HTMLOptions{EChartsJS: echartsJS, Getenv: app.Getenv, Pairs: pairs}); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(app.Stderr, "comparison report: %s\n", htmlPath)
-	}
-	return nil
-}
-
-func label(dirs []string) string {
-	if len(dirs) == 1 {
-		return dirs[0]
-	}
-	return fmt.Sprintf("%s (+%d more)", dirs[0], len(dirs)-1)
+// options copies compare's flags into the use case's options.
+func (o *compareOptions) options() *usecase.CompareOptions {
+	return &usecase.CompareOptions{Base: o.base, Cand: o.cand, FailOn: o.failOn, Format: o.format, HTML: o.html,
+		Resamples: o.resamples, Seed: o.seed, Confidence: o.confidence, Metrics: o.metrics.opts(),
+		EChartsJS: o.echartsJS, AllowTrace: o.allowTrace}
 }
 
 // comparisonFormatHelp is the --format help of compare and ab.
-const comparisonFormatHelp = "output: text (alias terminal), markdown (alias md), json"
-
-// checkComparisonFormat refuses a --format that writeComparison cannot print, before any
-// work is done (an A/B takes minutes).
-func checkComparisonFormat(format string) error {
-	switch format {
-	case "text", "terminal", "", "markdown", "md", "json":
-		return nil
-	}
-	return fmt.Errorf("--format %q: want text (alias terminal), markdown (alias md) or json", format)
-}
+const comparisonFormatHelp = usecase.ComparisonFormatHelp

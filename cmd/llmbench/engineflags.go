@@ -1,18 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/refengine/perf"
-	"github.com/llmbench/llmbench/tokenizer"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // engineFlags are the reference-engine flags shared by serve, run, simulate and ab.
@@ -57,17 +52,13 @@ type engineFlags struct {
 }
 
 // engineFlagNames lists the flags addEngineFlags defines.
-var engineFlagNames = []string{"model", "gpu", "tp", "weight-dtype", "kv-dtype", "max-num-seqs",
-	"max-num-batched-tokens", "block-size", "gpu-memory-utilization", "num-gpu-blocks", "max-model-len",
-	"enable-prefix-caching", "spec-k", "spec-alpha", "spec-draft-model", "spec-method", "spec-tree", "spec-repetition", "spec-draft-tp", "faults", "served-model-name",
-	"profiles", "engine-seed", "disaggregated", "kv-transfer-gbps", "wire", "reasoning", "engine-noise", "quality",
-	"lora", "max-loras"} // LoRA adapters (issue 38; flags_lora.go)
+var engineFlagNames = usecase.EngineFlagNames
 
 // addEngineFlags defines the reference-engine flags on fs.
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	f := &engineFlags{fs: fs, now: time.Now}
-	fs.StringVar(&f.model, "model", "llama-3.1-8b", "the model: with --endpoint, the name sent in every request (default there: the first model /v1/models lists); on the reference engine, its model profile ("+strings.Join(perf.ModelNames(), ", ")+"; Hugging Face names such as meta-llama/Llama-3.1-8B-Instruct are aliases) and the name it serves")
-	fs.StringVar(&f.gpu, "gpu", "h100-sxm", "reference engine: GPU profile ("+strings.Join(perf.GPUNames(), ", ")+"; aliases a100 and h100 name a100-80gb and h100-sxm)")
+	fs.StringVar(&f.model, "model", "llama-3.1-8b", "the model: with --endpoint, the name sent in every request (default there: the first model /v1/models lists); on the reference engine, its model profile ("+strings.Join(usecase.ModelNames(), ", ")+"; Hugging Face names such as meta-llama/Llama-3.1-8B-Instruct are aliases) and the name it serves")
+	fs.StringVar(&f.gpu, "gpu", "h100-sxm", "reference engine: GPU profile ("+strings.Join(usecase.GPUNames(), ", ")+"; aliases a100 and h100 name a100-80gb and h100-sxm)")
 	fs.IntVar(&f.tp, "tp", 1, "reference engine: tensor-parallel degree (GPUs per replica)")
 	fs.StringVar(&f.weightDtype, "weight-dtype", "bf16", "reference engine: weight dtype (bf16, fp8, int8, int4)")
 	fs.StringVar(&f.kvDtype, "kv-dtype", "bf16", "reference engine: KV cache dtype (bf16, fp8)")
@@ -91,7 +82,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	fs.StringVar(&f.profiles, "profiles", "", "reference engine: JSON file of extra or overriding model and GPU profiles")
 	fs.StringVar(&f.seed, "engine-seed", strconv.FormatUint(defaultEngineSeed, 10), "reference engine: seed (≥ 1) of unseeded sampling and fault draws, recorded in the results so identical runs produce identical outputs; \"random\" draws one from the clock (still recorded)")
 	fs.BoolVar(&f.disaggregated, "disaggregated", false, "reference engine: separate prefill and decode pools (each the full GPU setup) with a KV cache transfer between them")
-	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(refengine.Wires, ", ")+"; see docs/servers.md)")
+	fs.StringVar(&f.wire, "wire", "vllm", "reference engine: wire personality, how streams are framed ("+strings.Join(usecase.Wires, ", ")+"; see docs/servers.md)")
 	fs.Float64Var(&f.reasoning, "reasoning", 0, "reference engine: fraction of each chat answer sent first as reasoning (reasoning_content deltas; 0: off; e.g. 0.5)")
 	fs.StringVar(&f.quality, "quality", "on", "reference engine: the error model of its answers (tool calls, JSON outputs, lookups in long documents; docs/quality.md \"Quality probes and the engine's error model\"): on, off (every answer right), or items such as tool=5%,retry=3%,json=2%,recall=1%,middle=25%,half=16k,temp=1.5,fp8=1.5,int8=2,int4=3,seed=N changing the defaults")
 	fs.Float64Var(&f.kvTransferGBps, "kv-transfer-gbps", 0, "reference engine: KV transfer bandwidth between the pools, GB/s (0: the GPUs' NVLink)")
@@ -99,153 +90,6 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	return f
 }
 
-// changedNames lists the engine flags set on the command line, other than --model and
-// --served-model-name (which also name the model to request from an endpoint).
-func (f *engineFlags) changedNames() string {
-	var names []string
-	for _, n := range engineFlagNames {
-		if n == "model" || n == "served-model-name" {
-			continue
-		}
-		if fl := f.fs.Lookup(n); fl != nil && fl.Changed {
-			names = append(names, "--"+n)
-		}
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
-// changed reports whether any engine-only flag was set (see changedNames).
-func (f *engineFlags) changed() bool { return f.changedNames() != "" }
-
-// modelName is the model name given with --served-model-name or --model, "" when neither was
-// set.
-func (f *engineFlags) modelName() string {
-	if f.servedModelName != "" {
-		return f.servedModelName
-	}
-	if fl := f.fs.Lookup("model"); fl != nil && fl.Changed {
-		return f.model
-	}
-	return ""
-}
-
-// defaultEngineSeed seeds the reference engine when --engine-seed is not given: a fixed seed,
-// so that two identical plain runs produce identical outputs (ab and compare check hashes).
-const defaultEngineSeed = 1
-
-// engineSeed resolves --engine-seed: a positive integer, or "random" for one drawn from the
-// clock. The engine takes 0 to mean "from the clock", so 0 is refused rather than passed on.
-// The first call decides; later ones (ab's two arms) return the same seed.
-func (f *engineFlags) engineSeed() (uint64, error) {
-	if f.resolvedSeed != 0 {
-		return f.resolvedSeed, nil
-	}
-	if strings.EqualFold(strings.TrimSpace(f.seed), "random") {
-		for t := uint64(f.now().UnixNano()); f.resolvedSeed == 0; t++ {
-			f.resolvedSeed = tokenizer.Mix(t)
-		}
-		return f.resolvedSeed, nil
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(f.seed), 10, 64)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("--engine-seed %q: want a seed >= 1, or random", clip(f.seed, 40))
-	}
-	f.resolvedSeed = n
-	return n, nil
-}
-
-// config builds the engine configuration from the flags (TimeScale, APIKey and the limits are
-// left for the command to set).
-func (f *engineFlags) config() (refengine.Config, error) {
-	seed, err := f.engineSeed()
-	if err != nil {
-		return refengine.Config{}, err
-	}
-	cfg := refengine.Config{
-		Model: f.model, GPU: f.gpu, TP: f.tp, WeightDtype: f.weightDtype, KVDtype: f.kvDtype,
-		MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens, BlockSize: f.blockSize,
-		GPUMemUtil: f.gpuMemUtil, NumBlocks: f.numBlocks, MaxModelLen: f.maxModelLen,
-		DisablePrefixCaching: !f.prefixCaching, SpecK: f.specK,
-		SpecDraftModel: f.specDraftModel, ServedModelName: f.servedModelName, Seed: seed,
-		SpecMethod: f.specMethod, SpecTree: f.specTree, SpecDraftTP: f.specDraftTP,
-		Disaggregated: f.disaggregated, KVTransferBW: f.kvTransferGBps * 1e9,
-		Wire: f.wire, ReasoningFraction: f.reasoning,
-	}
-	if f.kvTransferGBps != 0 && !f.disaggregated {
-		return cfg, fmt.Errorf("--kv-transfer-gbps applies only with --disaggregated")
-	}
-	if f.specDraftTP != 0 && f.specDraftModel == "" {
-		return cfg, fmt.Errorf("--spec-draft-tp %d needs --spec-draft-model (the draft it shards)", f.specDraftTP)
-	}
-	if f.specDraftModel != "" && f.specK == 0 {
-		return cfg, fmt.Errorf("--spec-draft-model %s needs --spec-k > 0 (the draft length)", clip(f.specDraftModel, 60))
-	}
-	if f.specAlpha != "" && f.specK == 0 {
-		return cfg, fmt.Errorf("--spec-alpha %s needs --spec-k > 0 (the draft length)", clip(f.specAlpha, 40))
-	}
-	if err := f.specMethodConfig(&cfg); err != nil {
-		return cfg, err
-	}
-	faults, err := refengine.ParseFaults(f.faults)
-	if err != nil {
-		return cfg, fmt.Errorf("--faults: %w", err)
-	}
-	cfg.Faults = faults
-	if cfg.Noise, err = refengine.ParseNoise(f.noise); err != nil {
-		return cfg, fmt.Errorf("--engine-noise: %w", err)
-	}
-	if cfg.Quality, err = refengine.ParseQuality(f.quality); err != nil {
-		return cfg, fmt.Errorf("--quality: %w", err)
-	}
-	if err := f.lora.apply(&cfg); err != nil { // LoRA adapters (issue 38)
-		return cfg, err
-	}
-	if f.profiles != "" {
-		data, err := os.ReadFile(f.profiles)
-		if err != nil {
-			return cfg, fmt.Errorf("--profiles: %w", err)
-		}
-		reg := perf.NewRegistry()
-		if err := reg.LoadJSON(data, f.profiles); err != nil {
-			return cfg, fmt.Errorf("--profiles: %w", err)
-		}
-		cfg.Profiles = reg
-		if err := f.applyProfileCalibration(&cfg, reg, data); err != nil {
-			return cfg, err
-		}
-	}
-	return cfg, nil
-}
-
-// specMethodConfig applies --spec-alpha, --spec-method, --spec-tree and --spec-repetition
-// (issue 22, item 5); the engine checks how they combine.
-func (f *engineFlags) specMethodConfig(cfg *refengine.Config) error {
-	if f.specAlpha != "" {
-		alphas, err := refengine.ParseSpecAlphas(f.specAlpha)
-		if err != nil {
-			return fmt.Errorf("--spec-alpha: %w", err)
-		}
-		if len(alphas) == 1 {
-			cfg.SpecAlpha = alphas[0]
-		} else {
-			cfg.SpecAlphas = alphas
-		}
-	}
-	for _, fl := range []struct {
-		name string
-		set  bool
-	}{{"--spec-method", f.specMethod != ""}, {"--spec-tree", f.specTree != 0}, {"--spec-repetition", f.specRepetition != ""}} {
-		if fl.set && f.specK == 0 {
-			return fmt.Errorf("%s needs --spec-k > 0 (the draft length)", fl.name)
-		}
-	}
-	if f.specRepetition != "" {
-		rep, err := refengine.ParseSpecRepetition(f.specRepetition)
-		if err != nil {
-			return fmt.Errorf("--spec-repetition: %w", err)
-		}
-		cfg.SpecRepetition = rep
-	}
-	return nil
-}
+// defaultEngineSeed seeds the reference engine when --engine-seed is not given (see
+// usecase.DefaultEngineSeed).
+const defaultEngineSeed = usecase.DefaultEngineSeed

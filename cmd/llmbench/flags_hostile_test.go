@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/redact"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // TestRunRefusesBadTargetFlags: flags that would fail every request are refused before the
@@ -65,7 +68,7 @@ func TestRunRefusesLongSpan(t *testing.T) {
 }
 
 func TestCommandLineRedaction(t *testing.T) {
-	got := commandLine([]string{"run", "--endpoint", "https://sk-USERINFO1@h:8443/v1?api-key=QSECRETabc",
+	got := usecase.CommandLine([]string{"run", "--endpoint", "https://sk-USERINFO1@h:8443/v1?api-key=QSECRETabc",
 		"--header", "Authorization: Bearer SECRET123", "--trace", "t.jsonl", "--note=QSECRETabc"})
 	for _, c := range []string{"sk-USERINFO1", "QSECRETabc", "SECRET123", "***"} {
 		if strings.Contains(got, c) {
@@ -75,10 +78,10 @@ func TestCommandLineRedaction(t *testing.T) {
 	if !strings.Contains(got, "--trace t.jsonl") || !strings.Contains(got, "https://<redacted>@h:8443/v1?api-key=<redacted>") {
 		t.Errorf("command line %s", got)
 	}
-	if got := commandLine([]string{"ab", "--a-endpoint=http://h/v1?key=ARMSECRET1", "--a-name", "ARMSECRET1"}); strings.Contains(got, "ARMSECRET1") {
+	if got := usecase.CommandLine([]string{"ab", "--a-endpoint=http://h/v1?key=ARMSECRET1", "--a-name", "ARMSECRET1"}); strings.Contains(got, "ARMSECRET1") {
 		t.Errorf("ab command line %s", got)
 	}
-	if got := redactURL("http://alice:PASSW0RDxyz@127.0.0.1:1/v1?api-key=QSECRETabc"); got != "http://<redacted>@127.0.0.1:1/v1?api-key=<redacted>" {
+	if got := redact.URL("http://alice:PASSW0RDxyz@127.0.0.1:1/v1?api-key=QSECRETabc"); got != "http://<redacted>@127.0.0.1:1/v1?api-key=<redacted>" {
 		t.Errorf("endpoint %s", got)
 	}
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/workloads"
 )
@@ -23,25 +20,6 @@ type loraEngineFlags struct {
 func (f *loraEngineFlags) add(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.adapters, "lora", nil, "reference engine: serve a LoRA adapter NAME[:RANK] on the base model (repeatable or comma-separated; rank default 16); requests name it as their model (docs/adapters.md)")
 	fs.IntVar(&f.maxLoRAs, "max-loras", 0, "reference engine, with --lora: adapter slots on the GPU, as vLLM's --max-loras (0: 1, vLLM's default); a request whose adapter finds no free slot waits, and a load costs the adapter's bytes over PCIe")
-}
-
-// apply copies the flags into cfg.
-func (f *loraEngineFlags) apply(cfg *refengine.Config) error {
-	for _, s := range f.adapters {
-		l, err := refengine.ParseLoRA(s)
-		if err != nil {
-			return err
-		}
-		cfg.LoRAs = append(cfg.LoRAs, l)
-	}
-	if f.maxLoRAs < 0 {
-		return fmt.Errorf("--max-loras %d: must be >= 1 (0: 1 slot)", f.maxLoRAs)
-	}
-	if f.maxLoRAs > 0 && len(cfg.LoRAs) == 0 {
-		return fmt.Errorf("--max-loras %d needs adapters to hold: give --lora NAME[:RANK]", f.maxLoRAs)
-	}
-	cfg.MaxLoRAs = f.maxLoRAs
-	return nil
 }
 
 // addImportModelFlags adds import's --keep-model.

@@ -2,75 +2,23 @@ package main
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/runner"
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/llmbench/llmbench/workloads"
 )
 
 // Controlled prefix-cache hit rate (issue 34; docs/prefix-cache.md, "Controlled hit rate"):
 // run's priming flags and gen's --prefix-hit-rate.
 
-// prefixRunFlags are run's priming flags.
-type prefixRunFlags struct {
-	prime     bool
-	hitRate   float64
-	tolerance float64
-	workers   []string
-}
-
-func addPrefixRunFlags(fs *pflag.FlagSet) *prefixRunFlags {
-	f := &prefixRunFlags{}
-	fs.BoolVar(&f.prime, "prime-prefixes", false, "before the measured window, flush the server's prefix cache (SGLang /flush_cache, vLLM /reset_prefix_cache, llama.cpp slot erase; a warning where none is served) and send one request per prefix group of the trace (not measured)")
-	fs.Float64Var(&f.hitRate, "prefix-hit-rate", -1, "the prefix-cache hit rate the trace is meant to run at (e.g. one from gen --preset prefix-hit --prefix-hit-rate R): implies --prime-prefixes and warns when the measured window misses it by more than --prefix-hit-tolerance")
-	fs.Float64Var(&f.tolerance, "prefix-hit-tolerance", metrics.DefaultPrefixHitTolerance, "with --prefix-hit-rate: the miss, as a fraction (0.02 = 2 pp), beyond which the run warns")
-	fs.StringSliceVar(&f.workers, "scrape-workers", nil, "base URLs of the workers behind --endpoint (a router), comma-separated: poll each one's Prometheus /metrics during the run; server_prefix_cache is then theirs, per worker and in all")
-	return f
-}
-
-// priming is the run's runner.PrefixPriming (nil without --prime-prefixes or
-// --prefix-hit-rate); sharded is whether the run is one shard of several.
-func (f *prefixRunFlags) priming(changed func(string) bool, sharded bool) (*runner.PrefixPriming, error) {
-	rate := changed("prefix-hit-rate")
-	if changed("prefix-hit-tolerance") && !rate {
-		return nil, fmt.Errorf("--prefix-hit-tolerance applies with --prefix-hit-rate")
-	}
-	if !f.prime && !rate {
-		return nil, nil
-	}
-	if sharded {
-		return nil, fmt.Errorf("--prime-prefixes and --prefix-hit-rate apply to an unsharded run: every shard would flush the cache the others fill")
-	}
-	p := &runner.PrefixPriming{RequestedHitRate: -1, Tolerance: f.tolerance}
-	if rate {
-		if math.IsNaN(f.hitRate) || f.hitRate < 0 || f.hitRate >= 1 {
-			return nil, fmt.Errorf("--prefix-hit-rate %v: want a fraction in [0, 1)", f.hitRate)
-		}
-		p.RequestedHitRate = f.hitRate
-	}
-	if math.IsNaN(f.tolerance) || f.tolerance <= 0 || f.tolerance >= 1 {
-		return nil, fmt.Errorf("--prefix-hit-tolerance %v: want a fraction in (0, 1)", f.tolerance)
-	}
-	return p, nil
-}
-
-// scrapeWorkers is --scrape-workers, checked: each an http(s) URL, only with --endpoint.
-func (f *prefixRunFlags) scrapeWorkers(endpoint string) ([]string, error) {
-	if len(f.workers) == 0 {
-		return nil, nil
-	}
-	if endpoint == "" {
-		return nil, fmt.Errorf("--scrape-workers names the workers behind --endpoint; the embedded engine has none")
-	}
-	for _, w := range f.workers {
-		if err := checkEndpoint(w); err != nil {
-			return nil, fmt.Errorf("--scrape-workers: %w", err)
-		}
-	}
-	return f.workers, nil
+// addPrefixRunFlags adds run's priming flags into o.
+func addPrefixRunFlags(fs *pflag.FlagSet, o *usecase.PrefixOptions) {
+	fs.BoolVar(&o.Prime, "prime-prefixes", false, "before the measured window, flush the server's prefix cache (SGLang /flush_cache, vLLM /reset_prefix_cache, llama.cpp slot erase; a warning where none is served) and send one request per prefix group of the trace (not measured)")
+	fs.Float64Var(&o.HitRate, "prefix-hit-rate", -1, "the prefix-cache hit rate the trace is meant to run at (e.g. one from gen --preset prefix-hit --prefix-hit-rate R): implies --prime-prefixes and warns when the measured window misses it by more than --prefix-hit-tolerance")
+	fs.Float64Var(&o.Tolerance, "prefix-hit-tolerance", usecase.DefaultPrefixHitTolerance, "with --prefix-hit-rate: the miss, as a fraction (0.02 = 2 pp), beyond which the run warns")
+	fs.StringSliceVar(&o.Workers, "scrape-workers", nil, "base URLs of the workers behind --endpoint (a router), comma-separated: poll each one's Prometheus /metrics during the run; server_prefix_cache is then theirs, per worker and in all")
+	o.Changed = fs.Changed
 }
 
 // prefixGenFlags is gen's --prefix-hit-rate.

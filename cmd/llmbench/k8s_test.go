@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/usecase"
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/llmbench/llmbench/traces"
@@ -92,9 +93,9 @@ func checkK8sJobCommands(t *testing.T, jobArgs []string) {
 			t.Fatalf("`llmbench %s` checks the trace against %q, want %s", strings.Join(args, " "), got, sum)
 		}
 		if cmd.Name() == "run" {
-			o := &shardFlags{shard: cmd.Flag("shard").Value.String(), startAt: cmd.Flag("start-at").Value.String(), clockRef: cmd.Flag("clock-ref").Value.String()}
+			o := &usecase.ShardOptions{Shard: cmd.Flag("shard").Value.String(), StartAt: cmd.Flag("start-at").Value.String(), ClockRef: cmd.Flag("clock-ref").Value.String()}
 			env := map[string]string{"JOB_COMPLETION_INDEX": "2"}
-			so, err := o.options(&newTestApp(env).App, cmd.Flag("trace").Value.String(), cmd.Flag("endpoint").Value.String())
+			so, err := o.Options(newTestApp(env).App.Getenv, cmd.Flag("trace").Value.String(), cmd.Flag("endpoint").Value.String())
 			if err != nil || so.Shard.Index != 2 || so.Shard.Count != 3 || so.StartAt.IsZero() {
 				t.Fatalf("shard flags %+v: %v", so, err)
 			}

@@ -16,11 +16,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/llmbench/llmbench/loadgen"
-	"github.com/llmbench/llmbench/runner"
 )
 
 // devVersion is the version of a build that was not stamped.
@@ -172,7 +170,7 @@ func loadCommand(args []string) bool {
 //     per CPU, a goroutine that became runnable (a token arrived, a send is due) waits for a P
 //     while both run other work, up to Go's 10 ms preemption slice; with spare Ps the kernel
 //     shares the CPUs at a finer grain. `llmbench bench` on 2 cores: token arrival error P99
-//     1.1–2.2 ms with 2 Ps, 0.4–0.6 ms with 4, the client's CPU use alike. loadgen.CPUs keeps
+//     1.1–2.2 ms with 2 Ps, 0.4–0.6 ms with 4, the client's CPU use alike. loadgen.CPUs (usecase.ClientCPUs) keeps
 //     the CPU capacity for the client-CPU figures.
 //   - The open files limit: raised to the hard limit, and the descriptor table reserved for
 //     it (runner.ReserveFDTable: growing it later pauses the process for milliseconds).
@@ -184,7 +182,7 @@ func loadCommand(args []string) bool {
 //     stays under 150 MB either way.
 func runtimeTuning(getenv func(string) string) {
 	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(2 * loadgen.CPUs)
+		runtime.GOMAXPROCS(2 * usecase.ClientCPUs())
 	}
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
@@ -193,6 +191,5 @@ func runtimeTuning(getenv func(string) string) {
 	// soft limit goes to the hard limit (issue 18; the run facts say what it was), and the
 	// kernel's descriptor table is grown to it now, before the run, instead of doubling (and
 	// stalling the process) as connections open.
-	soft, _, _ := runner.RaiseFDLimit()
-	runner.ReserveFDTable(soft)
+	usecase.ReserveFileDescriptors()
 }

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // TestRunFromAPipe: a trace given as a pipe is read once, replayed whole, and (when long) the
 // note says to write it to a file rather than to sort it.
 func TestRunFromAPipe(t *testing.T) {
-	defer func(n int) { heldNoteMin = n }(heldNoteMin)
-	heldNoteMin = 2
+	defer func(n int) { usecase.HeldNoteMin = n }(usecase.HeldNoteMin)
+	usecase.HeldNoteMin = 2
 	dir := t.TempDir()
 	p := filepath.Join(dir, "pipe.jsonl")
 	if err := syscall.Mkfifo(p, 0o600); err != nil {

@@ -1,21 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/plan"
-	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/refengine/perf"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("plan", newPlanCmd) }
@@ -72,7 +64,7 @@ searched meets the target, 2 on bad input.`,
   llmbench plan --trace prod.jsonl --model llama-3.1-70b --slo ttft=1s,tpot=60ms --gpus h100 --tp 2,4,8 \
       --price-gpu-hour h100=2.49 --format json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(app, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return exitStatus(usecase.Plan(app.env(), o.options())) },
 	}
 	fs := cmd.Flags()
 	o.traceFlags = addTraceFlags(fs)
@@ -87,11 +79,11 @@ searched meets the target, 2 on bad input.`,
 	fs.StringVar(&o.slo, "slo", "", "SLOs a request must meet, e.g. ttft=500ms,tpot=50ms,max_gap=1s,e2e=20s,itl_p99=100ms (bare numbers are ms)")
 	fs.StringArrayVar(&o.classSLO, "class-slo", nil, "per-class SLOs CLASS:ttft=…,tpot=… (repeatable; overrides --slo for that class)")
 	fs.Float64Var(&o.target, "target", 0.9, "goodput fraction a deployment must reach (requests meeting every SLO / all requests)")
-	fs.StringSliceVar(&o.gpus, "gpus", []string{"h100"}, "GPU profiles to search ("+strings.Join(perf.GPUNames(), ", ")+"; a100, h100 are aliases)")
+	fs.StringSliceVar(&o.gpus, "gpus", []string{"h100"}, "GPU profiles to search ("+strings.Join(usecase.GPUNames(), ", ")+"; a100, h100 are aliases)")
 	fs.StringSliceVar(&o.dtypes, "dtypes", []string{"bf16"}, "weight dtypes to search (bf16, fp8, int8, int4); the KV cache dtype is --kv-dtype for all")
 	fs.IntSliceVar(&o.tps, "tp", []int{1}, "tensor-parallel degrees to search (GPUs per replica)")
 	fs.StringVar(&o.replicas, "replicas", "auto", "replicas per deployment: MIN..MAX, N (exactly), or auto (1 to 64: one at a time to 8, then doubling)")
-	fs.StringVar(&o.router, "router", refengine.RouterRoundRobin, "how replicas share requests: "+strings.Join(refengine.Routers, ", "))
+	fs.StringVar(&o.router, "router", usecase.RouterRoundRobin, "how replicas share requests: "+strings.Join(usecase.Routers, ", "))
 	fs.StringArrayVar(&o.prices, "price-gpu-hour", nil, "price of one GPU-hour per GPU type, GPU=PRICE (comma-separated or repeated), e.g. h100=2.49,h200=3.49")
 	fs.StringVar(&o.currency, "currency", "USD", "currency label of the prices")
 	fs.Float64Var(&o.rateScale, "rate-scale", 1, "multiply the trace's arrival rate by X (plan for more traffic than was recorded)")
@@ -105,119 +97,12 @@ searched meets the target, 2 on bad input.`,
 	return cmd
 }
 
-// parseReplicaRange reads "auto", "N" or "MIN..MAX" (max 0: auto).
-func parseReplicaRange(s string) (lo, hi int, err error) {
-	s = strings.TrimSpace(s)
-	if s == "auto" {
-		return 1, 0, nil
+// options copies plan's flags into the use case's options.
+func (o *planOptions) options() *usecase.PlanOptions {
+	return &usecase.PlanOptions{
+		Trace: o.traceFlags.opts(), Engine: o.engine.opts(), SLO: o.slo, ClassSLO: o.classSLO, Target: o.target,
+		GPUs: o.gpus, Dtypes: o.dtypes, TPs: o.tps, Replicas: o.replicas, Router: o.router, Prices: o.prices,
+		Currency: o.currency, RateScale: o.rateScale, Workers: o.workers, Format: o.format, HTML: o.html,
+		EChartsJS: o.echartsJS, Objective: *o.objective,
 	}
-	a, b, isRange := strings.Cut(s, "..")
-	if !isRange {
-		b = a
-	}
-	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
-	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if err1 != nil || err2 != nil || lo < 1 || hi < lo {
-		return 0, 0, fmt.Errorf("--replicas %q: want MIN..MAX (1 <= MIN <= MAX, e.g. 1..8), N, or auto", clip(s, 40))
-	}
-	return lo, hi, nil
-}
-
-// parsePrices reads GPU=PRICE items ("$" before the price is accepted), GPU names resolved to
-// their profiles.
-func parsePrices(items []string, reg *perf.Registry) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, item := range items {
-		for _, part := range strings.Split(item, ",") {
-			part = strings.TrimSpace(part)
-			if part == "" {
-				continue
-			}
-			name, v, ok := strings.Cut(part, "=")
-			price, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(v), "$"), 64)
-			if !ok || err != nil || !(price > 0) || price > 1e6 {
-				return nil, fmt.Errorf("--price-gpu-hour %q: want GPU=PRICE with a positive price, e.g. h100=2.49", clip(part, 40))
-			}
-			g, err := reg.GPU(strings.TrimSpace(name))
-			if err != nil {
-				return nil, fmt.Errorf("--price-gpu-hour %s: %w", clip(name, 40), err)
-			}
-			out[g.Name] = price
-		}
-	}
-	return out, nil
-}
-
-func runPlan(app *App, o *planOptions) error {
-	if o.format != "text" && o.format != "json" {
-		return fmt.Errorf("--format %q: want text or json", clip(o.format, 20))
-	}
-	if o.slo == "" && len(o.classSLO) == 0 {
-		return fmt.Errorf("plan needs --slo (goodput is the share of requests that meet it)")
-	}
-	if !(o.rateScale > 0) {
-		return fmt.Errorf("--rate-scale must be > 0")
-	}
-	if !slices.Contains(refengine.Routers, o.router) {
-		return fmt.Errorf("--router %q: want one of %s", clip(o.router, 40), strings.Join(refengine.Routers, ", "))
-	}
-	var mo metrics.Options
-	if err := parseSLOFlags(&mo, o.slo, o.classSLO); err != nil {
-		return err
-	}
-	lo, hi, err := parseReplicaRange(o.replicas)
-	if err != nil {
-		return err
-	}
-	cfg, err := o.engine.config()
-	if err != nil {
-		return err
-	}
-	reg := cfg.Profiles
-	if reg == nil {
-		reg = perf.NewRegistry()
-	}
-	prices, err := parsePrices(o.prices, reg)
-	if err != nil {
-		return err
-	}
-	reqs, err := o.traceFlags.read()
-	if err != nil {
-		return err
-	}
-	res, err := plan.Run(plan.Options{
-		Requests: engineadapter.SimRequests(reqs, o.rateScale),
-		Record:   func(i int, tl *refengine.Timeline, rec *metrics.Record) { engineadapter.FillRecord(rec, tl, &reqs[i]) },
-		Base:     cfg, GPUs: o.gpus, Dtypes: o.dtypes, TPs: o.tps, MinReplicas: lo, MaxReplicas: hi,
-		Router: o.router, SLO: mo, Target: o.target, Prices: prices, Currency: o.currency, Workers: o.workers,
-		Objective: *o.objective,
-	})
-	if err != nil {
-		return err
-	}
-	if o.format == "json" {
-		if err := writeJSONTo(app.Stdout, res); err != nil {
-			return err
-		}
-	} else if err := res.WriteTerminal(app.Stdout, o.path); err != nil {
-		return err
-	}
-	if o.html != "" {
-		f, err := os.Create(o.html)
-		if err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if err := res.WriteHTML(f, o.path, "llmbench "+version, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv}); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(app.Stderr, "plan report: %s\n", o.html)
-	}
-	if res.Best == nil {
-		return &exitError{code: exitRegression}
-	}
-	return nil
 }

@@ -1,20 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"math"
-	"os"
-	"path/filepath"
-
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/llmbench/llmbench/internal/safetext"
-	"github.com/llmbench/llmbench/quality/judge"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/traces"
 )
 
 // Quality under load (issue 17): --keep-output and the LLM judge flags of run and ab, and the
@@ -51,42 +40,6 @@ func addQualityFlags(fs *pflag.FlagSet, pairwise bool) *qualityFlags {
 	return f
 }
 
-// judgeOptions returns the judge's options, or nil when no judge was asked for. It refuses
-// judge flags without an endpoint, which would do nothing.
-func (f *qualityFlags) judgeOptions(app *App) (*judge.Options, error) {
-	if f.judgeEndpoint == "" {
-		for _, name := range []string{"judge-model", "judge-rubric", "judge-concurrency", "judge-api-key-env"} {
-			if f.fs.Changed(name) {
-				return nil, fmt.Errorf("--%s needs --judge-endpoint (the judge's server)", name)
-			}
-		}
-		return nil, nil
-	}
-	o := judge.Options{Endpoint: f.judgeEndpoint, Model: f.judgeModel, Concurrency: f.judgeConc}
-	if f.judgeConc < 1 {
-		return nil, fmt.Errorf("--judge-concurrency %d: want at least 1", f.judgeConc)
-	}
-	if err := o.Check(); err != nil {
-		return nil, err
-	}
-	if f.judgeRubric != "" {
-		b, err := os.ReadFile(f.judgeRubric)
-		if err != nil {
-			return nil, fmt.Errorf("--judge-rubric: %w", err)
-		}
-		if len(b) == 0 {
-			return nil, fmt.Errorf("--judge-rubric %s: the file is empty", safetext.Quote(f.judgeRubric, 200))
-		}
-		o.Rubric = string(b)
-	}
-	if f.judgeAPIKeyEnv != "" {
-		if o.APIKey = app.Getenv(f.judgeAPIKeyEnv); o.APIKey == "" {
-			return nil, fmt.Errorf("--judge-api-key-env %s: the variable is empty or unset", f.judgeAPIKeyEnv)
-		}
-	}
-	return &o, nil
-}
-
 type gradeOptions struct {
 	dir, trace string
 	lenient    bool
@@ -109,7 +62,7 @@ same answers by the new checks. The trace must hold the run's request ids.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			return runGrade(app, o)
+			return usecase.Grade(app.env(), &usecase.GradeOptions{Dir: o.dir, Trace: o.trace, Lenient: o.lenient, EChartsJS: o.echartsJS})
 		},
 	}
 	fs := cmd.Flags()
@@ -117,33 +70,6 @@ same answers by the new checks. The trace must hold the run's request ids.`,
 	fs.BoolVar(&o.lenient, "lenient", false, "accept unknown fields in trace lines")
 	fs.StringVar(&o.echartsJS, "echarts-js", "", "local echarts.min.js to inline into report.html")
 	return cmd
-}
-
-func runGrade(app *App, o *gradeOptions) error {
-	path := o.trace
-	if path == "" {
-		sum, err := runner.ReadSummary(o.dir)
-		if err != nil {
-			return err
-		}
-		if path = sum.Run.Trace; path == "" {
-			return fmt.Errorf("%s does not name its trace: give --trace", o.dir)
-		}
-	}
-	src, err := traces.OpenFile(path, traces.ReadOptions{Lenient: o.lenient})
-	if err != nil {
-		return fmt.Errorf("%w (give the run's trace with --trace)", err)
-	}
-	res, err := runner.Regrade(o.dir, src, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(app.Stdout, "graded %d requests (%d grades changed)\n", res.Graded, res.Changed)
-	if err := reports.WriteQualityTerminal(app.Stdout, res.Summary.Quality); err != nil {
-		return err
-	}
-	fmt.Fprintf(app.Stdout, "\nresults: %s (requests.msgpack, summary.json, report.html rewritten)\n", o.dir)
-	return nil
 }
 
 type judgeCalibrateOptions struct {
@@ -165,47 +91,10 @@ The labels file is JSON Lines: {"id": "REQUEST-ID", "label": "pass"} or "fail" (
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			return runJudgeCalibrate(app, o)
+			return usecase.JudgeCalibrate(app.env(), &usecase.JudgeCalibrateOptions{Dir: o.dir, Labels: o.labels})
 		},
 	}
 	cmd.Flags().StringVar(&o.labels, "labels", "", "JSONL file of human labels {\"id\",\"label\"}")
 	_ = cmd.MarkFlagRequired("labels")
 	return cmd
-}
-
-func runJudgeCalibrate(app *App, o *judgeCalibrateOptions) error {
-	f, err := os.Open(o.labels)
-	if err != nil {
-		return fmt.Errorf("--labels: %w", err)
-	}
-	defer f.Close()
-	labels, err := judge.ReadLabels(f, o.labels)
-	if err != nil {
-		return err
-	}
-	vs, err := runner.ReadVerdicts(o.dir)
-	if err != nil {
-		return err
-	}
-	a := judge.Calibrate(vs, labels)
-	if a.Compared == 0 {
-		return fmt.Errorf("no request of %s has both a parsed verdict and a label (check the ids)", filepath.Join(o.dir, runner.JudgeFile))
-	}
-	kappa := "undefined (both raters gave a single label to everything)"
-	if !math.IsNaN(a.Kappa) {
-		kappa = fmt.Sprintf("%.3f", a.Kappa)
-	}
-	fmt.Fprintf(app.Stdout, "compared   %d answers with both a verdict and a label (%d verdicts without a label, %d labels without a verdict)\n", a.Compared, a.JudgeOnly, a.LabelOnly)
-	fmt.Fprintf(app.Stdout, "accuracy   %.1f%% (%d agree)\n", a.Accuracy*100, a.Agree)
-	fmt.Fprintf(app.Stdout, "kappa      %s\n", kappa)
-	fmt.Fprintf(app.Stdout, "confusion  judge pass/human pass %d · judge fail/human fail %d · judge pass/human fail %d · judge fail/human pass %d\n",
-		a.BothPass, a.BothFail, a.FalsePass, a.FalseFail)
-	return nil
-}
-
-// runJudge judges a finished run in rubric mode when a judge was asked for.
-func runJudge(ctx context.Context, app *App, jo *judge.Options, dir string, reqs []traces.Request, html reports.HTMLOptions) error {
-	fmt.Fprintf(app.Stderr, "judging the kept answers with %s (after the measured run)\n", jo.Model)
-	_, err := runner.JudgeRun(ctx, dir, reqs, *jo, html)
-	return err
 }

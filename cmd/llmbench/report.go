@@ -1,15 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/cobra"
-
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner"
 )
 
 func init() { register("report", newReportCmd) }
@@ -41,19 +34,11 @@ none is installed its path is printed to open by hand.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			// Any metric flag recomputes: one that did not would be accepted and ignored.
-			o.recompute = o.recompute || o.metrics.anyChanged()
-			if o.echartsJS != "" && o.format != "html" {
-				return fmt.Errorf("--echarts-js is inlined into report.html; it does nothing with --format %s", o.format)
-			}
-			if o.open && o.format != "html" {
-				return fmt.Errorf("--open opens report.html; it does nothing with --format %s", o.format)
-			}
-			if err := runReport(app, o); err != nil {
+			if err := usecase.Report(app.env(), o.options()); err != nil {
 				return err
 			}
 			if o.open {
-				openInBrowser(cmd.Context(), app, filepath.Join(o.dir, runner.ReportFile))
+				openInBrowser(cmd.Context(), app, usecase.ReportPath(o.dir))
 			}
 			return nil
 		},
@@ -67,50 +52,8 @@ none is installed its path is printed to open by hand.`,
 	return cmd
 }
 
-func runReport(app *App, o *reportOptions) error {
-	mopts, err := o.metrics.options() // checked first: a bad flag is named before DIR is read
-	if err != nil {
-		return err
-	}
-	sum, err := runner.ReadSummary(o.dir)
-	if err != nil && !fileExists(filepath.Join(o.dir, runner.SummaryFile)) && fileExists(filepath.Join(o.dir, runner.RunFactsFile)) {
-		if sum, err = runner.Rebuild(o.dir, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv}); err != nil {
-			return err
-		}
-		fmt.Fprintf(app.Stderr, "rebuilt %s and %s from %s and %s\n", filepath.Join(o.dir, runner.SummaryFile),
-			filepath.Join(o.dir, runner.ReportFile), runner.RunFactsFile, runner.RecordsFile)
-	}
-	if err != nil {
-		return err
-	}
-	recPath := filepath.Join(o.dir, runner.RecordsFile)
-	if o.recompute {
-		sum, err = runner.Resummarize(o.dir, sum, mopts)
-		if err != nil {
-			return err
-		}
-	}
-	switch o.format {
-	case "html":
-		if err := runner.RenderReport(o.dir, sum, reports.HTMLOptions{EChartsJS: o.echartsJS, Getenv: app.Getenv}); err != nil {
-			return err
-		}
-		fmt.Fprintf(app.Stdout, "wrote %s\n", filepath.Join(o.dir, runner.ReportFile))
-		return nil
-	case "terminal", "text":
-		return reports.WriteTerminal(app.Stdout, sum)
-	case "markdown", "md":
-		return reports.WriteMarkdown(app.Stdout, sum)
-	case "csv":
-		return reports.WriteCSV(app.Stdout, metrics.FileSource(recPath).Each)
-	case "json":
-		return writeJSONTo(app.Stdout, sum)
-	default:
-		return fmt.Errorf("--format %q: want html, terminal, markdown, csv or json", o.format)
-	}
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// options copies report's flags into the use case's options.
+func (o *reportOptions) options() *usecase.ReportOptions {
+	return &usecase.ReportOptions{Dir: o.dir, Format: o.format, Recompute: o.recompute, Metrics: o.metrics.opts(),
+		EChartsJS: o.echartsJS, Open: o.open}
 }

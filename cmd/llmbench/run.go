@@ -1,17 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/loadgen"
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("run", newRunCmd) }
@@ -26,12 +18,10 @@ type runOptions struct {
 	shard   *shardFlags
 	fail    *failureFlags
 	quality *qualityFlags
-	prefix  *prefixRunFlags
-	args    []string
-	changed func(string) bool
-	energy  *energyFlags // issue 39: flags_energy.go
-	// capacity: the saturation watch (issue 39, flags_capacity.go).
-	capacity *capacityFlags
+	// issues 34 and 39: flags_prefix.go, flags_energy.go, flags_capacity.go
+	prefix   usecase.PrefixOptions
+	energy   usecase.EnergyOptions
+	capacity usecase.CapacityOptions
 }
 
 func newRunCmd(app *App) *cobra.Command {
@@ -54,8 +44,7 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
   llmbench run --trace prod.jsonl --endpoint http://10.0.0.5:8000 --shard 0/4 --start-at 2026-12-01T15:00:00Z -o shard-0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.args, o.changed = app.Args, cmd.Flags().Changed
-			return runRun(cmd.Context(), app, o)
+			return exitStatus(usecase.Run(cmd.Context(), app.env(), o.options()))
 		},
 	}
 	fs := cmd.Flags()
@@ -68,139 +57,18 @@ Exit status: 0; 2 on bad input; 3 when the run failed (no request succeeded, or 
 	o.shard = addShardFlags(fs)
 	o.fail = addFailureFlags(fs)
 	o.quality = addQualityFlags(fs, false)
-	o.prefix = addPrefixRunFlags(fs)
-	o.energy = addEnergyFlags(fs)
-	o.capacity = addSaturationFlags(fs)
+	addPrefixRunFlags(fs, &o.prefix)
+	addEnergyFlags(fs, &o.energy)
+	addSaturationFlags(fs, &o.capacity)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
-func runRun(ctx context.Context, app *App, o *runOptions) error {
-	if err := o.fail.check(); err != nil {
-		return err
+// options copies run's flags into the use case's options.
+func (o *runOptions) options() *usecase.RunOptions {
+	return &usecase.RunOptions{
+		Trace: o.traceFlags.opts(), Target: o.target.opts(), Load: o.load.opts(), Metrics: o.metrics.opts(),
+		Output: o.output.opts(), Engine: o.engine.opts(), Shard: o.shard.opts(), Fail: o.fail.opts(),
+		Quality: o.quality.opts(), Prefix: o.prefix, Energy: o.energy, Capacity: o.capacity,
 	}
-	judgeOpts, err := o.quality.judgeOptions(app)
-	if err != nil {
-		return err
-	}
-	power, err := o.energy.options(o.target.scrapeMetric)
-	if err != nil {
-		return err
-	}
-	trace, err := o.traceFlags.open(app.Stderr)
-	if err != nil {
-		return err
-	}
-	mopts, err := o.metrics.options()
-	if err != nil {
-		return err
-	}
-	shard, err := o.shard.options(app, o.traceFlags.path, o.target.endpoint)
-	if err != nil {
-		return err
-	}
-	prime, err := o.prefix.priming(o.changed, shard != nil)
-	if err != nil {
-		return err
-	}
-	workers, err := o.prefix.scrapeWorkers(o.target.endpoint)
-	if err != nil {
-		return err
-	}
-	tgt, info, closeTarget, err := openTarget(app, o.target, o.load, o.engine)
-	if err != nil {
-		return err
-	}
-	defer closeTarget()
-	tok, err := o.target.loadTokenizer(o.target.endpoint == "")
-	if err != nil {
-		return err
-	}
-	lo, err := o.load.options(tgt, tok)
-	if err != nil {
-		return err
-	}
-	sat, err := o.capacity.saturation(app, lo.Concurrency > 0)
-	if err != nil {
-		return err
-	}
-	if lo.PromptSizing, err = o.target.sizing(o.target.endpoint == ""); err != nil {
-		return err
-	}
-	lo.KeepOutput = o.quality.keepOutput || judgeOpts != nil
-	info.Command = commandLine(o.args)
-	info.Trace = o.traceFlags.path
-	info.Seed = o.load.seed
-	info.Version = version
-	info.Tokenizer = tok.Name()
-	if o.target.endpoint == "" {
-		info.EngineSeed = o.engine.resolvedSeed
-	}
-	info.Config = flagConfig(app.flags)
-	info.TimeScale = o.load.effectiveTimeScale(o.target.endpoint)
-	res, err := runner.RunHTTP(ctx, runner.HTTPRun{
-		Trace: trace, Load: lo, TimeScale: o.load.effectiveTimeScale(o.target.endpoint), Metrics: mopts,
-		Info: info, OutDir: o.output.out, HTML: o.output.html(app), Scrape: o.target.scrapeMetric,
-		Progress: o.output.progress(app), Terminal: app.IsTerminal, ProgressWidth: app.TermWidth, Interrupts: app.interrupts(), Shard: shard,
-		Prime: prime, ScrapeWorkers: workers,
-		Power:      power,
-		Saturation: sat,
-	})
-	var judgeErr error // a judge that cannot run fails the command after the results are shown
-	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {
-		reqs, rerr := trace.Requests()
-		if rerr == nil {
-			rerr = runJudge(ctx, app, judgeOpts, res.Dir, reqs, o.output.html(app))
-		}
-		if rerr != nil {
-			judgeErr = fmt.Errorf("judge: %w (the measured results are in %s)", rerr, res.Dir)
-		} else if s, rerr := runner.ReadSummary(res.Dir); rerr == nil {
-			res.Summary = s
-		}
-	}
-	if res != nil && res.Summary != nil {
-		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if res != nil && res.Summary != nil {
-		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
-		printCompareHint(app, res.Dir)
-		if judgeErr != nil {
-			return judgeErr
-		}
-		return measuredExit(app, err, o.fail, res.Summary)
-	}
-	return err
-}
-
-// openTarget starts the embedded engine when no endpoint is given and returns the loadgen
-// target and the run facts known before the run.
-func openTarget(app *App, tf *targetFlags, lf *loadFlags, ef *engineFlags) (loadgen.Target, metrics.RunInfo, func(), error) {
-	info := metrics.RunInfo{Mode: lf.mode(), Concurrency: lf.concurrency, MaxConcurrency: lf.maxConcurrency, RateScale: lf.rateScale, Repeat: lf.repeat, Backend: tf.backend, API: tf.api, BatchSize: tf.batchSize}
-	if tf.endpoint != "" {
-		info.Endpoint = redactURL(tf.endpoint)
-	}
-	warnFDHeadroom(app.Stderr, max(lf.concurrency, lf.maxConcurrency), tf.endpoint == "", tf.http2, runner.FDLimit())
-	return engineadapter.OpenTarget(engineadapter.TargetOptions{
-		Endpoint: tf.endpoint, TimeScale: lf.timeScale, EngineFlags: ef.changedNames(), Engine: ef.config,
-		Model: ef.modelName(), Info: info,
-		Target: func(url, model string) (loadgen.Target, error) { return tf.target(app, url, model) },
-	})
-}
-
-// progress is where the progress display goes: stderr, or nowhere with --no-progress or
-// --quiet.
-func (f *outputFlags) progress(app *App) io.Writer {
-	if f.noProgress || !app.showProgress() {
-		return nil
-	}
-	return app.Stderr
-}
-
-func (f *loadFlags) effectiveTimeScale(endpoint string) float64 {
-	if endpoint != "" {
-		return 1
-	}
-	return f.timeScale
 }

@@ -1,25 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"math"
-	"net/url"
-	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/internal/redact"
-	"github.com/llmbench/llmbench/internal/safetext"
-	"github.com/llmbench/llmbench/loadgen"
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/tokenizer"
 	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // targetFlags select and configure the endpoint under test.
@@ -63,153 +51,14 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.DurationVar(&f.tFirstToken, "timeout-first-token", 5*time.Minute, "fail a request with no generated text after this long from sending (timeout_first_token; role-only chunks do not count; 0 = none)")
 	fs.DurationVar(&f.tIdle, "timeout-idle", 60*time.Second, "fail a request whose stream brings no generated text for this long (timeout_idle; role-only chunks and keep-alives do not count; 0 = none)")
 	fs.DurationVar(&f.tTotal, "timeout-total", 30*time.Minute, "fail a request that takes longer than this in all (timeout_total; 0 = none)")
-	fs.IntVar(&f.maxLine, "max-line-bytes", loadgen.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
+	fs.IntVar(&f.maxLine, "max-line-bytes", usecase.DefaultMaxLineBytes, "fail a streamed response with a line or event longer than this many bytes (malformed)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "reference", "approx", or a path to a Hugging Face tokenizer.json (default: reference on the embedded engine, approx elsewhere)`)
-	fs.StringVar(&f.promptSizing, "prompt-sizing", loadgen.SizingAuto, `how prompts synthesized from input_tokens are made that many tokens on the target: "server" (word costs from its /tokenize: vLLM, SGLang, llama.cpp), "calibrate" (probe requests' usage.prompt_tokens), "tokenizer" (fit with --tokenizer), or "auto": tokenizer on the embedded engine or with a tokenizer.json, else server, else calibrate (docs/inputs.md)`)
+	fs.StringVar(&f.promptSizing, "prompt-sizing", usecase.SizingAuto, `how prompts synthesized from input_tokens are made that many tokens on the target: "server" (word costs from its /tokenize: vLLM, SGLang, llama.cpp), "calibrate" (probe requests' usage.prompt_tokens), "tokenizer" (fit with --tokenizer), or "auto": tokenizer on the embedded engine or with a tokenizer.json, else server, else calibrate (docs/inputs.md)`)
 	fs.StringVar(&f.sourceAddrs, "source-addrs", "", "dial new connections from these local addresses in turn, so that tens of thousands of connections to one host do not run out of ephemeral ports: a comma-separated list of IPs and ranges, e.g. 127.0.0.2-127.0.0.9 on loopback")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2: h2c with prior knowledge to http:// endpoints (the embedded engine and serve accept it), only ALPN h2 to https:// ones; streams then share connections")
 	fs.BoolVar(&f.scrapeMetric, "scrape-metrics", false, "poll the endpoint's Prometheus /metrics during the run (running/waiting requests, KV-cache usage, preemptions, and GPU power under DCGM names: docs/energy.md) for the report")
 	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", `header that carries each session turn's affinity key (the trace's "affinity", else its session) so a router can pin sessions; "" sends none`)
 	return f
-}
-
-// target builds the loadgen target; model is the model name to request ("" = discover).
-func (f *targetFlags) target(app *App, url, model string) (loadgen.Target, error) {
-	t := loadgen.Target{
-		URL:                url,
-		API:                f.api,
-		BatchSize:          f.batchSize,
-		Model:              model,
-		Backend:            f.backend,
-		Stream:             !f.noStream,
-		CACertFile:         f.caCert,
-		InsecureSkipVerify: f.insecure,
-		Timeouts:           loadgen.Timeouts{Connect: f.tConnect, FirstToken: f.tFirstToken, Idle: f.tIdle, Total: f.tTotal},
-		MaxLineBytes:       f.maxLine,
-		SessionHeader:      f.sessionHeader,
-		HTTP2:              f.http2,
-	}
-	if f.sourceAddrs != "" {
-		addrs, err := loadgen.ParseSourceAddrs(f.sourceAddrs)
-		if err != nil {
-			return t, fmt.Errorf("--source-addrs: %w", err)
-		}
-		t.SourceAddrs = addrs
-	}
-	if f.tConnect < 0 || f.tFirstToken < 0 || f.tIdle < 0 || f.tTotal < 0 {
-		return t, fmt.Errorf("--timeout-connect, --timeout-first-token, --timeout-idle and --timeout-total must be >= 0 (0 = none)")
-	}
-	if f.maxLine < 1024 {
-		return t, fmt.Errorf("--max-line-bytes %d: want at least 1024", f.maxLine)
-	}
-	if err := checkEndpoint(url); err != nil {
-		return t, err
-	}
-	if f.api != "" && !slices.Contains(loadgen.APIs(), f.api) {
-		return t, fmt.Errorf("--api %s: want one of %s", safetext.Quote(f.api, 40), strings.Join(loadgen.APIs(), ", "))
-	}
-	if f.batchSize < 1 || (f.batchSize > 1 && f.api != "embeddings") {
-		return t, fmt.Errorf("--batch-size %d: want at least 1, and above 1 only with --api embeddings", f.batchSize)
-	}
-	if f.apiKeyEnv != "" {
-		key := app.Getenv(f.apiKeyEnv)
-		if key == "" {
-			return t, fmt.Errorf("--api-key-env %s: the variable is empty or unset", f.apiKeyEnv)
-		}
-		t.APIKey = key
-	}
-	if len(f.headers) > 0 {
-		t.Headers = map[string]string{}
-		for _, h := range f.headers {
-			k, v, ok := strings.Cut(h, ":")
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			if !ok || k == "" {
-				return t, fmt.Errorf("--header %s: want K:V", redactHeader(h))
-			}
-			if !validHeaderName(k) {
-				return t, fmt.Errorf("--header %s: the name may hold only letters, digits and !#$%%&'*+-.^_`|~", safetext.Quote(k, 64))
-			}
-			if strings.ContainsAny(v, "\r\n\x00") {
-				return t, fmt.Errorf("--header %s: the value holds a line break or NUL (one header per --header)", safetext.Quote(k, 64))
-			}
-			t.Headers[k] = v
-		}
-	}
-	return t, nil
-}
-
-// checkEndpoint rejects an --endpoint that would fail every request: not http(s), no host, a
-// port outside 1-65535, or control characters.
-func checkEndpoint(raw string) error {
-	shown := safetext.Quote(redact.URL(raw), 200)
-	if strings.ContainsFunc(raw, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return fmt.Errorf("--endpoint %s: holds a control character", shown)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return fmt.Errorf("--endpoint %s: want http://host:port or https://host (optionally ending in /v1)", shown)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("--endpoint %s: port %s is not in 1-65535", shown, safetext.Quote(p, 20))
-		}
-	} else if strings.HasSuffix(u.Host, ":") {
-		return fmt.Errorf("--endpoint %s: empty port", shown)
-	}
-	return nil
-}
-
-// validHeaderName reports whether k is an HTTP token (RFC 9110 section 5.6.2).
-func validHeaderName(k string) bool {
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return k != ""
-}
-
-// redactHeader keeps a header's name and hides its value in error messages; a header given
-// without ':' is shown not at all (it may be a bare secret).
-func redactHeader(h string) string {
-	if k, _, ok := strings.Cut(h, ":"); ok {
-		return safetext.Escape(k, 64) + ":" + redact.Marker
-	}
-	return "<a value without ':'>"
-}
-
-func (f *targetFlags) loadTokenizer(embedded bool) (tokenizer.Tokenizer, error) {
-	spec := f.tokenizer
-	if spec == "" {
-		if embedded {
-			spec = "reference"
-		} else {
-			spec = "approx"
-		}
-	}
-	tok, err := tokenizer.Load(spec)
-	if err != nil {
-		return nil, fmt.Errorf("--tokenizer: %w", err)
-	}
-	return tok, nil
-}
-
-// sizing resolves --prompt-sizing for a target (embedded: the reference engine): auto is
-// the tokenizer where it is exact (the embedded engine, a tokenizer.json), else the server.
-func (f *targetFlags) sizing(embedded bool) (string, error) {
-	mode := f.promptSizing
-	if !slices.Contains(loadgen.SizingModes(), mode) {
-		return "", fmt.Errorf("--prompt-sizing %s: want one of %s", safetext.Quote(mode, 40), strings.Join(loadgen.SizingModes(), ", "))
-	}
-	hfFile := f.tokenizer != "" && f.tokenizer != "reference" && f.tokenizer != "approx"
-	switch {
-	case embedded && (mode == loadgen.SizingServer || mode == loadgen.SizingCalibrate):
-		return "", fmt.Errorf("--prompt-sizing %s measures an outside server; the embedded reference engine counts with the reference tokenizer, which sizes prompts exactly (give --endpoint, or drop the flag)", mode)
-	case mode == loadgen.SizingAuto && (embedded || hfFile):
-		return loadgen.SizingTokenizer, nil
-	}
-	return mode, nil
 }
 
 // loadFlags shape the traffic.
@@ -245,40 +94,6 @@ func addLoadFlags(fs *pflag.FlagSet) *loadFlags {
 	return f
 }
 
-func (f *loadFlags) options(t loadgen.Target, tok tokenizer.Tokenizer) (loadgen.Options, error) {
-	if f.concurrency < 0 || f.maxConcurrency < 0 || f.maxRequests < 0 || f.repeat < 1 {
-		return loadgen.Options{}, fmt.Errorf("--concurrency, --max-concurrency and --max-requests must be >= 0 and --repeat >= 1")
-	}
-	if f.concurrency > 0 && f.maxConcurrency > 0 {
-		return loadgen.Options{}, fmt.Errorf("--concurrency (closed loop) and --max-concurrency (open-loop cap) exclude each other")
-	}
-	if f.rateScale <= 0 || f.timeScale <= 0 {
-		return loadgen.Options{}, fmt.Errorf("--rate-scale and --time-scale must be > 0")
-	}
-	return loadgen.Options{
-		Target:            t,
-		Concurrency:       f.concurrency,
-		MaxConcurrency:    f.maxConcurrency,
-		RateScale:         f.rateScale,
-		Duration:          f.duration,
-		MaxRequests:       f.maxRequests,
-		Warmup:            f.warmup,
-		Cooldown:          f.cooldown,
-		Repeat:            f.repeat,
-		Seed:              f.seed,
-		Tokenizer:         tok,
-		PromptBlockTokens: f.blockTokens,
-		Grace:             f.grace,
-	}, nil
-}
-
-func (f *loadFlags) mode() string {
-	if f.concurrency > 0 {
-		return "closed-loop"
-	}
-	return "open-loop"
-}
-
 // metricFlags set SLOs, stall rules and prices.
 type metricFlags struct {
 	fs        *pflag.FlagSet
@@ -309,96 +124,13 @@ func addMetricFlags(fs *pflag.FlagSet) *metricFlags {
 	fs.DurationVar(&f.lagLimit, "lag-limit", 0, "flag the client as limited when schedule lag P99 exceeds this (0 = metrics default)")
 	fs.DurationVar(&f.fluidTTFT, "fluidity-ttft", 0, "fluidity-index TTFT deadline (0 = derived; see docs/metrics.md)")
 	fs.DurationVar(&f.fluidTBT, "fluidity-tbt", 0, "fluidity-index per-token deadline (0 = derived; see docs/metrics.md)")
-	fs.Float64Var(&f.inputTol, "input-tolerance", metrics.DefaultInputTolerance, "how far, as a fraction of the total, the server's usage.prompt_tokens of the synthesized prompts may differ from the trace's input_tokens: beyond it the summary flags the inputs (run, report, compare) and run, ab and sweep exit 3 (docs/inputs.md)")
+	fs.Float64Var(&f.inputTol, "input-tolerance", usecase.DefaultInputTolerance, "how far, as a fraction of the total, the server's usage.prompt_tokens of the synthesized prompts may differ from the trace's input_tokens: beyond it the summary flags the inputs (run, report, compare) and run, ab and sweep exit 3 (docs/inputs.md)")
 	return f
 }
-
-func (f *metricFlags) options() (metrics.Options, error) {
-	var o metrics.Options
-	if err := parseSLOFlags(&o, f.slo, f.classSLO); err != nil {
-		return o, err
-	}
-	if st := strings.TrimSpace(f.stall); st != "" {
-		if m, ok := strings.CutSuffix(st, "x"); ok {
-			v, err := strconv.ParseFloat(m, 64)
-			if err != nil || v <= 0 {
-				return o, fmt.Errorf("--stall-threshold %q: want a positive multiple like 5x or a duration like 250ms", st)
-			}
-			o.StallMultiple = v
-		} else {
-			d, err := time.ParseDuration(st)
-			if err != nil || d <= 0 {
-				return o, fmt.Errorf("--stall-threshold %q: want a positive multiple like 5x or a duration like 250ms", st)
-			}
-			o.StallThreshold = d
-		}
-	}
-	if f.priceIn < 0 || f.priceOut < 0 || f.gpuHour < 0 || f.gpus < 1 {
-		return o, fmt.Errorf("prices must be >= 0 and --gpus >= 1")
-	}
-	tokenPriced := f.priceIn > 0 || f.priceOut > 0
-	switch {
-	case tokenPriced && f.gpuHour > 0:
-		return o, fmt.Errorf("--gpu-hour-cost and --price-input/--price-output are two ways to price a run (the GPUs you rent, or the tokens an API bills): give one")
-	case f.changed("gpus") && f.gpuHour == 0:
-		return o, fmt.Errorf("--gpus counts the GPUs for --gpu-hour-cost; give --gpu-hour-cost too, or drop --gpus")
-	case f.changed("currency") && !tokenPriced && f.gpuHour == 0:
-		return o, fmt.Errorf("--currency labels a cost; give --price-input/--price-output or --gpu-hour-cost too, or drop --currency")
-	}
-	o.PricePerMInput, o.PricePerMOutput = f.priceIn, f.priceOut
-	o.GPUHourCost, o.GPUCount, o.Currency = f.gpuHour, f.gpus, f.currency
-	o.LagLimit = f.lagLimit
-	if !(f.inputTol > 0) || math.IsInf(f.inputTol, 0) {
-		return o, fmt.Errorf("--input-tolerance %g: want a fraction > 0, e.g. 0.05 for 5%%", f.inputTol)
-	}
-	o.InputTolerance = f.inputTol
-	o.FluidityTTFT, o.FluidityTBT = f.fluidTTFT, f.fluidTBT
-	return o, nil
-}
-
-// parseSLOFlags sets o's SLO and ClassSLO from --slo and --class-slo values.
-func parseSLOFlags(o *metrics.Options, slo string, classSLO []string) error {
-	if slo != "" {
-		s, err := metrics.ParseSLO(slo)
-		if err != nil {
-			return fmt.Errorf("--slo: %w", err)
-		}
-		o.SLO = s
-	}
-	for _, cs := range classSLO {
-		class, spec, ok := strings.Cut(cs, ":")
-		if !ok || class == "" {
-			return fmt.Errorf("--class-slo %q: want CLASS:ttft=…", cs)
-		}
-		s, err := metrics.ParseSLO(spec)
-		if err != nil {
-			return fmt.Errorf("--class-slo %s: %w", class, err)
-		}
-		if o.ClassSLO == nil {
-			o.ClassSLO = map[string]metrics.SLO{}
-		}
-		o.ClassSLO[class] = s
-	}
-	return nil
-}
-
-// metricFlagNames lists the flags addMetricFlags defines.
-var metricFlagNames = []string{"slo", "class-slo", "stall-threshold", "price-input", "price-output",
-	"gpu-hour-cost", "gpus", "currency", "lag-limit", "fluidity-ttft", "fluidity-tbt", "input-tolerance"}
 
 func (f *metricFlags) changed(name string) bool {
 	fl := f.fs.Lookup(name)
 	return fl != nil && fl.Changed
-}
-
-// anyChanged reports whether any metric flag was given.
-func (f *metricFlags) anyChanged() bool {
-	for _, n := range metricFlagNames {
-		if f.changed(n) {
-			return true
-		}
-	}
-	return false
 }
 
 // outputFlags choose where results go and how the report is built.
@@ -415,48 +147,6 @@ func addOutputFlags(fs *pflag.FlagSet) *outputFlags {
 	fs.BoolVar(&f.noProgress, "no-progress", false, "do not show the progress display")
 	return f
 }
-
-func (f *outputFlags) html(app *App) reports.HTMLOptions {
-	return reports.HTMLOptions{EChartsJS: f.echartsJS, Getenv: app.Getenv}
-}
-
-// commandLine is the command as typed, redacted by the policy of the target it names (its
-// --endpoint and --header values; see internal/redact).
-func commandLine(args []string) string {
-	return commandPolicy(args).Command("llmbench", args)
-}
-
-// commandPolicy builds the redaction policy of the target named in args.
-func commandPolicy(args []string) *redact.Policy {
-	var t redact.Target
-	for i, a := range args {
-		name, v, inline := strings.Cut(a, "=")
-		if !inline {
-			if i+1 >= len(args) {
-				continue
-			}
-			v = args[i+1]
-		}
-		switch name {
-		case "--endpoint":
-			t.URL = v
-		case "--a-endpoint", "--b-endpoint":
-			t.MoreURLs = append(t.MoreURLs, v)
-		case "--scrape-workers": // flags_prefix.go
-			t.MoreURLs = append(t.MoreURLs, strings.Split(v, ",")...)
-		case "--header":
-			if t.Headers == nil {
-				t.Headers = map[string]string{}
-			}
-			k, hv, _ := strings.Cut(v, ":")
-			t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(hv)
-		}
-	}
-	return redact.New(t)
-}
-
-// redactURL hides a URL's user info and query values (see internal/redact).
-func redactURL(s string) string { return redact.URL(s) }
 
 // traceFlags name the trace a command replays.
 type traceFlags struct {
@@ -476,45 +166,8 @@ func addTraceFlags(fs *pflag.FlagSet) *traceFlags {
 	return f
 }
 
-// checkDigest refuses the trace file when --trace-sha256 names another digest.
-func (f *traceFlags) checkDigest() error {
-	if f.sha256 == "" {
-		return nil
-	}
-	if err := traces.CheckSHA256(f.path, f.sha256); err != nil {
-		return fmt.Errorf("--trace-sha256: %w", err)
-	}
-	return nil
-}
-
-func (f *traceFlags) read() ([]traces.Request, error) {
-	if err := f.checkDigest(); err != nil {
-		return nil, err
-	}
-	reqs, err := traces.ReadFile(f.path, traces.ReadOptions{Lenient: f.lenient})
-	if err != nil {
-		return nil, err
-	}
-	return reqs, f.checkSpan(traces.FromSlice(reqs))
-}
-
 // defaultMaxSpan is the longest replay run, ab, sweep and simulate accept without --max-span.
-const defaultMaxSpan = 24 * time.Hour
-
-// checkSpan refuses a trace whose replay would take longer than --max-span, before anything
-// starts waiting. The replay's length is the trace's span divided by --rate-scale and
-// --time-scale where the command has them.
-func (f *traceFlags) checkSpan(src traces.Source) error {
-	span := traceSpan(src)
-	scale := f.flagFloat("rate-scale") * f.flagFloat("time-scale")
-	replay := time.Duration(float64(span) / scale)
-	if f.maxSpan > 0 && replay > f.maxSpan {
-		return fmt.Errorf("%s: the replay would span %v (%.0f s from the start to the last request, at %g times the trace's rate); "+
-			"check arrival_s and think_s, or give --max-span %v to replay it as it is",
-			safetext.Escape(f.path, 300), replay.Round(time.Second), span.Seconds(), scale, replay.Round(time.Hour)+time.Hour)
-	}
-	return nil
-}
+const defaultMaxSpan = usecase.DefaultMaxSpan
 
 // flagFloat is the value of a float flag of the command, 1 when it has none or it is not > 0.
 func (f *traceFlags) flagFloat(name string) float64 {
@@ -532,49 +185,5 @@ func (f *traceFlags) flagFloat(name string) float64 {
 	return v
 }
 
-// traceSpan is how long a replay of src lasts at least: its last arrival, or a session's
-// first arrival plus all its think times, whichever is later.
-func traceSpan(src traces.Source) time.Duration {
-	_, span := src.Span()
-	start := map[string]time.Duration{}
-	think := map[string]time.Duration{}
-	src.Sessions(func(_ int, q *traces.Request) {
-		if s, ok := start[q.Session]; !ok || q.Arrival < s {
-			start[q.Session] = q.Arrival
-		}
-		think[q.Session] += q.Think
-	})
-	for s, t0 := range start {
-		span = max(span, t0+think[s])
-	}
-	return span
-}
-
-// open checks the trace like read, and returns it to be replayed from its file (read again on
-// each pass, so that a long trace costs no memory) when it is in arrival order. A long trace
-// that must be held instead gets a note on w saying how to avoid it.
-func (f *traceFlags) open(w io.Writer) (traces.Source, error) {
-	if err := f.checkDigest(); err != nil {
-		return nil, err
-	}
-	src, err := traces.OpenFile(f.path, traces.ReadOptions{Lenient: f.lenient})
-	if err == nil {
-		if err := f.checkSpan(src); err != nil {
-			return nil, err
-		}
-	}
-	if err == nil && traces.Held(src) && src.Len() >= heldNoteMin {
-		if st, serr := os.Stat(f.path); serr == nil && !st.Mode().IsRegular() {
-			fmt.Fprintf(w, "note: %s is held in memory (%d requests) because a pipe can be read only once; "+
-				"write the trace to a file to replay it as it is read\n", f.path, src.Len())
-		} else {
-			fmt.Fprintf(w, "note: %s is held in memory (%d requests) because its lines are not in arrival order; "+
-				"`llmbench trace scale %s --factor 1 -o sorted.jsonl` writes a sorted copy that is replayed as it is read\n",
-				f.path, src.Len(), f.path)
-		}
-	}
-	return src, err
-}
-
-// heldNoteMin is the trace length from which holding it is worth a note.
-var heldNoteMin = 100_000
+// traceSpan is how long a replay of src lasts at least (see usecase.TraceSpan).
+func traceSpan(src traces.Source) time.Duration { return usecase.TraceSpan(src) }

@@ -1,25 +1,15 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("serve", newServeCmd) }
 
 func newServeCmd(app *App) *cobra.Command {
-	var (
-		addr       string
-		apiKey     string
-		timeScale  float64
-		maxConc    int
-		rateLimit  float64
-		maxBodyMiB float64
-		maxConns   int
-	)
+	o := &usecase.ServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the reference engine as an OpenAI-compatible server",
@@ -38,38 +28,16 @@ It binds 127.0.0.1 unless --addr says otherwise.`,
 	}
 	ef := addEngineFlags(cmd.Flags())
 	fs := cmd.Flags()
-	fs.StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port)")
-	fs.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer <key>, or x-api-key: <key> on /v1/messages (default: $LLMBENCH_API_KEY)")
-	fs.Float64Var(&timeScale, "time-scale", 1, "run the engine this many times faster than simulated GPU time")
-	fs.IntVar(&maxConc, "max-concurrent-requests", 0, "answer 429 beyond this many generation requests in flight (0: no cap)")
-	fs.Float64Var(&rateLimit, "rate-limit", 0, "answer 429 beyond this many generation requests per second (0: no cap)")
-	fs.Float64Var(&maxBodyMiB, "max-body-mib", 8, "largest request body accepted, MiB")
-	fs.IntVar(&maxConns, "max-connections", 0, "keep at most this many client connections open; more wait to be accepted (0: no cap)")
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8000", "address to listen on (host:port)")
+	fs.StringVar(&o.APIKey, "api-key", "", "require Authorization: Bearer <key>, or x-api-key: <key> on /v1/messages (default: $LLMBENCH_API_KEY)")
+	fs.Float64Var(&o.TimeScale, "time-scale", 1, "run the engine this many times faster than simulated GPU time")
+	fs.IntVar(&o.MaxConc, "max-concurrent-requests", 0, "answer 429 beyond this many generation requests in flight (0: no cap)")
+	fs.Float64Var(&o.RateLimit, "rate-limit", 0, "answer 429 beyond this many generation requests per second (0: no cap)")
+	fs.Float64Var(&o.MaxBodyMiB, "max-body-mib", 8, "largest request body accepted, MiB")
+	fs.IntVar(&o.MaxConns, "max-connections", 0, "keep at most this many client connections open; more wait to be accepted (0: no cap)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := ef.config()
-		if err != nil {
-			return err
-		}
-		if apiKey == "" && app.Getenv != nil {
-			apiKey = app.Getenv("LLMBENCH_API_KEY")
-		}
-		if !(timeScale > 0) {
-			return fmt.Errorf("--time-scale %g: must be > 0", timeScale)
-		}
-		if !(maxBodyMiB > 0) {
-			return fmt.Errorf("--max-body-mib %g: must be > 0", maxBodyMiB)
-		}
-		cfg.APIKey = apiKey
-		cfg.TimeScale = timeScale
-		cfg.MaxConcurrentRequests = maxConc
-		cfg.RateLimit = rateLimit
-		cfg.MaxBodyBytes = int64(maxBodyMiB * (1 << 20))
-		if maxConns < 0 {
-			return fmt.Errorf("--max-connections %d: must be >= 0", maxConns)
-		}
-		return engineadapter.Serve(cmd.Context(), engineadapter.ServeOptions{
-			Addr: addr, MaxConns: maxConns, Engine: cfg, Stdout: app.Stdout, Stderr: app.Stderr, Stop: app.Interrupts,
-		})
+		o.Engine = ef.opts()
+		return usecase.Serve(cmd.Context(), app.env(), o)
 	}
 	return cmd
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/llmbench/llmbench/usecase"
 	"github.com/spf13/pflag"
-
-	"github.com/llmbench/llmbench/runner"
 )
 
 // shardFlags make a run one shard of a run split across processes or machines.
@@ -28,37 +26,6 @@ func addShardFlags(fs *pflag.FlagSet) *shardFlags {
 	return f
 }
 
-// options is nil without --shard.
-func (f *shardFlags) options(app *App, trace, endpoint string) (*runner.ShardOptions, error) {
-	if f.shard == "" {
-		if f.startAt != "" || f.startIn != 0 || f.clockRef != "" || f.clockWait != 0 {
-			return nil, fmt.Errorf("--start-at, --start-in, --clock-ref and --clock-wait need --shard")
-		}
-		return nil, nil
-	}
-	sh, err := runner.ParseShard(f.shard, app.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	if endpoint == "" {
-		return nil, fmt.Errorf("--shard needs --endpoint: the shards share one target (the embedded engine is private to each process; `llmbench serve` runs one to share)")
-	}
-	if f.clockWait < 0 {
-		return nil, fmt.Errorf("--clock-wait %s: must be >= 0", f.clockWait)
-	}
-	o := &runner.ShardOptions{Shard: sh, StartIn: f.startIn, ClockRef: f.clockRef, ClockWait: f.clockWait, TracePath: trace}
-	if f.startAt != "" {
-		if f.startIn != 0 {
-			return nil, fmt.Errorf("--start-at and --start-in exclude each other")
-		}
-		t, err := time.Parse(time.RFC3339Nano, f.startAt)
-		if err != nil {
-			return nil, fmt.Errorf("--start-at %q: want RFC 3339, e.g. 2026-12-01T15:00:00Z", f.startAt)
-		}
-		o.StartAt = t
-	}
-	if f.startIn < 0 {
-		return nil, fmt.Errorf("--start-in %s: must be >= 0", f.startIn)
-	}
-	return o, nil
+func (f *shardFlags) opts() usecase.ShardOptions {
+	return usecase.ShardOptions{Shard: f.shard, StartAt: f.startAt, StartIn: f.startIn, ClockRef: f.clockRef, ClockWait: f.clockWait}
 }

@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/metrics"
-	"github.com/llmbench/llmbench/refengine"
-	"github.com/llmbench/llmbench/reports"
-	"github.com/llmbench/llmbench/runner"
-	"github.com/llmbench/llmbench/runner/engineadapter"
-	"github.com/llmbench/llmbench/traces"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 func init() { register("simulate", newSimulateCmd) }
@@ -58,7 +51,9 @@ requests above the least-loaded one; least-loaded when no replica holds any of i
 
   llmbench simulate --trace rag.jsonl --rate-scale 4 --replicas 4 --router prefix-aware`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), app, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exitStatus(usecase.Simulate(cmd.Context(), app.env(), o.options()))
+		},
 	}
 	fs := cmd.Flags()
 	o.traceFlags = addTraceFlags(fs)
@@ -76,84 +71,13 @@ requests above the least-loaded one; least-loaded when no replica holds any of i
 	return cmd
 }
 
-func runSimulate(ctx context.Context, app *App, o *simulateOptions) error {
-	if err := o.fail.check(); err != nil {
-		return err
+// options copies simulate's flags into the use case's options.
+func (o *simulateOptions) options() *usecase.SimulateOptions {
+	return &usecase.SimulateOptions{
+		Trace: o.traceFlags.opts(), RateScale: o.rateScale, MaxRequests: o.maxRequests, Warmup: o.warmup,
+		Cooldown: o.cooldown, KeepOutput: o.keepOutput, Engine: o.engine.opts(), Replicas: o.replicas.opts(),
+		Metrics: o.metrics.opts(), Output: o.output.opts(), Fail: o.fail.opts(),
 	}
-	if o.rateScale <= 0 {
-		return fmt.Errorf("--rate-scale must be > 0")
-	}
-	// The trace is read as it is simulated (checked first, as run does): records are written
-	// as requests finish, so memory does not grow with the trace.
-	trace, err := o.traceFlags.open(app.Stderr)
-	if err != nil {
-		return err
-	}
-	if trace, err = traces.Head(trace, o.maxRequests); err != nil {
-		return err
-	}
-	cfg, err := o.engine.config()
-	if err != nil {
-		return err
-	}
-	if err := simulateOnlyFlags(o, cfg); err != nil {
-		return err
-	}
-	if err := o.replicas.check(); err != nil {
-		return err
-	}
-	mopts, err := o.metrics.options()
-	if err != nil {
-		return err
-	}
-	if o.metrics.changed("input-tolerance") {
-		return fmt.Errorf("--input-tolerance checks a server's count of the synthesized prompts; a simulation's engine counts them with the reference tokenizer that sized them (use it with run, ab or sweep against an endpoint)")
-	}
-	adapter := &engineadapter.Simulator{Config: cfg, RateScale: o.rateScale, Warmup: o.warmup, Cooldown: o.cooldown, KeepOutput: o.keepOutput,
-		Replicas: o.replicas.replicas, Router: o.replicas.router}
-	info := metrics.RunInfo{
-		Command: commandLine(app.Args), Trace: o.traceFlags.path, Endpoint: "simulated reference engine (virtual clock)",
-		Version: version, Mode: "simulated", RateScale: o.rateScale, Tokenizer: "reference",
-		EngineSeed: cfg.Seed,
-		Config:     flagConfig(app.flags),
-	}
-	produce := runner.Producer(adapter.Produce)
-	if w := o.output.progress(app); w != nil {
-		sp := runner.StartSimProgress(runner.SimProgressOptions{W: w, Terminal: app.IsTerminal, Width: app.TermWidth, Trace: trace, RateScale: o.rateScale})
-		defer sp.Stop() // Wrap stops it when the simulation ends; this, when Execute fails first
-		produce = sp.Wrap(produce)
-	}
-	res, err := runner.Execute(ctx, runner.Options{
-		Trace: trace, OutDir: o.output.out, Metrics: mopts, Info: info, HTML: o.output.html(app),
-		SummarizeLive: true, // the adapter never touches a Record it handed over
-	}, produce)
-	if res != nil && res.Summary != nil {
-		if werr := reports.WriteTerminal(app.Stdout, res.Summary); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if res != nil && res.Summary != nil {
-		fmt.Fprintf(app.Stdout, "\nresults: %s (summary.json, requests.msgpack, report.html)\n", res.Dir)
-		printCompareHint(app, res.Dir)
-		return measuredExit(app, err, o.fail, res.Summary)
-	}
-	return err
-}
-
-// simulateOnlyFlags refuses the flags that mean something only over HTTP: on the virtual clock
-// there is no stream to frame and no connection to fault.
-func simulateOnlyFlags(o *simulateOptions, cfg refengine.Config) error {
-	for _, n := range []string{"wire", "reasoning"} {
-		if fl := o.engine.fs.Lookup(n); fl != nil && fl.Changed {
-			return fmt.Errorf("--%s shapes the HTTP stream; simulate has none (use run, which serves the engine over HTTP)", n)
-		}
-	}
-	http := cfg.Faults
-	http.EarlyEOS, http.Seed, http.From, http.Until = 0, 0, 0, 0
-	if http := http.String(); http != "" {
-		return fmt.Errorf("--faults %s act on HTTP streams and do not apply to simulate (only early-eos does); use run", http)
-	}
-	return nil
 }
 
 // simulateCommand reports whether args run simulate.

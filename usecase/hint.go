@@ -1,4 +1,4 @@
-package main
+package usecase
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"github.com/llmbench/llmbench/runner"
 )
 
-// printCompareHint writes the one line after a run's results that says how to compare them
+// PrintCompareHint writes the one line after a run's results that says how to compare them
 // with another run: with the newest other results in the same parent directory when there
 // are any (the default results/<timestamp> directories sit side by side), else with a
 // placeholder. It goes to stderr so that stdout stays the run's output.
-func printCompareHint(app *App, dir string) {
-	fmt.Fprintln(app.Stderr, compareHint(dir))
+func PrintCompareHint(env *Env, dir string) {
+	fmt.Fprintln(env.Stderr, compareHint(dir))
 }
 
 func compareHint(dir string) string {

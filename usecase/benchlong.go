@@ -1,4 +1,4 @@
-package main
+package usecase
 
 import (
 	"context"
@@ -24,53 +24,54 @@ type longBenchFigures struct {
 	LoadAverage [2]float64 `json:"load_average_1m"`
 }
 
-func runLongBench(ctx context.Context, app *App, o *benchOptions) error {
-	lo := o.long
-	if o.changed == nil || !o.changed("token-gap") {
+// long runs --scenario long-streams.
+func (o *BenchOptions) long(ctx context.Context, env *Env) (int, error) {
+	lo := o.Long
+	if !o.Changed.Has("token-gap") {
 		lo.Gap = 100 * time.Millisecond
 	} else {
-		lo.Gap = o.sb.TokenGap
+		lo.Gap = o.Client.TokenGap
 	}
 	if lo.Gap <= 0 || lo.Window <= 0 || lo.RampRate <= 0 || len(lo.InFlight) == 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--token-gap, --window and --ramp-rate must be > 0, and --in-flight must name at least one number")}
+		return ExitBadInput, fmt.Errorf("--token-gap, --window and --ramp-rate must be > 0, and --in-flight must name at least one number")
 	}
 	for _, n := range lo.InFlight {
 		if n < 1 {
-			return &exitError{code: 2, err: fmt.Errorf("--in-flight %d: every number of streams must be > 0", n)}
+			return ExitBadInput, fmt.Errorf("--in-flight %d: every number of streams must be > 0", n)
 		}
 	}
-	if o.sourceAddrs != "" {
-		addrs, err := loadgen.ParseSourceAddrs(o.sourceAddrs)
+	if o.SourceAddrs != "" {
+		addrs, err := loadgen.ParseSourceAddrs(o.SourceAddrs)
 		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--source-addrs: %w", err)}
+			return ExitBadInput, fmt.Errorf("--source-addrs: %w", err)
 		}
 		lo.SourceAddrs = addrs
 	}
 	lo.Runs = 1
-	if o.changed != nil && o.changed("runs") {
-		if o.sb.Runs < 1 {
-			return &exitError{code: 2, err: fmt.Errorf("--runs %d: must be > 0", o.sb.Runs)}
+	if o.Changed.Has("runs") {
+		if o.Client.Runs < 1 {
+			return ExitBadInput, fmt.Errorf("--runs %d: must be > 0", o.Client.Runs)
 		}
-		lo.Runs = o.sb.Runs
+		lo.Runs = o.Client.Runs
 	}
 	lo.RSS, lo.FDLimit = runner.ProcessRSS, runner.FDLimit()
-	if !o.json && app.showProgress() {
-		lo.Log = app.Stderr
+	if !o.JSON && env.ShowProgress {
+		lo.Log = env.Stderr
 	}
-	ctx, cancel := app.cancelOnInterrupt(ctx)
+	ctx, cancel := env.cancelOnInterrupt(ctx)
 	defer cancel()
 	load0 := runner.LoadAverage()
 	f, err := selfbench.RunLong(ctx, lo)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return ExitBadInput, fmt.Errorf("bench: %w", err)
 	}
 	h := runner.HostFacts()
 	out := longBenchFigures{LongFigures: f, CPUModel: h.CPUModel, Cores: h.CPUs, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: h.GoVersion,
 		FDLimit: lo.FDLimit, LoadAverage: [2]float64{load0, runner.LoadAverage()}}
-	if o.json {
-		return writeJSONTo(app.Stdout, out)
+	if o.JSON {
+		return exitOf(writeJSON(env.Stdout, out))
 	}
-	return printLongBench(app.Stdout, &out)
+	return exitOf(printLongBench(env.Stdout, &out))
 }
 
 func printLongBench(w io.Writer, f *longBenchFigures) error {
