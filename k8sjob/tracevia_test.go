@@ -69,7 +69,7 @@ func TestTraceOnAVolume(t *testing.T) {
 		t.Fatalf("args %q", args)
 	}
 	merge := strings.Join(m.Merge.Spec.Template.Spec.Containers[0].Args, " ")
-	if !strings.Contains(merge, "--trace /trace/prod/day1.msgpack --trace-sha256 "+testSum) {
+	if !strings.Contains(merge, "--trace /trace/prod/day1.msgpack") || !strings.Contains(merge, "--trace-sha256 "+testSum) {
 		t.Fatalf("merge args %q", merge)
 	}
 }
