@@ -1,11 +1,16 @@
 package metrics
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // EnergyComparison puts two sides' energy figures side by side (issue 39; energy.go). The
-// energy is one figure per run, not per request: there is no interval and no verdict, and no
-// --fail-on rule takes it. With several runs a side, each figure is the mean over the runs
-// whose power was known.
+// energy is one figure per run, not per request. With several runs a side, each figure is the
+// mean over the runs whose power was known; with two or more such runs, J per request and
+// output tokens per joule carry a 95% Student-t interval of that mean across the runs (they
+// are independent repeats, as ab makes them: runner/abrepeats.go). There is no verdict, and no
+// --fail-on rule takes energy.
 type EnergyComparison struct {
 	Base EnergySide `json:"base"`
 	Cand EnergySide `json:"cand"`
@@ -23,6 +28,32 @@ type EnergySide struct {
 	JoulesPerRequest     *float64 `json:"joules_per_request"`
 	OutputTokensPerJoule *float64 `json:"output_tokens_per_joule"`
 	AvgPowerW            *float64 `json:"avg_power_w"`
+	// JoulesPerRequestCI and OutputTokensPerJouleCI are the 95% intervals of the means across
+	// the side's runs (EnergyInterval); nil with fewer than two runs with the figure.
+	JoulesPerRequestCI     *EnergyInterval `json:"joules_per_request_ci,omitempty"`
+	OutputTokensPerJouleCI *EnergyInterval `json:"output_tokens_per_joule_ci,omitempty"`
+}
+
+// EnergyConfidence is the confidence level of EnergyInterval.
+const EnergyConfidence = 0.95
+
+// EnergyInterval is a Student-t interval of the mean of one figure across independent runs:
+// mean ± t(0.975, n−1) · s / √n, s the runs' sample standard deviation.
+type EnergyInterval struct {
+	Lo   float64 `json:"lo"`
+	Hi   float64 `json:"hi"`
+	Runs int     `json:"runs"`
+}
+
+// runsInterval is the EnergyInterval of the mean of v (nil for fewer than two values).
+func runsInterval(v []float64) *EnergyInterval {
+	n := len(v)
+	if n < 2 {
+		return nil
+	}
+	m := *meanOf(v)
+	half := tQuantile(1-(1-EnergyConfidence)/2, float64(n-1)) * stdDev(v) / math.Sqrt(float64(n))
+	return &EnergyInterval{Lo: m - half, Hi: m + half, Runs: n}
 }
 
 // CompareEnergy compares the runs' energy blocks (nil: a run without one); nil when no run of
@@ -31,8 +62,11 @@ func CompareEnergy(base, cand []*Energy) *EnergyComparison {
 	if !anyEnergy(base) && !anyEnergy(cand) {
 		return nil
 	}
-	c := &EnergyComparison{Base: energySide(base), Cand: energySide(cand),
-		Note: "one figure per run (the GPUs' energy over its window): no interval, no verdict"}
+	c := &EnergyComparison{Base: energySide(base), Cand: energySide(cand)}
+	c.Note = "one figure per run (the GPUs' energy over its window): no interval, no verdict"
+	if c.Base.JoulesPerRequestCI != nil || c.Cand.JoulesPerRequestCI != nil {
+		c.Note = "each side the mean of its runs (the GPUs' energy over each run's window) with a 95% Student-t interval across its runs (which takes them as independent repeats, as ab's are); no verdict"
+	}
 	c.JoulesPerRequestChange = relChange(c.Base.JoulesPerRequest, c.Cand.JoulesPerRequest)
 	c.TokensPerJouleChange = relChange(c.Base.OutputTokensPerJoule, c.Cand.OutputTokensPerJoule)
 	for _, s := range []struct {
@@ -74,6 +108,7 @@ func energySide(es []*Energy) EnergySide {
 		}
 	}
 	s.JoulesPerRequest, s.OutputTokensPerJoule, s.AvgPowerW = meanOf(jpr), meanOf(tpj), meanOf(w)
+	s.JoulesPerRequestCI, s.OutputTokensPerJouleCI = runsInterval(jpr), runsInterval(tpj)
 	return s
 }
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -128,5 +129,50 @@ func TestCompareEnergy(t *testing.T) {
 	}
 	if CompareEnergy([]*Energy{nil}, nil) != nil {
 		t.Error("a comparison without energy")
+	}
+}
+
+// TestCompareEnergyInterval: with two or more runs with known power a side's J/request and
+// tokens per joule carry mean ± t(0.975, n−1)·s/√n across its runs (10 and 20: s = √50,
+// t(0.975, 1) = 12.7062); one run gives none, and the note says which it is.
+func TestCompareEnergyInterval(t *testing.T) {
+	known := func(jpr, tpj float64) *Energy {
+		return &Energy{Available: true, JoulesPerRequest: &jpr, OutputTokensPerJoule: &tpj}
+	}
+	c := CompareEnergy([]*Energy{known(10, 2), known(20, 4), UnknownEnergy(nil, "x")}, []*Energy{known(12, 2.4)})
+	ci := c.Base.JoulesPerRequestCI
+	half := 12.706204736174707 * 5 // t · √50 / √2
+	if ci == nil || ci.Runs != 2 || !approx(ci.Lo, 15-half, 1e-9) || !approx(ci.Hi, 15+half, 1e-9) {
+		t.Fatalf("base J/request interval %+v, want 15 ± %g over 2 runs", ci, half)
+	}
+	if tp := c.Base.OutputTokensPerJouleCI; tp == nil || !approx(tp.Hi-3, 12.706204736174707*1, 1e-9) {
+		t.Errorf("base tok/J interval %+v", tp)
+	}
+	if c.Cand.JoulesPerRequestCI != nil || c.Cand.OutputTokensPerJouleCI != nil {
+		t.Errorf("one run, yet an interval: %+v", c.Cand)
+	}
+	if !strings.Contains(c.Note, "95% Student-t interval across its runs") {
+		t.Errorf("note %q", c.Note)
+	}
+	if one := CompareEnergy([]*Energy{known(10, 2)}, []*Energy{known(12, 2)}); !strings.Contains(one.Note, "no interval") {
+		t.Errorf("one run a side: note %q", one.Note)
+	}
+}
+
+// TestEnergyIntervalCoverage: over 4000 seeded trials of 3 runs drawn from a normal
+// distribution, the interval holds the true mean in 95% ± 1.5 pp of them (the binomial
+// standard error is 0.34 pp).
+func TestEnergyIntervalCoverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 2))
+	const trials, mu = 4000, 60.0
+	hit := 0
+	for range trials {
+		v := []float64{mu + 5*rng.NormFloat64(), mu + 5*rng.NormFloat64(), mu + 5*rng.NormFloat64()}
+		if ci := runsInterval(v); ci.Lo <= mu && mu <= ci.Hi {
+			hit++
+		}
+	}
+	if got := float64(hit) / trials; got < 0.935 || got > 0.965 {
+		t.Errorf("coverage %.4f of %d trials, want 0.95 ± 0.015", got, trials)
 	}
 }

@@ -81,10 +81,10 @@ func energyCompareLine(c *metrics.EnergyComparison) string {
 		}
 		out := []string{}
 		if s.JoulesPerRequest != nil {
-			out = append(out, fmtRate(*s.JoulesPerRequest)+" J/request")
+			out = append(out, fmtRate(*s.JoulesPerRequest)+energyCI(s.JoulesPerRequestCI)+" J/request")
 		}
 		if s.OutputTokensPerJoule != nil {
-			out = append(out, fmtRate(*s.OutputTokensPerJoule)+" tok/J")
+			out = append(out, fmtRate(*s.OutputTokensPerJoule)+energyCI(s.OutputTokensPerJouleCI)+" tok/J")
 		}
 		if s.AvgPowerW != nil {
 			out = append(out, fmtRate(*s.AvgPowerW)+" W")
@@ -102,14 +102,22 @@ func energyCompareLine(c *metrics.EnergyComparison) string {
 	return line + "; " + c.Note
 }
 
+// energyCI is " [lo, hi]" of an interval across runs, or "" without one.
+func energyCI(ci *metrics.EnergyInterval) string {
+	if ci == nil {
+		return ""
+	}
+	return " [" + fmtRate(ci.Lo) + ", " + fmtRate(ci.Hi) + "]"
+}
+
 // energyCompareSection is the HTML section of a comparison's energy.
 func energyCompareSection(c *metrics.EnergyComparison) section {
 	t := &table{Numeric: true, Head: []string{"measure", "base", "cand", "change"}}
-	opt := func(v *float64) string {
+	opt := func(v *float64, ci *metrics.EnergyInterval) string {
 		if v == nil {
 			return "unknown"
 		}
-		return fmtRate(*v)
+		return fmtRate(*v) + energyCI(ci)
 	}
 	chg := func(v *float64) string {
 		if v == nil {
@@ -117,9 +125,9 @@ func energyCompareSection(c *metrics.EnergyComparison) section {
 		}
 		return fmtSignedPct(*v)
 	}
-	t.add(txt("J per request"), txt(opt(c.Base.JoulesPerRequest)), txt(opt(c.Cand.JoulesPerRequest)), txt(chg(c.JoulesPerRequestChange)))
-	t.add(txt("output tokens per joule"), txt(opt(c.Base.OutputTokensPerJoule)), txt(opt(c.Cand.OutputTokensPerJoule)), txt(chg(c.TokensPerJouleChange)))
-	t.add(txt("average power (W)"), txt(opt(c.Base.AvgPowerW)), txt(opt(c.Cand.AvgPowerW)), txt("–"))
+	t.add(txt("J per request"), txt(opt(c.Base.JoulesPerRequest, c.Base.JoulesPerRequestCI)), txt(opt(c.Cand.JoulesPerRequest, c.Cand.JoulesPerRequestCI)), txt(chg(c.JoulesPerRequestChange)))
+	t.add(txt("output tokens per joule"), txt(opt(c.Base.OutputTokensPerJoule, c.Base.OutputTokensPerJouleCI)), txt(opt(c.Cand.OutputTokensPerJoule, c.Cand.OutputTokensPerJouleCI)), txt(chg(c.TokensPerJouleChange)))
+	t.add(txt("average power (W)"), txt(opt(c.Base.AvgPowerW, nil)), txt(opt(c.Cand.AvgPowerW, nil)), txt("–"))
 	t.add(txt("runs with known power"), txt(fmt.Sprintf("%d of %d", c.Base.Known, c.Base.Runs)), txt(fmt.Sprintf("%d of %d", c.Cand.Known, c.Cand.Runs)), txt(""))
 	return section{ID: "energy", Title: "Energy", Intro: c.Note + " (docs/energy.md).", Blocks: []block{{Table: t}}}
 }
