@@ -33,6 +33,10 @@ type Arm struct {
 	// --scrape-metrics does, so that the arm's summary has its server's counters over the run
 	// (the speculative acceptance ab shows in the arm facts, comparedirs_spec.go).
 	Scrape *ArmScrape
+	// Power are DCGM exporters' metrics URLs (ab --a-power-metrics), polled as given during
+	// each measured run as run --power-metrics polls them: the arm's energy comes from them
+	// (scrape_energy.go) and their scrapes go to the run's power-metrics.json.
+	Power []string
 }
 
 // ArmScrape is where an arm's /metrics is (its base URL) and the time scale of an embedded
@@ -260,6 +264,9 @@ func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABRes
 	ro := Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}
 	if arm.Scrape != nil {
 		ro.scraper, produce = scrapeArm(ctx, arm.Scrape, produce)
+	}
+	if len(arm.Power) > 0 {
+		ro.power, produce = powerArm(ctx, arm.Power, produce)
 	}
 	r, err := Execute(ctx, ro, produce)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/metrics"
+	"github.com/llmbench/llmbench/traces"
 )
 
 // Energy per token (issue 39): GPU power read from a DCGM exporter's metrics, under the names
@@ -152,6 +153,26 @@ func startPowerScrapers(ctx context.Context, o PowerOptions, scale float64, inte
 		out = append(out, startScraper(ctx, scrapeOptions{URL: u, Exact: true, TimeScale: scale, Interval: interval}))
 	}
 	return out
+}
+
+// powerArm starts polling an A/B arm's exporters (real time: ab's endpoint arms run at time
+// scale 1) and returns the pollers with produce wrapped to stop them when the run's requests
+// are done, as RunHTTP does for run --power-metrics.
+func powerArm(ctx context.Context, urls []string, produce Producer) ([]*scraper, Producer) {
+	power := startPowerScrapers(ctx, PowerOptions{URLs: urls}, 1, 0)
+	return power, func(ctx context.Context, trace traces.Source, sink func(*metrics.Record)) (*Produced, error) {
+		p, err := produce(ctx, trace, sink)
+		for _, ps := range power {
+			ps.Stop()
+		}
+		return p, err
+	}
+}
+
+// CheckExporterURL checks that u can be polled as a DCGM exporter's metrics URL.
+func CheckExporterURL(u string) error {
+	_, err := exactURL(u)
+	return err
 }
 
 // runEnergy is the run's energy over the summary's window: from the power exporters when the

@@ -22,7 +22,11 @@ type ABOptions struct {
 	// AEngine and BEngine are the arms' reference-engine flag overrides (spec-k=4,…), which
 	// ArmEngine applies to the command's engine flags.
 	AEngine, BEngine []string
-	AName, BName     string
+	// APower and BPower are DCGM exporters' metrics URLs of endpoint arms' GPUs (ab
+	// --a-power-metrics/--b-power-metrics), read for each arm's energy; reference-engine arms
+	// read the engine's own power (abarm.go).
+	APower, BPower []string
+	AName, BName   string
 	// Runs is the number of measured runs per arm, or "auto"; MaxRuns bounds auto.
 	Runs            string
 	MaxRuns         int
@@ -69,14 +73,15 @@ func AB(ctx context.Context, env *Env, o *ABOptions) (int, error) {
 	abOpts.OnRun = o.onRun(env, auto)
 	var arms [2]runner.Arm
 	for i, spec := range []struct {
-		name, endpoint string
-		overrides      []string
-	}{{o.AName, o.AEndpoint, o.AEngine}, {o.BName, o.BEndpoint, o.BEngine}} {
+		name, endpoint   string
+		overrides, power []string
+	}{{o.AName, o.AEndpoint, o.AEngine, o.APower}, {o.BName, o.BEndpoint, o.BEngine, o.BPower}} {
 		arm, closeArm, err := o.arm(ctx, env, spec.name, spec.endpoint, spec.overrides, abOpts.Independence)
 		if err != nil {
 			return ExitBadInput, fmt.Errorf("arm %s: %w", spec.name, err)
 		}
 		defer closeArm()
+		arm.Power = spec.power
 		arms[i] = arm
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -200,7 +205,29 @@ func (o *ABOptions) checkArms() error {
 	if o.AName == o.BName {
 		return fmt.Errorf("--a-name and --b-name must differ")
 	}
+	if err := o.checkPower(); err != nil {
+		return err
+	}
 	return CheckComparisonFormat(o.Format)
+}
+
+// checkPower refuses exporter URLs that are not http(s) URLs, and exporters for
+// reference-engine arms (whose energy comes from the engine's own DCGM metrics).
+func (o *ABOptions) checkPower() error {
+	for _, p := range []struct {
+		flag string
+		urls []string
+	}{{"--a-power-metrics", o.APower}, {"--b-power-metrics", o.BPower}} {
+		if len(p.urls) > 0 && o.AEndpoint == "" {
+			return fmt.Errorf("%s reads the GPU power of --a-endpoint/--b-endpoint arms; reference-engine arms report the engine's own (docs/energy.md)", p.flag)
+		}
+		for _, u := range p.urls {
+			if err := runner.CheckExporterURL(u); err != nil {
+				return fmt.Errorf("%s %q: %w", p.flag, u, err)
+			}
+		}
+	}
+	return nil
 }
 
 // deprecatedAliases warns on stderr of --repeats and --max-repeats (now --runs and

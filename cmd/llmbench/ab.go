@@ -15,6 +15,7 @@ type abOptions struct {
 	*traceFlags
 	aEndpoint, bEndpnt string
 	aEngine, bEngine   []string
+	aPower, bPower     []string
 	aName, bName       string
 	repeats            string
 	maxRepeats         int
@@ -89,6 +90,8 @@ func (o *abOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.bEndpnt, "b-endpoint", "", "arm B endpoint (candidate)")
 	fs.StringArrayVar(&o.aEngine, "a-engine", nil, "arm A reference-engine flag overrides, e.g. spec-k=0 (repeatable or comma-separated)")
 	fs.StringArrayVar(&o.bEngine, "b-engine", nil, "arm B reference-engine flag overrides, e.g. spec-k=4,spec-alpha=0.8")
+	fs.StringArrayVar(&o.aPower, "a-power-metrics", nil, "with --a-endpoint: a DCGM exporter's metrics URL of arm A's GPUs, polled every second during each run for its energy (repeatable; docs/energy.md)")
+	fs.StringArrayVar(&o.bPower, "b-power-metrics", nil, "with --b-endpoint: a DCGM exporter's metrics URL of arm B's GPUs (repeatable)")
 	fs.StringVar(&o.aName, "a-name", "A", "label of arm A")
 	fs.StringVar(&o.bName, "b-name", "B", "label of arm B")
 	fs.StringVar(&o.repeats, "runs", "2", "measured runs per arm, interleaved A B B A …, or auto: add runs until each --fail-on metric's interval is narrower than its limit (up to --max-runs)")
@@ -119,7 +122,7 @@ func (o *abOptions) addFlags(fs *pflag.FlagSet) {
 func (o *abOptions) options() *usecase.ABOptions {
 	return &usecase.ABOptions{
 		Trace: o.traceFlags.opts(), AEndpoint: o.aEndpoint, BEndpoint: o.bEndpnt,
-		AEngine: o.aEngine, BEngine: o.bEngine, AName: o.aName, BName: o.bName,
+		AEngine: o.aEngine, BEngine: o.bEngine, APower: o.aPower, BPower: o.bPower, AName: o.aName, BName: o.bName,
 		Runs: o.repeats, MaxRuns: o.maxRepeats, Independence: o.independence, SelfCheck: o.selfCheck,
 		WarmupRequests: o.warmupRequests, FailOn: o.failOn, Format: o.format, Resamples: o.resamples,
 		KeepTemperature: o.keepTemperature,
