@@ -67,6 +67,10 @@ Requests with expect checks (traces/FORMAT.md) are graded on both arms and compa
 request (paired bootstrap of the pass/fail differences; --fail-on 'quality<-1pp' gates on it);
 --judge-endpoint adds a pairwise LLM judge after the measured runs (docs/quality.md).
 
+Each arm's energy (J per request, output tokens per joule, with an interval across its runs)
+comes from the engine's modelled GPU power for reference-engine arms, and from DCGM exporters
+given with --a-power-metrics/--b-power-metrics for endpoint arms (docs/energy.md).
+
 Exit status: 0; 1 when --fail-on finds a regression of B against A (with --self-check: fewer
 than 9 in 10 experiments clean); 2 on bad input; 3 when a run failed (no request succeeded,
 or more than --max-failure-rate failed); 130 when interrupted after writing results.`,
