@@ -36,6 +36,10 @@ type SweepPoint struct {
 	// Quality is the pass rate of the graded requests at this load (issue 17), when the
 	// trace carries expect checks.
 	Quality *QualityCounts `json:"quality,omitempty"`
+	// JoulesPerRequest and OutputTokensPerJoule are the point's energy figures (issue 39;
+	// energy.go) when its GPUs' power was read and known; absent otherwise.
+	JoulesPerRequest     *float64 `json:"joules_per_request,omitempty"`
+	OutputTokensPerJoule *float64 `json:"output_tokens_per_joule,omitempty"`
 
 	// StoppedAtS (issue 39): when the online watch stopped the point at saturation
 	// (--stop-on-saturation), the seconds it ran; 0 when it ran to the end.
@@ -74,6 +78,9 @@ func PointFrom(rate float64, openLoop bool, s *Summary) SweepPoint {
 	if s.Quality != nil && s.Quality.Graded > 0 {
 		q := s.Quality.QualityCounts
 		p.Quality = &q
+	}
+	if e := s.Energy; e != nil && e.Available {
+		p.JoulesPerRequest, p.OutputTokensPerJoule = e.JoulesPerRequest, e.OutputTokensPerJoule
 	}
 	grew, from, to := ttftGrowth(s.TimeSeries)
 	done, sent := completedWhileSending(s.TimeSeries)

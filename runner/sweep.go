@@ -51,6 +51,9 @@ type SweepOptions struct {
 	// trace's own rate (requests per second at rate scale 1). Both 0 = no tiling.
 	MinDuration time.Duration
 	BaseRate    float64
+	// Power are DCGM exporters' metrics URLs (sweep --power-metrics), polled as given during
+	// each point as run --power-metrics polls them: each point's summary has its energy.
+	Power []string
 }
 
 // SweepResult is the latency–throughput curve and the capacity found (sweep.json).
@@ -200,7 +203,11 @@ func (w *sweeper) measure(load float64) error {
 	if !opts.Concurrency && opts.MinDuration > 0 && opts.BaseRate > 0 {
 		trace = traces.Tile(trace, copiesFor(trace, opts.MinDuration, load/opts.BaseRate))
 	}
-	r, err := Execute(w.ctx, Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}, prod)
+	ro := Options{Trace: trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}
+	if len(opts.Power) > 0 {
+		ro.power, prod = powerArm(w.ctx, opts.Power, prod)
+	}
+	r, err := Execute(w.ctx, ro, prod)
 	if err != nil {
 		return fmt.Errorf("load %g: %w", load, err)
 	}

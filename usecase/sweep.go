@@ -41,6 +41,9 @@ type SweepOptions struct {
 	// Capacity (issue 39): the saturation watch of each point, and --serve-cmd's grid of
 	// server configurations (capacity.go).
 	Capacity CapacityOptions
+	// PowerMetrics are DCGM exporters' metrics URLs of the server's GPUs (--power-metrics),
+	// read for each point's energy (docs/energy.md).
+	PowerMetrics []string
 	// Changed says which flags were given (a flag that would do nothing is refused).
 	Changed Changed
 }
@@ -141,7 +144,7 @@ func (o *SweepOptions) prepare(env *Env) (traces.Source, runner.SweepOptions, er
 	return trace, runner.SweepOptions{
 		Trace: trace, Concurrency: o.ByConcurrency, Points: points, Start: start,
 		Target: o.Goodput, Precision: o.Precision, MaxPoints: o.MaxPoints, MinDuration: o.MinDuration, BaseRate: baseRate, OutDir: out, Metrics: mopts, HTML: o.Output.HTML(env.Getenv),
-		BlockTokens: o.Load.BlockTokens,
+		BlockTokens: o.Load.BlockTokens, Power: o.PowerMetrics,
 		OnPoint: func(load float64) {
 			if !o.Output.NoProgress && env.ShowProgress { // a sweep's progress is a line per point
 				fmt.Fprintf(env.Stderr, "sweep: measuring %s\n", loadText(load, o.ByConcurrency))
@@ -164,11 +167,35 @@ func (o *SweepOptions) check() error {
 	if err := o.refuseIdleFlags(); err != nil {
 		return err
 	}
+	if err := o.checkPower(); err != nil {
+		return err
+	}
 	if err := o.Replicas.Check(); err != nil {
 		return err
 	}
 	if o.Replicas.Given() && !o.Simulate {
 		return fmt.Errorf("--replicas and --router simulate a cluster; they need --simulate")
+	}
+	return nil
+}
+
+// checkPower refuses --power-metrics where no server of the user's runs (--simulate, the
+// embedded engine) or where the points run off real time, and exporter URLs that are not
+// http(s) URLs.
+func (o *SweepOptions) checkPower() error {
+	if len(o.PowerMetrics) == 0 {
+		return nil
+	}
+	if o.Simulate || (o.Target.Endpoint == "" && o.Capacity.ServeCmd == "") {
+		return fmt.Errorf("--power-metrics reads the GPU power of an --endpoint or --serve-cmd server; the embedded and simulated engines have none to read")
+	}
+	if o.Load.TimeScale != 0 && o.Load.TimeScale != 1 {
+		return fmt.Errorf("--power-metrics reads exporters in real time: drop --time-scale")
+	}
+	for _, u := range o.PowerMetrics {
+		if err := runner.CheckExporterURL(u); err != nil {
+			return fmt.Errorf("--power-metrics %q: %w", u, err)
+		}
 	}
 	return nil
 }

@@ -20,3 +20,9 @@ func addPlanObjectiveFlag(fs *pflag.FlagSet) *string {
 	return fs.String("objective", usecase.PlanObjectiveCost, "what the chosen deployment is best at among those meeting the target: "+
 		strings.Join(usecase.PlanObjectives, ", ")+" (output tokens per joule of the GPUs' modelled energy, refengine's power model)")
 }
+
+// addSweepPowerFlag adds sweep's --power-metrics into urls: each point reads its energy from
+// the exporters (docs/energy.md).
+func addSweepPowerFlag(fs *pflag.FlagSet, urls *[]string) {
+	fs.StringArrayVar(urls, "power-metrics", nil, "with --endpoint or --serve-cmd: a DCGM exporter's metrics URL of the server's GPUs, polled every second during each point for its energy (J/request column; repeatable)")
+}

@@ -28,6 +28,7 @@ type sweepOptions struct {
 	replicas    *replicaFlags
 	fs          *pflag.FlagSet
 	capacity    usecase.CapacityOptions // issue 39: saturation watch, server grid (flags_capacity.go)
+	power       []string                // issue 39: DCGM exporters (flags_energy.go)
 }
 
 func newSweepCmd(app *App) *cobra.Command {
@@ -66,6 +67,7 @@ engine's virtual clock (seconds, no HTTP).`,
 	o.replicas = addReplicaFlags(fs)
 	addSaturationFlags(fs, &o.capacity)
 	addServerSweepFlags(fs, &o.capacity)
+	addSweepPowerFlag(fs, &o.power)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -77,5 +79,6 @@ func (o *sweepOptions) options() *usecase.SweepOptions {
 		MaxPoints: o.maxPoints, MinDuration: o.minDuration, ByConcurrency: o.concurrency, Simulate: o.simulate,
 		Target: o.tgt.opts(), Load: o.load.opts(), Metrics: o.metrics.opts(), Output: o.output.opts(),
 		Engine: o.engine.opts(), Replicas: o.replicas.opts(), Changed: o.fs.Changed, Capacity: o.capacity,
+		PowerMetrics: o.power,
 	}
 }
