@@ -71,7 +71,9 @@ func TestSweepPowerMetricsRefused(t *testing.T) {
 	}{
 		{"simulate", func(o *SweepOptions) {}, "--power-metrics reads the GPU power of an --endpoint or --serve-cmd server"},
 		{"embedded", func(o *SweepOptions) { o.Simulate = false }, "--power-metrics reads the GPU power of an --endpoint or --serve-cmd server"},
-		{"time scale", func(o *SweepOptions) { o.Simulate, o.Target.Endpoint, o.Load.TimeScale = false, "http://127.0.0.1:1", 4 }, "drop --time-scale"},
+		{"time scale", func(o *SweepOptions) {
+			o.Simulate, o.Target.Endpoint, o.Load.TimeScale = false, "http://127.0.0.1:1", 4
+		}, "drop --time-scale"},
 		{"not http", func(o *SweepOptions) {
 			o.Simulate, o.Target.Endpoint, o.PowerMetrics = false, "http://127.0.0.1:1", []string{"gpu-node:9400"}
 		}, `--power-metrics "gpu-node:9400"`},
