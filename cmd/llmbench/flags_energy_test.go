@@ -20,6 +20,7 @@ func TestEnergyFlagAudit(t *testing.T) {
 		{"exporter without host", []string{"run", "--trace", tr, "--power-metrics", "gpu-node:9400"}, "--power-metrics"},
 		{"ab exporter for engine arms", []string{"ab", "--trace", tr, "--a-power-metrics", "http://127.0.0.1:1/metrics"}, "--a-power-metrics"},
 		{"ab exporter not http", []string{"ab", "--trace", tr, "--a-endpoint", "http://127.0.0.1:1", "--b-endpoint", "http://127.0.0.1:2", "--b-power-metrics", "ftp://gpu:9400/metrics"}, "--b-power-metrics"},
+		{"sweep exporter on the virtual clock", []string{"sweep", "--trace", tr, "--slo", "ttft=1s", "--simulate", "--power-metrics", "http://127.0.0.1:1/metrics"}, "--power-metrics"},
 		{"plan unknown objective", []string{"plan", "--trace", tr, "--slo", "ttft=1s", "--price-gpu-hour", "h100=2", "--objective", "speed"}, "tokens-per-joule"},
 	}
 	for _, c := range cases {
