@@ -176,3 +176,21 @@ func TestEnergyIntervalCoverage(t *testing.T) {
 		t.Errorf("coverage %.4f of %d trials, want 0.95 ± 0.015", got, trials)
 	}
 }
+
+// TestSweepPointEnergy: a sweep point takes its summary's J/request and tokens per joule when
+// the power was known, and has none when it was unknown (never 0).
+func TestSweepPointEnergy(t *testing.T) {
+	jpr, tpj := 45.0, 3.1
+	s := &Summary{Energy: &Energy{Available: true, JoulesPerRequest: &jpr, OutputTokensPerJoule: &tpj}}
+	if p := PointFrom(8, true, s); p.JoulesPerRequest == nil || *p.JoulesPerRequest != 45 || *p.OutputTokensPerJoule != 3.1 {
+		t.Errorf("known power: point %+v", p)
+	}
+	s.Energy = UnknownEnergy([]string{"http://x/metrics"}, "no scrape succeeded")
+	if p := PointFrom(8, true, s); p.JoulesPerRequest != nil || p.OutputTokensPerJoule != nil {
+		t.Errorf("unknown power gave figures: %+v", p)
+	}
+	b, _ := json.Marshal(PointFrom(8, true, &Summary{}))
+	if strings.Contains(string(b), "joule") {
+		t.Errorf("a point without energy carries energy fields: %s", b)
+	}
+}
