@@ -120,9 +120,7 @@ func TestPackageBoundaries(t *testing.T) {
 
 // TestCLIImports keeps cmd/llmbench to flags → an options struct → one call (docs/ARCHITECTURE.md,
 // "Packages"): besides the standard library, cobra/pflag and x/term it may import only
-// cliAllowed (the use cases and their options types). cliNotYetMoved names the packages the
-// commands not yet moved to usecase still call (gen, import, trace); the test also fails when
-// one of them is no longer imported, so that the list only shrinks.
+// cliAllowed (the use cases and their options types).
 func TestCLIImports(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
@@ -130,11 +128,6 @@ func TestCLIImports(t *testing.T) {
 	cliAllowed := []string{
 		mod + "usecase", // every command's Options and use case
 		mod + "history", // history's commands: its AddArgs, CheckArgs, … and Run* are already options and use cases
-	}
-	cliNotYetMoved := []string{
-		mod + "tokenizer", // import
-		mod + "traces",    // gen, import, trace
-		mod + "workloads", // gen
 	}
 	// cobra and pflag parse the command line; x/term says whether stderr is a terminal and
 	// how wide (term.go).
@@ -144,16 +137,11 @@ func TestCLIImports(t *testing.T) {
 		first, _, _ := strings.Cut(p, "/")
 		switch {
 		case !strings.Contains(first, "."): // the standard library
-		case slices.Contains(thirdParty, p), slices.Contains(cliAllowed, p), slices.Contains(cliNotYetMoved, p):
+		case slices.Contains(thirdParty, p), slices.Contains(cliAllowed, p):
 		case strings.HasPrefix(p, mod):
 			t.Errorf("cmd/llmbench imports %s: its logic belongs in a use case of package usecase, which cmd calls with an options struct", p)
 		default:
 			t.Errorf("cmd/llmbench imports %s: the CLI uses only the standard library, cobra, pflag and x/term", p)
-		}
-	}
-	for _, p := range cliNotYetMoved {
-		if !slices.Contains(imports, p) {
-			t.Errorf("cmd/llmbench no longer imports %s: drop it from cliNotYetMoved", p)
 		}
 	}
 }

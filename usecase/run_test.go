@@ -18,7 +18,8 @@ import (
 func defaultRun(t *testing.T) *RunOptions {
 	ab := defaultAB(t)
 	return &RunOptions{Trace: ab.Trace, Target: ab.Target, Load: ab.Load, Metrics: ab.Metrics,
-		Output: ab.Output, Engine: ab.Engine, Fail: ab.Fail, Quality: ab.Quality}
+		Output: ab.Output, Engine: ab.Engine, Fail: ab.Fail, Quality: ab.Quality,
+		Capacity: CapacityOptions{SaturationMin: DefaultSaturationMinTime, SaturationTTFT: DefaultSaturationMinTTFT}}
 }
 
 // TestRunEmbeddedWithoutCobra replays a trace on the embedded engine from RunOptions alone:

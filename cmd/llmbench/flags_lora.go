@@ -3,8 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/traces"
-	"github.com/llmbench/llmbench/workloads"
+	"github.com/llmbench/llmbench/usecase"
 )
 
 // LoRA adapters and per-request models (issue 38, docs/adapters.md): the reference engine's
@@ -23,11 +22,11 @@ func (f *loraEngineFlags) add(fs *pflag.FlagSet) {
 }
 
 // addImportModelFlags adds import's --keep-model.
-func addImportModelFlags(fs *pflag.FlagSet, opts *traces.ImportOptions) {
-	fs.BoolVar(&opts.KeepModel, "keep-model", false, "burstgpt, weka: keep each request's recorded model name as its model field (sent per request; the target must serve those names)")
+func addImportModelFlags(fs *pflag.FlagSet, o *usecase.ImportOptions) {
+	fs.BoolVar(&o.Import.KeepModel, "keep-model", false, "burstgpt, weka: keep each request's recorded model name as its model field (sent per request; the target must serve those names)")
 }
 
 // addGenModelFlags adds gen's --models.
-func addGenModelFlags(fs *pflag.FlagSet, o *workloads.SpecOptions) {
-	fs.StringVar(&o.Models, "models", "", "send each request (each session) to one of these models or LoRA adapters, drawn by weight: base=6,sql-lora=3,chat-lora=1 (every class; a spec file's classes may give their own \"models\")")
+func addGenModelFlags(fs *pflag.FlagSet, o *usecase.GenOptions) {
+	fs.StringVar(&o.Spec.Models, "models", "", "send each request (each session) to one of these models or LoRA adapters, drawn by weight: base=6,sql-lora=3,chat-lora=1 (every class; a spec file's classes may give their own \"models\")")
 }

@@ -29,6 +29,10 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 			return 127
 		}
 		args := c.Args[1:]
+		if strings.HasPrefix(c.Pod, "partial-shards-") && c.Env["JOB_COMPLETION_INDEX"] == "1" && args[0] == "run" {
+			fmt.Fprintln(c.Stdout, "llmbench: the test's shard 1 fails on purpose")
+			return 1
+		}
 		for i, a := range args {
 			// The cluster's DNS name of the clock Service: the engine serves the same clock.
 			if strings.HasPrefix(a, "http://") && strings.HasSuffix(a, "-clock:9000") {
@@ -91,6 +95,7 @@ func TestK8sRunOnARealControlPlane(t *testing.T) {
 		t.Fatalf("jobs after delete: %d, %v", len(jobs), err)
 	}
 
+	t.Run("a shard fails", func(t *testing.T) { checkK8sRunFailedShard(t, cp, trace, endpoint) })
 	t.Run("bad input", func(t *testing.T) { checkK8sRunBadInput(t, cp, trace, endpoint) })
 }
 
@@ -149,5 +154,34 @@ func checkK8sRunBadInput(t *testing.T, cp *k8stest.ControlPlane, trace, endpoint
 	}
 	if _, err := cp.API.Job(context.Background(), cp.Namespace, "pull-shards"); err != nil {
 		t.Errorf("the objects of the failed run were not left for inspection: %v", err)
+	}
+}
+
+// checkK8sRunFailedShard: a shard whose pod fails does not stop the others
+// (backoffLimitPerIndex); the run names it with its reason and log tail, merges the shards
+// that finished, and counts the failed shard's requests as dropped (never sent: not
+// failures), as llmbench merge does.
+func checkK8sRunFailedShard(t *testing.T, cp *k8stest.ControlPlane, trace, endpoint string) {
+	app := newTestApp(nil)
+	out := filepath.Join(t.TempDir(), "partial")
+	code := app.cli("k8s", "run", "--kubeconfig", cp.Kubeconfig, "--name", "partial", "--trace", trace, "--shards", "3",
+		"--image", "registry.example/llmbench:test", "--endpoint", endpoint, "--start-in", "8s", "--poll", "200ms", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, app.out.String(), app.err.String())
+	}
+	for _, want := range []string{"shard 1 failed (pod partial-shards-", "Error (exit 1)", "the test's shard 1 fails on purpose", "2 done, 1 failed"} {
+		if !strings.Contains(app.err.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, app.err.String())
+		}
+	}
+	if !strings.Contains(app.out.String(), "merged 2 of 3 shards (missing [1]") {
+		t.Errorf("stdout does not name the missing shard:\n%s", app.out.String())
+	}
+	sum, err := runner.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Requests.Total != 24 || sum.Run.Merged == nil || sum.Run.Merged.Dropped == 0 || sum.Run.Merged.Dropped >= 24 {
+		t.Fatalf("merged summary: %d requests, merged %+v", sum.Requests.Total, sum.Run.Merged)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"strings"
 	"testing"
 
@@ -94,14 +95,19 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-// TestGovernGC: after a collection that leaves a live heap of four times the headroom, the
-// governor sets GOGC to 100; once that heap is dropped (the test binary's own live heap is a
-// few MB, under a quarter of the headroom), back to 400.
+// TestGovernGC: after a collection that leaves a live heap of twice the headroom, the
+// governor sets GOGC to 100; once that heap is dropped, back to 400. The headroom is set from
+// the test binary's own live heap (at most an eighth of it), which earlier tests of the
+// package leave at anything from a few MB to tens.
 func TestGovernGC(t *testing.T) {
 	gc := debug.SetGCPercent(400)
 	defer debug.SetGCPercent(gc)
+	runtime.GC()
+	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(sample)
+	headroom := max(uint64(32<<20), 8*sample[0].Value.Uint64())
 	set := make(chan int, 16)
-	stop := governGC(32<<20, func(p int) { set <- p })
+	stop := governGC(headroom, func(p int) { set <- p })
 	defer stop()
 	next := func(want int) {
 		t.Helper()
@@ -115,12 +121,12 @@ func TestGovernGC(t *testing.T) {
 			default:
 			}
 		}
-		t.Fatalf("the governor never set GOGC %d", want)
+		t.Fatalf("the governor never set GOGC %d (headroom %d MB)", want, headroom>>20)
 	}
-	live := make([]byte, 128<<20)
+	live := make([]byte, 2*headroom)
 	next(100)
 	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("GOGC %d with 128 MB live and 32 MB of headroom, want 100", got)
+		t.Errorf("GOGC %d with %d MB live and %d MB of headroom, want 100", got, len(live)>>20, headroom>>20)
 	}
 	runtime.KeepAlive(live)
 	live = nil

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/traces"
 	"github.com/llmbench/llmbench/usecase"
 )
 
@@ -184,6 +183,3 @@ func (f *traceFlags) flagFloat(name string) float64 {
 	}
 	return v
 }
-
-// traceSpan is how long a replay of src lasts at least (see usecase.TraceSpan).
-func traceSpan(src traces.Source) time.Duration { return usecase.TraceSpan(src) }
