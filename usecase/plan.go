@@ -14,6 +14,7 @@ import (
 	"github.com/llmbench/llmbench/refengine/perf"
 	"github.com/llmbench/llmbench/reports"
 	"github.com/llmbench/llmbench/runner/engineadapter"
+	"github.com/llmbench/llmbench/traces"
 )
 
 // PlanOptions are `llmbench plan`'s options: the deployments to search (GPUs, weight dtypes,
@@ -116,6 +117,11 @@ func (o *PlanOptions) options() (plan.Options, error) {
 	if err != nil {
 		return plan.Options{}, err
 	}
+	if n := countCancelled(reqs); n > 0 {
+		// Cancellations (issue 38): as simulate, plan's timelines have no client to go away
+		// and would count the cancelled requests as completed.
+		return plan.Options{}, fmt.Errorf("plan: %d requests of the trace carry cancel_after_ms, which the simulation does not model; remove the field to plan for the traffic as if no client went away (docs/cancellations.md)", n)
+	}
 	return plan.Options{
 		Requests: engineadapter.SimRequests(reqs, o.RateScale),
 		Record:   func(i int, tl *refengine.Timeline, rec *metrics.Record) { engineadapter.FillRecord(rec, tl, &reqs[i]) },
@@ -186,4 +192,15 @@ func parsePrices(items []string, reg *perf.Registry) (map[string]float64, error)
 		}
 	}
 	return out, nil
+}
+
+// countCancelled counts the requests that carry cancel_after_ms.
+func countCancelled(reqs []traces.Request) int {
+	n := 0
+	for i := range reqs {
+		if reqs[i].CancelAfter > 0 {
+			n++
+		}
+	}
+	return n
 }

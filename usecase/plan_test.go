@@ -86,3 +86,21 @@ func TestPlanRefusesBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRefusesCancellations: plan simulates, so a trace with cancel_after_ms is refused as
+// simulate refuses it (the timelines have no client to go away) instead of counting the
+// cancelled requests as completed.
+func TestPlanRefusesCancellations(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "cancel.jsonl")
+	if err := os.WriteFile(trace, []byte(`{"id":"a","arrival_s":0,"input_tokens":10,"output_tokens":5}`+"\n"+
+		`{"id":"b","arrival_s":0.1,"input_tokens":10,"output_tokens":50,"cancel_after_ms":20}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := defaultPlan()
+	o.Trace.Path = trace
+	env, _, _ := testEnv()
+	code, err := Plan(env, o)
+	if code != ExitBadInput || err == nil || !strings.Contains(err.Error(), "1 requests of the trace carry cancel_after_ms") {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+}
