@@ -9,8 +9,9 @@ import (
 // energy is one figure per run, not per request. With several runs a side, each figure is the
 // mean over the runs whose power was known; with two or more such runs, J per request and
 // output tokens per joule carry a 95% Student-t interval of that mean across the runs (they
-// are independent repeats, as ab makes them: runner/abrepeats.go). There is no verdict, and no
-// --fail-on rule takes energy.
+// are independent repeats, as ab makes them: runner/abrepeats.go). With two or more such runs
+// on both sides, the change of each figure gets a Welch interval and a verdict (EnergyVerdict);
+// no --fail-on rule takes energy.
 type EnergyComparison struct {
 	Base EnergySide `json:"base"`
 	Cand EnergySide `json:"cand"`
@@ -18,7 +19,48 @@ type EnergyComparison struct {
 	// has no figure).
 	JoulesPerRequestChange *float64 `json:"joules_per_request_change"`
 	TokensPerJouleChange   *float64 `json:"output_tokens_per_joule_change"`
-	Note                   string   `json:"note"`
+	// JoulesPerRequestVerdict and TokensPerJouleVerdict judge the change across the sides'
+	// runs (EnergyVerdict); nil with fewer than two runs of known power on either side.
+	JoulesPerRequestVerdict *EnergyVerdict `json:"joules_per_request_verdict,omitempty"`
+	TokensPerJouleVerdict   *EnergyVerdict `json:"output_tokens_per_joule_verdict,omitempty"`
+	Note                    string         `json:"note"`
+}
+
+// EnergyVerdict is the change of one energy figure, cand's mean over its runs minus base's,
+// with a 95% Welch interval (unequal variances, Welch–Satterthwaite degrees of freedom), and
+// what it says: "better" or "worse" when the interval excludes 0 (lower J per request, or more
+// tokens per joule, is better), else "no change detected".
+type EnergyVerdict struct {
+	Diff    float64 `json:"diff"`
+	Lo      float64 `json:"lo"`
+	Hi      float64 `json:"hi"`
+	Verdict string  `json:"verdict"`
+}
+
+// welchVerdict judges cand − base of independent runs; higherBetter says which way is better.
+// nil with fewer than two values on either side.
+func welchVerdict(base, cand []float64, higherBetter bool) *EnergyVerdict {
+	nb, nc := float64(len(base)), float64(len(cand))
+	if nb < 2 || nc < 2 {
+		return nil
+	}
+	vb, vc := stdDev(base)*stdDev(base)/nb, stdDev(cand)*stdDev(cand)/nc
+	d := *meanOf(cand) - *meanOf(base)
+	v := &EnergyVerdict{Diff: d, Lo: d, Hi: d, Verdict: "no change detected"}
+	if se := math.Sqrt(vb + vc); se > 0 {
+		df := (vb + vc) * (vb + vc) / (vb*vb/(nb-1) + vc*vc/(nc-1))
+		half := tQuantile(1-(1-EnergyConfidence)/2, df) * se
+		v.Lo, v.Hi = d-half, d+half
+	}
+	switch {
+	case v.Lo > 0 || v.Hi < 0:
+		if (d > 0) == higherBetter {
+			v.Verdict = "better"
+		} else {
+			v.Verdict = "worse"
+		}
+	}
+	return v
 }
 
 // EnergySide is one side's energy: the mean of its runs with known power (Known of Runs).
@@ -62,10 +104,17 @@ func CompareEnergy(base, cand []*Energy) *EnergyComparison {
 	if !anyEnergy(base) && !anyEnergy(cand) {
 		return nil
 	}
-	c := &EnergyComparison{Base: energySide(base), Cand: energySide(cand)}
+	bs, bj, bt := energySideOf(base)
+	cs, cj, ct := energySideOf(cand)
+	c := &EnergyComparison{Base: bs, Cand: cs}
 	c.Note = "one figure per run (the GPUs' energy over its window): no interval, no verdict"
 	if c.Base.JoulesPerRequestCI != nil || c.Cand.JoulesPerRequestCI != nil {
-		c.Note = "each side the mean of its runs (the GPUs' energy over each run's window) with a 95% Student-t interval across its runs (which takes them as independent repeats, as ab's are); no verdict"
+		c.Note = "each side the mean of its runs (the GPUs' energy over each run's window) with a 95% Student-t interval across its runs (which takes them as independent repeats, as ab's are); no verdict without two runs on both sides"
+	}
+	c.JoulesPerRequestVerdict = welchVerdict(bj, cj, false)
+	c.TokensPerJouleVerdict = welchVerdict(bt, ct, true)
+	if c.JoulesPerRequestVerdict != nil {
+		c.Note = "each side the mean of its runs (the GPUs' energy over each run's window) with a 95% Student-t interval across its runs, and the change judged by a 95% Welch interval of the difference of the means (the runs taken as independent repeats, as ab's are)"
 	}
 	c.JoulesPerRequestChange = relChange(c.Base.JoulesPerRequest, c.Cand.JoulesPerRequest)
 	c.TokensPerJouleChange = relChange(c.Base.OutputTokensPerJoule, c.Cand.OutputTokensPerJoule)
@@ -89,8 +138,9 @@ func anyEnergy(es []*Energy) bool {
 	return false
 }
 
-// energySide is the mean of each figure over the runs that have it.
-func energySide(es []*Energy) EnergySide {
+// energySideOf is the mean of each figure over the runs that have it, and the runs' J per
+// request and tokens per joule.
+func energySideOf(es []*Energy) (EnergySide, []float64, []float64) {
 	s := EnergySide{Runs: len(es)}
 	var jpr, tpj, w []float64
 	for _, e := range es {
@@ -109,7 +159,7 @@ func energySide(es []*Energy) EnergySide {
 	}
 	s.JoulesPerRequest, s.OutputTokensPerJoule, s.AvgPowerW = meanOf(jpr), meanOf(tpj), meanOf(w)
 	s.JoulesPerRequestCI, s.OutputTokensPerJouleCI = runsInterval(jpr), runsInterval(tpj)
-	return s
+	return s, jpr, tpj
 }
 
 func meanOf(v []float64) *float64 {

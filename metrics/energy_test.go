@@ -194,3 +194,45 @@ func TestSweepPointEnergy(t *testing.T) {
 		t.Errorf("a point without energy carries energy fields: %s", b)
 	}
 }
+
+// TestEnergyVerdictOverSeededTrials: the Welch verdict on J per request between two sides of 3
+// independent runs each. A/A (both sides from one distribution): a change is called in at
+// most 5% (+1.5 pp) of 4,000 seeded trials; Welch's interval at 2–4 degrees of freedom is
+// conservative (3.6% here), so at least 2%. A/B with the candidate 3 run-to-run standard
+// deviations lower: called better in most trials (the t interval at 2–4 degrees of freedom is
+// wide), and never worse.
+func TestEnergyVerdictOverSeededTrials(t *testing.T) {
+	const trials = 4000
+	draw := func(rng *rand.Rand, mean, sd float64) []*Energy {
+		runs := make([]*Energy, 3)
+		for i := range runs {
+			j, tpj := mean+sd*rng.NormFloat64(), 1/(mean+sd*rng.NormFloat64())
+			runs[i] = &Energy{Available: true, JoulesPerRequest: &j, OutputTokensPerJoule: &tpj}
+		}
+		return runs
+	}
+	aaCalls, better, worse := 0, 0, 0
+	for seed := range uint64(trials) {
+		rng := rand.New(rand.NewPCG(seed, 39))
+		if v := CompareEnergy(draw(rng, 60, 1), draw(rng, 60, 1)).JoulesPerRequestVerdict; v.Verdict != "no change detected" {
+			aaCalls++
+		}
+		switch CompareEnergy(draw(rng, 60, 1), draw(rng, 57, 1)).JoulesPerRequestVerdict.Verdict {
+		case "better":
+			better++
+		case "worse":
+			worse++
+		}
+	}
+	t.Logf("A/A: a change called in %d of %d trials; A/B 3 SD lower: better in %d, worse in %d", aaCalls, trials, better, worse)
+	if rate := float64(aaCalls) / trials; rate > 0.065 || rate < 0.02 {
+		t.Errorf("A/A: a change called in %.1f%% of trials, want at most 5%% + 1.5 pp (and at least 2%%)", 100*rate)
+	}
+	if worse > 0 || float64(better)/trials < 0.6 {
+		t.Errorf("A/B 3 SD lower: better in %d, worse in %d of %d trials", better, worse, trials)
+	}
+	one := CompareEnergy(draw(rand.New(rand.NewPCG(1, 1)), 60, 1)[:1], draw(rand.New(rand.NewPCG(2, 2)), 60, 1))
+	if one.JoulesPerRequestVerdict != nil {
+		t.Error("a verdict from one run on a side")
+	}
+}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/llmbench/llmbench/metrics"
@@ -99,7 +100,23 @@ func energyCompareLine(c *metrics.EnergyComparison) string {
 		}
 		line += ")"
 	}
+	if v := c.JoulesPerRequestVerdict; v != nil {
+		line += "; J/request " + energyVerdictText(v)
+	}
+	if v := c.TokensPerJouleVerdict; v != nil {
+		line += ", tok/J " + energyVerdictText(v)
+	}
 	return line + "; " + c.Note
+}
+
+// energyVerdictText is a verdict with its interval: "better (−14.2 [−14.5, −13.9])".
+func energyVerdictText(v *metrics.EnergyVerdict) string {
+	return fmt.Sprintf("%s (%s [%s, %s])", v.Verdict, fmtSigned(v.Diff), fmtSigned(v.Lo), fmtSigned(v.Hi))
+}
+
+// fmtSigned is a signed figure with three significant digits.
+func fmtSigned(x float64) string {
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
 // energyCI is " [lo, hi]" of an interval across runs, or "" without one.
@@ -127,6 +144,14 @@ func energyCompareSection(c *metrics.EnergyComparison) section {
 	}
 	t.add(txt("J per request"), txt(opt(c.Base.JoulesPerRequest, c.Base.JoulesPerRequestCI)), txt(opt(c.Cand.JoulesPerRequest, c.Cand.JoulesPerRequestCI)), txt(chg(c.JoulesPerRequestChange)))
 	t.add(txt("output tokens per joule"), txt(opt(c.Base.OutputTokensPerJoule, c.Base.OutputTokensPerJouleCI)), txt(opt(c.Cand.OutputTokensPerJoule, c.Cand.OutputTokensPerJouleCI)), txt(chg(c.TokensPerJouleChange)))
+	verdict := func(v *metrics.EnergyVerdict) string {
+		if v == nil {
+			return ""
+		}
+		return " · " + energyVerdictText(v)
+	}
+	t.Rows[0][3] = txt(chg(c.JoulesPerRequestChange) + verdict(c.JoulesPerRequestVerdict))
+	t.Rows[1][3] = txt(chg(c.TokensPerJouleChange) + verdict(c.TokensPerJouleVerdict))
 	t.add(txt("average power (W)"), txt(opt(c.Base.AvgPowerW, nil)), txt(opt(c.Cand.AvgPowerW, nil)), txt("–"))
 	t.add(txt("runs with known power"), txt(fmt.Sprintf("%d of %d", c.Base.Known, c.Base.Runs)), txt(fmt.Sprintf("%d of %d", c.Cand.Known, c.Cand.Runs)), txt(""))
 	return section{ID: "energy", Title: "Energy", Intro: c.Note + " (docs/energy.md).", Blocks: []block{{Table: t}}}
