@@ -57,6 +57,7 @@ func binaries(t testing.TB) (apiserver, controllers, etcd string) {
 		dir = filepath.Join(home, ".cache", "llmbench", "k8s", Version, "bin")
 	}
 	apiserver, controllers = filepath.Join(dir, "kube-apiserver"), filepath.Join(dir, "kube-controller-manager")
+	waitForBuild(t, dir, apiserver, controllers)
 	etcd, etcdErr := exec.LookPath("etcd")
 	var missing []string
 	for _, p := range []string{apiserver, controllers} {
@@ -75,6 +76,38 @@ func binaries(t testing.TB) (apiserver, controllers, etcd string) {
 		t.Skip(msg)
 	}
 	return apiserver, controllers, etcd
+}
+
+// WaitEnv, a duration, makes a test wait that long at most for binaries still being built:
+// .ci/run builds the control plane in the background while the other tests run, and writes
+// DIR.failed when the build fails.
+const WaitEnv = "LLMBENCH_K8S_WAIT"
+
+// waitForBuild waits (bounded by $LLMBENCH_K8S_WAIT) until the binaries exist or the build
+// has failed; without the variable it returns at once.
+func waitForBuild(t testing.TB, dir string, bins ...string) {
+	t.Helper()
+	limit, err := time.ParseDuration(os.Getenv(WaitEnv))
+	if err != nil || limit <= 0 {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(dir + ".failed"); err == nil {
+			return // the build failed: binaries reports what is missing
+		}
+		ready := true
+		for _, b := range bins {
+			if _, err := os.Stat(b); err != nil {
+				ready = false
+			}
+		}
+		if ready {
+			return
+		}
+		t.Logf("waiting for the control-plane build (%s) to finish", dir)
+		time.Sleep(5 * time.Second) // polling another process's build, not our code
+	}
 }
 
 // Start runs a control plane for the test's lifetime. kubeletCA is the PEM certificate the
