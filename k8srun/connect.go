@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llmbench/llmbench/internal/redact"
 )
 
 // Cluster is a client for one kubeconfig context and the namespace a run goes to (client-go's
@@ -82,6 +84,6 @@ func (c *Cluster) checkNamespace(ctx context.Context) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	default:
-		return fmt.Errorf("context %q (%s): %w", c.Context, c.Host, err)
+		return fmt.Errorf("context %q (%s): %w", c.Context, redact.URL(c.Host), err)
 	}
 }

@@ -60,7 +60,7 @@ type ShardState struct {
 type PullError struct{ Pod, Reason string }
 
 func (e *PullError) Error() string {
-	return fmt.Sprintf("pod %s cannot start: %s (the image cannot be pulled; check --image and the cluster's pull secrets)", e.Pod, e.Reason)
+	return fmt.Sprintf("pod %s cannot start: %s (the image cannot be pulled; check --image and the cluster's pull secrets)", e.Pod, safetext.Escape(e.Reason, 300))
 }
 
 // ErrInterrupted ends a run whose context was cancelled: the shards were asked to stop
@@ -233,7 +233,18 @@ func (c *Cluster) logTail(ctx context.Context, pod, container string, lines int)
 	if err != nil {
 		return ""
 	}
-	return safetext.Quote(string(b), 4000)
+	return safeLines(string(b), int(lines))
+}
+
+// safeLines is the last n lines of a log from the cluster, each cut to 300 bytes with its
+// control characters escaped: a pod's output is outside text.
+func safeLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		lines[i] = safetext.Escape(l, 300)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func indent(s string) string {
@@ -338,7 +349,7 @@ func (c *Cluster) mergeResult(ctx context.Context, pods []corev1.Pod, ok bool) (
 		return nil, fmt.Errorf("read the log of merge pod %s: %w", pod.Name, err)
 	}
 	if !ok {
-		return &Result{MergeLog: string(log)}, fmt.Errorf("the merge failed (pod %s: %s); its log ends:\n%s", pod.Name, podReason(&pod), indent(lastLines(string(log), 10)))
+		return &Result{MergeLog: string(log)}, fmt.Errorf("the merge failed (pod %s: %s); its log ends:\n%s", pod.Name, podReason(&pod), indent(safeLines(string(log), 10)))
 	}
 	sum, rest := splitSummary(log)
 	if sum == nil {
@@ -361,9 +372,4 @@ func splitSummary(log []byte) (summary []byte, rest string) {
 		keep.WriteString(line + "\n")
 	}
 	return summary, keep.String()
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

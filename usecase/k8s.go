@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/redact"
 	"github.com/llmbench/llmbench/k8sjob"
 	"github.com/llmbench/llmbench/k8srun"
 	"github.com/llmbench/llmbench/reports"
@@ -99,7 +100,7 @@ func K8sRun(ctx context.Context, env *Env, o *K8sRunOptions) (int, error) {
 		return ExitBadInput, err
 	}
 	fmt.Fprintf(env.Stderr, "k8s: run %s in namespace %s of context %s (%s): %d shards from %s\n",
-		o.Job.Name, cl.Namespace, cl.Context, cl.Host, o.Job.Shards, o.Job.StartAt.UTC().Format(time.RFC3339))
+		o.Job.Name, cl.Namespace, cl.Context, redact.URL(cl.Host), o.Job.Shards, o.Job.StartAt.UTC().Format(time.RFC3339))
 	progress := env.Stderr
 	if !env.ShowProgress {
 		progress = nil
