@@ -128,9 +128,22 @@ type Result struct {
 
 	// What the fit learned of the server's queueing and how well it fits (issue 35, item 4).
 
-	// CapSource says where MaxNumSeqs came from: CapFromScrape, CapFromQueue or
-	// CapFromReplay; "" when none was learned.
-	CapSource string `json:"cap_source,omitempty"`
+	// CapSource says where MaxNumSeqs came from: CapFromDeclared, CapFromScrape,
+	// CapFromQueue or CapFromReplay; "" when none was learned. CapDeclaredBy names the
+	// declaring field (llama.cpp's total_slots, …) when the server declared it.
+	CapSource     string `json:"cap_source,omitempty"`
+	CapDeclaredBy string `json:"cap_declared_by,omitempty"`
+	// BudgetDeclaredBy names the field that declared MaxNumBatchedTokens when the server did
+	// (SGLang's chunked_prefill_size, …); "" when it was fitted.
+	BudgetDeclaredBy string `json:"budget_declared_by,omitempty"`
+	// MaxModelLen is the longest request (prompt and output) the server declares (a llama.cpp
+	// slot's n_ctx, SGLang's context_length, TGI's max_total_tokens, vLLM's max_model_len);
+	// 0 when none. It goes into the profile; the replay does not use it (every fitted request
+	// fit).
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// Notes say what the fit took from the servers' declarations and what it could not:
+	// a declared limit absent, malformed or absurd, or one the runs contradict.
+	Notes []string `json:"notes,omitempty"`
 	// Residuals is the fit's own error on each fitted run (TTFT and TPOT P50/P99, output
 	// throughput); Warnings says when some are beyond ResidualBound or ResidualTailBound.
 	Residuals []Residual `json:"residuals"`
@@ -212,7 +225,12 @@ func Run(opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.CapSource, res.MaxNumBatchedTokens = f.capSource, f.budget
+	res.CapDeclaredBy, res.MaxModelLen = f.capBy, f.decl.maxLen.n
+	if f.decl.budget.n > 0 && f.budget == f.decl.budget.n {
+		res.BudgetDeclaredBy = f.decl.budget.what
+	}
 	res.Warnings = residualWarnings(res.Residuals)
+	res.Notes = f.notes
 	return res, nil
 }
 
@@ -666,11 +684,23 @@ func (r *Result) Table() string {
 	if r.FrontEnd > 0 {
 		fmt.Fprintf(&b, "fitted: front end %s before the engine sees a request (client, network, parsing; in TTFT and E2E below, not in the profile)\n", r.FrontEnd)
 	}
-	if r.MaxNumSeqs > 0 {
+	switch {
+	case r.MaxNumSeqs > 0 && r.CapDeclaredBy != "":
+		fmt.Fprintf(&b, "declared: max-num-seqs %d by the server: %s (written into the profile; --profiles applies it unless --max-num-seqs is given)\n", r.MaxNumSeqs, r.CapDeclaredBy)
+	case r.MaxNumSeqs > 0:
 		fmt.Fprintf(&b, "fitted: max-num-seqs %d from the %s (written into the profile; --profiles applies it unless --max-num-seqs is given)\n", r.MaxNumSeqs, r.CapSource)
 	}
-	if r.MaxNumBatchedTokens > 0 {
+	switch {
+	case r.MaxNumBatchedTokens > 0 && r.BudgetDeclaredBy != "":
+		fmt.Fprintf(&b, "declared: max-num-batched-tokens %d by the server: %s (written into the profile)\n", r.MaxNumBatchedTokens, r.BudgetDeclaredBy)
+	case r.MaxNumBatchedTokens > 0:
 		fmt.Fprintf(&b, "fitted: max-num-batched-tokens %d from the TTFT staircase in prompt length (chunked prefill; written into the profile)\n", r.MaxNumBatchedTokens)
+	}
+	if r.MaxModelLen > 0 {
+		fmt.Fprintf(&b, "declared: max-model-len %d by the server (written into the profile; --profiles applies it unless --max-model-len is given)\n", r.MaxModelLen)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	fmt.Fprintf(&b, "%-8s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "run", "metric", "P50 ms", "err", "P90 ms", "err", "P99 ms", "err", "path")
 	for _, rf := range r.Runs {

@@ -29,6 +29,13 @@ type fitter struct {
 	capSource string
 	// budget is the fitted MaxNumBatchedTokens (fitPrefill), 0 while Engine's applies.
 	budget int
+	// fitBudget says whether the token budget is fitted: asked by Options and not declared.
+	fitBudget bool
+	// decl is what the fitted runs' servers declared (declared.go); capBy names the field a
+	// declared cap came from; notes are said with the result (Result.Notes).
+	decl  declared
+	capBy string
+	notes []string
 	// evals counts the simulations (and step-model evaluations) the fit has run.
 	evals int
 }
@@ -67,6 +74,23 @@ func newFitter(opts Options) (*fitter, error) {
 	}
 	if f.held, err = loadAll(opts.Validate); err != nil {
 		return nil, err
+	}
+	facts, notes := loadFacts(opts.Fit)
+	f.decl = declaredOf(facts, opts.Fit)
+	f.notes = append(notes, f.decl.notes...)
+	f.fitBudget = opts.FitMaxNumBatchedTokens
+	switch b, given := f.decl.budget, opts.Engine.MaxNumBatchedTokens; {
+	case f.fitBudget && b.n > 0:
+		f.budget, f.fitBudget = b.n, false
+	case !opts.FitMaxNumBatchedTokens && b.n > 0 && given > 0 && given != b.n:
+		f.notes = append(f.notes, fmt.Sprintf("--max-num-batched-tokens %d is used; the server declares %d (%s)", given, b.n, b.what))
+	}
+	if opts.FitMaxNumSeqs && f.decl.seqs.n == 0 {
+		if hasFacts(facts) {
+			f.notes = append(f.notes, "the server declares no cap on running sequences (none of "+capKeyList()+" in the run facts): it is inferred from the runs")
+		} else {
+			f.notes = append(f.notes, "the runs record no server configuration (run.json's run.engine): the cap on running sequences is inferred from the runs")
+		}
 	}
 	return f, nil
 }
@@ -202,11 +226,10 @@ func (f *fitter) searchConstants() ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A cap the runs show directly (the server's gauges, the TTFT queueing shape) holds for
-	// the whole search; else caps are tried by replay once bandwidth and overhead are fitted.
-	if f.opts.FitMaxNumSeqs {
-		f.seqCap, f.capSource = learnedCap(f.fit)
-	}
+	// A cap the server declares, else one the runs show directly (the server's gauges, the
+	// TTFT queueing shape), holds for the whole search; else caps are tried by replay once
+	// bandwidth and overhead are fitted.
+	f.chooseCap()
 	fitCap := func() {
 		if f.opts.FitMaxNumSeqs && f.capSource == "" {
 			if f.seqCap = fitSeqCap(f.fit, func() float64 { return f.loss(best) }, &f.seqCap); f.seqCap > 0 {
@@ -234,12 +257,40 @@ func (f *fitter) searchConstants() ([]float64, error) {
 		return best, nil
 	}
 	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/3)
-	if f.opts.FitMaxNumBatchedTokens {
+	if f.fitBudget {
 		best = f.replayBudget(best, max(maxEvals/24, 8))
 	}
 	best = f.search(g, best, []int{0, 2}, maxEvals/6)
 	best = f.search(f.tpotLoss, best, []int{1}, maxEvals/6)
 	return best, nil
+}
+
+// chooseCap sets the cap on running sequences when Options asks it fitted: the declared one
+// beats the one the runs show (learnedCap), and a disagreement between them is noted; a
+// declared bound (TGI's max_concurrent_requests) is the cap only where the runs show none
+// under it. When the cap is given (--max-num-seqs), a declaration that differs is noted.
+func (f *fitter) chooseCap() {
+	d := f.decl.seqs
+	if !f.opts.FitMaxNumSeqs {
+		if given := f.opts.Engine.MaxNumSeqs; d.n > 0 && !d.bound && given > 0 && given != d.n {
+			f.notes = append(f.notes, fmt.Sprintf("--max-num-seqs %d is used; the server declares %d (%s)", given, d.n, d.what))
+		}
+		return
+	}
+	inferred, how := learnedCap(f.fit)
+	switch {
+	case d.n == 0:
+		f.seqCap, f.capSource = inferred, how
+	case d.bound && inferred > 0 && inferred <= d.n:
+		f.seqCap, f.capSource = inferred, how
+		f.notes = append(f.notes, fmt.Sprintf("the runs show a cap of %d running sequences (%s) under the %d %s allows", inferred, how, d.n, d.what))
+	default:
+		f.seqCap, f.capSource, f.capBy = d.n, CapFromDeclared, d.what
+		if inferred > 0 && inferred != d.n {
+			f.notes = append(f.notes, fmt.Sprintf("the server declares %d running sequences (%s) but the runs show %d (%s): the declared %d is used",
+				d.n, d.what, inferred, how, d.n))
+		}
+	}
 }
 
 // fitFrontEnd fits the time before the server saw a request (the client's, the network's,

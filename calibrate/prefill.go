@@ -111,7 +111,7 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 	baseFlop, baseLoss := fitAt(base)
 	out := append([]float64(nil), x...)
 	out[1] = baseFlop
-	if !f.opts.FitMaxNumBatchedTokens {
+	if !f.fitBudget {
 		return out
 	}
 	bestFlop, bestLoss, bestBudget := baseFlop, baseLoss, 0
