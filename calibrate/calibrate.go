@@ -243,9 +243,28 @@ func Run(opts Options) (*Result, error) {
 	if f.decl.budget.n > 0 && f.budget == f.decl.budget.n {
 		res.BudgetDeclaredBy = f.decl.budget.what
 	}
-	res.Warnings = residualWarnings(res.Residuals)
+	res.Warnings = append(residualWarnings(res.Residuals), f.boundWarnings(c)...)
 	res.Notes = f.notes
 	return res, nil
+}
+
+// boundWarnings says when a fitted efficiency sits at its bound of 1: the server is faster
+// than the deployment the fit was told can be, so the model or GPU named is not the server's
+// (a tiny model on a CPU calibrated as the default Llama 3.1 8B on an H100), and the profile
+// cannot reproduce it.
+func (f *fitter) boundWarnings(c Constants) []string {
+	model := f.opts.Engine.Model
+	if model == "" {
+		model = "llama-3.1-8b"
+	}
+	var out []string
+	if c.BWEff >= 0.999 {
+		out = append(out, fmt.Sprintf("bw_eff is at its bound of 1: the server decodes faster than reading %s's weights at %s's peak bandwidth allows; the model or GPU the fit was told is not the server's (give the server's model with --model-config, or its device with --profiles)", model, f.gpu.Name))
+	}
+	if c.FLOPEff >= 0.999 && !f.computeFixed {
+		out = append(out, fmt.Sprintf("flop_eff is at its bound of 1: the server prefills faster than %s's FLOPs at %s's peak allow; the model or GPU the fit was told is not the server's, or the server's prefix cache held prompts its responses do not report as cached", model, f.gpu.Name))
+	}
+	return out
 }
 
 // lossQuantiles are the quantiles of TTFT and E2E the fit matches. Matching distributions

@@ -178,3 +178,18 @@ func copyRun(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestWarnsWhenToldTooBig: the CPU server calibrated as the default model (Llama 3.1 8B on
+// an H100) decodes faster than that model's weights can be read: the fit says the model or
+// device it was told is not the server's.
+func TestWarnsWhenToldTooBig(t *testing.T) {
+	racebuild.Heavy(t)
+	low := serveRun(t, cpuServer(t), cpuTrace(30*time.Second, 1, 1), t.TempDir())
+	res, err := Run(Options{Engine: refengine.Config{DisablePrefixCaching: true, Seed: 1}, Fit: []string{low}, MaxEvals: 120, FitMaxNumSeqs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "bw_eff is at its bound of 1") || !strings.Contains(w, "llama-3.1-8b") {
+		t.Errorf("no warning that the told model is too big:\n%s", res.Table())
+	}
+}
