@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
 	"github.com/llmbench/llmbench/refengine/perf"
@@ -58,6 +59,7 @@ func withoutCached(t *testing.T, dir string) string {
 // tokens the records carry, the fit finds the server's compute efficiency and fits its own
 // TTFT; priced on whole prompts (the fit before) it takes the cache's speed for compute.
 func TestCachedPromptsPricedUncached(t *testing.T) {
+	racebuild.Heavy(t)
 	hidden := hiddenServer(t)
 	hidden.DisablePrefixCaching = false
 	dir := serveRun(t, hidden, sharedTrace(60, 0.2, 3), t.TempDir())

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/refengine"
 )
 
@@ -129,6 +130,7 @@ func FuzzDeclaredLimits(f *testing.F) {
 // fills it (nothing to infer it from); a disagreeing run is noted and the declaration kept;
 // an absurd declaration is a note and the inferred cap is used.
 func TestDeclaredCapInRun(t *testing.T) {
+	racebuild.Heavy(t)
 	low := serveRun(t, hiddenServer(t), servedTrace(20, 0.05, 7), t.TempDir())
 	high := serveRun(t, hiddenServer(t), servedTrace(60, 0.6, 2), t.TempDir())
 	fit := func(dir string, facts map[string]string) *Result {

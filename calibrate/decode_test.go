@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/refengine"
 )
@@ -83,6 +84,7 @@ func stepServer(t *testing.T, dir string, n int, rate float64, prefill time.Dura
 // per-sequence one; the decode residuals by batch size say so in a warning. The same records
 // with a step that grows by a fixed cost per sequence fit, with no warning on decode.
 func TestDecodeResidualsWarn(t *testing.T) {
+	racebuild.Heavy(t)
 	told := refengine.Config{GPU: "h100", DisablePrefixCaching: true, Seed: 1}
 	fit := func(step func(int) time.Duration) *Result {
 		dir := stepServer(t, t.TempDir(), 120, 2, 30*time.Millisecond, step)
