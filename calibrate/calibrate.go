@@ -83,6 +83,11 @@ type Constants struct {
 	KVBWEff      float64       `json:"kv_bw_eff"` // for the KV cache: BWEff × the default ratio
 	FLOPEff      float64       `json:"flop_eff"`  // fraction of peak tensor FLOP/s
 	StepOverhead time.Duration `json:"step_overhead_ns"`
+	// StepOverheadPerSeq is the cost of each running sequence in a step that does not hide
+	// under the weights' read (perf.Config.StepOverheadPerSeq): host work per request, and on
+	// a CPU or compute-bound server each sequence's own decode compute. 0 when the decode
+	// steps do not show one (calibrate/decode.go).
+	StepOverheadPerSeq time.Duration `json:"step_overhead_per_seq_ns,omitempty"`
 }
 
 // Stat is one percentile of one metric: measured, simulated and the relative error
@@ -128,9 +133,22 @@ type Result struct {
 
 	// What the fit learned of the server's queueing and how well it fits (issue 35, item 4).
 
-	// CapSource says where MaxNumSeqs came from: CapFromScrape, CapFromQueue or
-	// CapFromReplay; "" when none was learned.
-	CapSource string `json:"cap_source,omitempty"`
+	// CapSource says where MaxNumSeqs came from: CapFromDeclared, CapFromScrape,
+	// CapFromQueue or CapFromReplay; "" when none was learned. CapDeclaredBy names the
+	// declaring field (llama.cpp's total_slots, …) when the server declared it.
+	CapSource     string `json:"cap_source,omitempty"`
+	CapDeclaredBy string `json:"cap_declared_by,omitempty"`
+	// BudgetDeclaredBy names the field that declared MaxNumBatchedTokens when the server did
+	// (SGLang's chunked_prefill_size, …); "" when it was fitted.
+	BudgetDeclaredBy string `json:"budget_declared_by,omitempty"`
+	// MaxModelLen is the longest request (prompt and output) the server declares (a llama.cpp
+	// slot's n_ctx, SGLang's context_length, TGI's max_total_tokens, vLLM's max_model_len);
+	// 0 when none. It goes into the profile; the replay does not use it (every fitted request
+	// fit).
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// Notes say what the fit took from the servers' declarations and what it could not:
+	// a declared limit absent, malformed or absurd, or one the runs contradict.
+	Notes []string `json:"notes,omitempty"`
 	// Residuals is the fit's own error on each fitted run (TTFT and TPOT P50/P99, output
 	// throughput); Warnings says when some are beyond ResidualBound or ResidualTailBound.
 	Residuals []Residual `json:"residuals"`
@@ -154,6 +172,9 @@ type run struct {
 	serverCap int
 	// tims are the requests' client-side times, in arrival order (queueCap, prefillObs).
 	tims []timing
+	// promptTokens and cachedTokens are the run's prompt tokens and those the server said
+	// it found in its prefix cache (Record.CachedInputTokens).
+	promptTokens, cachedTokens int
 }
 
 // gapObs is a stretch of consecutive chunk gaps of one request while no request was waiting
@@ -169,12 +190,17 @@ type gapObs struct {
 // minStretch is the fewest steps a stretch needs to be used.
 const minStretch = 8
 
-// timing is what decodeGaps needs of one request.
+// timing is what decodeGaps, queueCap and idlePrefills need of one request: its times, its
+// prompt (the context its decode steps read) and how much of it the server's prefix cache
+// held (not computed by its prefill).
 type timing struct {
 	intended, first, end int64
-	prompt               int
+	prompt, cached       int
 	chunks               []metrics.Chunk
 }
+
+// uncached is the prompt tokens the server's prefill computed.
+func (t timing) uncached() int { return t.prompt - t.cached }
 
 type measured struct{ ttft, tpot, e2e float64 } // seconds; tpot 0 when < 2 output tokens
 
@@ -202,18 +228,43 @@ func Run(opts Options) (*Result, error) {
 	res := &Result{Constants: c, Evals: f.evals, Loss: bestLoss, MaxNumSeqs: f.seqCap}
 	res.GPU = f.gpu
 	res.GPU.BWEff, res.GPU.KVBWEff, res.GPU.FLOPEff, res.GPU.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+	res.GPU.StepOverheadPerSeq = c.StepOverheadPerSeq
 	cfg, err := f.engineFor(c)
 	if err != nil {
 		return nil, err
 	}
 	res.FrontEnd = f.fitFrontEnd(cfg)
 	res.Evals = f.evals
-	if res.Runs, res.Residuals, err = f.report(cfg, res.FrontEnd); err != nil {
+	if res.Runs, res.Residuals, err = f.report(cfg, res.FrontEnd, c); err != nil {
 		return nil, err
 	}
 	res.CapSource, res.MaxNumBatchedTokens = f.capSource, f.budget
-	res.Warnings = residualWarnings(res.Residuals)
+	res.CapDeclaredBy, res.MaxModelLen = f.capBy, f.decl.maxLen.n
+	if f.decl.budget.n > 0 && f.budget == f.decl.budget.n {
+		res.BudgetDeclaredBy = f.decl.budget.what
+	}
+	res.Warnings = append(residualWarnings(res.Residuals), f.boundWarnings(c)...)
+	res.Notes = f.notes
 	return res, nil
+}
+
+// boundWarnings says when a fitted efficiency sits at its bound of 1: the server is faster
+// than the deployment the fit was told can be, so the model or GPU named is not the server's
+// (a tiny model on a CPU calibrated as the default Llama 3.1 8B on an H100), and the profile
+// cannot reproduce it.
+func (f *fitter) boundWarnings(c Constants) []string {
+	model := f.opts.Engine.Model
+	if model == "" {
+		model = "llama-3.1-8b"
+	}
+	var out []string
+	if c.BWEff >= 0.999 {
+		out = append(out, fmt.Sprintf("bw_eff is at its bound of 1: the server decodes faster than reading %s's weights at %s's peak bandwidth allows; the model or GPU the fit was told is not the server's (give the server's model with --model-config, or its device with --profiles)", model, f.gpu.Name))
+	}
+	if c.FLOPEff >= 0.999 && !f.computeFixed {
+		out = append(out, fmt.Sprintf("flop_eff is at its bound of 1: the server prefills faster than %s's FLOPs at %s's peak allow; the model or GPU the fit was told is not the server's, or the server's prefix cache held prompts its responses do not report as cached", model, f.gpu.Name))
+	}
+	return out
 }
 
 // lossQuantiles are the quantiles of TTFT and E2E the fit matches. Matching distributions
@@ -343,6 +394,7 @@ func rooflineFor(e refengine.Config, reg *perf.Registry, gpu perf.GPU) (func(Con
 	return func(c Constants) (*perf.Roofline, error) {
 		g := gpu
 		g.BWEff, g.KVBWEff, g.FLOPEff, g.StepOverhead = c.BWEff, c.KVBWEff, c.FLOPEff, c.StepOverhead
+		g.StepOverheadPerSeq = c.StepOverheadPerSeq
 		return perf.New(perf.Config{Model: m, GPU: g, TP: e.TP, WeightDtype: e.WeightDtype, KVDtype: e.KVDtype,
 			Combine: e.Combine, GPUMemUtil: e.GPUMemUtil, ReserveBytes: e.ReserveBytes, BlockSize: e.BlockSize})
 	}, nil
@@ -407,14 +459,19 @@ func load(path string) (run, error) {
 		if in < 1 || out < 1 || rec.FirstToken < rec.Intended || rec.End < rec.FirstToken {
 			continue
 		}
+		// Prefill is priced on the tokens the server computed: those its prefix cache did not
+		// hold (at least one, as an engine always computes the last prompt token).
+		cached := min(max(rec.CachedInputTokens, 0), in-1)
+		r.cachedTokens += cached
+		r.promptTokens += in
 		r.reqs = append(r.reqs, refengine.SimRequest{ID: fmt.Sprintf("%d:%s", rec.Repeat, rec.ID),
-			Arrival: time.Duration(rec.Intended - t0), PromptTokens: in, MaxTokens: out, IgnoreEOS: true})
+			Arrival: time.Duration(rec.Intended - t0), PromptTokens: in - cached, MaxTokens: out, IgnoreEOS: true})
 		m := measured{ttft: float64(rec.FirstToken-rec.Intended) / 1e9, e2e: float64(rec.End-rec.Intended) / 1e9}
 		if out > 1 {
 			m.tpot = float64(rec.End-rec.FirstToken) / 1e9 / float64(out-1)
 		}
 		r.meas = append(r.meas, m)
-		tims = append(tims, timing{intended: rec.Intended, first: rec.FirstToken, end: rec.End, prompt: in, chunks: rec.Chunks})
+		tims = append(tims, timing{intended: rec.Intended, first: rec.FirstToken, end: rec.End, prompt: in, cached: cached, chunks: rec.Chunks})
 	}
 	r.gaps = decodeGaps(tims)
 	r.peak = peakStreaming(tims)
@@ -661,16 +718,32 @@ func quantile(xs []float64, q float64) float64 {
 // Table renders the per-run errors as aligned text, one line per run and metric.
 func (r *Result) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fitted: bw_eff %.4f (kv %.4f) · flop_eff %.4f · step overhead %s · %d simulations · loss %.3g\n",
-		r.Constants.BWEff, r.Constants.KVBWEff, r.Constants.FLOPEff, r.Constants.StepOverhead.Round(time.Microsecond), r.Evals, r.Loss)
+	perSeq := ""
+	if c := r.Constants.StepOverheadPerSeq; c > 0 {
+		perSeq = fmt.Sprintf(" · per running sequence %s", c.Round(time.Microsecond/10))
+	}
+	fmt.Fprintf(&b, "fitted: bw_eff %.4f (kv %.4f) · flop_eff %.4f · step overhead %s%s · %d simulations · loss %.3g\n",
+		r.Constants.BWEff, r.Constants.KVBWEff, r.Constants.FLOPEff, r.Constants.StepOverhead.Round(time.Microsecond), perSeq, r.Evals, r.Loss)
 	if r.FrontEnd > 0 {
 		fmt.Fprintf(&b, "fitted: front end %s before the engine sees a request (client, network, parsing; in TTFT and E2E below, not in the profile)\n", r.FrontEnd)
 	}
-	if r.MaxNumSeqs > 0 {
+	switch {
+	case r.MaxNumSeqs > 0 && r.CapDeclaredBy != "":
+		fmt.Fprintf(&b, "declared: max-num-seqs %d by the server: %s (written into the profile; --profiles applies it unless --max-num-seqs is given)\n", r.MaxNumSeqs, r.CapDeclaredBy)
+	case r.MaxNumSeqs > 0:
 		fmt.Fprintf(&b, "fitted: max-num-seqs %d from the %s (written into the profile; --profiles applies it unless --max-num-seqs is given)\n", r.MaxNumSeqs, r.CapSource)
 	}
-	if r.MaxNumBatchedTokens > 0 {
+	switch {
+	case r.MaxNumBatchedTokens > 0 && r.BudgetDeclaredBy != "":
+		fmt.Fprintf(&b, "declared: max-num-batched-tokens %d by the server: %s (written into the profile)\n", r.MaxNumBatchedTokens, r.BudgetDeclaredBy)
+	case r.MaxNumBatchedTokens > 0:
 		fmt.Fprintf(&b, "fitted: max-num-batched-tokens %d from the TTFT staircase in prompt length (chunked prefill; written into the profile)\n", r.MaxNumBatchedTokens)
+	}
+	if r.MaxModelLen > 0 {
+		fmt.Fprintf(&b, "declared: max-model-len %d by the server (written into the profile; --profiles applies it unless --max-model-len is given)\n", r.MaxModelLen)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	fmt.Fprintf(&b, "%-8s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "run", "metric", "P50 ms", "err", "P90 ms", "err", "P99 ms", "err", "path")
 	for _, rf := range r.Runs {

@@ -112,13 +112,13 @@ func queuedUnder(runs [][]timing, k int) int {
 }
 
 // queueSSE is the squared error, in seconds², of TTFT minus the wait under cap k fitted as
-// a + b × prompt tokens by least squares over all runs.
+// a + b × prompt tokens (those the prefill computed) by least squares over all runs.
 func queueSSE(runs [][]timing, k int) float64 {
 	var xs, ys []float64
 	for _, ts := range runs {
 		waits := queueWaits(ts, k)
 		for i, t := range ts {
-			xs = append(xs, float64(t.prompt))
+			xs = append(xs, float64(t.uncached()))
 			ys = append(ys, float64(t.first-t.intended)/1e9-waits[i])
 		}
 	}

@@ -11,7 +11,8 @@ import (
 // sent and nothing else was sent before its first token, so its TTFT is the front end plus
 // its prompt's prefill alone, and TTFT against prompt length is the prefill's throughput.
 type prefillObs struct {
-	prompt int
+	prompt int     // tokens the prefill computed (the prompt less what the prefix cache held)
+	cached int     // tokens the prefix cache held, before them
 	ttft   float64 // seconds
 }
 
@@ -31,7 +32,7 @@ func idlePrefills(runs []run) []prefillObs {
 		for i, t := range r.tims {
 			idle := busyUntil < t.intended && (i+1 == len(r.tims) || r.tims[i+1].intended > t.first)
 			if idle && t.first > t.intended {
-				out = append(out, prefillObs{prompt: t.prompt, ttft: float64(t.first-t.intended) / 1e9})
+				out = append(out, prefillObs{prompt: t.uncached(), ttft: float64(t.first-t.intended) / 1e9})
 			}
 			busyUntil = max(busyUntil, t.end)
 		}
@@ -42,6 +43,11 @@ func idlePrefills(runs []run) []prefillObs {
 // prefillTime is the time the engine takes to prefill prompt tokens alone, in chunks of at
 // most budget tokens, one step each, the first token at the end of the last (the engine's
 // chunked prefill on an idle server).
+//
+// A prompt the server's prefix cache partly held is priced on its uncached tokens alone, as
+// the replay prices it (its SimRequest has the uncached tokens for a prompt): the attention
+// of those tokens to the cached ones is left out in both, so that the fitted constants
+// reproduce the measured TTFTs in the replay.
 func prefillTime(r *perf.Roofline, prompt, budget int) time.Duration {
 	var t time.Duration
 	for done := 0; done < prompt; {
@@ -111,7 +117,7 @@ func (f *fitter) fitPrefill(x []float64, obs []prefillObs) []float64 {
 	baseFlop, baseLoss := fitAt(base)
 	out := append([]float64(nil), x...)
 	out[1] = baseFlop
-	if !f.opts.FitMaxNumBatchedTokens {
+	if !f.fitBudget {
 		return out
 	}
 	bestFlop, bestLoss, bestBudget := baseFlop, baseLoss, 0

@@ -18,11 +18,16 @@ type Calibration struct {
 	// MaxNumSeqs is the learned cap on running sequences (0: none learned, the engine's
 	// default or --max-num-seqs applies). An explicit --max-num-seqs wins over it.
 	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
-	// CapSource says where MaxNumSeqs came from (Result.CapSource).
-	CapSource string `json:"cap_source,omitempty"`
+	// CapSource says where MaxNumSeqs came from (Result.CapSource), CapDeclaredBy the
+	// server's field when it declared the cap.
+	CapSource     string `json:"cap_source,omitempty"`
+	CapDeclaredBy string `json:"cap_declared_by,omitempty"`
 	// MaxNumBatchedTokens is the learned token budget per step (0: none learned); an
 	// explicit --max-num-batched-tokens wins over it.
 	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	// MaxModelLen is the longest request the server declares (Result.MaxModelLen; 0: none);
+	// an explicit --max-model-len wins over it.
+	MaxModelLen int `json:"max_model_len,omitempty"`
 	// FrontEndUS is the fitted time before the engine sees a request, in µs; informative only
 	// (simulate's times are the engine's).
 	FrontEndUS float64 `json:"front_end_us,omitempty"`
@@ -30,6 +35,8 @@ type Calibration struct {
 	// Result.Warnings): read them before trusting the profile.
 	Residuals []Residual `json:"residuals,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
+	// Notes are what the fit said of the servers' declarations (Result.Notes).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // maxCap bounds a max_num_seqs read from a file (refengine takes any positive cap; a
@@ -47,8 +54,9 @@ func FormatProfile(models []perf.Model, res *Result) ([]byte, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	c := Calibration{GPU: res.GPU.Name, MaxNumSeqs: res.MaxNumSeqs, CapSource: res.CapSource, MaxNumBatchedTokens: res.MaxNumBatchedTokens,
-		FrontEndUS: float64(res.FrontEnd) / 1e3, Residuals: res.Residuals, Warnings: res.Warnings}
+	c := Calibration{GPU: res.GPU.Name, MaxNumSeqs: res.MaxNumSeqs, CapSource: res.CapSource, CapDeclaredBy: res.CapDeclaredBy,
+		MaxNumBatchedTokens: res.MaxNumBatchedTokens, MaxModelLen: res.MaxModelLen,
+		FrontEndUS: float64(res.FrontEnd) / 1e3, Residuals: res.Residuals, Warnings: res.Warnings, Notes: res.Notes}
 	if doc["calibration"], err = json.Marshal(c); err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -83,6 +91,9 @@ func ParseProfileCalibration(data []byte, name string) (*Calibration, error) {
 	}
 	if c.MaxNumBatchedTokens < 0 || c.MaxNumBatchedTokens > maxCap {
 		return nil, fmt.Errorf("%s: calibration: max_num_batched_tokens must be in [0, %d], got %d", name, maxCap, c.MaxNumBatchedTokens)
+	}
+	if c.MaxModelLen < 0 || c.MaxModelLen > maxDeclaredLen {
+		return nil, fmt.Errorf("%s: calibration: max_model_len must be in [0, %d], got %d", name, maxDeclaredLen, c.MaxModelLen)
 	}
 	if math.IsNaN(c.FrontEndUS) || math.IsInf(c.FrontEndUS, 0) || c.FrontEndUS < 0 {
 		return nil, fmt.Errorf("%s: calibration: front_end_us must be a number >= 0, got %g", name, c.FrontEndUS)

@@ -71,7 +71,14 @@ func servedTrace(n int, rate float64, seed uint64) []traces.Request {
 // records into dir as a results directory.
 func serveRun(t *testing.T, cfg refengine.Config, reqs []traces.Request, dir string) string {
 	t.Helper()
-	var recs []metrics.Record
+	return serveRuns(t, cfg, [][]traces.Request{reqs}, []string{dir})[0]
+}
+
+// serveRuns is serveRun for several traces replayed one after the other against one engine
+// (its prefix cache kept between them), each into its own directory of dirs.
+func serveRuns(t *testing.T, cfg refengine.Config, runs [][]traces.Request, dirs []string) []string {
+	t.Helper()
+	recs := make([][]metrics.Record, len(runs))
 	synctest.Test(t, func(t *testing.T) {
 		cfg.Clock = &bubbleClock{epoch: time.Now()}
 		eng, err := refengine.New(cfg)
@@ -87,30 +94,34 @@ func serveRun(t *testing.T, cfg refengine.Config, reqs []traces.Request, dir str
 			Target: loadgen.Target{URL: "http://engine", Model: eng.ServedModelName(), Backend: "openai", API: "completions", Stream: true},
 			Seed:   1, Grace: time.Second, Clock: loadClock{}, Dial: ln.Dial, Tokenizer: tokenizer.Reference{},
 		}
-		var mu sync.Mutex
-		if _, err := loadgen.Run(context.Background(), reqs, lo, func(r *metrics.Record) {
-			mu.Lock()
-			defer mu.Unlock()
-			cp := *r
-			cp.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
-			recs = append(recs, cp)
-		}); err != nil {
-			t.Fatal(err)
+		for i, reqs := range runs {
+			var mu sync.Mutex
+			if _, err := loadgen.Run(context.Background(), reqs, lo, func(r *metrics.Record) {
+				mu.Lock()
+				defer mu.Unlock()
+				cp := *r
+				cp.Chunks = append([]metrics.Chunk(nil), r.Chunks...)
+				recs[i] = append(recs[i], cp)
+			}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
-	w, err := metrics.CreateRecordFile(filepath.Join(dir, RecordsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range recs {
-		if err := w.Write(&recs[i]); err != nil {
+	for i, dir := range dirs {
+		w, err := metrics.CreateRecordFile(filepath.Join(dir, RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range recs[i] {
+			if err := w.Write(&recs[i][j]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return dirs
 }
 
 // hiddenServer is the deployment the fit is not told: an A100 (the fit is told H100) at its

@@ -72,7 +72,10 @@
 // llmbench:kv_cache_num_blocks, llmbench:engine_steps_total, llmbench:engine_max_lag_seconds
 // (see Engine.MaxLag) and llmbench:faults_injected_total{fault}. GET /version returns Info as JSON (model, GPU, TP,
 // dtypes, cache size, scheduler limits, speculative settings, time scale, faults) so that
-// comparisons can list configuration differences. With Config.APIKey set, /v1/ paths need
+// comparisons can list configuration differences. The llamacpp, sglang and tgi personalities
+// also serve their servers' configuration endpoints (llama.cpp's GET /props and /slots,
+// SGLang's /get_server_info and /get_model_info, TGI's /info) in those servers' shapes with
+// the engine's limits in their fields (serverinfo.go). With Config.APIKey set, /v1/ paths need
 // "Authorization: Bearer <key>" (compared in constant time); the others stay open.
 //
 // # Tokens and output text

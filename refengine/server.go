@@ -20,7 +20,9 @@ import (
 // Handler returns the engine's HTTP API: POST /v1/completions, POST /v1/chat/completions,
 // POST /v1/responses, POST /v1/messages, POST /v1/embeddings (apis.go, embeddings.go),
 // GET /v1/models, GET /health, GET /metrics, GET /version, POST /reset_prefix_cache and
-// POST /flush_cache (flush.go). With Config.APIKey set, /v1/ paths
+// POST /flush_cache (flush.go), and the configuration endpoints of the wire personality:
+// llama.cpp's /props and /slots, SGLang's /get_server_info and /get_model_info, TGI's /info
+// (serverinfo.go). With Config.APIKey set, /v1/ paths
 // require "Authorization: Bearer <key>" (or, for /v1/messages, "x-api-key: <key>"); /health,
 // /metrics and /version stay open, as in vLLM.
 func (e *Engine) Handler() http.Handler {
@@ -36,6 +38,8 @@ func (e *Engine) Handler() http.Handler {
 	// Prefix-cache flush, vLLM's and SGLang's endpoints (flush.go).
 	mux.HandleFunc("POST /reset_prefix_cache", e.handleResetPrefixCache)
 	mux.HandleFunc("POST /flush_cache", e.handleFlushCache)
+	// The personality's own configuration endpoints (serverinfo.go).
+	e.serverInfoRoutes(mux)
 	return e.guard(mux)
 }
 

@@ -39,7 +39,8 @@ func (f *EngineOptions) CalibrateFitOptions(o *calibrate.Options) {
 
 // applyProfileCalibration applies the calibration block of the --profiles file data
 // (calibrate.Calibration) to cfg when cfg's GPU is the one calibrated: the learned cap on
-// running sequences and token budget per step, each unless its flag was given.
+// running sequences, token budget per step and the longest request the server declared, each
+// unless its flag was given.
 func (f *EngineOptions) applyProfileCalibration(cfg *refengine.Config, reg *perf.Registry, data []byte) error {
 	c, err := calibrate.ParseProfileCalibration(data, f.Profiles)
 	if err != nil {
@@ -61,6 +62,9 @@ func (f *EngineOptions) applyProfileCalibration(cfg *refengine.Config, reg *perf
 	}
 	if c.MaxNumBatchedTokens > 0 && !f.changed("max-num-batched-tokens") {
 		cfg.MaxNumBatchedTokens = c.MaxNumBatchedTokens
+	}
+	if c.MaxModelLen > 0 && !f.changed("max-model-len") {
+		cfg.MaxModelLen = c.MaxModelLen
 	}
 	return nil
 }

@@ -97,6 +97,15 @@
 // sequences that is 19 ms a step. TensorRT-LLM's C++ executor and the other anchors' engines
 // keep 0. A draft model's passes do not pay it (they run inside the target's step).
 //
+// The same term carries a server whose decode compute grows with the batch outside the
+// roofline's reach: a CPU (llama.cpp, Ollama) runs each slot's matrix-vector products and
+// samples each slot's token on cores that also do the rest, so every running sequence adds
+// its own time to the step, not a share hidden under the weights' read. Issue 45's llama.cpp
+// server decoded at 3.1 ms per token alone and 7.1 ms at three times the load. calibrate fits
+// the term from a run's decode steps against the number running (calibrate/decode.go) and
+// writes it into the profile as step_overhead_per_seq_us; it stays 0 where the steps do not
+// grow with the batch beyond what the KV cache's reads explain.
+//
 // # KV cache capacity
 //
 //	KVBytesPerToken = 2 (K and V) × layers × max(KV heads, TP) × head_dim × bytes per KV value
