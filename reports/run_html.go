@@ -175,8 +175,12 @@ func percentileTable(caption, prefix string, rows []distRow) *table {
 func latencySection(s *metrics.Summary) section {
 	rows := latencyRows(s.Latency)
 	rows = append(rows, distRow{"schedule_lag", "Schedule lag", "client health: actual minus intended dispatch", s.Client.LagMs})
+	intro := "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing."
+	if c := latencyCoverage(s.Requests); c != "" {
+		intro += " " + c + "."
+	}
 	return section{ID: "latency", Title: "Latency",
-		Intro:  "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing.",
+		Intro:  intro,
 		Blocks: []block{{Table: percentileTable("", "latency.", rows)}}}
 }
 
