@@ -649,6 +649,9 @@ func (s *summarizer) warnings(sum *Summary) []string {
 	w = append(w, survivorWarning(sum.Requests, s.head.waitedBound(sum.Latency.TTFT))...)
 	w = append(w, mismatchWarning(sum.Requests)...)
 	w = append(w, inputWarning(sum.Inputs)...)
+	if ww := WarmWarning(sum.PrefixCache); ww != "" {
+		w = append(w, ww)
+	}
 	w = append(w, s.usageRejectedWarning(sum.Requests)...)
 	if s.overflow > 0 {
 		w = append(w, fmt.Sprintf("classes: more than %d request classes; %d requests of the classes after the first %d are counted together under %q", MaxClasses, s.overflow, MaxClasses, otherClass))

@@ -39,6 +39,9 @@ type HTTPRun struct {
 	// Prime, when set, flushes the server's prefix cache and primes the trace's prefix groups
 	// before the measured window, and checks the hit rate asked for (prime.go).
 	Prime *PrefixPriming
+	// Cold, when set, flushes the server's prefix cache and salts the prompts before anything
+	// is sent (run --cold, --prompt-salt; cold.go).
+	Cold *ColdStart
 	// ScrapeWorkers are the base URLs of the workers behind the endpoint whose /metrics are
 	// polled too; server_prefix_cache is then theirs, per worker and in all (scrape_workers.go).
 	ScrapeWorkers []string
@@ -75,6 +78,13 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}, s.Load.Grace)
 	defer stopSignals()
 
+	var coldWarns []string
+	if s.Cold != nil {
+		var err error
+		if coldWarns, err = startCold(ctx, &s); err != nil {
+			return nil, err
+		}
+	}
 	sizing := newSizingCache(s.Load.Sizer)
 	var pr *primed
 	if s.Prime != nil {
@@ -89,7 +99,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}
 	workers := startWorkerScrapers(ctx, s)
 	power := startPowerScrapers(ctx, s.Power, s.TimeScale, s.ScrapeInterval)
-	produce := sizing.producer(s.Load, s.TimeScale)
+	produce := coldProducer(sizing.producer(s.Load, s.TimeScale), coldWarns)
 	var note func() string
 	if s.Saturation != nil {
 		sat := newSaturationWatch(*s.Saturation, prog, s.TimeScale)
