@@ -93,6 +93,19 @@ func checkCacheConfound(base, cand *PrefixCache, designed [2]*float64, paired bo
 		DesignedBorrowed: borrowed, Excess: exC - exB, Withheld: []string{}}
 }
 
+// applyCacheConfound checks cmp's sides for the confound before the verdicts are judged and,
+// when there is one, withholds the metrics it touches and puts its statement first among the
+// warnings.
+func applyCacheConfound(cmp *Comparison, base, cand *PrefixCache, opts CompareOptions) {
+	cc := checkCacheConfound(base, cand, opts.DesignedHitRate, cmp.Paired)
+	if cc == nil {
+		return
+	}
+	cc.withhold(cmp.Metrics, opts.BaseLabel, opts.CandLabel)
+	cmp.CacheConfound = cc
+	cmp.Warnings = append([]string{cc.Statement}, cmp.Warnings...)
+}
+
 func designedOf(pc *PrefixCache, given *float64) *float64 {
 	if pc.DesignedHitRate != nil {
 		return pc.DesignedHitRate

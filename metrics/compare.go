@@ -138,11 +138,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	}
 	cmp.Metrics = metricDeltas(bd, cd, bg, cg, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
 	finishRows(cmp)
-	if cc := checkCacheConfound(baseSum.PrefixCache, candSum.PrefixCache, opts.DesignedHitRate, cmp.Paired); cc != nil {
-		cc.withhold(cmp.Metrics, opts.BaseLabel, opts.CandLabel)
-		cmp.CacheConfound = cc
-		cmp.Warnings = append([]string{cc.Statement}, cmp.Warnings...)
-	}
+	applyCacheConfound(cmp, baseSum.PrefixCache, candSum.PrefixCache, opts)
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {

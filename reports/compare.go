@@ -261,19 +261,25 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			}
 		}
 	}
-	if len(c.Warnings) > 0 {
-		e.printf("\nWarnings\n")
-		for _, wn := range c.Warnings {
-			for i, line := range wrap(termSafe(wn), termWidth-4) {
-				if i == 0 {
-					e.printf("  ! %s\n", line)
-				} else {
-					e.printf("    %s\n", line)
-				}
+	writeTermWarningList(e, c.Warnings)
+	return e.err
+}
+
+// writeTermWarningList prints a comparison's warnings under a heading, each wrapped and marked.
+func writeTermWarningList(e *errWriter, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	e.printf("\nWarnings\n")
+	for _, wn := range warnings {
+		for i, line := range wrap(termSafe(wn), termWidth-4) {
+			if i == 0 {
+				e.printf("  ! %s\n", line)
+			} else {
+				e.printf("    %s\n", line)
 			}
 		}
 	}
-	return e.err
 }
 
 func equivalenceText(eq *metrics.Equivalence) string {

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -219,6 +220,18 @@ func runParts(r metrics.RunInfo) []string {
 	}
 	if r.EngineSeed != 0 {
 		parts = append(parts, fmt.Sprintf("engine seed %d", r.EngineSeed))
+	}
+	if c := r.Cold; c != nil {
+		// run --cold (issue 45): how the run kept earlier prompts out of the cache.
+		how := "cold: prompts salted " + strconv.FormatUint(c.Salt, 10)
+		if c.Flushed != "" {
+			how += ", cache flushed (" + c.Flushed + ")"
+		} else {
+			how += ", no flush offered"
+		}
+		parts = append(parts, how)
+	} else if r.PromptSalt != 0 && r.SaltNonce == 0 {
+		parts = append(parts, "prompts salted "+strconv.FormatUint(r.PromptSalt, 10))
 	}
 	return parts
 }

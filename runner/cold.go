@@ -29,12 +29,15 @@ type ColdStart struct {
 	Salt uint64
 }
 
-// startCold applies s.Cold to s: the salted seed and the run facts' cold block, after the
+// startCold applies s.Cold (when set) to s: the salted seed and the run facts' cold block, after the
 // flush; it returns the warnings for the summary. A flush the server does not offer is a note
 // and, with requests the salt cannot change, a warning; a trace that cannot be read is an
 // error.
 func startCold(ctx context.Context, s *HTTPRun) ([]string, error) {
 	c := s.Cold
+	if c == nil {
+		return nil, nil
+	}
 	if c.Salt != 0 {
 		s.Load.Seed = workloads.SaltedSeed(s.Load.Seed, c.Salt)
 		s.Info.PromptSalt = c.Salt
@@ -63,6 +66,20 @@ func startCold(ctx context.Context, s *HTTPRun) ([]string, error) {
 	}
 	s.Info.Cold = cs
 	return warns, nil
+}
+
+// prepareCache readies the server's prefix cache before a run: the cold start (its warnings for
+// the summary), then the priming (prime.go), each when s asks for it.
+func prepareCache(ctx context.Context, s *HTTPRun, sizing *sizingCache) (warns []string, pr *primed, err error) {
+	if warns, err = startCold(ctx, s); err != nil {
+		return nil, nil, err
+	}
+	if s.Prime != nil {
+		if pr, err = primePrefixes(ctx, *s, sizing); err != nil {
+			return nil, nil, err
+		}
+	}
+	return warns, pr, nil
 }
 
 // coldProducer adds warns to what produce reports (the summary's warnings).

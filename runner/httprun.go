@@ -78,20 +78,10 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}, s.Load.Grace)
 	defer stopSignals()
 
-	var coldWarns []string
-	if s.Cold != nil {
-		var err error
-		if coldWarns, err = startCold(ctx, &s); err != nil {
-			return nil, err
-		}
-	}
 	sizing := newSizingCache(s.Load.Sizer)
-	var pr *primed
-	if s.Prime != nil {
-		var err error
-		if pr, err = primePrefixes(ctx, s, sizing); err != nil {
-			return nil, err
-		}
+	coldWarns, pr, err := prepareCache(ctx, &s, sizing)
+	if err != nil {
+		return nil, err
 	}
 	var scr *scraper
 	if s.Scrape {
