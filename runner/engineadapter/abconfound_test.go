@@ -120,7 +120,9 @@ func TestABCacheConfoundWithheld(t *testing.T) {
 		t.Fatalf("no confound: base %+v, cand %+v", c.Base.Summary.PrefixCache, c.Cand.Summary.PrefixCache)
 	}
 	t.Logf("confound: %+v", *cc)
-	if c.Regressed || !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, "--fail-on ttft.p50>+1% cannot be judged: ttft.p50 is withheld") }) {
+	if c.Regressed || !slices.ContainsFunc(c.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "--fail-on ttft.p50>+1% cannot be judged: ttft.p50 is withheld")
+	}) {
 		t.Errorf("the rule on a withheld metric: regressed %v, warnings %q", c.Regressed, c.Warnings)
 	}
 	if cc.CandHitRate < 0.5 || cc.BaseHitRate > 0.1 || cc.Excess < metrics.CacheConfoundLimit || cc.CandDesigned != 0 {
