@@ -29,14 +29,13 @@ import (
 
 // Causes a request's context is canceled with; they decide the failure kind.
 var (
-	errTimeoutConnect = errors.New("no response headers within the connect timeout")
-	errTimeoutFirst   = errors.New("no generated token within the first-token timeout")
-	errTimeoutIdle    = errors.New("stream silent longer than the idle timeout")
-	errTimeoutTotal   = errors.New("request longer than the total timeout")
-	errInterrupted    = errors.New("canceled: run interrupted and the grace period ended")
-	errDrain          = errors.New("the server kept the response open after [DONE]")
-	errRedirectLoop   = errors.New("redirect loop: stopped after 10 redirects")
-	errRedirectHost   = errors.New("redirect to another host not followed (the custom headers and API key are for the target's host only)")
+	errTimeoutFirst = errors.New("no generated token within the first-token timeout")
+	errTimeoutIdle  = errors.New("stream silent longer than the idle timeout")
+	errTimeoutTotal = errors.New("request longer than the total timeout")
+	errInterrupted  = errors.New("canceled: run interrupted and the grace period ended")
+	errDrain        = errors.New("the server kept the response open after [DONE]")
+	errRedirectLoop = errors.New("redirect loop: stopped after 10 redirects")
+	errRedirectHost = errors.New("redirect to another host not followed (the custom headers and API key are for the target's host only)")
 )
 
 // maxErrorBody bounds how much of an error response is read; maxJSONBody a non-streaming
@@ -329,23 +328,6 @@ func (c *client) body(k *call) ([]byte, error) {
 	return json.Marshal(&w)
 }
 
-// timers arms the request's timeouts; each cancels the request with its own cause.
-type timers struct {
-	connect, first, total *time.Timer
-	user                  *time.Timer // the trace's cancel_after_ms (cancel.go)
-	idle                  *idleWatch
-	idleD                 time.Duration
-}
-
-func (t *timers) stop() {
-	for _, tm := range []*time.Timer{t.connect, t.first, t.total, t.user} {
-		if tm != nil {
-			tm.Stop()
-		}
-	}
-	t.idle.stop()
-}
-
 // idleWatch is the idle timeout of a stream. A chunk of text only stores its time (touch);
 // the timer is not reset per token (a timer-heap operation, ≈ 80 ns, 200,000 times a second
 // with 20,000 streams at 10 tok/s). When it fires it re-arms itself for what is left since
@@ -443,21 +425,16 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		c.fail(rec, metrics.FailConnect, err.Error())
 		return ""
 	}
-	to := c.target.Timeouts
-	tm := &timers{idleD: to.Idle}
+	tm := &timers{}
 	defer tm.stop()
 	rec.Sent = c.now()
-	tm.total = arm(to.Total, cancel, errTimeoutTotal)
+	// A non-streaming response's headers come with the whole generation: there the
+	// first-token timeout bounds the wait for them (phases.go).
 	streamed := c.target.Stream && k.api != "embeddings"
-	if streamed {
-		// A non-streaming response's headers come with the whole generation: there the dial
-		// and TLS timeouts bound connecting, and FirstToken bounds the wait for the answer.
-		tm.connect = arm(to.Connect, cancel, errTimeoutConnect)
-	}
-	tm.first = arm(to.FirstToken, cancel, errTimeoutFirst)
+	tm.start(c.target.Timeouts, streamed, cancel)
 	tm.user = armCancel(k.cancelAfter, k.cancelShown, cancel)
 
-	resp, err := c.hc.Do(req)
+	resp, err := c.hc.Do(tm.traced(req))
 	if err != nil {
 		rec.End = c.now()
 		kind, msg := c.classify(ctx, err, metrics.FailConnect)
@@ -465,11 +442,13 @@ func (c *client) execute(parent context.Context, k *call, rec *metrics.Record) s
 		return ""
 	}
 	defer resp.Body.Close()
-	if tm.connect != nil && !tm.connect.Stop() {
-		// The connect deadline passed while the headers were on their way (its cancel lost
-		// the race with them): the timeout stands, and the late response is not recorded.
+	if !tm.headersIn() {
+		// A connect or headers timeout fired while the headers were on their way (its cancel
+		// lost the race with them): the timeout stands, and the late response is not recorded.
+		<-ctx.Done() // the timer that won cancels ctx with its cause
 		rec.End = c.now()
-		c.fail(rec, metrics.FailTimeoutConnect, errTimeoutConnect.Error())
+		kind, msg := c.classify(ctx, context.Cause(ctx), metrics.FailTimeoutHeaders)
+		c.fail(rec, kind, msg)
 		return ""
 	}
 	rec.Headers = c.now()
@@ -509,8 +488,10 @@ func (c *client) classify(ctx context.Context, err error, fallback metrics.Failu
 		return metrics.KindCancelled, "cancelled: " + cause.Error()
 	}
 	switch cause := context.Cause(ctx); cause {
-	case errTimeoutConnect:
+	case errTimeoutConnect, errConnectByFirst:
 		return metrics.FailTimeoutConnect, cause.Error()
+	case errTimeoutHeaders, errHeadersByFirst:
+		return metrics.FailTimeoutHeaders, cause.Error()
 	case errTimeoutFirst:
 		return metrics.FailTimeoutFirst, cause.Error()
 	case errTimeoutIdle:

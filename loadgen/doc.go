@@ -48,7 +48,9 @@
 //
 // Failure kinds: connect (dial, TLS, or the connection closed before any response),
 // http_429 / http_4xx / http_5xx with Status and the server's error message, timeout_connect
-// (no headers in time), timeout_first_token (no generated text since sending), timeout_idle
+// (no connection in time: dial, TLS), timeout_headers (connected, but a stream's response
+// headers did not come in time: the server held it in its queue; phases.go),
+// timeout_first_token (no generated text since sending), timeout_idle
 // (no generated text since the last, from the first token on; role-only chunks, usage chunks
 // and comments do not count), timeout_total, stream_broken (the stream ended without [DONE]
 // or the connection broke), malformed (chunk JSON that does not parse, a line past

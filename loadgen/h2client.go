@@ -34,6 +34,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,6 +132,10 @@ func (t *h2Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cc, err := t.conn(req.Context(), addr)
 		if err != nil {
 			return nil, err
+		}
+		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GotConn != nil {
+			// The connect wait ends here, as net/http reports it (phases.go).
+			tr.GotConn(httptrace.GotConnInfo{Conn: cc.nc})
 		}
 		resp, err := cc.roundTrip(req, body)
 		if errors.Is(err, errH2Unprocessed) && attempt < h2Retries && req.Context().Err() == nil {

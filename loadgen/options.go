@@ -21,11 +21,16 @@ var CPUs = runtime.GOMAXPROCS(0)
 // "Limits and secrets"). Each produces its own failure kind. Only generated text counts as output:
 // role-only chunks, empty deltas, usage chunks and comments keep no timer from firing.
 type Timeouts struct {
-	// Connect bounds the dial and TLS handshake and, for a streaming request, the time from
-	// sending to the response headers (metrics.FailTimeoutConnect; a dial that fails outright
-	// is metrics.FailConnect). A non-streaming response's headers arrive with the whole
-	// generation, so FirstToken bounds that wait instead.
+	// Connect bounds the wait for a connection, from sending: the dial and TLS handshake (and
+	// HTTP/2's settings), or a pooled connection (metrics.FailTimeoutConnect; a dial that fails
+	// outright is metrics.FailConnect). It no longer bounds the response headers: a server
+	// that holds a request in its queue is not unreachable (phases.go).
 	Connect time.Duration
+	// Headers bounds, for a streamed request, the wait from the connection to the response
+	// headers (metrics.FailTimeoutHeaders); 0 leaves it to FirstToken, which runs from sending
+	// and is then named timeout_headers when it fires before them. A non-streaming response's
+	// headers arrive with the whole generation, so FirstToken bounds that wait instead.
+	Headers time.Duration
 	// FirstToken bounds the time from sending to the first generated text
 	// (metrics.FailTimeoutFirst).
 	FirstToken time.Duration

@@ -296,7 +296,7 @@ func TestFailureKinds(t *testing.T) {
 			w.WriteHeader(503)
 			fmt.Fprint(w, "overloaded")
 		}, kind: metrics.FailHTTP5xx, status: 503, msg: "overloaded"},
-		{name: "timeout connect", h: func(w http.ResponseWriter, r *http.Request) { block(r) }, to: Timeouts{Connect: 30 * ms}, kind: metrics.FailTimeoutConnect},
+		{name: "timeout headers", h: func(w http.ResponseWriter, r *http.Request) { block(r) }, to: Timeouts{Connect: 10 * time.Second, Headers: 30 * ms}, kind: metrics.FailTimeoutHeaders},
 		{name: "timeout first token", h: func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			s := startSSE(w)

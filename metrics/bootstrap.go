@@ -193,7 +193,7 @@ func applyThresholds(md *MetricDelta, info MetricInfo, th []Threshold) {
 		} else {
 			md.Threshold += "," + t.Text
 		}
-		if md.Verdict == VerdictNA || md.Verdict == VerdictNotAssessable || md.CILow == md.CIHigh {
+		if md.Verdict == VerdictNA || md.Verdict == VerdictNotAssessable || md.Verdict == VerdictWithheld || md.CILow == md.CIHigh {
 			continue // no interval, no evidence of a regression
 		}
 		lo, hi := md.CILow, md.CIHigh

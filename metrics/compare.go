@@ -37,6 +37,11 @@ type CompareOptions struct {
 	Unpaired bool
 	// BaseLabel / CandLabel name the sides in the output (default "base" and "cand").
 	BaseLabel, CandLabel string
+	// DesignedHitRate is each side's designed prefix-cache hit rate, base then cand, when the
+	// caller knows it from the runs' summaries (PooledDesignedHitRate); a side's pooled
+	// summary supplies its own when Summary.DesignedReuse is set. The prefix-cache confound
+	// check needs one of them (cacheconfound.go); nil: unknown.
+	DesignedHitRate [2]*float64
 }
 
 // Compare compares a candidate against a base. Each side may pool several runs (Sources);
@@ -133,6 +138,7 @@ func Compare(base, cand []Source, opts CompareOptions) (*Comparison, error) {
 	}
 	cmp.Metrics = metricDeltas(bd, cd, bg, cg, &bp, &cp, specs, cmp.Paired, len(base) > 1, len(cand) > 1, opts)
 	finishRows(cmp)
+	applyCacheConfound(cmp, baseSum.PrefixCache, candSum.PrefixCache, opts)
 	runs := max(bd.runs, cd.runs)
 	cmp.Warnings = append(cmp.Warnings, judge(cmp.Metrics, specs, opts.Thresholds, opts.Confidence, runs)...)
 	if bd.runs < 2 && cd.runs < 2 {

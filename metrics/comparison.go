@@ -93,6 +93,11 @@ type Comparison struct {
 	// Energy (issue 39; energy_compare.go): the sides' energy per request and tokens per
 	// joule, from their summaries, when a run of either side measured it.
 	Energy *EnergyComparison `json:"energy,omitempty"`
+	// CacheConfound (issue 45; cacheconfound.go) is present when the sides' servers found
+	// more of the prompts in their prefix caches than the trace designs, by amounts that
+	// differ beyond CacheConfoundLimit: the metrics it names have VerdictWithheld, and its
+	// Statement is also the first warning.
+	CacheConfound *CacheConfound `json:"cache_confound,omitempty"`
 }
 
 // ComparisonSide describes one side (base or candidate) of a Comparison.

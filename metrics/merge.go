@@ -203,12 +203,13 @@ func mergeWarnings(out *Summary, sums []*Summary) {
 		out.Warnings = append(out.Warnings, out.Client.Reason)
 	}
 	out.Warnings = append(out.Warnings, failureWarning(out.Requests)...)
+	out.Warnings = append(out.Warnings, survivorWarning(out.Requests, "")...)
 	out.Warnings = append(out.Warnings, mismatchWarning(out.Requests)...)
 	out.Warnings = append(out.Warnings, inputWarning(out.Inputs)...)
 	first := sums[0]
 	for i, s := range sums {
 		for _, w := range s.Warnings {
-			if strings.HasPrefix(w, "failures:") || strings.HasPrefix(w, "token counts:") || strings.HasPrefix(w, "client-limited") {
+			if strings.HasPrefix(w, "failures:") || strings.HasPrefix(w, survivorPrefix) || strings.HasPrefix(w, "token counts:") || strings.HasPrefix(w, "client-limited") {
 				continue
 			}
 			out.Warnings = appendUnique(out.Warnings, fmt.Sprintf("part %d: %s", i+1, w))

@@ -123,8 +123,8 @@ func mdeWarning(md *MetricDelta, t Threshold, conf float64, runs int) string {
 	if md.Verdict == VerdictNA || md.Verdict == VerdictRegressed {
 		return "" // nothing to judge, or the rule caught a change anyway
 	}
-	if md.Verdict == VerdictNotAssessable {
-		return fmt.Sprintf("--fail-on %s cannot be judged: %s is %s (%s)", t.Text, md.Name, VerdictNotAssessable, md.Note)
+	if md.Verdict == VerdictNotAssessable || md.Verdict == VerdictWithheld {
+		return fmt.Sprintf("--fail-on %s cannot be judged: %s is %s (%s)", t.Text, md.Name, md.Verdict, md.Note)
 	}
 	mde, unit := md.MDE, md.Unit
 	limit := math.Abs(t.Value)

@@ -26,7 +26,7 @@ const (
 	FailHTTP429        FailureKind = "http_429"        // rate limited
 	FailHTTP4xx        FailureKind = "http_4xx"        // other 4xx; Status has the code
 	FailHTTP5xx        FailureKind = "http_5xx"        // 5xx; Status has the code
-	FailTimeoutConnect FailureKind = "timeout_connect" // no response headers in time
+	FailTimeoutConnect FailureKind = "timeout_connect" // not connected in time (dial, TLS)
 	FailTimeoutFirst   FailureKind = "timeout_first_token"
 	FailTimeoutIdle    FailureKind = "timeout_idle"  // gap between chunks too long
 	FailTimeoutTotal   FailureKind = "timeout_total" // whole request too long
@@ -55,7 +55,28 @@ const (
 	// model_not_found, or any 404 whose message says the model does not exist). Record.Model
 	// says which name (issue 38).
 	FailModelNotFound FailureKind = "model_not_found"
+
+	// FailTimeoutHeaders: connected and sent, but the server sent no response headers within
+	// the headers timeout (or, unset, the first-token timeout). Real servers (Ollama,
+	// llama.cpp) send none while a request waits for a slot, so this is the server queueing
+	// under load, a failure of the server, not of the network (issue 45). The summary names
+	// it among the failures that leave only survivors in the latency percentiles
+	// (WaitedOut).
+	FailTimeoutHeaders FailureKind = "timeout_headers"
 )
+
+// WaitedOut reports whether a request of kind k was given up on while it waited for the
+// server to answer: no headers, no first token, a silent stream or no end in time. Such a
+// request is left out of the latency distributions although it took longer than their bounds
+// suggest, so an overloaded server's percentiles over the rest are a survivors' view (the
+// summary's warning says so).
+func (k FailureKind) WaitedOut() bool {
+	switch k {
+	case FailTimeoutHeaders, FailTimeoutFirst, FailTimeoutIdle, FailTimeoutTotal:
+		return true
+	}
+	return false
+}
 
 // Cancellations (issue 38). KindCancelled is an outcome of its own, kept in Record.Failure so
 // that every record still has one outcome: the client closed the stream on purpose (the

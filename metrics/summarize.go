@@ -78,6 +78,10 @@ type group struct {
 	burstsSettled bool
 	// spec tallies decode bursts and the responses' speculative fields (speculative.go).
 	spec specTally
+	// waited holds, for the requests given up on while waiting for the server
+	// (FailureKind.WaitedOut), a lower bound of their TTFT: their own when a token came, else
+	// how long they had waited (survivor.go).
+	waited *hist
 }
 
 func newGroup() *group {
@@ -279,6 +283,7 @@ func (s *summarizer) add(g *group, r *Record, window bool) {
 	if !r.OK() {
 		g.req.Failed++
 		g.req.Failures[string(r.Failure)]++
+		g.addWaited(r)
 		if r.Error != "" {
 			if g.failMsgs == nil {
 				g.failMsgs = failTally{}
@@ -641,8 +646,12 @@ func (s *summarizer) warnings(sum *Summary) []string {
 		w = append(w, w1)
 	}
 	w = append(w, failureWarning(sum.Requests)...)
+	w = append(w, survivorWarning(sum.Requests, s.head.waitedBound(sum.Latency.TTFT))...)
 	w = append(w, mismatchWarning(sum.Requests)...)
 	w = append(w, inputWarning(sum.Inputs)...)
+	if ww := WarmWarning(sum.PrefixCache); ww != "" {
+		w = append(w, ww)
+	}
 	w = append(w, s.usageRejectedWarning(sum.Requests)...)
 	if s.overflow > 0 {
 		w = append(w, fmt.Sprintf("classes: more than %d request classes; %d requests of the classes after the first %d are counted together under %q", MaxClasses, s.overflow, MaxClasses, otherClass))

@@ -113,10 +113,16 @@ type RunInfo struct {
 	// Shard is set for one shard of a sharded run, Merged for the result of llmbench merge.
 	Shard  *ShardInfo `json:"shard,omitempty"`
 	Merged *MergeInfo `json:"merged,omitempty"`
-	// PromptSalt is the salt of the run's synthesized prompts (ab's independent repeats,
-	// runner/abrepeats.go; 0: the plain prompts of Seed). Runs of different salts sent
+	// PromptSalt is the salt of the run's synthesized prompts (ab's repeats, runner/abrepeats.go;
+	// run --cold or --prompt-salt; 0: the plain prompts of Seed). Runs of different salts sent
 	// different prompts, so their outputs are not compared.
 	PromptSalt uint64 `json:"prompt_salt,omitempty"`
+	// SaltNonce is, for a run of an ab, the invocation's nonce its salt came from (ab
+	// --salt-nonce sends the same prompts again).
+	SaltNonce uint64 `json:"salt_nonce,omitempty"`
+	// Cold (run --cold, issue 45) says how the run kept the server's prefix cache from serving
+	// prompts it had seen before: the flush it made, the salt of its prompts.
+	Cold *ColdStart `json:"cold,omitempty"`
 	// EngineSeed seeds the reference engine's unseeded sampling and fault draws (run on the
 	// embedded engine, simulate); 0 when no reference engine served the run.
 	EngineSeed uint64 `json:"engine_seed,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -22,7 +23,7 @@ func ComparisonHeadline(c *metrics.Comparison) string {
 	}
 	var tail []string
 	for _, v := range []string{metrics.VerdictBetter, metrics.VerdictWorse, metrics.VerdictChanged, metrics.VerdictUnchanged,
-		metrics.VerdictNotAssessable, metrics.VerdictNA} {
+		metrics.VerdictWithheld, metrics.VerdictNotAssessable, metrics.VerdictNA} {
 		if counts[v] > 0 {
 			tail = append(tail, fmt.Sprintf("%d %s", counts[v], v))
 		}
@@ -35,6 +36,10 @@ func ComparisonHeadline(c *metrics.Comparison) string {
 	head := "no regression"
 	if c.Regressed {
 		head = "REGRESSION: " + strings.Join(c.Regressions, ", ")
+	}
+	if c.CacheConfound != nil {
+		// Issue 45: said before the verdict, whatever it is.
+		head = "CONFOUNDED by the prefix cache (" + strconv.Itoa(len(c.CacheConfound.Withheld)) + " verdicts withheld) · " + head
 	}
 	s := head
 	if len(tail) > 0 {
@@ -189,6 +194,12 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 		return fmt.Errorf("reports: WriteComparisonTerminal: nil comparison")
 	}
 	e := &errWriter{w: w}
+	if cc := c.CacheConfound; cc != nil {
+		for _, line := range wrap(termSafe(cc.Statement), termWidth) {
+			e.printf("%s\n", line)
+		}
+		e.printf("\n")
+	}
 	for _, line := range wrap(termSafe(ComparisonHeadline(c)), termWidth) {
 		e.printf("%s\n", line)
 	}
@@ -250,19 +261,25 @@ func WriteComparisonTerminal(w io.Writer, c *metrics.Comparison) error {
 			}
 		}
 	}
-	if len(c.Warnings) > 0 {
-		e.printf("\nWarnings\n")
-		for _, wn := range c.Warnings {
-			for i, line := range wrap(termSafe(wn), termWidth-4) {
-				if i == 0 {
-					e.printf("  ! %s\n", line)
-				} else {
-					e.printf("    %s\n", line)
-				}
+	writeTermWarningList(e, c.Warnings)
+	return e.err
+}
+
+// writeTermWarningList prints a comparison's warnings under a heading, each wrapped and marked.
+func writeTermWarningList(e *errWriter, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	e.printf("\nWarnings\n")
+	for _, wn := range warnings {
+		for i, line := range wrap(termSafe(wn), termWidth-4) {
+			if i == 0 {
+				e.printf("  ! %s\n", line)
+			} else {
+				e.printf("    %s\n", line)
 			}
 		}
 	}
-	return e.err
 }
 
 func equivalenceText(eq *metrics.Equivalence) string {
@@ -284,6 +301,10 @@ func WriteComparisonMarkdown(w io.Writer, c *metrics.Comparison) error {
 	mark := "✅"
 	if c.Regressed {
 		mark = "❌"
+	}
+	if cc := c.CacheConfound; cc != nil {
+		mark = "⚠️"
+		e.printf("> **%s**\n\n", mdEscape(cc.Statement))
 	}
 	e.printf("### %s llmbench compare: %s\n\n", mark, mdEscape(ComparisonHeadline(c)))
 	e.printf("- **Base:** %s\n- **Candidate:** %s\n- **Method:** %s\n", mdEscape(sideText(c.Base)),

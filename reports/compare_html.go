@@ -29,13 +29,13 @@ func chartID(prefix, name string) string {
 var verdictColor = map[string]string{
 	metrics.VerdictRegressed: colRed, metrics.VerdictWorse: colOrange, metrics.VerdictBetter: colGreen,
 	metrics.VerdictUnchanged: colGray, metrics.VerdictNA: "#c0c4c8", metrics.VerdictChanged: colBlue,
-	metrics.VerdictNotAssessable: "#c0c4c8",
+	metrics.VerdictNotAssessable: "#c0c4c8", metrics.VerdictWithheld: colOrange,
 }
 
 var verdictClass = map[string]string{
 	metrics.VerdictRegressed: "bad", metrics.VerdictWorse: "bad", metrics.VerdictBetter: "good",
 	metrics.VerdictUnchanged: "muted", metrics.VerdictNA: "muted", metrics.VerdictChanged: "muted",
-	metrics.VerdictNotAssessable: "muted",
+	metrics.VerdictNotAssessable: "muted", metrics.VerdictWithheld: "bad",
 }
 
 // WriteComparisonHTML writes the self-contained HTML report of a comparison: the regression
@@ -60,7 +60,7 @@ func comparisonPage(c *metrics.Comparison, o *HTMLOptions) *page {
 	if title == "" {
 		title = "llmbench compare: " + c.Base.Label + " vs " + c.Cand.Label
 	}
-	p := &page{Title: title, Kind: "comparison", Headline: ComparisonHeadline(c), Good: !c.Regressed,
+	p := &page{Title: title, Kind: "comparison", Headline: ComparisonHeadline(c), Good: !c.Regressed && c.CacheConfound == nil,
 		Warnings: c.Warnings, Generator: "llmbench · schema " + c.Schema}
 	p.Facts = []fact{{"base", sideText(c.Base)}, {"candidate", sideText(c.Cand)}, {"method", c.Method}}
 	if c.Paired {
@@ -110,6 +110,10 @@ func comparisonTiles(c *metrics.Comparison) []tile {
 	if c.Regressed {
 		v.Value, v.Class = "regression", "bad wide"
 		v.Sub = strings.Join(c.Regressions, ", ")
+	}
+	if cc := c.CacheConfound; cc != nil {
+		v.Value, v.Class = "confounded", "bad wide"
+		v.Sub = fmt.Sprintf("prefix cache: %d verdicts withheld", len(cc.Withheld))
 	}
 	tiles := []tile{v}
 	for _, name := range []string{"ttft.p95", "tpot.p95", "itl.p99", "e2e.p95", "throughput.requests_per_s", "goodput.fraction"} {

@@ -79,7 +79,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 		fmtRate(s.Throughput.RequestsPerS), fmtRate(s.Throughput.InputTokensPerS), fmtRate(s.Throughput.OutputTokensPerS),
 		goodputRate(s.Goodput), goodputCell(s.Goodput))
 	e.printf("\n")
-	writeMarkdownLatency(e, s.Latency)
+	writeMarkdownLatency(e, s.Latency, s.Requests)
 	e.printf("\n")
 	e.printf("- **Stalls:** %s\n", mdEscape(stallsLine(s.Stalls)))
 	if s.TokensPerChunk.Count > 0 {
@@ -143,7 +143,7 @@ func WriteMarkdown(w io.Writer, s *metrics.Summary) error {
 	return e.err
 }
 
-func writeMarkdownLatency(e *errWriter, l metrics.Latency) {
+func writeMarkdownLatency(e *errWriter, l metrics.Latency, q metrics.Requests) {
 	head := []string{"Latency (ms)"}
 	for _, st := range distStats {
 		head = append(head, st.Label)
@@ -158,6 +158,9 @@ func writeMarkdownLatency(e *errWriter, l metrics.Latency) {
 			cells = append(cells, fmtDistMs(row.D, st.Get(row.D)))
 		}
 		e.mdRow(append(cells, fmtInt(row.D.Count))...)
+	}
+	if c := latencyCoverage(q); c != "" {
+		e.printf("\n%s\n", mdEscape(c))
 	}
 }
 

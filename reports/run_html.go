@@ -35,6 +35,19 @@ func runFacts(r metrics.RunInfo) []fact {
 	if r.EngineSeed != 0 {
 		add("engine seed", strconv.FormatUint(r.EngineSeed, 10))
 	}
+	if r.PromptSalt != 0 {
+		add("prompt salt", strconv.FormatUint(r.PromptSalt, 10))
+	}
+	if r.SaltNonce != 0 {
+		add("ab salt nonce", strconv.FormatUint(r.SaltNonce, 10))
+	}
+	if c := r.Cold; c != nil {
+		flush := "no flush offered: " + c.FlushNote
+		if c.Flushed != "" {
+			flush = "flushed by " + c.Flushed
+		}
+		add("cold start", "prompts salted; prefix cache "+flush)
+	}
 	add("start", r.Start)
 	add("duration", fmtSeconds(r.DurationS))
 	if r.RateScale != 0 && r.RateScale != 1 {
@@ -175,8 +188,12 @@ func percentileTable(caption, prefix string, rows []distRow) *table {
 func latencySection(s *metrics.Summary) section {
 	rows := latencyRows(s.Latency)
 	rows = append(rows, distRow{"schedule_lag", "Schedule lag", "client health: actual minus intended dispatch", s.Client.LagMs})
+	intro := "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing."
+	if c := latencyCoverage(s.Requests); c != "" {
+		intro += " " + c + "."
+	}
 	return section{ID: "latency", Title: "Latency",
-		Intro:  "Steady-state requests only (warm-up and cool-down are in Requests below). Latency counts from the intended send time, so a late client cannot hide queueing.",
+		Intro:  intro,
 		Blocks: []block{{Table: percentileTable("", "latency.", rows)}}}
 }
 

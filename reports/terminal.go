@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -62,6 +63,11 @@ func WriteTerminal(w io.Writer, s *metrics.Summary) error {
 	writeTermHead(e, s)
 	e.printf("\n")
 	writeTermLatency(e, s.Latency)
+	if c := latencyCoverage(s.Requests); c != "" {
+		for _, line := range wrap(c, termWidth) {
+			e.printf("%s\n", line)
+		}
+	}
 	e.printf("\n")
 	writeTermFields(e, s)
 	writeTermClasses(e, s.ByClass)
@@ -215,6 +221,18 @@ func runParts(r metrics.RunInfo) []string {
 	if r.EngineSeed != 0 {
 		parts = append(parts, fmt.Sprintf("engine seed %d", r.EngineSeed))
 	}
+	if c := r.Cold; c != nil {
+		// run --cold (issue 45): how the run kept earlier prompts out of the cache.
+		how := "cold: prompts salted " + strconv.FormatUint(c.Salt, 10)
+		if c.Flushed != "" {
+			how += ", cache flushed (" + c.Flushed + ")"
+		} else {
+			how += ", no flush offered"
+		}
+		parts = append(parts, how)
+	} else if r.PromptSalt != 0 && r.SaltNonce == 0 {
+		parts = append(parts, "prompts salted "+strconv.FormatUint(r.PromptSalt, 10))
+	}
 	return parts
 }
 
@@ -252,6 +270,32 @@ func requestsLine(q metrics.Requests) string {
 	}
 	if q.Cancelled > 0 {
 		s += " · " + cancelledText(q) // cancellations (cancelled.go)
+	}
+	return s
+}
+
+// latencyCoverage says which sent requests the latency table leaves out, when it leaves any:
+// the failed ones, by kind, those given up on while waiting for the server marked as such
+// (metrics.FailureKind.WaitedOut: the percentiles are then a survivors' view); "" when every
+// sent request finished.
+func latencyCoverage(q metrics.Requests) string {
+	if q.Failed == 0 {
+		return ""
+	}
+	var kinds []string
+	waited := false
+	for _, k := range countsByValue(q.Failures) {
+		t := fmt.Sprintf("%s %s", k, fmtInt(int64(q.Failures[k])))
+		if metrics.FailureKind(k).WaitedOut() {
+			t += " (waited out)"
+			waited = true
+		}
+		kinds = append(kinds, t)
+	}
+	s := fmt.Sprintf("Latency over the %s of %s sent requests that finished; not in it: %s", fmtInt(int64(q.Succeeded)),
+		fmtInt(int64(q.Succeeded+q.Failed)), strings.Join(kinds, ", "))
+	if waited {
+		s += " — survivor bias: the requests that waited longest are missing (see the warnings)"
 	}
 	return s
 }

@@ -21,8 +21,10 @@ type Arm struct {
 	// server version); differences between the arms are listed in the result.
 	Config map[string]string
 	// Salted, when set, returns the arm's producer with its synthesized prompts salted
-	// (workloads.SaltedSeed): AB uses it for every measured run when
-	// ABOptions.Independence.Salt is set, with the repeat's salt (RepeatSalt).
+	// (workloads.SaltedSeed): AB uses it for the warm-up and every measured run, with salts
+	// from ABOptions.SaltNonce (RepeatSalt: the repeat's own with Independence.Salt, else one
+	// for the invocation). Without it the arm sends the plain prompts of its seed (and cannot
+	// run with Independence.Salt).
 	Salted func(salt uint64) Producer
 	// Flush drops the prefix cache of the arm's server (CacheFlush.Flush); FlushMethod names
 	// how. AB calls it before every measured run when ABOptions.Independence.Flush is set.
@@ -77,6 +79,11 @@ type ABOptions struct {
 	// BlockTokens is the prompts' tokens per hash_ids block, for the designed prefix-cache
 	// reuse (Options.BlockTokens).
 	BlockTokens int
+	// SaltNonce is this invocation's nonce, from which every prompt salt comes (RepeatSalt),
+	// so that an experiment never meets the prompts of an earlier one in a server's prefix
+	// cache; the CLI draws a fresh one unless given one to reproduce a run (ab --salt-nonce).
+	// 0 is a nonce like any other.
+	SaltNonce uint64
 }
 
 // ConfigDiff is one configuration fact that differs between the arms.
@@ -102,6 +109,9 @@ type ABResult struct {
 	// change with every server process (VolatileConfigKey), left out of ConfigDiff.
 	Independence  string   `json:"independence"`
 	ConfigIgnored []string `json:"config_ignored,omitempty"`
+	// SaltNonce is the invocation's nonce of the prompt salts (ABOptions.SaltNonce): ab
+	// --salt-nonce with it sends the same prompts again.
+	SaltNonce uint64 `json:"salt_nonce"`
 }
 
 // Order returns the interleaved arm order for n repeats: A B, B A, A B, ...
@@ -124,7 +134,8 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 	}
 	arms := []Arm{a, b}
 	diff, ignored := diffConfig(a.Config, b.Config)
-	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: diff, ConfigIgnored: ignored}
+	res := &ABResult{Dirs: map[string][]string{}, Summaries: map[string][]*metrics.Summary{}, ConfigDiff: diff, ConfigIgnored: ignored,
+		SaltNonce: opts.SaltNonce}
 	var independenceWarning string
 	var err error
 	if res.Independence, independenceWarning, err = describeIndependence(opts, arms); err != nil {
@@ -136,7 +147,11 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 		for _, arm := range arms {
-			if _, err := arm.Produce(ctx, warm, func(*metrics.Record) {}); err != nil {
+			produce := arm.Produce
+			if arm.Salted != nil {
+				produce = arm.Salted(RepeatSalt(opts.SaltNonce, 0)) // prompts no measured run sends
+			}
+			if _, err := produce(ctx, warm, func(*metrics.Record) {}); err != nil {
 				return nil, fmt.Errorf("warm-up of arm %s: %w", arm.Name, err)
 			}
 		}
@@ -158,7 +173,7 @@ func AB(ctx context.Context, opts ABOptions, a, b Arm) (*ABResult, error) {
 		return res, errors.New("interrupted before both arms completed a run")
 	}
 	if c == nil || c.Base.Runs != len(res.Dirs[a.Name]) || c.Cand.Runs != len(res.Dirs[b.Name]) {
-		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
+		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), designedSides(copts, res, a.Name, b.Name)); err != nil {
 			return res, err
 		}
 	}
@@ -230,7 +245,7 @@ func runRepeats(ctx context.Context, opts ABOptions, copts metrics.CompareOption
 			continue
 		}
 		var err error
-		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), copts); err != nil {
+		if c, err = metrics.Compare(sources(res.Dirs[a.Name]), sources(res.Dirs[b.Name]), designedSides(copts, res, a.Name, b.Name)); err != nil {
 			return c, err
 		}
 		if ok, why := NarrowEnough(c); ok {
@@ -252,14 +267,13 @@ func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABRes
 		}
 	}
 	produce := arm.Produce
-	if opts.Independence.Salt {
-		produce = arm.Salted(RepeatSalt(rep))
-	}
 	dir := filepath.Join(opts.OutDir, fmt.Sprintf("%s-%d", arm.Name, n))
 	info := arm.Info
 	info.Repeat = n
-	if opts.Independence.Salt {
-		info.PromptSalt = RepeatSalt(rep)
+	if arm.Salted != nil {
+		salt := measuredSalt(opts.Independence, opts.SaltNonce, rep)
+		produce = arm.Salted(salt)
+		info.PromptSalt, info.SaltNonce = salt, opts.SaltNonce
 	}
 	ro := Options{Trace: opts.Trace, OutDir: dir, Metrics: opts.Metrics, Info: info, HTML: opts.HTML, BlockTokens: opts.BlockTokens}
 	if arm.Scrape != nil {
@@ -280,13 +294,14 @@ func runArm(ctx context.Context, opts ABOptions, arm Arm, rep, n int, res *ABRes
 
 // NarrowEnough reports whether every metric named by a --fail-on rule of c has a confidence
 // interval narrower than the rule's limit (in the rule's unit: percent of base, or the
-// metric's own), and says which are not. A metric with no interval (n/a) cannot be narrowed
-// by more runs and does not hold the experiment back.
+// metric's own), and says which are not. A metric with no interval (n/a), or whose verdict is
+// withheld (a prefix-cache confound), cannot be settled by more runs and does not hold the
+// experiment back.
 func NarrowEnough(c *metrics.Comparison) (bool, string) {
 	var wide, fine []string
 	for _, t := range c.Thresholds {
 		for _, m := range c.Metrics {
-			if m.Name != t.Metric || m.Verdict == metrics.VerdictNA {
+			if m.Name != t.Metric || m.Verdict == metrics.VerdictNA || m.Verdict == metrics.VerdictWithheld {
 				continue
 			}
 			width := m.CIHigh - m.CILow
@@ -312,6 +327,13 @@ func NarrowEnough(c *metrics.Comparison) (bool, string) {
 		return false, "still too wide: " + strings.Join(wide, "; ")
 	}
 	return true, "every gated interval is narrower than its limit: " + strings.Join(fine, "; ")
+}
+
+// designedSides is copts with each arm's designed prefix-cache hit rate, pooled over its runs
+// so far (their summaries carry it), for the confound check (metrics/cacheconfound.go).
+func designedSides(copts metrics.CompareOptions, res *ABResult, a, b string) metrics.CompareOptions {
+	copts.DesignedHitRate = [2]*float64{metrics.PooledDesignedHitRate(res.Summaries[a]), metrics.PooledDesignedHitRate(res.Summaries[b])}
+	return copts
 }
 
 func sources(dirs []string) []metrics.Source {

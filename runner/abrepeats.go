@@ -45,10 +45,33 @@ func ParseIndependence(s string) (Independence, error) {
 	return Independence{}, fmt.Errorf("%q: want one of %s", s, strings.Join(IndependenceModes, ", "))
 }
 
-// RepeatSalt is the prompt salt of repeat rep (1-based). It is the repeat's number: the
-// prompts of repeat r are a pure function of --seed and r, and a rerun of the experiment
-// sends the same ones.
-func RepeatSalt(rep int) uint64 { return uint64(rep) }
+// RepeatSalt is the prompt salt of repeat rep (1-based; 0 is the warm-up) of the ab invocation
+// whose nonce is nonce: a 64-bit mix of the two (splitmix64's finalizer), never 0. The prompts
+// of a repeat are a pure function of --seed, the nonce and the repeat, so an invocation given
+// an earlier one's nonce (ab --salt-nonce) sends its prompts again, and one with a fresh nonce
+// never meets them.
+func RepeatSalt(nonce uint64, rep int) uint64 {
+	x := nonce ^ (uint64(rep)+1)*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	if x == 0 {
+		x = 1
+	}
+	return x
+}
+
+// measuredSalt is the salt of the measured runs of repeat rep: its own with Independence.Salt,
+// else one salt for every repeat of the invocation (identical prompts in every repeat, new
+// ones for every invocation).
+func measuredSalt(ind Independence, nonce uint64, rep int) uint64 {
+	if ind.Salt {
+		return RepeatSalt(nonce, rep)
+	}
+	return RepeatSalt(nonce, 1)
+}
 
 // SaltedHTTPProducer is HTTPProducer whose synthesized prompts are salted: the prompt seed is
 // workloads.SaltedSeed(lo.Seed, salt). It fills Arm.Salted.
@@ -82,7 +105,7 @@ func describeIndependence(opts ABOptions, arms []Arm) (desc, warn string, err er
 		if err != nil {
 			return "", "", err
 		}
-		s := "prompts salted per repeat (salt = repeat number; same lengths and shared prefixes, identical on both arms of a repeat)"
+		s := fmt.Sprintf("prompts salted per repeat (salts from the invocation's nonce %d and the repeat number: ab --salt-nonce %d sends them again; same lengths and shared prefixes, identical on both arms of a repeat)", opts.SaltNonce, opts.SaltNonce)
 		if own > 0 {
 			s += fmt.Sprintf("; %d of %d requests carry their own text in the trace and repeat identically", own, total)
 			if !ind.Flush {
@@ -102,8 +125,11 @@ func describeIndependence(opts ABOptions, arms []Arm) (desc, warn string, err er
 		parts = append(parts, "each server's prefix cache flushed before every measured run ("+strings.Join(how, ", ")+")")
 	}
 	if len(parts) == 0 {
-		desc = "identical prompts in every repeat (--independent-repeats off): a server's prefix cache may serve later repeats from earlier ones"
+		desc = fmt.Sprintf("identical prompts in every repeat (--independent-repeats off), salted with the invocation's nonce %d (ab --salt-nonce %d sends them again): a server's prefix cache may serve later repeats from earlier ones", opts.SaltNonce, opts.SaltNonce)
 		return desc, "repeats are not independent: " + desc, nil
+	}
+	if !ind.Salt {
+		parts = append(parts, fmt.Sprintf("identical prompts in every repeat, salted with the invocation's nonce %d (ab --salt-nonce %d sends them again)", opts.SaltNonce, opts.SaltNonce))
 	}
 	return strings.Join(parts, "; "), warn, nil
 }

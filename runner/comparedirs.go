@@ -108,3 +108,19 @@ func AttachRunFacts(c *metrics.Comparison, base, cand []string) {
 		c.ConfigDiff = []metrics.ConfigDifference{}
 	}
 }
+
+// DesignedHitRate is the designed prefix-cache hit rate of the runs in dirs pooled together,
+// from their summaries (metrics.PooledDesignedHitRate), for the confound check of a
+// comparison (metrics.CompareOptions.DesignedHitRate); nil when a summary cannot be read or
+// has none.
+func DesignedHitRate(dirs []string) *float64 {
+	sums := make([]*metrics.Summary, 0, len(dirs))
+	for _, d := range dirs {
+		s, err := ReadSummary(d)
+		if err != nil {
+			return nil
+		}
+		sums = append(sums, s)
+	}
+	return metrics.PooledDesignedHitRate(sums)
+}

@@ -59,4 +59,7 @@ func keepDesigned(sum, old *metrics.Summary) {
 	}
 	d := *was.DesignedHitRate
 	pc.DesignedHitRate, pc.DesignedCachedTokens, pc.DesignedPromptTokens = &d, was.DesignedCachedTokens, was.DesignedPromptTokens
+	if w := metrics.WarmWarning(pc); w != "" {
+		sum.Warnings = append(sum.Warnings, w) // Summarize could not tell without the design
+	}
 }

@@ -39,6 +39,9 @@ type HTTPRun struct {
 	// Prime, when set, flushes the server's prefix cache and primes the trace's prefix groups
 	// before the measured window, and checks the hit rate asked for (prime.go).
 	Prime *PrefixPriming
+	// Cold, when set, flushes the server's prefix cache and salts the prompts before anything
+	// is sent (run --cold, --prompt-salt; cold.go).
+	Cold *ColdStart
 	// ScrapeWorkers are the base URLs of the workers behind the endpoint whose /metrics are
 	// polled too; server_prefix_cache is then theirs, per worker and in all (scrape_workers.go).
 	ScrapeWorkers []string
@@ -76,12 +79,9 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	defer stopSignals()
 
 	sizing := newSizingCache(s.Load.Sizer)
-	var pr *primed
-	if s.Prime != nil {
-		var err error
-		if pr, err = primePrefixes(ctx, s, sizing); err != nil {
-			return nil, err
-		}
+	coldWarns, pr, err := prepareCache(ctx, &s, sizing)
+	if err != nil {
+		return nil, err
 	}
 	var scr *scraper
 	if s.Scrape {
@@ -89,7 +89,7 @@ func RunHTTP(ctx context.Context, s HTTPRun) (*Result, error) {
 	}
 	workers := startWorkerScrapers(ctx, s)
 	power := startPowerScrapers(ctx, s.Power, s.TimeScale, s.ScrapeInterval)
-	produce := sizing.producer(s.Load, s.TimeScale)
+	produce := coldProducer(sizing.producer(s.Load, s.TimeScale), coldWarns)
 	var note func() string
 	if s.Saturation != nil {
 		sat := newSaturationWatch(*s.Saturation, prog, s.TimeScale)

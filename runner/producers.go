@@ -64,6 +64,7 @@ func (c *sizingCache) producer(lo loadgen.Options, timeScale float64) Producer {
 			o.Duration = scaleDur(o.Duration, 1/timeScale)
 			// Timeouts are given in the engine's (real-GPU) time, like every reported time.
 			o.Target.Timeouts.Connect = scaleDur(o.Target.Timeouts.Connect, 1/timeScale)
+			o.Target.Timeouts.Headers = scaleDur(o.Target.Timeouts.Headers, 1/timeScale)
 			o.Target.Timeouts.FirstToken = scaleDur(o.Target.Timeouts.FirstToken, 1/timeScale)
 			o.Target.Timeouts.Idle = scaleDur(o.Target.Timeouts.Idle, 1/timeScale)
 			o.Target.Timeouts.Total = scaleDur(o.Target.Timeouts.Total, 1/timeScale)

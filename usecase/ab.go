@@ -49,6 +49,10 @@ type ABOptions struct {
 	ArmEngine func(overrides []string) (EngineOptions, error)
 	// Changed says which flags were given (runs vs repeats, repeat).
 	Changed Changed
+	// SaltNonce is the nonce of the invocation's prompt salts (runner.ABOptions.SaltNonce)
+	// when --salt-nonce was given; otherwise one is drawn (Draw, else crypto/rand).
+	SaltNonce uint64
+	Draw      func() uint64
 }
 
 // AB runs an A/B experiment (or, with SelfCheck, that many A/A experiments) and reports it:
@@ -122,6 +126,14 @@ func (o *ABOptions) prepare(env *Env) (traces.Source, runner.ABOptions, error) {
 		return nil, runner.ABOptions{}, err
 	}
 	ind, _ := runner.ParseIndependence(o.Independence) // checked by o.check
+	nonce := o.SaltNonce
+	if !o.Changed.Has("salt-nonce") {
+		draw := o.Draw
+		if draw == nil {
+			draw = drawSalt
+		}
+		nonce = draw()
+	}
 	out := o.Output.Out
 	if out == "" {
 		out = filepath.Join(runner.DefaultOutDir(time.Now()), "ab")
@@ -129,7 +141,7 @@ func (o *ABOptions) prepare(env *Env) (traces.Source, runner.ABOptions, error) {
 	return trace, runner.ABOptions{
 		Trace: trace, MaxRepeats: o.MaxRuns,
 		WarmupRequests: o.WarmupRequests, NoWarmup: o.WarmupRequests == 0,
-		OutDir: out, Metrics: mopts, HTML: o.Output.HTML(env.Getenv), Independence: ind, BlockTokens: o.Load.BlockTokens,
+		OutDir: out, Metrics: mopts, HTML: o.Output.HTML(env.Getenv), Independence: ind, BlockTokens: o.Load.BlockTokens, SaltNonce: nonce,
 		Compare: metrics.CompareOptions{Thresholds: thresholds, Resamples: o.Resamples, Seed: 1, Confidence: 0.95},
 	}, nil
 }
@@ -283,6 +295,9 @@ func selfCheck(ctx context.Context, env *Env, opts runner.ABOptions, arms [2]run
 			}
 		}
 		state := "clean"
+		if cc := res.Comparison.CacheConfound; cc != nil {
+			labels = append(labels, fmt.Sprintf("prefix-cache confound (%d verdicts withheld)", len(cc.Withheld)))
+		}
 		if len(labels) > 0 || res.Comparison.Regressed {
 			state = "labelled: " + strings.Join(labels, ", ")
 		} else {

@@ -54,6 +54,7 @@ func Compare(env *Env, o *CompareOptions) (int, error) {
 		}
 		traceWarnings = append(traceWarnings, "--allow-different-trace: compared unpaired, because "+err.Error())
 	}
+	copts.DesignedHitRate = [2]*float64{runner.DesignedHitRate(o.Base), runner.DesignedHitRate(o.Cand)} // the cache confound (issue 45)
 	c, err := metrics.Compare(base, cand, copts)
 	if err != nil {
 		return ExitBadInput, err

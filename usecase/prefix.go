@@ -1,6 +1,8 @@
 package usecase
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -15,6 +17,12 @@ type PrefixOptions struct {
 	HitRate   float64  // --prefix-hit-rate (when HitRateSet)
 	Tolerance float64  // --prefix-hit-tolerance
 	Workers   []string // --scrape-workers
+	// Cold and PromptSalt (issue 45): --cold flushes the server's prefix cache and salts the
+	// prompts (a fresh salt unless PromptSalt gives one); --prompt-salt alone salts them.
+	Cold       bool
+	PromptSalt uint64
+	// Draw, when set, draws a fresh salt (tests); nil: crypto/rand.
+	Draw func() uint64
 	// Changed says which of the flags were given.
 	Changed Changed
 }
@@ -61,6 +69,37 @@ func (f *PrefixOptions) ScrapeWorkers(endpoint string) ([]string, error) {
 		}
 	}
 	return f.Workers, nil
+}
+
+// ColdStart is the run's runner.ColdStart (nil without --cold or --prompt-salt); sharded is
+// whether the run is one shard of several.
+func (f *PrefixOptions) ColdStart(sharded bool) (*runner.ColdStart, error) {
+	if !f.Cold && f.PromptSalt == 0 {
+		return nil, nil
+	}
+	if f.Cold && sharded {
+		return nil, fmt.Errorf("--cold applies to an unsharded run: every shard would flush the cache the others fill (salt the shards' prompts alike with --prompt-salt S)")
+	}
+	c := &runner.ColdStart{Flush: f.Cold, Salt: f.PromptSalt}
+	if c.Salt == 0 {
+		draw := f.Draw
+		if draw == nil {
+			draw = drawSalt
+		}
+		c.Salt = draw()
+	}
+	return c, nil
+}
+
+// drawSalt is a fresh nonzero salt from the operating system's generator.
+func drawSalt() uint64 {
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand's Read never fails (Go 1.24)
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
 }
 
 // DefaultPrefixHitTolerance is --prefix-hit-tolerance's default.

@@ -126,11 +126,12 @@ func (o *RunOptions) prepare(env *Env, judged bool) (traces.Source, runner.HTTPR
 		Trace: trace, Load: lo, TimeScale: info.TimeScale, Metrics: mopts,
 		Info: info, OutDir: o.Output.Out, HTML: o.Output.HTML(env.Getenv), Scrape: o.Target.ScrapeMetric,
 		Progress: o.Output.Progress(env), Terminal: env.IsTerminal, ProgressWidth: env.TermWidth, Interrupts: env.interrupts(), Shard: shard,
-		Prime: extra.Prime, ScrapeWorkers: extra.ScrapeWorkers, Power: extra.Power, Saturation: extra.Saturation,
+		Prime: extra.Prime, Cold: extra.Cold, ScrapeWorkers: extra.ScrapeWorkers, Power: extra.Power, Saturation: extra.Saturation,
 	}, closeTarget, nil
 }
 
-// extras checks the options of priming (issue 34), energy and saturation (issue 39) and
+// extras checks the options of priming (issue 34), energy and saturation (issue 39), a cold
+// start (issue 45) and
 // returns them in a runner.HTTPRun (the saturation watch is set once the load is known).
 func (o *RunOptions) extras(env *Env, sharded bool) (runner.HTTPRun, error) {
 	var r runner.HTTPRun
@@ -139,6 +140,9 @@ func (o *RunOptions) extras(env *Env, sharded bool) (runner.HTTPRun, error) {
 		return r, err
 	}
 	if r.Prime, err = o.Prefix.Priming(sharded); err != nil {
+		return r, err
+	}
+	if r.Cold, err = o.Prefix.ColdStart(sharded); err != nil {
 		return r, err
 	}
 	r.ScrapeWorkers, err = o.Prefix.ScrapeWorkers(o.Target.Endpoint)

@@ -27,6 +27,7 @@ type TargetOptions struct {
 	CACert       string
 	Insecure     bool
 	TConnect     time.Duration
+	THeaders     time.Duration // 0: the first-token timeout bounds the header wait (loadgen.Timeouts.Headers)
 	TFirstToken  time.Duration
 	TIdle        time.Duration
 	TTotal       time.Duration
@@ -53,7 +54,7 @@ func (f *TargetOptions) Target(getenv func(string) string, url, model string) (l
 		Stream:             !f.NoStream,
 		CACertFile:         f.CACert,
 		InsecureSkipVerify: f.Insecure,
-		Timeouts:           loadgen.Timeouts{Connect: f.TConnect, FirstToken: f.TFirstToken, Idle: f.TIdle, Total: f.TTotal},
+		Timeouts:           loadgen.Timeouts{Connect: f.TConnect, Headers: f.THeaders, FirstToken: f.TFirstToken, Idle: f.TIdle, Total: f.TTotal},
 		MaxLineBytes:       f.MaxLine,
 		SessionHeader:      f.SessionHeader,
 		HTTP2:              f.HTTP2,
@@ -86,8 +87,11 @@ func (f *TargetOptions) Target(getenv func(string) string, url, model string) (l
 // check refuses timeouts, line limits, APIs and batch sizes that cannot work, and an
 // endpoint that would fail every request.
 func (f *TargetOptions) check(url string) error {
-	if f.TConnect < 0 || f.TFirstToken < 0 || f.TIdle < 0 || f.TTotal < 0 {
-		return fmt.Errorf("--timeout-connect, --timeout-first-token, --timeout-idle and --timeout-total must be >= 0 (0 = none)")
+	if f.TConnect < 0 || f.THeaders < 0 || f.TFirstToken < 0 || f.TIdle < 0 || f.TTotal < 0 {
+		return fmt.Errorf("--timeout-connect, --timeout-headers, --timeout-first-token, --timeout-idle and --timeout-total must be >= 0 (0 = none; for --timeout-headers, the first-token timeout)")
+	}
+	if f.THeaders > 0 && (f.NoStream || f.API == "embeddings") {
+		return fmt.Errorf("--timeout-headers applies to streamed requests: a non-streamed answer's headers come with the whole answer, which --timeout-first-token bounds")
 	}
 	if f.MaxLine < 1024 {
 		return fmt.Errorf("--max-line-bytes %d: want at least 1024", f.MaxLine)

@@ -20,6 +20,7 @@ type abOptions struct {
 	repeats            string
 	maxRepeats         int
 	independence       string
+	saltNonce          uint64
 	selfCheck          int
 	warmupRequests     int
 	failOn             string
@@ -107,6 +108,7 @@ func (o *abOptions) addFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("repeats")
 	_ = fs.MarkHidden("max-repeats")
 	fs.StringVar(&o.independence, "independent-repeats", "salt", "how repeats stay independent of the servers' prefix caches: salt (each repeat's synthesized prompts salted), flush (each server's prefix cache flushed before every run), salt+flush, or off (identical prompts every repeat)")
+	fs.Uint64Var(&o.saltNonce, "salt-nonce", 0, "the nonce every prompt salt of this invocation comes from (printed, and kept in ab.json as salt_nonce): give an earlier invocation's to send its prompts again; by default a fresh one, so an ab never meets its own earlier prompts in a server's prefix cache")
 	fs.IntVar(&o.selfCheck, "self-check", 0, "run N A/A experiments of the embedded engine (arm A's configuration on both arms, --runs 3 unless given) and report how many showed no labels and passed the gate; exit 1 when fewer than 9 in 10 did")
 	fs.IntVar(&o.warmupRequests, "warmup-requests", 8, "requests sent to each arm before measuring (discarded; 0 = none)")
 	fs.StringVar(&o.failOn, "fail-on", "", "regression rules for B vs A, as in compare")
@@ -127,7 +129,7 @@ func (o *abOptions) options() *usecase.ABOptions {
 	return &usecase.ABOptions{
 		Trace: o.traceFlags.opts(), AEndpoint: o.aEndpoint, BEndpoint: o.bEndpnt,
 		AEngine: o.aEngine, BEngine: o.bEngine, APower: o.aPower, BPower: o.bPower, AName: o.aName, BName: o.bName,
-		Runs: o.repeats, MaxRuns: o.maxRepeats, Independence: o.independence, SelfCheck: o.selfCheck,
+		Runs: o.repeats, MaxRuns: o.maxRepeats, Independence: o.independence, SaltNonce: o.saltNonce, SelfCheck: o.selfCheck,
 		WarmupRequests: o.warmupRequests, FailOn: o.failOn, Format: o.format, Resamples: o.resamples,
 		KeepTemperature: o.keepTemperature,
 		Target:          o.target.opts(), Load: o.load.opts(), Metrics: o.metrics.opts(), Output: o.output.opts(),

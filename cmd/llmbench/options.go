@@ -30,7 +30,7 @@ func (f *targetFlags) opts() usecase.TargetOptions {
 	return usecase.TargetOptions{
 		Endpoint: f.endpoint, API: f.api, BatchSize: f.batchSize, Backend: f.backend, NoStream: f.noStream,
 		APIKeyEnv: f.apiKeyEnv, Headers: f.headers, CACert: f.caCert, Insecure: f.insecure,
-		TConnect: f.tConnect, TFirstToken: f.tFirstToken, TIdle: f.tIdle, TTotal: f.tTotal,
+		TConnect: f.tConnect, THeaders: f.tHeaders, TFirstToken: f.tFirstToken, TIdle: f.tIdle, TTotal: f.tTotal,
 		MaxLine: f.maxLine, Tokenizer: f.tokenizer, PromptSizing: f.promptSizing, ScrapeMetric: f.scrapeMetric,
 		SourceAddrs: f.sourceAddrs, HTTP2: f.http2, SessionHeader: f.sessionHeader,
 	}

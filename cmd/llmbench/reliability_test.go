@@ -230,8 +230,12 @@ func TestReliabilityFaults(t *testing.T) {
 					t.Errorf("%s: a stream without [DONE] delivered %d of %d tokens; all should be counted", r.ID, r.OutputTokens, r.RequestedTokens)
 				}
 			}},
-		{name: "slow-headers-timeout", faults: "slow-headers=0.5:20s", flags: []string{"--timeout-connect", "300ms"},
-			kinds: []metrics.FailureKind{metrics.FailTimeoutConnect}, check: noResponse},
+		{name: "slow-headers-timeout", faults: "slow-headers=0.5:20s", flags: []string{"--timeout-headers", "300ms"},
+			kinds: []metrics.FailureKind{metrics.FailTimeoutHeaders}, check: noResponse},
+		// A held request is the server's queue, not an unreachable server: the first-token
+		// timeout bounds it and names it timeout_headers; the connect timeout does not.
+		{name: "slow-headers-first-token", faults: "slow-headers=0.5:20s", flags: []string{"--timeout-connect", "2s", "--timeout-first-token", "5s"},
+			kinds: []metrics.FailureKind{metrics.FailTimeoutHeaders}, check: noResponse},
 		{name: "status-500-all", faults: "status-500=1", flags: []string{"--slo", "ttft=1s,tpot=50ms"},
 			kinds: []metrics.FailureKind{metrics.FailHTTP5xx}, check: status(500, "injected fault")},
 		{name: "overload", faults: "overload=2", flags: []string{"--max-num-seqs", "2"}, burst: true,

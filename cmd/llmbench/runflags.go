@@ -21,6 +21,7 @@ type targetFlags struct {
 	caCert       string
 	insecure     bool
 	tConnect     time.Duration
+	tHeaders     time.Duration
 	tFirstToken  time.Duration
 	tIdle        time.Duration
 	tTotal       time.Duration
@@ -46,7 +47,8 @@ func addTargetFlags(fs *pflag.FlagSet) *targetFlags {
 	fs.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
 	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a CA to trust for HTTPS endpoints")
 	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
-	fs.DurationVar(&f.tConnect, "timeout-connect", 30*time.Second, "fail a request not connected, or (streaming) with no response headers, after this long (timeout_connect; 0 = none; with --no-stream the headers come with the answer and --timeout-first-token bounds them)")
+	fs.DurationVar(&f.tConnect, "timeout-connect", 30*time.Second, "fail a request not connected after this long: the dial and TLS handshake, or a pooled connection (timeout_connect; 0 = none)")
+	fs.DurationVar(&f.tHeaders, "timeout-headers", 0, "fail a streamed request whose response headers have not come this long after it connected: the server held it, queued for a slot or stalled (timeout_headers; 0 = bounded by --timeout-first-token, which then also reports timeout_headers; not with --no-stream, whose headers come with the answer)")
 	fs.DurationVar(&f.tFirstToken, "timeout-first-token", 5*time.Minute, "fail a request with no generated text after this long from sending (timeout_first_token; role-only chunks do not count; 0 = none)")
 	fs.DurationVar(&f.tIdle, "timeout-idle", 60*time.Second, "fail a request whose stream brings no generated text for this long (timeout_idle; role-only chunks and keep-alives do not count; 0 = none)")
 	fs.DurationVar(&f.tTotal, "timeout-total", 30*time.Minute, "fail a request that takes longer than this in all (timeout_total; 0 = none)")

@@ -263,7 +263,7 @@ func longPoint(ctx context.Context, o LongOptions, n int) (LongPoint, error) {
 	p.Failures = map[string]int{}
 	tg := loadgen.Target{URL: srv.url, Model: "bench", Backend: "openai", Stream: true, HTTP2: o.HTTP2, SourceAddrs: o.SourceAddrs,
 		Headers:  map[string]string{tokensHeader: strconv.Itoa(tokens), gapHeader: o.Gap.String()},
-		Timeouts: loadgen.Timeouts{Connect: 30 * time.Second, Idle: 30 * time.Second}}
+		Timeouts: loadgen.Timeouts{Connect: 30 * time.Second, Headers: 30 * time.Second, Idle: 30 * time.Second}}
 	res, err := loadgen.Run(ctx, reqs, loadgen.Options{Target: tg}, col.record)
 	p.CPUStealFraction = steal()
 	probe.stop()

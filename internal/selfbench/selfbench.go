@@ -234,7 +234,7 @@ func target(srv *server, mode string, extra map[string]string) loadgen.Target {
 		h[k] = v
 	}
 	return loadgen.Target{URL: srv.url, Model: "bench", Backend: "openai", Stream: true, Headers: h,
-		Timeouts: loadgen.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second}}
+		Timeouts: loadgen.Timeouts{Connect: 10 * time.Second, Headers: 10 * time.Second, Idle: 10 * time.Second}}
 }
 
 // dispatchStep replays rate req/s of 4-token streams for step and returns the measured
