@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
-	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/gguf"
+	"github.com/llmbench/llmbench/internal/racebuild"
 	"github.com/llmbench/llmbench/internal/realserver"
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -106,11 +108,6 @@ func TestOllamaUsageStreamingSizing(t *testing.T) {
 			}
 		})
 	}
-}
-
-// tokensWithin reports whether got is within frac of want.
-func tokensWithin(got, want int64, frac float64) bool {
-	return math.Abs(float64(got-want)) <= frac*float64(want)
 }
 
 // TestOllamaErrorsAndCancellation: a request naming a model the server does not serve is
@@ -213,4 +210,151 @@ func countPrefix(m map[string]string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// TestOllamaStallDuringPrefill: a real server's stall, seen by llmbench. Ollama's runner
+// batches a new prompt's prefill (up to 512 tokens a step) with the decode of running
+// sequences, so a stream in flight when a long prompt arrives gets no token during each
+// prefill step. The stream's gaps that exceed the run's stall threshold include one that
+// overlaps the long prompt's wait for its first token, and the summary counts it.
+func TestOllamaStallDuringPrefill(t *testing.T) {
+	srv := realserver.Start(t, realserver.Options{Parallel: 2, NumCtx: 2048})
+	trace := realTrace(t,
+		`{"id":"stream","arrival_s":0,"input_tokens":32,"output_tokens":400}`,
+		`{"id":"long","arrival_s":0.3,"input_tokens":1800,"output_tokens":4}`)
+	dir, code, app := realRun(t, srv, trace)
+	s := readSummaryStruct(t, dir)
+	recs := realRecords(t, dir)
+	st, long := recs["stream"], recs["long"]
+	if code != 0 || !st.OK() || !long.OK() {
+		t.Fatalf("exit %d: stream %q, long %q\n%s", code, st.Failure, long.Failure, app.err.String())
+	}
+	threshold := int64(s.Stalls.ThresholdMs * 1e6)
+	var overlapping, over []float64
+	for i := 1; i < len(st.Chunks); i++ {
+		from, to := st.Chunks[i-1].T, st.Chunks[i].T
+		if to-from <= threshold {
+			continue
+		}
+		over = append(over, float64(to-from)/1e6)
+		if from < long.FirstToken && to > long.Sent {
+			overlapping = append(overlapping, float64(to-from)/1e6)
+		}
+	}
+	t.Logf("stall threshold %.1f ms (%s); stream gaps over it %v ms, of which during the long prompt's prefill (%.0f ms from send to first token) %v; summary: %d stalls in %d requests",
+		s.Stalls.ThresholdMs, s.Stalls.ThresholdRule, over, float64(long.FirstToken-long.Sent)/1e6, overlapping, s.Stalls.Count, s.Stalls.RequestsWithStall)
+	if len(overlapping) == 0 || s.Stalls.Count < int64(len(over)) {
+		t.Errorf("no stall of the stream during the long prompt's prefill, or the summary counts fewer (%d) than the records show (%d)", s.Stalls.Count, len(over))
+	}
+}
+
+// realLoad is one load of a calibrate → simulate study: the measured run at a rate scale of
+// the trace and the simulation of the same trace with the calibrated profile.
+type realLoad struct {
+	Scale               float64
+	Measured, Predicted *metrics.Summary
+}
+
+// relErr is (predicted - measured) / measured.
+func realRelErr(pred, meas float64) float64 { return (pred - meas) / meas }
+
+// String is the load's figures and the prediction's errors.
+func (l realLoad) String() string {
+	m, p := l.Measured, l.Predicted
+	return fmt.Sprintf("%.0fx: TTFT P50 %.1f ms measured, %.1f predicted (%+.0f%%); TPOT P50 %.2f vs %.2f ms (%+.0f%%); output %.1f vs %.1f tok/s (%+.0f%%)",
+		l.Scale, m.Latency.TTFT.P50, p.Latency.TTFT.P50, 100*realRelErr(p.Latency.TTFT.P50, m.Latency.TTFT.P50),
+		m.Latency.TPOT.P50, p.Latency.TPOT.P50, 100*realRelErr(p.Latency.TPOT.P50, m.Latency.TPOT.P50),
+		m.Throughput.OutputTokensPerS, p.Throughput.OutputTokensPerS, 100*realRelErr(p.Throughput.OutputTokensPerS, m.Throughput.OutputTokensPerS))
+}
+
+// realStudyTrace writes n requests arriving as a Poisson process at rate per second, prompts
+// of 256 to 1,000 tokens and outputs of 64 to 300 (issue 45's llama.cpp study), seeded.
+func realStudyTrace(t *testing.T, n int, rate float64, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 45))
+	lines := make([]string, n)
+	at := 0.0
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"id":"c%d","arrival_s":%.6f,"input_tokens":%d,"output_tokens":%d}`, i, at, 256+rng.IntN(745), 64+rng.IntN(237))
+		at += rng.ExpFloat64() / rate
+	}
+	return realTrace(t, lines...)
+}
+
+// realCalibrate runs the trace against srv at each rate scale, calibrates on the first run
+// (the model's shape from a Hugging Face config.json written from its gguf.Llama, a nominal
+// "cpu" GPU whose efficiencies the fit scales), then simulates the trace at each scale with
+// the fitted profile. calibrate's output goes to the test log.
+func realCalibrate(t *testing.T, srv *realserver.Server, m gguf.Llama, trace string, scales []float64) []realLoad {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, gpus := filepath.Join(dir, "config.json"), filepath.Join(dir, "cpu.json")
+	tokens, _, _ := gguf.Vocabulary()
+	realWriteFile(t, cfg, fmt.Sprintf(`{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":%d,"intermediate_size":%d,
+ "num_hidden_layers":%d,"num_attention_heads":%d,"num_key_value_heads":%d,"vocab_size":%d,"max_position_embeddings":%d,"tie_word_embeddings":false}`,
+		m.Embed, m.FFN, m.Layers, m.Heads, m.KVHeads, len(tokens), m.Context))
+	realWriteFile(t, gpus, `{"gpus":[{"name":"cpu","mem_gb":16,"mem_bw_gbs":100,"bf16_tflops":1}]}`)
+	loads := make([]realLoad, len(scales))
+	var runs []string
+	for i, sc := range scales {
+		out, code, app := realRun(t, srv, trace, "--rate-scale", fmt.Sprint(sc))
+		if code != 0 {
+			t.Fatalf("run at %gx: exit %d\n%s", sc, code, app.err.String())
+		}
+		loads[i] = realLoad{Scale: sc, Measured: readSummaryStruct(t, out)}
+		runs = append(runs, out)
+	}
+	prof := filepath.Join(dir, "fitted.json")
+	args := []string{"calibrate", runs[0], "-o", prof, "--model", "llmbench-tiny", "--model-config", cfg, "--gpu", "cpu",
+		"--profiles", gpus, "--enable-prefix-caching=false"}
+	if len(runs) > 1 {
+		args = append(args, "--validate", strings.Join(runs[1:], ","))
+	}
+	app := newTestApp(nil)
+	if code := app.cli(args...); code != 0 {
+		t.Fatalf("calibrate: exit %d\n%s", code, app.err)
+	}
+	t.Logf("calibrate:\n%s", app.out)
+	for i := range loads {
+		out := filepath.Join(dir, fmt.Sprintf("sim%d", i))
+		app := newTestApp(nil)
+		if code := app.cli("simulate", "--trace", trace, "--rate-scale", fmt.Sprint(loads[i].Scale), "--model", "llmbench-tiny",
+			"--gpu", "cpu", "--profiles", prof, "--enable-prefix-caching=false", "--out", out, "--no-progress"); code != 0 {
+			t.Fatalf("simulate at %gx: exit %d\n%s", loads[i].Scale, code, app.err)
+		}
+		loads[i].Predicted = readSummaryStruct(t, out)
+	}
+	return loads
+}
+
+func realWriteFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOllamaCalibrateSimulate: calibrate on a real server's run at 1 request/s (4 slots, which
+// Ollama declares nowhere) and predict its own data and a run at 3x with simulate. The
+// figures are logged; what holds today is asserted: the server kept up with both loads (the
+// study means nothing otherwise), calibrate accepts the runs and simulate completes every
+// request of both predictions. The prediction errors are the twin's open problem (issue 45);
+// realCalibrate is the scaffolding a test of its accuracy builds on.
+func TestOllamaCalibrateSimulate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two real-server runs (about 40 s) and a fit")
+	}
+	racebuild.Heavy(t)
+	m := gguf.TinyLlama()
+	srv := realserver.Start(t, realserver.Options{Model: m, Parallel: 4, NumCtx: 2048})
+	trace := realStudyTrace(t, 30, 1, 45)
+	for _, l := range realCalibrate(t, srv, m, trace, []float64{1, 3}) {
+		t.Log(l)
+		if r := l.Measured.Requests; r.Succeeded != r.Total {
+			t.Errorf("%gx: the server kept up with %d of %d requests (failures %v): the machine is too busy for this study", l.Scale, r.Succeeded, r.Total, r.Failures)
+		}
+		if l.Predicted.Requests.Succeeded != l.Measured.Requests.Total {
+			t.Errorf("%gx: simulated %d of %d requests", l.Scale, l.Predicted.Requests.Succeeded, l.Measured.Requests.Total)
+		}
+	}
 }
