@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,12 +216,16 @@ func countPrefix(m map[string]string, prefix string) int {
 // TestOllamaStallDuringPrefill: a real server's stall, seen by llmbench. Ollama's runner
 // batches a new prompt's prefill (up to 512 tokens a step) with the decode of running
 // sequences, so a stream in flight when a long prompt arrives gets no token during each
-// prefill step. The stream's gaps that exceed the run's stall threshold include one that
-// overlaps the long prompt's wait for its first token, and the summary counts it.
+// prefill step. The stream's longest gap while the long prompt waits for its first token is
+// at least 5x its median gap (the default stall rule's factor; whether it also passes the 20 ms
+// floor depends on the machine's speed), and the summary counts every gap of the stream above
+// its stall threshold.
 func TestOllamaStallDuringPrefill(t *testing.T) {
-	srv := realserver.Start(t, realserver.Options{Parallel: 2, NumCtx: 2048})
+	srv := realserver.Start(t, realserver.Options{Parallel: 2, NumCtx: 4096})
+	// The stream outlasts the long prompt's prefill however fast the machine: 2,000 tokens
+	// take several times as long as a 1,800-token prefill.
 	trace := realTrace(t,
-		`{"id":"stream","arrival_s":0,"input_tokens":32,"output_tokens":400}`,
+		`{"id":"stream","arrival_s":0,"input_tokens":32,"output_tokens":2000}`,
 		`{"id":"long","arrival_s":0.3,"input_tokens":1800,"output_tokens":4}`)
 	dir, code, app := realRun(t, srv, trace)
 	s := readSummaryStruct(t, dir)
@@ -229,22 +234,29 @@ func TestOllamaStallDuringPrefill(t *testing.T) {
 	if code != 0 || !st.OK() || !long.OK() {
 		t.Fatalf("exit %d: stream %q, long %q\n%s", code, st.Failure, long.Failure, app.err.String())
 	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	threshold := int64(s.Stalls.ThresholdMs * 1e6)
-	var overlapping, over []float64
+	var gaps []int64
+	var during, over int64
 	for i := 1; i < len(st.Chunks); i++ {
 		from, to := st.Chunks[i-1].T, st.Chunks[i].T
-		if to-from <= threshold {
-			continue
+		gaps = append(gaps, to-from)
+		if to-from > threshold {
+			over++
 		}
-		over = append(over, float64(to-from)/1e6)
 		if from < long.FirstToken && to > long.Sent {
-			overlapping = append(overlapping, float64(to-from)/1e6)
+			during = max(during, to-from)
 		}
 	}
-	t.Logf("stall threshold %.1f ms (%s); stream gaps over it %v ms, of which during the long prompt's prefill (%.0f ms from send to first token) %v; summary: %d stalls in %d requests",
-		s.Stalls.ThresholdMs, s.Stalls.ThresholdRule, over, float64(long.FirstToken-long.Sent)/1e6, overlapping, s.Stalls.Count, s.Stalls.RequestsWithStall)
-	if len(overlapping) == 0 || s.Stalls.Count < int64(len(over)) {
-		t.Errorf("no stall of the stream during the long prompt's prefill, or the summary counts fewer (%d) than the records show (%d)", s.Stalls.Count, len(over))
+	slices.Sort(gaps)
+	median := gaps[len(gaps)/2]
+	t.Logf("stream: first token %.0f ms, end %.0f; long prompt: sent %.0f, first token %.0f; stream's median gap %.2f ms, longest during the prefill %.1f ms; threshold %.1f ms (%s): %d gaps over it, summary %d stalls",
+		ms(st.FirstToken), ms(st.End), ms(long.Sent), ms(long.FirstToken), ms(median), ms(during), s.Stalls.ThresholdMs, s.Stalls.ThresholdRule, over, s.Stalls.Count)
+	if during < 5*median {
+		t.Errorf("the stream's longest gap during the long prompt's prefill is %.1f ms, under 5x its median gap (%.2f ms)", ms(during), ms(median))
+	}
+	if s.Stalls.Count < over {
+		t.Errorf("the summary counts %d stalls, the stream has %d gaps over the threshold", s.Stalls.Count, over)
 	}
 }
 
