@@ -200,10 +200,10 @@ func TestOllamaLimitsMetricsAndCache(t *testing.T) {
 		t.Errorf("run facts: parameters %q, want num_ctx 1024", got)
 	}
 	t.Logf("server prefix cache: %s; %d run facts from /api/show, %d of them per tensor",
-		s.ServerPrefixCache.Note, len(s.Run.Engine), countPrefix(s.Run.Engine, "ollama.tensors."))
+		s.ServerPrefixCache.Note, len(s.Run.Engine), realCountPrefix(s.Run.Engine, "ollama.tensors."))
 }
 
-func countPrefix(m map[string]string, prefix string) int {
+func realCountPrefix(m map[string]string, prefix string) int {
 	n := 0
 	for k := range m {
 		if strings.HasPrefix(k, prefix) {
