@@ -119,7 +119,11 @@ func (n *counter) noteUsage(f *chunkFields) int64 {
 			n.cacheW = f.cacheWrite
 		}
 	}
-	if !f.usage {
+	if !f.usage || (f.promptTokens == 0 && f.completionTokens == 0) {
+		// A usage of zero prompt and zero completion tokens counts nothing: Ollama's
+		// /v1/completions (v0.6.8) puts one on every content chunk and the real counts in a
+		// final chunk. Read as cumulative per-chunk usage it would give every chunk zero
+		// tokens and the last one all of them.
 		return -1
 	}
 	if f.promptTokens >= 0 {

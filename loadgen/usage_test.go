@@ -141,6 +141,37 @@ func TestFinalUsageOnlyIsTheCount(t *testing.T) {
 	}
 }
 
+// TestZeroUsagePlaceholderIsNoCount: Ollama's /v1/completions stream (v0.6.8, with
+// stream_options.include_usage) carries a usage of zeros on every content chunk and the real
+// counts in a final chunk with no choices. The zeros are not per-chunk counts: each chunk
+// carries one token, and the total and the prompt are the final chunk's.
+func TestZeroUsagePlaceholderIsNoCount(t *testing.T) {
+	const n = 12
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		decodeReq(t, r)
+		s := startSSE(w)
+		const zero = `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}`
+		for i := 0; i < n; i++ {
+			s.data(`{"id":"cmpl-1","object":"text_completion","choices":[{"text":"ki","index":0,"finish_reason":null}],` + zero + `}`)
+		}
+		s.data(`{"id":"cmpl-1","object":"text_completion","choices":[{"text":"","index":0,"finish_reason":"length"}],` + zero + `}`)
+		s.data(fmt.Sprintf(`{"id":"cmpl-1","object":"text_completion","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":%d,"total_tokens":%d}}`, n, n+14))
+		s.done()
+	})
+	tg := target(srv.URL)
+	tg.Backend = "ollama"
+	rec := runOne(t, Options{Target: tg}, oneReq("a", n))
+	if !rec.OK() || rec.OutputTokens != n || rec.ServerInputTokens != 14 || rec.TokenSource != metrics.TokensFromUsage || len(rec.Chunks) != n {
+		t.Fatalf("%s: %d output tokens (%s) in %d chunks, prompt %d; want %d from usage, prompt 14",
+			rec.Failure, rec.OutputTokens, rec.TokenSource, len(rec.Chunks), rec.ServerInputTokens, n)
+	}
+	for i, c := range rec.Chunks {
+		if c.Tokens != 1 {
+			t.Fatalf("chunk %d carries %d tokens, want 1 (%s)", i, c.Tokens, rec.TokenAttribution)
+		}
+	}
+}
+
 // TestToolCallStream: a response made only of tool-call fragments is generated output: it
 // sets TTFT, counts tokens and is not "empty".
 func TestToolCallStream(t *testing.T) {

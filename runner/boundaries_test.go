@@ -49,6 +49,8 @@ func TestPackageBoundaries(t *testing.T) {
 		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
 		"internal/tokstub":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/k8stest":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
+		"internal/gguf":        {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
+		"internal/realserver":  {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces", mod + "usecase"},
 		"k8srun":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"k8sjob":               {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},
 		"loadgen":              {mod + "refengine", mod + "reports", mod + "runner"},
