@@ -49,6 +49,7 @@ type verdict struct {
 // judge compares head with base per figure over the rounds (metrics.ComparePairedRatio).
 func judge(rounds []round, figs []figure) (verdict, error) {
 	v := verdict{Confidence: gateConfidence(len(figs)), Regressed: []string{}}
+	var weak []string
 	for _, f := range figs {
 		var base, head []float64
 		floored := 0
@@ -75,12 +76,15 @@ func judge(rounds []round, figs []figure) (verdict, error) {
 			v.Regressed = append(v.Regressed, f.name)
 		}
 		if pr.Verdict != metrics.VerdictRegressed && pr.MDE > f.minEffect {
-			v.Notes = append(v.Notes, fmt.Sprintf("%s: these %d rounds detect a change of %s or more (MDE at %.0f%% power), above its minimum effect of %s: a smaller regression would pass; more rounds narrow it",
-				f.name, pr.Rounds, mdeText(pr), metrics.MDEPower*100, pct(f.minEffect)))
+			weak = append(weak, fmt.Sprintf("%s %s (min %s)", f.name, mdeText(pr), pct(f.minEffect)))
 		}
 		if floored > 0 {
 			v.Notes = append(v.Notes, fmt.Sprintf("%s: %d values below its floor counted as %g (%s)", f.name, floored, f.floor, f.why))
 		}
+	}
+	if len(weak) > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("the smallest change these rounds detect with %.0f%% power (MDE) is above the figure's minimum effect, so a regression between the two would likely pass (more rounds narrow it): %s",
+			metrics.MDEPower*100, strings.Join(weak, ", ")))
 	}
 	v.Notes = append(hostNotes(rounds), v.Notes...)
 	return v, nil
