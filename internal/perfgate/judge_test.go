@@ -211,7 +211,7 @@ func TestJudgeFloorsAndNotes(t *testing.T) {
 		d := float64(r * 100)
 		rounds = append(rounds, round{
 			Base: map[string]measurement{kindBench: {Values: map[string]float64{"dispatch_req_per_s": 12000 + d, "ingest_tokens_per_s": 0, "arrival_error_p99_ms": 0.5 + d/1e4},
-				Steal: 0.05, WakeFloorMs: -1, Load: 3.5, Cores: 2}},
+				Steal: 0.05, WakeFloorMs: -1, Load: 4.5, Cores: 2}},
 			Head: map[string]measurement{kindBench: {Values: map[string]float64{"dispatch_req_per_s": 0, "ingest_tokens_per_s": 0, "arrival_error_p99_ms": 0.5 + d/1e4 + 0.001*float64(r%2)},
 				Steal: 0, WakeFloorMs: -1, Load: 1, Cores: 2, Note: "3 of 1000 streams failed"}},
 		})
@@ -242,7 +242,7 @@ func TestJudgeFloorsAndNotes(t *testing.T) {
 	}
 	out := b.String()
 	for _, s := range []string{"96.67% interval", "dispatch_req_per_s", "regressed", "12150 req/s", "50 req/s",
-		"CPU steal up to 5%", "load average up to 3.5 on 2 cores", "4 of 8 measurements on a noisy machine",
+		"CPU steal up to 5%", "load average up to 4.5 on 2 cores", "4 of 8 measurements on a noisy machine",
 		"3 of 1000 streams failed", "dispatch_req_per_s: 4 values below its floor counted as 50", "ingest_tokens_per_s: 8 values below"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("the table does not say %q:\n%s", s, out)
