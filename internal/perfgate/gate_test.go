@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +108,130 @@ func TestCLIRefusesBadOptions(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
 	}
+}
+
+// scripted writes an executable standing in for an llmbench build: it logs each call to
+// calls.log in dir, prints bench JSON whose ingest rate is ingest times 1.00, 1.01 or 1.02 in
+// turn from phase (a little noise), and for simulate and gen writes what they would. omit
+// leaves a key out of bench's JSON.
+func scripted(t *testing.T, dir, name string, ingest float64, phase int, omit string) string {
+	t.Helper()
+	bench := `{"dispatch_req_per_s": 12000, "ingest_tokens_per_s": INGEST, "arrival_error_p99_ms": 0.5, "cores": 2, "load_average_1m": [0.5, 0.7], "cpu_steal_fraction": 0}`
+	if omit != "" {
+		bench = strings.Replace(bench, `"`+omit+`": `, `"renamed": `, 1)
+	}
+	script := `#!/usr/bin/env bash
+set -e
+echo "NAME $*" >> "DIR/calls.log"
+case "$1 $2 $3" in
+  "bench --scenario long-streams")
+    echo '{"points": [{"streams": 1000, "failed": 0, "lag_p99_ms": 0.7, "arrival_error_p99_ms": 0.8, "rss_per_stream_kb": 38, "wake_floor_p99_ms": 0.1, "cpu_steal_fraction": 0}], "cores": 2, "load_average_1m": [1, 1]}' ;;
+  bench*)
+    n=$(cat "DIR/NAME.count" 2>/dev/null || echo 0); echo $((n + 1)) > "DIR/NAME.count"
+    INGEST=$(awk -v b=BASE -v n="$((n + PHASE))" 'BEGIN { print b * (1 + (n % 3) / 100) }')
+    echo 'BENCH' ;;
+  gen*)
+    for a in "$@"; do [ "$prev" = -o ] && echo '{"id":"r1","arrival_s":0,"input_tokens":1,"output_tokens":1}' > "$a"; prev=$a; done ;;
+  simulate*)
+    for a in "$@"; do [ "$prev" = -o ] && mkdir -p "$a"; prev=$a; done ;;
+esac
+`
+	script = strings.NewReplacer("NAME", name, "DIR", dir, "BASE", fmt.Sprint(ingest), "PHASE", fmt.Sprint(phase),
+		"BENCH", strings.Replace(bench, "INGEST", "'\"$INGEST\"'", 1)).Replace(script)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGateOnScriptedBuilds drives the gate's whole Go part against scripted builds: the
+// overload trace is made once with the baseline's gen, the rounds alternate which build goes
+// first for every kind, a head whose ingest rate is half the base's fails the gate with exit 1
+// naming ingest, the same figures on both sides pass, and a key a build leaves out of its
+// JSON stops the gate with exit 2 instead of being read as 0.
+func TestGateOnScriptedBuilds(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not on PATH")
+	}
+	dir := t.TempDir()
+	base := scripted(t, dir, "base", 1e6, 0, "")
+	slow := scripted(t, dir, "slow", 5e5, 1, "")
+	same := scripted(t, dir, "same", 1e6, 2, "")
+	args := func(head string) []string {
+		return []string{"-base", base, "-head", head, "-rounds", "4", "-sim-requests", "10", "-trace-dir", dir}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := cli(context.Background(), append(args(slow), "-json", filepath.Join(dir, "perf.json")), &stdout, &stderr); code != 1 {
+		t.Fatalf("half the ingest rate: exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "perf gate FAILED: ingest_tokens_per_s") {
+		t.Errorf("the output does not name ingest:\n%s", stdout.String())
+	}
+	// Each figure's verdict (the simulate figures are the scripts' own wall time and RSS: not
+	// asserted).
+	var got struct {
+		Verdict verdict `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "perf.json"))), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Verdict.Rows {
+		want := metrics.VerdictUnchanged
+		switch r.Figure {
+		case "ingest_tokens_per_s":
+			want = metrics.VerdictRegressed
+		case "sim_wall_s", "sim_peak_rss_mb":
+			continue
+		}
+		if r.Verdict != want {
+			t.Errorf("%s: verdict %q, want %q", r.Figure, r.Verdict, want)
+		}
+	}
+	calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
+		f := strings.Fields(line)
+		kind := f[1]
+		if len(f) > 3 && f[3] == "long-streams" {
+			kind = "long"
+		}
+		order = append(order, f[0]+" "+kind)
+	}
+	ab := []string{"base bench", "slow bench", "base long", "slow long", "base simulate", "slow simulate"}
+	ba := []string{"slow bench", "base bench", "slow long", "base long", "slow simulate", "base simulate"}
+	want := append([]string{"base gen"}, slices.Concat(ab, ba, ab, ba)...)
+	if !slices.Equal(order, want) {
+		t.Errorf("calls\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, traceName(10))); err != nil {
+		t.Errorf("the overload trace was not kept: %v", err)
+	}
+
+	stdout.Reset()
+	// A/A on the figures the scripts print (their own wall time left out: -kinds bench,long).
+	if code := cli(context.Background(), append(args(same), "-kinds", "bench,long"), &stdout, &stderr); code != 0 {
+		t.Errorf("A/A: exit %d, want 0\n%s", code, stdout.String())
+	}
+	if n := strings.Count(readFile(t, filepath.Join(dir, "calls.log")), "base gen"); n != 1 {
+		t.Errorf("the trace was made %d times, want once (kept in -trace-dir)", n)
+	}
+
+	stderr.Reset()
+	renamed := scripted(t, dir, "renamed", 1e6, 0, "ingest_tokens_per_s")
+	if code := cli(context.Background(), args(renamed), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no ingest_tokens_per_s in its output") {
+		t.Errorf("a key left out: exit %d, stderr %q; want 2 naming the key", code, stderr.String())
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

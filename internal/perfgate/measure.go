@@ -35,9 +35,9 @@ type measurement struct {
 // benchJSON is what the gate reads of `llmbench bench --json`; the keys are the same in the
 // baseline e69c572 and today (internal/selfbench.Figures).
 type benchJSON struct {
-	DispatchReqPerS   float64    `json:"dispatch_req_per_s"`
-	IngestTokensPerS  float64    `json:"ingest_tokens_per_s"`
-	ArrivalErrorP99Ms float64    `json:"arrival_error_p99_ms"`
+	DispatchReqPerS   *float64   `json:"dispatch_req_per_s"`
+	IngestTokensPerS  *float64   `json:"ingest_tokens_per_s"`
+	ArrivalErrorP99Ms *float64   `json:"arrival_error_p99_ms"`
 	Cores             int        `json:"cores"`
 	LoadAverage       [2]float64 `json:"load_average_1m"`
 	CPUStealFraction  float64    `json:"cpu_steal_fraction"`
@@ -47,14 +47,14 @@ type benchJSON struct {
 // (internal/selfbench.LongFigures), the same keys in e69c572.
 type longJSON struct {
 	Points []struct {
-		Streams           int     `json:"streams"`
-		Skipped           string  `json:"skipped"`
-		Failed            int     `json:"failed"`
-		LagP99Ms          float64 `json:"lag_p99_ms"`
-		ArrivalErrorP99Ms float64 `json:"arrival_error_p99_ms"`
-		RSSPerStreamKB    float64 `json:"rss_per_stream_kb"`
-		WakeFloorP99Ms    float64 `json:"wake_floor_p99_ms"`
-		CPUStealFraction  float64 `json:"cpu_steal_fraction"`
+		Streams           int      `json:"streams"`
+		Skipped           string   `json:"skipped"`
+		Failed            int      `json:"failed"`
+		LagP99Ms          *float64 `json:"lag_p99_ms"`
+		ArrivalErrorP99Ms *float64 `json:"arrival_error_p99_ms"`
+		RSSPerStreamKB    *float64 `json:"rss_per_stream_kb"`
+		WakeFloorP99Ms    float64  `json:"wake_floor_p99_ms"`
+		CPUStealFraction  float64  `json:"cpu_steal_fraction"`
 	} `json:"points"`
 	Cores       int        `json:"cores"`
 	LoadAverage [2]float64 `json:"load_average_1m"`
@@ -100,15 +100,33 @@ func measureBench(ctx context.Context, o *options, bin string) (measurement, err
 	if err := json.Unmarshal(out, &b); err != nil {
 		return measurement{}, fmt.Errorf("%s bench --json: %w", filepath.Base(bin), err)
 	}
+	values, err := figureValues(bin+" bench --json", map[string]*float64{
+		"dispatch_req_per_s":   b.DispatchReqPerS,
+		"ingest_tokens_per_s":  b.IngestTokensPerS,
+		"arrival_error_p99_ms": b.ArrivalErrorP99Ms,
+	})
+	if err != nil {
+		return measurement{}, err
+	}
 	return measurement{
-		Values: map[string]float64{
-			"dispatch_req_per_s":   b.DispatchReqPerS,
-			"ingest_tokens_per_s":  b.IngestTokensPerS,
-			"arrival_error_p99_ms": b.ArrivalErrorP99Ms,
-		},
-		Steal: b.CPUStealFraction, WakeFloorMs: -1, Load: max(b.LoadAverage[0], b.LoadAverage[1]), Cores: b.Cores,
+		Values: values,
+		Steal:  b.CPUStealFraction, WakeFloorMs: -1, Load: max(b.LoadAverage[0], b.LoadAverage[1]), Cores: b.Cores,
 		WallS: wall, MaxRSSMB: rss,
 	}, nil
+}
+
+// figureValues takes the figures a build printed, refusing one it left out: the gate compares
+// a key both builds report, never a missing one read as 0. The names are the gate's, each
+// from the JSON key the figure table documents.
+func figureValues(what string, v map[string]*float64) (map[string]float64, error) {
+	out := make(map[string]float64, len(v))
+	for name, p := range v {
+		if p == nil {
+			return nil, fmt.Errorf("%s: no %s in its output: this build does not report it (leave its kind out with -kinds)", what, strings.TrimPrefix(name, "long_"))
+		}
+		out[name] = *p
+	}
+	return out, nil
 }
 
 // measureLong runs one point of the long-streams scenario.
@@ -129,13 +147,17 @@ func measureLong(ctx context.Context, o *options, bin string) (measurement, erro
 	if p.Skipped != "" {
 		return measurement{}, fmt.Errorf("%s bench --scenario long-streams: the point of %d streams was skipped: %s", filepath.Base(bin), p.Streams, p.Skipped)
 	}
+	values, err := figureValues(bin+" bench --scenario long-streams --json", map[string]*float64{
+		"long_lag_p99_ms":           p.LagP99Ms,
+		"long_arrival_error_p99_ms": p.ArrivalErrorP99Ms,
+		"long_rss_per_stream_kb":    p.RSSPerStreamKB,
+	})
+	if err != nil {
+		return measurement{}, err
+	}
 	m := measurement{
-		Values: map[string]float64{
-			"long_lag_p99_ms":           p.LagP99Ms,
-			"long_arrival_error_p99_ms": p.ArrivalErrorP99Ms,
-			"long_rss_per_stream_kb":    p.RSSPerStreamKB,
-		},
-		Steal: p.CPUStealFraction, WakeFloorMs: p.WakeFloorP99Ms, Load: max(l.LoadAverage[0], l.LoadAverage[1]), Cores: l.Cores,
+		Values: values,
+		Steal:  p.CPUStealFraction, WakeFloorMs: p.WakeFloorP99Ms, Load: max(l.LoadAverage[0], l.LoadAverage[1]), Cores: l.Cores,
 		WallS: wall, MaxRSSMB: rss,
 	}
 	if p.Failed > 0 {
