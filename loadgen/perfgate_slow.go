@@ -13,7 +13,7 @@ var perfgateSink atomic.Uint64
 // function of perfgate_fast.go.
 func perfgateSlowdown() {
 	x := uint64(1)
-	for range 500 {
+	for range 1000 {
 		x = x*6364136223846793005 + 1442695040888963407
 	}
 	perfgateSink.Store(x)
