@@ -57,7 +57,7 @@ func TestGateFailsASlowedBuild(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	jsonOut := filepath.Join(dir, "perf.json")
 	code := cli(context.Background(), []string{"-base", plain, "-head", slow, "-base-label", "plain", "-head-label", "perfgate_slow",
-		"-rounds", "4", "-kinds", "bench", "-bench-args", "--quick --streams 100 --dispatch-step 100ms --ingest-tokens 1000000", "-json", jsonOut}, &stdout, &stderr)
+		"-rounds", "4", "-kinds", "bench", "-bench-args", "--quick --streams 100 --dispatch-step 100ms --ingest-tokens 500000", "-json", jsonOut}, &stdout, &stderr)
 	t.Logf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	if code != 1 {
 		t.Fatalf("the gate exited %d on a build slowed by construction, want 1", code)
