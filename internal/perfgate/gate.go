@@ -50,9 +50,12 @@ func (o *options) check() error {
 	case o.timeout <= 0:
 		return fmt.Errorf("-timeout must be > 0")
 	}
-	for _, k := range o.kinds {
+	for i, k := range o.kinds {
 		if !slices.Contains(allKinds, k) {
 			return fmt.Errorf("-kinds: %q is not one of %s", k, strings.Join(allKinds, ","))
+		}
+		if slices.Contains(o.kinds[:i], k) {
+			return fmt.Errorf("-kinds: %q twice", k)
 		}
 	}
 	if slices.Contains(o.kinds, kindLong) && (o.longInFlight < 1 || o.longWindow <= 0) {

@@ -99,6 +99,7 @@ func TestCLIRefusesBadOptions(t *testing.T) {
 		{[]string{"-head", exe}, "-base and -head"},
 		{[]string{"-base", exe, "-head", exe, "-rounds", "3"}, "an even number"},
 		{[]string{"-base", exe, "-head", exe, "-kinds", "bench,gpu"}, `"gpu" is not one of`},
+		{[]string{"-base", exe, "-head", exe, "-kinds", "sim,bench,sim"}, `"sim" twice`},
 		{[]string{"-base", exe, "-head", t.TempDir()}, "not an executable file"},
 		{[]string{"-base", exe, "-head", exe, "-sim-requests", "0"}, "-sim-requests"},
 		{[]string{"-base", exe, "-head", exe, "extra"}, "unexpected arguments"},
