@@ -162,7 +162,7 @@ func measureRounds(ctx context.Context, o *options, log io.Writer) ([]round, err
 					return nil, fmt.Errorf("round %d, %s, %s: %w", r+1, kind, side, err)
 				}
 				dst[kind] = m
-				fmt.Fprintf(log, "perfgate: round %d/%d %s %s: %s (%.1f s)\n", r+1, o.rounds, kind, side, valuesText(m), m.WallS)
+				fmt.Fprintf(log, "perfgate: round %d/%d %s %s: %s (%.1f s, %.1f s CPU)\n", r+1, o.rounds, kind, side, valuesText(m), m.WallS, m.CPUS)
 			}
 		}
 	}

@@ -24,9 +24,10 @@ type measurement struct {
 	WakeFloorMs float64 `json:"wake_floor_p99_ms"`
 	Load        float64 `json:"load_average_1m"`
 	Cores       int     `json:"cores"`
-	// WallS and MaxRSSMB are the child process's wall time and peak resident memory
-	// (getrusage's ru_maxrss of the child).
+	// WallS, CPUS and MaxRSSMB are the child process's wall time, CPU time (user and
+	// system) and peak resident memory (its rusage's ru_maxrss).
 	WallS    float64 `json:"wall_s"`
+	CPUS     float64 `json:"cpu_s"`
 	MaxRSSMB float64 `json:"max_rss_mb"`
 	// Note says what in the invocation's own output qualifies its figures (failed streams).
 	Note string `json:"note,omitempty"`
@@ -60,9 +61,12 @@ type longJSON struct {
 	LoadAverage [2]float64 `json:"load_average_1m"`
 }
 
-// invoke runs bin with args, its stdout captured, and returns it with the child's wall time
-// and peak RSS. A failure quotes the end of the child's stderr.
-func invoke(ctx context.Context, timeout time.Duration, bin string, args ...string) ([]byte, float64, float64, error) {
+// usage is what a finished child cost.
+type usage struct{ wall, cpu, rss float64 }
+
+// invoke runs bin with args, its stdout captured, and returns it with the child's wall time,
+// CPU time and peak RSS. A failure quotes the end of the child's stderr.
+func invoke(ctx context.Context, timeout time.Duration, bin string, args ...string) ([]byte, usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -72,12 +76,13 @@ func invoke(ctx context.Context, timeout time.Duration, bin string, args ...stri
 	err := cmd.Run()
 	wall := time.Since(t0).Seconds()
 	if ctx.Err() == context.DeadlineExceeded {
-		return nil, 0, 0, fmt.Errorf("%s %s: still running after %s, stopped", filepath.Base(bin), strings.Join(args, " "), timeout)
+		return nil, usage{}, fmt.Errorf("%s %s: still running after %s, stopped", filepath.Base(bin), strings.Join(args, " "), timeout)
 	}
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(stderr.String(), 20))
+		return nil, usage{}, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(stderr.String(), 20))
 	}
-	return stdout.Bytes(), wall, maxRSSMB(cmd.ProcessState), nil
+	ps := cmd.ProcessState
+	return stdout.Bytes(), usage{wall: wall, cpu: (ps.UserTime() + ps.SystemTime()).Seconds(), rss: maxRSSMB(ps)}, nil
 }
 
 // tail is the last n lines of s.
@@ -92,7 +97,7 @@ func tail(s string, n int) string {
 // measureBench runs the client bench once (--runs 1 unless extra says otherwise).
 func measureBench(ctx context.Context, o *options, bin string) (measurement, error) {
 	args := append([]string{"bench", "--json", "--runs", "1"}, o.benchArgs...)
-	out, wall, rss, err := invoke(ctx, o.timeout, bin, args...)
+	out, u, err := invoke(ctx, o.timeout, bin, args...)
 	if err != nil {
 		return measurement{}, err
 	}
@@ -111,7 +116,7 @@ func measureBench(ctx context.Context, o *options, bin string) (measurement, err
 	return measurement{
 		Values: values,
 		Steal:  b.CPUStealFraction, WakeFloorMs: -1, Load: max(b.LoadAverage[0], b.LoadAverage[1]), Cores: b.Cores,
-		WallS: wall, MaxRSSMB: rss,
+		WallS: u.wall, CPUS: u.cpu, MaxRSSMB: u.rss,
 	}, nil
 }
 
@@ -132,7 +137,7 @@ func figureValues(what string, v map[string]*float64) (map[string]float64, error
 // measureLong runs one point of the long-streams scenario.
 func measureLong(ctx context.Context, o *options, bin string) (measurement, error) {
 	args := []string{"bench", "--scenario", "long-streams", "--json", "--in-flight", strconv.Itoa(o.longInFlight), "--window", o.longWindow.String()}
-	out, wall, rss, err := invoke(ctx, o.timeout, bin, args...)
+	out, u, err := invoke(ctx, o.timeout, bin, args...)
 	if err != nil {
 		return measurement{}, err
 	}
@@ -158,7 +163,7 @@ func measureLong(ctx context.Context, o *options, bin string) (measurement, erro
 	m := measurement{
 		Values: values,
 		Steal:  p.CPUStealFraction, WakeFloorMs: p.WakeFloorP99Ms, Load: max(l.LoadAverage[0], l.LoadAverage[1]), Cores: l.Cores,
-		WallS: wall, MaxRSSMB: rss,
+		WallS: u.wall, CPUS: u.cpu, MaxRSSMB: u.rss,
 	}
 	if p.Failed > 0 {
 		m.Note = fmt.Sprintf("%d of %d streams failed", p.Failed, p.Streams)
@@ -176,17 +181,17 @@ func measureSim(ctx context.Context, o *options, bin string) (measurement, error
 	}
 	defer os.RemoveAll(dir)
 	args := []string{"simulate", "--trace", o.trace, "--gpu", "h200", "--tp", "2", "-o", filepath.Join(dir, "out")}
-	_, wall, rss, err := invoke(ctx, o.timeout, bin, args...)
+	_, u, err := invoke(ctx, o.timeout, bin, args...)
 	if err != nil {
 		return measurement{}, err
 	}
-	if rss <= 0 {
+	if u.rss <= 0 {
 		return measurement{}, fmt.Errorf("%s simulate: the child's peak RSS is unknown on this system", filepath.Base(bin))
 	}
 	return measurement{
-		Values: map[string]float64{"sim_wall_s": wall, "sim_peak_rss_mb": rss},
+		Values: map[string]float64{"sim_wall_s": u.wall, "sim_peak_rss_mb": u.rss},
 		Steal:  -1, WakeFloorMs: -1, Load: -1,
-		WallS: wall, MaxRSSMB: rss,
+		WallS: u.wall, CPUS: u.cpu, MaxRSSMB: u.rss,
 	}, nil
 }
 
@@ -204,7 +209,7 @@ func ensureTrace(ctx context.Context, o *options) error {
 	tmp := fmt.Sprintf("%s.tmp%d.jsonl", strings.TrimSuffix(o.trace, ".jsonl"), os.Getpid())
 	defer os.Remove(tmp)
 	dur := fmt.Sprintf("%ds", o.simRequests/simRate+1)
-	if _, _, _, err := invoke(ctx, o.timeout, o.base, "gen", "--preset", "chat", "--rate", strconv.Itoa(simRate), "--duration", dur,
+	if _, _, err := invoke(ctx, o.timeout, o.base, "gen", "--preset", "chat", "--rate", strconv.Itoa(simRate), "--duration", dur,
 		"--max-requests", strconv.Itoa(o.simRequests), "--seed", "1", "-o", tmp); err != nil {
 		return fmt.Errorf("making the overload trace: %w", err)
 	}
