@@ -153,6 +153,7 @@ func (n *counter) own(text []byte) int64 {
 
 // onChunk accounts one parsed event that arrived at t.
 func (n *counter) onChunk(f *chunkFields, t int64) {
+	perfgateSlowdown() // empty unless built with -tags perfgate_slow (perfgate_slow.go)
 	n.init()
 	rec := n.rec
 	if f.id != nil && rec.ResponseID == "" {
