@@ -17,9 +17,9 @@ func designedReuse(src traces.Source, primed []traces.Request, blockTokens int) 
 	var byID map[string]traces.DesignedReuse
 	return func(id string, repeat int) (int64, int64, bool) {
 		once.Do(func() {
-			if reqs, err := src.Requests(); err == nil {
-				byID = traces.DesignedReuseAfter(primed, reqs, blockTokens)
-			}
+			// Walked as it is read: the trace is not held (a simulation's summary asks while
+			// the simulation runs).
+			byID, _ = traces.DesignedReuseOf(src, primed, blockTokens)
 		})
 		d, ok := byID[id]
 		if !ok {

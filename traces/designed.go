@@ -22,3 +22,26 @@ func DesignedReuseByID(reqs []Request, blockTokens int) map[string]DesignedReuse
 	}
 	return DesignedReuseAfter(nil, reqs, blockTokens)
 }
+
+// DesignedReuseOf is DesignedReuseAfter(primed, the requests of src, blockTokens) with src read
+// as it is walked (InArrivalOrder, the same order): memory holds the map and the prefix chains,
+// not the trace (a summary asks for it while a streamed run or simulation is still going). A
+// failure to read src returns no map.
+func DesignedReuseOf(src Source, primed []Request, blockTokens int) (map[string]DesignedReuse, error) {
+	if blockTokens <= 0 {
+		blockTokens = DefaultBlockTokens
+	}
+	c := prefixCache{chains: map[chainKey]int{}, blockTokens: blockTokens}
+	for i := range primed {
+		c.add(&primed[i])
+	}
+	out := make(map[string]DesignedReuse, src.Len())
+	err := InArrivalOrder(src, func(_ int, r *Request) error {
+		out[r.ID] = c.designed(r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
