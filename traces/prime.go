@@ -69,7 +69,12 @@ func PrimeRequests(reqs []Request, blockTokens int) []Request {
 // were all sent before any of them: their blocks count as seen by an earlier request. The
 // primed requests themselves are not in the map.
 func DesignedReuseAfter(primed, reqs []Request, blockTokens int) map[string]DesignedReuse {
-	out, _ := DesignedReuseOf(FromSlice(reqs), primed, blockTokens) // a slice is always read
+	out := make(map[string]DesignedReuse, len(reqs))
+	// A slice is always read: no error.
+	_ = walkDesigned(FromSlice(reqs), primed, blockTokens, func(r *Request, d DesignedReuse) error {
+		out[r.ID] = d
+		return nil
+	})
 	return out
 }
 
