@@ -4,7 +4,7 @@ import "time"
 
 // The backlog of a Simulation (issue 35): when the engine falls behind its trace, the requests
 // that have arrived but that the scheduler's waiting queue cannot admit in its next step are
-// held here as a queued value each (about 150 bytes, with no timeline, KV blocks or emission
+// held here as a queued value each (96 bytes, with no timeline, KV blocks or emission
 // storage), in arrival order, and made into sequences only as the waiting queue needs them.
 // Memory then grows with the backlog by that much per request, not by the few kilobytes a
 // sequence ready to run holds.
