@@ -3,6 +3,7 @@ package refengine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/llmbench/llmbench/refengine/perf"
@@ -216,8 +217,11 @@ func (p *preparer) check(w *queued, i int, q *SimRequest) (*outPlan, error) {
 		return nil, fmt.Errorf("refengine: request %d (%s): model %q is neither the base model %q nor one of its adapters %v: %w",
 			i, q.ID, q.Model, r.ServedModelName, r.lora.names(), ErrUnknownModel)
 	}
-	*w = queued{id: q.ID, arrival: q.Arrival, pos: i, promptTokens: promptTokens, encodeTokens: imageTokens,
-		maxTokens: q.MaxTokens, promptHash: promptHash, rho: r.repetitionFor(q.Class), lora: lora,
+	if r.maxModelLen > math.MaxInt32 { // the lengths below are at most it, held in 32 bits
+		return nil, fmt.Errorf("refengine: request %d (%s): the max model length %d is beyond 2^31 tokens", i, q.ID, r.maxModelLen)
+	}
+	*w = queued{id: q.ID, arrival: q.Arrival, pos: i, promptTokens: int32(promptTokens), encodeTokens: int32(imageTokens),
+		maxTokens: int32(q.MaxTokens), promptHash: promptHash, rho: r.repetitionFor(q.Class), lora: int32(lora),
 		outputSeed: outputBase(promptHash, q.Temperature, q.Seed, tokenizer.Mix(r.Seed^tokenizer.Mix(uint64(i))))}
 	target := q.MaxTokens
 	if r.Faults.EarlyEOS > 0 {
@@ -233,13 +237,13 @@ func (p *preparer) check(w *queued, i int, q *SimRequest) (*outPlan, error) {
 		target = op.target(q.MaxTokens, q.MinTokens, q.IgnoreEOS, target)
 		out = op
 	}
-	w.target = target
+	w.target = int32(target)
 	if !r.DisablePrefixCaching {
 		if ids != nil {
 			// The prompt's text is not kept: its blocks are hashed now.
-			w.hashes = blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)
-		} else {
-			w.hashIDs = q.HashIDs // hashed when the sequence is made
+			w.blocks = &queuedBlocks{hashes: blockHashes(ids, q.HashIDs, promptTokens, r.BlockSize, r.HashIDTokens, promptHash)}
+		} else if len(q.HashIDs) > 0 {
+			w.blocks = &queuedBlocks{hashIDs: q.HashIDs} // hashed when the sequence is made
 		}
 	}
 	seed := promptHash
@@ -270,11 +274,15 @@ func checkLengths(i int, q *SimRequest, promptTokens, maxModelLen int) error {
 func (p *preparer) materialize(s *seq, tl *Timeline, w *queued) {
 	r := p.r
 	*tl = Timeline{ID: w.id, Epoch: p.epoch, Scale: 1, Arrival: w.arrival, FirstScheduled: -1, Finish: -1,
-		PromptTokens: w.promptTokens, MaxTokens: w.maxTokens, OutputSeed: w.outputSeed}
-	*s = seq{tl: tl, pos: w.pos, promptTokens: w.promptTokens, encodeTokens: w.encodeTokens,
-		target: w.target, rng: w.rng, rho: w.rho, hashes: w.hashes, lora: w.lora}
-	if !r.DisablePrefixCaching && w.hashes == nil {
-		s.hashes = blockHashes(nil, w.hashIDs, w.promptTokens, r.BlockSize, r.HashIDTokens, w.promptHash)
+		PromptTokens: int(w.promptTokens), MaxTokens: int(w.maxTokens), OutputSeed: w.outputSeed}
+	*s = seq{tl: tl, pos: w.pos, promptTokens: int(w.promptTokens), encodeTokens: int(w.encodeTokens),
+		target: int(w.target), rng: w.rng, rho: w.rho, lora: int(w.lora)}
+	var hashIDs []int64
+	if w.blocks != nil {
+		s.hashes, hashIDs = w.blocks.hashes, w.blocks.hashIDs
+	}
+	if !r.DisablePrefixCaching && s.hashes == nil {
+		s.hashes = blockHashes(nil, hashIDs, int(w.promptTokens), r.BlockSize, r.HashIDTokens, w.promptHash)
 	}
 }
 

@@ -4,7 +4,7 @@ import "time"
 
 // The backlog of a Simulation (issue 35): when the engine falls behind its trace, the requests
 // that have arrived but that the scheduler's waiting queue cannot admit in its next step are
-// held here as a queued value each (about 150 bytes, with no timeline, KV blocks or emission
+// held here as a queued value each (96 bytes, with no timeline, KV blocks or emission
 // storage), in arrival order, and made into sequences only as the waiting queue needs them.
 // Memory then grows with the backlog by that much per request, not by the few kilobytes a
 // sequence ready to run holds.
@@ -15,10 +15,11 @@ import "time"
 // sequence is made of does not depend on when it is made.
 
 // queued is a checked request that has not yet been made into a sequence (preparer.check).
+// It is 96 bytes (152 before its lengths were made 32-bit and its block lists moved behind
+// one pointer): at ten times an engine's capacity nearly every request of a trace waits here.
 type queued struct {
 	id         string
-	hashIDs    []int64  // the trace's block ids, hashed when the sequence is made
-	hashes     []uint64 // the prompt's block hashes, when they come from its text (made at check)
+	blocks     *queuedBlocks // nil when the prompt has no blocks to hash (no hash ids, no text, or no prefix caching)
 	arrival    time.Duration
 	pos        int
 	promptHash uint64
@@ -26,9 +27,18 @@ type queued struct {
 	rng        uint64
 	rho        float64
 
-	promptTokens, encodeTokens, target, maxTokens int
+	// The lengths are at most the max model length, which check holds within 32 bits.
+	promptTokens, encodeTokens, target, maxTokens int32
 
-	lora int // LoRA adapter (lora.go), 0 for the base model
+	lora int32 // LoRA adapter (lora.go), 0 for the base model
+}
+
+// queuedBlocks is what a queued request's prefix-cache blocks are made from: the trace's block
+// ids, hashed when the sequence is made, or the block hashes of a prompt given as text (whose
+// text is not kept), made at check.
+type queuedBlocks struct {
+	hashIDs []int64
+	hashes  []uint64
 }
 
 // backlogChunk is the number of queued requests one chunk of the backlog holds.

@@ -14,14 +14,14 @@ import (
 // The requests of primed (traces.PrimeRequests, prime.go) count as sent before the trace.
 func designedReuse(src traces.Source, primed []traces.Request, blockTokens int) func(id string, repeat int) (int64, int64, bool) {
 	var once sync.Once
-	var byID map[string]traces.DesignedReuse
+	var byID *traces.DesignedIndex
 	return func(id string, repeat int) (int64, int64, bool) {
 		once.Do(func() {
-			if reqs, err := src.Requests(); err == nil {
-				byID = traces.DesignedReuseAfter(primed, reqs, blockTokens)
-			}
+			// Walked as it is read: the trace is not held (a simulation's summary asks while
+			// the simulation runs).
+			byID, _ = traces.IndexDesignedReuse(src, primed, blockTokens)
 		})
-		d, ok := byID[id]
+		d, ok := byID.Lookup(id)
 		if !ok {
 			return 0, 0, false
 		}

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"strings"
+	"sync"
 )
 
 // HF is a BPE tokenizer read from a Hugging Face tokenizer.json file, in pure Go and without
@@ -137,11 +138,16 @@ func (h *HF) Name() string { return h.name }
 // reported prompt_tokens usually includes them.
 func (h *HF) TemplateTokens() int { return h.templateTokens }
 
-// byteRunes maps each byte to the printable rune that byte-level BPE uses for it (GPT-2's
-// table: printable Latin-1 bytes stand for themselves, the others take runes from U+0100 on).
-var byteRunes, runeBytes = func() ([256]string, map[rune]byte) {
-	var fwd [256]string
-	back := make(map[rune]byte, 256)
+// byteTables maps each byte to the printable rune that byte-level BPE uses for it (GPT-2's
+// table: printable Latin-1 bytes stand for themselves, the others take runes from U+0100 on),
+// and back; made on first use, not at every command's start.
+type byteTables struct {
+	runes [256]string
+	bytes map[rune]byte
+}
+
+var byteRuneTables = sync.OnceValue(func() *byteTables {
+	t := &byteTables{bytes: make(map[rune]byte, 256)}
 	next := rune(256)
 	for b := 0; b < 256; b++ {
 		r := rune(b)
@@ -150,17 +156,18 @@ var byteRunes, runeBytes = func() ([256]string, map[rune]byte) {
 			r = next
 			next++
 		}
-		fwd[b] = string(r)
-		back[r] = byte(b)
+		t.runes[b] = string(r)
+		t.bytes[r] = byte(b)
 	}
-	return fwd, back
-}()
+	return t
+})
 
 func byteLevelString(w string) string {
 	var b strings.Builder
 	b.Grow(2 * len(w))
+	runes := &byteRuneTables().runes
 	for i := 0; i < len(w); i++ {
-		b.WriteString(byteRunes[w[i]])
+		b.WriteString(runes[w[i]])
 	}
 	return b.String()
 }

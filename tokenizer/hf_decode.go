@@ -58,8 +58,9 @@ func (h *HF) Decode(ids []int) string {
 // appendToken appends the bytes of one model token.
 func (h *HF) appendToken(b []byte, tok string) []byte {
 	if h.byteLevel {
+		back := byteRuneTables().bytes
 		for _, r := range tok {
-			if c, ok := runeBytes[r]; ok {
+			if c, ok := back[r]; ok {
 				b = append(b, c)
 			} else {
 				b = utf8.AppendRune(b, r)

@@ -58,9 +58,10 @@ func ParseHF(data []byte) (*HF, error) {
 	h.templateTokens = n
 	h.wordMarker = h.findWordMarker()
 	if h.byteLevel {
+		runes := &byteRuneTables().runes
 		for b := 0; b < 256; b++ {
 			h.byteIDs[b] = -1
-			if id, ok := h.vocab[byteRunes[b]]; ok {
+			if id, ok := h.vocab[runes[b]]; ok {
 				h.byteIDs[b] = id
 			}
 		}

@@ -35,6 +35,8 @@ package tokenizer
 import (
 	"hash/fnv"
 	"math"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -158,23 +160,40 @@ const WordCount = 30 * 10 * 30 * 10 // two syllables each
 
 // Word returns the k-th word of the reference vocabulary, with a leading space, for k taken
 // modulo WordCount. Every word is exactly one reference token, and any concatenation of
-// words is exactly as many tokens as words. Word never allocates for repeated calls with
-// the same k after the first (words are precomputed).
-func Word(k uint64) string { return words[k%WordCount] }
+// words is exactly as many tokens as words. Word never allocates: the words are made on the
+// first call, all at once.
+func Word(k uint64) string { return words()[k%WordCount] }
 
-var words = func() []string {
-	w := make([]string, 0, WordCount)
+// words is the reference vocabulary, made on first use: as a package variable it was 90,000
+// strings (2 MB) made at the start of every command, `llmbench version` included. The words
+// are slices of one string, so making them is two allocations.
+var words = sync.OnceValue(func() []string {
+	var b strings.Builder
+	b.Grow(WordCount * 7)
+	ends := make([]int, 0, WordCount)
 	for a := range onsets {
-		for b := range nuclei {
+		for n := range nuclei {
 			for c := range onsets {
 				for d := range nuclei {
-					w = append(w, " "+onsets[a]+nuclei[b]+onsets[c]+nuclei[d])
+					b.WriteByte(' ')
+					b.WriteString(onsets[a])
+					b.WriteString(nuclei[n])
+					b.WriteString(onsets[c])
+					b.WriteString(nuclei[d])
+					ends = append(ends, b.Len())
 				}
 			}
 		}
 	}
+	all := b.String()
+	w := make([]string, WordCount)
+	start := 0
+	for i, end := range ends {
+		w[i] = all[start:end]
+		start = end
+	}
 	return w
-}()
+})
 
 // Mix is a stateless 64-bit mixer (splitmix64's finalizer); the engine and prompt synthesis
 // use it to pick words deterministically from (seed, position).
@@ -193,8 +212,9 @@ func Text(seed uint64, start, n int) string {
 		return ""
 	}
 	b := make([]byte, 0, min(n, 1<<20)*6) // grows past 2^20 tokens rather than overflow n*6
+	w := words()
 	for i := start; i < start+n; i++ {
-		b = append(b, Word(Mix(seed^Mix(uint64(i))))...)
+		b = append(b, w[Mix(seed^Mix(uint64(i)))%WordCount]...)
 	}
 	return string(b)
 }

@@ -2,7 +2,6 @@ package traces
 
 import (
 	"fmt"
-	"sort"
 )
 
 // Priming (issue 34, controlled hit rate): before a measured run, one request per prefix group
@@ -70,30 +69,18 @@ func PrimeRequests(reqs []Request, blockTokens int) []Request {
 // were all sent before any of them: their blocks count as seen by an earlier request. The
 // primed requests themselves are not in the map.
 func DesignedReuseAfter(primed, reqs []Request, blockTokens int) map[string]DesignedReuse {
-	if blockTokens <= 0 {
-		blockTokens = DefaultBlockTokens
-	}
-	c := prefixCache{chains: map[chainKey]int{}, blockTokens: blockTokens}
-	for i := range primed {
-		c.add(&primed[i])
-	}
-	return designedWalk(&c, reqs, blockTokens)
+	out := make(map[string]DesignedReuse, len(reqs))
+	// A slice is always read: no error.
+	_ = walkDesigned(FromSlice(reqs), primed, blockTokens, func(r *Request, d DesignedReuse) error {
+		out[r.ID] = d
+		return nil
+	})
+	return out
 }
 
-// designedWalk adds reqs to c in arrival order (the slice's order among equal arrivals) and
-// returns each one's DesignedReuse by ID.
-func designedWalk(c *prefixCache, reqs []Request, blockTokens int) map[string]DesignedReuse {
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Arrival < reqs[order[b]].Arrival })
-	out := make(map[string]DesignedReuse, len(reqs))
-	for _, i := range order {
-		r := &reqs[i]
-		in := int64(max(r.InputTokens, 0))
-		again := min(int64(len(r.HashIDs))*int64(blockTokens), in)
-		out[r.ID] = DesignedReuse{First: c.add(r), Again: again, Input: in}
-	}
-	return out
+// designed adds r to c and returns its DesignedReuse.
+func (c *prefixCache) designed(r *Request) DesignedReuse {
+	in := int64(max(r.InputTokens, 0))
+	again := min(int64(len(r.HashIDs))*int64(c.blockTokens), in)
+	return DesignedReuse{First: c.add(r), Again: again, Input: in}
 }

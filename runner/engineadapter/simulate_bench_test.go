@@ -72,7 +72,7 @@ func BenchmarkSimulateOverload(b *testing.B) {
 // writeChatTrace writes n requests arriving as a Poisson process of rate per second, about
 // the chat preset's lengths (prompts normal around 1,300 tokens, sd 520; outputs exponential
 // with mean 200), line by line.
-func writeChatTrace(b *testing.B, path string, n int, rate float64) {
+func writeChatTrace(b testing.TB, path string, n int, rate float64) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,10 @@ package engineadapter
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/llmbench/llmbench/traces"
 )
@@ -61,5 +64,23 @@ func TestHeldQueue(t *testing.T) {
 	}
 	if len(q.chunks) != 0 || len(q.remap) != 0 {
 		t.Errorf("%d chunks, %d remapped after all were taken", len(q.chunks), len(q.remap))
+	}
+}
+
+// TestInternerIsBounded: equal classes share one string, and a trace of distinct classes
+// does not grow the table past maxInterned.
+func TestInternerIsBounded(t *testing.T) {
+	var in interner
+	a := in.intern(strings.Clone("chat"))
+	if b := in.intern(strings.Clone("chat")); unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("two equal classes were not given one string")
+	}
+	for i := 0; i < 3*maxInterned; i++ {
+		if v := strconv.Itoa(i); in.intern(v) != v {
+			t.Fatalf("intern(%q) changed the value", v)
+		}
+	}
+	if len(in) != maxInterned {
+		t.Errorf("%d strings held, want at most %d", len(in), maxInterned)
 	}
 }

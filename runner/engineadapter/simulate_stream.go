@@ -145,6 +145,7 @@ func (p *pipeline) run(ctx context.Context, trace traces.Source, cfg refengine.C
 // walk ends or ctx is done.
 func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- []arriving) error {
 	b := make([]arriving, 0, batchLen)
+	var classes interner
 	err := walkArrivalOrder(ctx, trace, func(pos int, q *traces.Request) error {
 		if err := p.models.check(q); err != nil {
 			return err
@@ -157,9 +158,12 @@ func (p *pipeline) read(ctx context.Context, trace traces.Source, arrive chan<- 
 			}
 			sr = one[0]
 		}
+		// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
+		// The class is held until the record is made, by every waiting request at overload:
+		// one string per class, not one per request (16 MB for a million).
+		sr.Class = classes.intern(q.Class)
 		b = append(b, arriving{pos, sr,
-			// What FillRecord reads of the request (NaturalEnd: expect, tools, response_format).
-			traces.Request{ID: q.ID, Class: q.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
+			traces.Request{ID: q.ID, Class: sr.Class, Session: q.Session, Turn: q.Turn, OutputTokens: q.OutputTokens,
 				Expect: q.Expect, Tools: q.Tools, ResponseFormat: q.ResponseFormat, Model: q.Model}})
 		if len(b) == batchLen {
 			select {
@@ -219,4 +223,23 @@ func (o *reorder) add(k int, rec *metrics.Record) {
 		o.sink(r)
 		o.next++
 	}
+}
+
+// interner hands out one copy of each distinct string, for the first maxInterned of them (the
+// rest are returned as given, so a trace of distinct values does not grow it without bound).
+type interner map[string]string
+
+const maxInterned = 1024
+
+func (in *interner) intern(v string) string {
+	if c, ok := (*in)[v]; ok {
+		return c
+	}
+	if *in == nil {
+		*in = interner{}
+	}
+	if len(*in) < maxInterned {
+		(*in)[v] = v
+	}
+	return v
 }
