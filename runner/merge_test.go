@@ -88,9 +88,9 @@ func writeShardsOf(t *testing.T, reqs []traces.Request, count int, shards []synt
 			t.Fatal(err)
 		}
 		f := &ShardFacts{Schema: ShardSchema,
-			ShardInfo: metrics.ShardInfo{Index: s.index, Count: count, TraceFingerprint: plan.Fingerprint, Requests: plan.PerShard[s.index],
+			ShardInfo: metrics.ShardInfo{Index: s.index, Count: count, TraceFingerprint: plan.Fingerprint.Digest, Requests: plan.PerShard[s.index],
 				Epoch: mergeT0.Add(s.epoch).Format(time.RFC3339Nano), Clock: metrics.Clock{Method: "round-trip", OffsetNs: int64(s.offset), BoundNs: 20000}},
-			Trace: tracePath, TraceRequests: n, PerShard: plan.PerShard, Repeat: 1, RateScale: 1,
+			Trace: tracePath, TraceRequests: n, PerShard: plan.PerShard, WholeTrace: plan.Fingerprint, Repeat: 1, RateScale: 1,
 			PeriodNs: int64(metrics.ReplayLength(plan.Whole.First, plan.Whole.Last, n)), Config: map[string]string{"endpoint": "http://x"},
 		}
 		f.RunEndNs = f.PeriodNs
@@ -366,5 +366,39 @@ func TestMergeFlagsClocksBeyondTheLagLimit(t *testing.T) {
 	}
 	if res.Summary.Run.Merged.WorstBoundNs != -1 || !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "clock offset was not measured") {
 		t.Fatalf("merged %+v warnings %v", res.Summary.Run.Merged, res.Summary.Warnings)
+	}
+}
+
+// TestMergeWholeTraceFingerprintOfOlderShards: shard.json files of an older llmbench carry
+// only the trace's digest. The merged fingerprint is then computed from the trace (and equals
+// FingerprintTrace's), or, when the trace cannot be read, left out with a warning: never one
+// shard's subset.
+func TestMergeWholeTraceFingerprintOfOlderShards(t *testing.T) {
+	old := func(f *ShardFacts) { f.WholeTrace = nil }
+	trace, dirs, _ := writeShards(t, 90, 2, []synthShard{{index: 0, keep: -1, finished: true, mutate: old}, {index: 1, keep: -1, finished: true, mutate: old}})
+	src, err := traces.OpenFile(trace, traces.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := FingerprintTrace(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Merge(MergeOptions{Dirs: dirs, OutDir: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := res.Summary.Run.TraceFingerprint; fp == nil || *fp != *whole {
+		t.Fatalf("merged fingerprint %+v, want %+v", fp, whole)
+	}
+	if err := os.Remove(trace); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Merge(MergeOptions{Dirs: dirs, OutDir: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := res.Summary.Run.TraceFingerprint; fp != nil || !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "only the trace's digest") {
+		t.Fatalf("without the trace: fingerprint %+v, warnings %q", fp, res.Summary.Warnings)
 	}
 }

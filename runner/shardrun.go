@@ -66,6 +66,10 @@ type ShardFacts struct {
 	RunEndNs   int64   `json:"run_end_ns"`
 	WarmupNs   int64   `json:"warmup_ns"`
 	CooldownNs int64   `json:"cooldown_ns"`
+	// WholeTrace is the whole trace's fingerprint (its Digest is TraceFingerprint): the merged
+	// summary's run.trace_fingerprint, so that a merged run and a one-machine run of the same
+	// trace compare like with like. The shard's own summary keeps its subset's.
+	WholeTrace *metrics.TraceFingerprint `json:"whole_trace_fingerprint,omitempty"`
 	// Config is every run setting the shards must share; Metrics the summary options.
 	Config  map[string]string `json:"config"`
 	Metrics metrics.Options   `json:"metrics_options"`
@@ -108,9 +112,9 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 	}
 	f := &ShardFacts{
 		Schema: ShardSchema,
-		ShardInfo: metrics.ShardInfo{Index: sh.Index, Count: sh.Count, TraceFingerprint: plan.Fingerprint,
+		ShardInfo: metrics.ShardInfo{Index: sh.Index, Count: sh.Count, TraceFingerprint: plan.Fingerprint.Digest,
 			Requests: plan.PerShard[sh.Index] * repeat, Epoch: epoch.UTC().Format(time.RFC3339Nano), Clock: clk},
-		Trace: tracePath, TraceRequests: plan.Whole.Len, PerShard: plan.PerShard,
+		Trace: tracePath, TraceRequests: plan.Whole.Len, PerShard: plan.PerShard, WholeTrace: plan.Fingerprint,
 		Repeat: repeat, RateScale: rate, PeriodNs: int64(period), RunEndNs: int64(runEnd),
 		WarmupNs: int64(s.Load.Warmup), CooldownNs: int64(s.Load.Cooldown),
 		Config: shardConfig(s), Metrics: s.Metrics,
