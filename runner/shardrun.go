@@ -38,8 +38,14 @@ type ShardOptions struct {
 	// that did not finish.
 	TracePath string
 	// ClockWait keeps trying the time endpoint, once a second, for this long when it does
-	// not answer (a time server starting beside the shards); 0 tries once.
+	// not answer (a time server starting beside the shards); 0 tries once. With StartAt and
+	// StartGrace the wait also ends at StartAt + StartGrace.
 	ClockWait time.Duration
+	// StartGrace, with StartAt, is how late past StartAt the shard may be ready and still
+	// start (its first requests then go late, counted as schedule lag); a shard ready later
+	// refuses to start with a *LateStartError rather than replay a schedule that has passed
+	// while the other shards replay theirs. 0: no limit.
+	StartGrace time.Duration
 	// Now is the wall clock (time.Now when nil).
 	Now func() time.Time
 	// Client makes the clock requests (a client with a 5 s timeout when nil).
@@ -102,6 +108,9 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 		return err
 	}
 	epoch := shardEpoch(o, clk, now)
+	if err := checkLate(o, clk, epoch, now()); err != nil {
+		return err
+	}
 	if s.OutDir == "" {
 		s.OutDir = fmt.Sprintf("%s-shard-%d-of-%d", DefaultOutDir(epoch), sh.Index, sh.Count)
 	}
@@ -150,7 +159,11 @@ func shardClock(ctx context.Context, s *HTTPRun, o ShardOptions, now func() time
 		ref = strings.TrimSuffix(strings.TrimSuffix(s.Load.Target.URL, "/"), "/v1")
 	}
 	clk, cerr := MeasureClock(ctx, client, ref, now, ClockSamples)
-	for until := now().Add(o.ClockWait); cerr != nil && now().Before(until); {
+	until := now().Add(o.ClockWait)
+	if last := o.StartAt.Add(o.StartGrace); !o.StartAt.IsZero() && o.StartGrace > 0 && last.Before(until) {
+		until = last // past it the shard would be late anyway
+	}
+	for cerr != nil && now().Before(until) {
 		select {
 		case <-ctx.Done():
 			return clk, ctx.Err()
@@ -164,6 +177,40 @@ func shardClock(ctx context.Context, s *HTTPRun, o ShardOptions, now func() time
 		clk = metrics.Clock{Method: "none", Reference: clk.Reference, BoundNs: -1, Error: cerr.Error()}
 	}
 	return clk, nil
+}
+
+// LateStartError is a shard that was ready to send later than its common start plus the
+// grace (ShardOptions.StartGrace): it does not start, so that no shard replays a schedule the
+// others have already replayed. The CLI exits 4 (usecase.ExitLateStart).
+type LateStartError struct {
+	Shard   Shard
+	StartAt time.Time
+	// Late is how long after StartAt the shard was ready (on the reference clock when its
+	// offset was measured); Grace the limit.
+	Late, Grace time.Duration
+	// Clock says why the clock reference was not measured, when it was not ("" when it was).
+	Clock string
+}
+
+func (e *LateStartError) Error() string {
+	msg := fmt.Sprintf("shard %s did not start: it was ready %s after the common start %s, more than --start-grace %s; a late shard would replay a schedule the other shards have already replayed",
+		e.Shard, e.Late.Round(time.Millisecond), e.StartAt.UTC().Format(time.RFC3339), e.Grace)
+	if e.Clock != "" {
+		msg += fmt.Sprintf(" (the clock reference did not answer: %s)", e.Clock)
+	}
+	return msg + "; start the shards again with a later --start-at"
+}
+
+// checkLate is a *LateStartError when the shard, ready at now (its epoch on this machine is
+// epoch), is later than o.StartAt + o.StartGrace.
+func checkLate(o ShardOptions, clk metrics.Clock, epoch, now time.Time) error {
+	if o.StartAt.IsZero() || o.StartGrace <= 0 {
+		return nil
+	}
+	if late := now.Sub(epoch); late > o.StartGrace {
+		return &LateStartError{Shard: o.Shard, StartAt: o.StartAt, Late: late, Grace: o.StartGrace, Clock: clk.Error}
+	}
+	return nil
 }
 
 // shardEpoch is the run's common start on this machine's wall clock: o.StartAt corrected by

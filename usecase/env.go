@@ -21,6 +21,7 @@ const (
 	ExitRegression  = 1   // a regression or a --fail-on rule broken (compare, ab, sweep --fail-on)
 	ExitBadInput    = 2   // bad flags, trace, results directory or other input
 	ExitRunFailed   = 3   // the run failed: no request succeeded, or more than --max-failure-rate failed
+	ExitLateStart   = 4   // a shard did not start: it was ready later than --start-at + --start-grace
 	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM) after writing the results gathered so far
 )
 

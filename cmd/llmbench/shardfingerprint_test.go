@@ -75,3 +75,25 @@ func TestMergeCarriesTheWholeTraceFingerprint(t *testing.T) {
 		t.Fatalf("merging shards of two traces: exit %d, stderr %s", code, bad.err.String())
 	}
 }
+
+// TestLateShardDoesNotStart: `run --shard --start-at` a minute in the past exits 4 without
+// sending (the engine sees no request) and says why; --start-grace longer than that lets it
+// start.
+func TestLateShardDoesNotStart(t *testing.T) {
+	dir := t.TempDir()
+	trace, ids := writeTrace(t, dir, "trace.jsonl", traceSpec{prefix: "l", n: 10, spacing: time.Millisecond, in: 8, out: 2})
+	url, eng := engineLoopback(t)
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	app := newTestApp(nil)
+	code := app.cli("run", "--trace", trace, "--endpoint", url, "--no-progress", "--shard", "0/2", "--start-at", past, "-o", filepath.Join(dir, "late"))
+	if code != exitLateStart || !strings.Contains(app.err.String(), "did not start") || !strings.Contains(app.err.String(), "--start-grace 10s") {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitLateStart, app.err.String())
+	}
+	for _, id := range ids {
+		if _, sent := eng.Timeline(id); sent {
+			t.Fatalf("a late shard sent request %s", id)
+		}
+	}
+	mustRun(t, newTestApp(nil), "run", "--trace", trace, "--endpoint", url, "--no-progress", "--shard", "0/2", "--start-at", past,
+		"--start-grace", "10m", "-o", filepath.Join(dir, "graced"))
+}
