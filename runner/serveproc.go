@@ -21,7 +21,7 @@ type serverProc struct {
 	proc   *reaper.Proc
 	cmd    *exec.Cmd
 	log    *os.File
-	kept   bool          // the group's leader is the keeper
+	kept   bool            // the group's leader is the keeper
 	exited <-chan struct{} // closed once the group's leader has exited
 }
 
