@@ -68,6 +68,8 @@ type ShardState struct {
 	// Why is the latest explanation of a shard that is not running: its pod's scheduling
 	// condition or waiting reason, or the newest warning event about it.
 	Why string
+	// failed is the container whose log tells why the shard failed.
+	failed string
 }
 
 // started says whether the shard's pod has started (or already ended).
@@ -223,7 +225,7 @@ func shardStates(pods []corev1.Pod, n int) []ShardState {
 			continue
 		}
 		newest[i] = p.CreationTimestamp.Time
-		states[i] = ShardState{Index: i, Pod: p.Name, Phase: p.Status.Phase, Reason: podReason(&p)}
+		states[i] = ShardState{Index: i, Pod: p.Name, Phase: p.Status.Phase, Reason: podReason(&p), failed: failedContainer(&p)}
 	}
 	return states
 }
@@ -267,7 +269,8 @@ func tally(states []ShardState) string {
 	return fmt.Sprintf("%d waiting for a pod, %d pending, %d running, %d done, %d failed", waiting, pending, running, done, failed)
 }
 
-// reportFailures prints each newly failed shard's reason and the tail of its log.
+// reportFailures prints each newly failed shard's reason and the tail of the failed
+// container's log (the trace fetch's, when that failed).
 func (c *Cluster) reportFailures(ctx context.Context, states []ShardState, reported map[int]bool, w io.Writer) {
 	for _, s := range states {
 		if s.Phase != corev1.PodFailed || reported[s.Index] {
@@ -275,10 +278,21 @@ func (c *Cluster) reportFailures(ctx context.Context, states []ShardState, repor
 		}
 		reported[s.Index] = true
 		fmt.Fprintf(w, "shard %d failed (pod %s): %s\n", s.Index, s.Pod, safetext.Quote(s.Reason, 300))
-		if tail := c.logTail(ctx, s.Pod, "llmbench", 10); tail != "" {
-			fmt.Fprintf(w, "  last lines of its log:\n%s", indent(tail))
+		if tail := c.logTail(ctx, s.Pod, s.failed, 10); tail != "" {
+			fmt.Fprintf(w, "  last lines of its %s log:\n%s", s.failed, indent(tail))
 		}
 	}
+}
+
+// failedContainer is the first container of p (init containers first) that ended with a
+// non-zero exit, else the shard's llmbench container.
+func failedContainer(p *corev1.Pod) string {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return cs.Name
+		}
+	}
+	return k8sjob.ShardContainer
 }
 
 func (c *Cluster) logTail(ctx context.Context, pod, container string, lines int) string {
