@@ -57,6 +57,8 @@ type Result struct {
 	// Stopped says, a line each, what was stopped when the run ended (the shards' Job
 	// suspended, the clock scaled to zero) or could not be.
 	Stopped []string
+	// Merging says the merge Job was resumed (it runs to its end on its own).
+	Merging bool
 }
 
 // ShardState is one shard pod's phase and, when it is not progressing, why.
@@ -126,7 +128,7 @@ func (c *Cluster) Run(ctx context.Context, m *k8sjob.Manifest, o Options) (*Resu
 	if res == nil {
 		res = &Result{}
 	}
-	res.Shards, res.Stopped = states, stopped
+	res.Shards, res.Stopped, res.Merging = states, stopped, true
 	return res, err
 }
 

@@ -257,7 +257,14 @@ func TestMergeRefusesShardsOfDifferentRuns(t *testing.T) {
 		want   string
 	}{
 		"overlap": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 0, keep: -1, finished: true}}, "both shard 0/2"},
-		"trace":   {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.TraceFingerprint = "sha256:00" }}}, "different traces"},
+		"trace": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) {
+			other := *f.WholeTrace
+			other.Lengths, other.Digest = "00", "sha256:00"
+			f.TraceFingerprint, f.WholeTrace = other.Digest, &other
+		}}}, "different traces (100 requests, digest"},
+		"trace, older shard": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) {
+			f.TraceFingerprint, f.WholeTrace = "sha256:00", nil
+		}}}, "different traces (fingerprints"},
 		"config":  {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.Config["endpoint"] = "http://y" }}}, `endpoint "http://x" and "http://y"`},
 		"metrics": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.Metrics.SLO.TTFT = time.Second }}}, "metric options"},
 		"start":   {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.StartAt = "2026-12-01T15:00:00Z" }}}, "share --start-at"},

@@ -226,6 +226,8 @@ func FuzzParseShardFacts(f *testing.F) {
 	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":2,"count":2,"per_shard":[3,4]}`))
 	f.Add([]byte(`{"schema":"other"}`))
 	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":0,"count":1,"per_shard":[2],"repeat":1,"rate_scale":1,"trace_fingerprint":"ab","trace_requests":2,"whole_trace_fingerprint":{"requests":2,"digest":"ab"}}`))
+	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":0,"count":1,"per_shard":[2],"repeat":1,"rate_scale":1,"trace_fingerprint":"ab","trace_requests":2,"whole_trace_fingerprint":{"requests":3,"digest":"cd"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sf, err := parseShardFacts(b, "shard.json")
 		if err != nil {
@@ -234,7 +236,8 @@ func FuzzParseShardFacts(f *testing.F) {
 			}
 			return
 		}
-		if sf.Index < 0 || sf.Index >= sf.Count || len(sf.PerShard) != sf.Count || sf.Repeat < 1 {
+		if sf.Index < 0 || sf.Index >= sf.Count || len(sf.PerShard) != sf.Count || sf.Repeat < 1 ||
+			(sf.WholeTrace != nil && sf.WholeTrace.Digest != sf.TraceFingerprint) {
 			t.Fatalf("accepted inconsistent facts %+v", sf)
 		}
 	})

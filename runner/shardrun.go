@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -290,6 +291,10 @@ func parseShardFacts(data []byte, p string) (*ShardFacts, error) {
 	}
 	if f.Repeat < 1 || !(f.RateScale > 0) || f.PeriodNs < 0 {
 		return nil, fmt.Errorf("%s: repeat %d, rate_scale %g, period_ns %d: want >= 1, > 0, >= 0", p, f.Repeat, f.RateScale, f.PeriodNs)
+	}
+	if w := f.WholeTrace; w != nil && (w.Digest != f.TraceFingerprint || w.Requests != f.TraceRequests) {
+		return nil, fmt.Errorf("%s: whole_trace_fingerprint (%d requests, digest %s) is not the trace_fingerprint %s of %d requests",
+			p, w.Requests, safetext.Clip(w.Digest, 64), safetext.Clip(f.TraceFingerprint, 64), f.TraceRequests)
 	}
 	return &f, nil
 }

@@ -167,7 +167,10 @@ func (o *K8sRunOptions) ended(env *Env, cl *k8srun.Cluster, res *k8srun.Result, 
 		}
 	}
 	next := fmt.Sprintf("whatever is left of its objects in namespace %s: `llmbench k8s delete %s --namespace %s` removes it", ns, name, ns)
-	if res != nil { // the objects exist
+	if res != nil && res.Merging {
+		next = fmt.Sprintf("the merge Job %s-merge runs to its end on its own: `kubectl -n %s logs job/%s-merge` shows the merged summary, and the records go to merged/ on the volume %s-results; %s",
+			name, ns, name, name, next)
+	} else if res != nil { // the objects exist
 		next = fmt.Sprintf("what the shards wrote is on the volume %s-results (shard-I/ each): `kubectl -n %s patch job %s-merge --type=merge -p '{\"spec\":{\"suspend\":false}}'` merges it into merged/ there (the merge names the shards that did not finish) and `kubectl -n %s logs job/%s-merge` shows the merged summary; %s",
 			name, ns, name, ns, name, next)
 	}
