@@ -125,7 +125,7 @@ func (c *Cluster) CheckFit(ctx context.Context, m *k8sjob.Manifest, shards int, 
 	allocatable := func(r room) (size, int64) { return r.alloc, r.pods }
 	if n := capacity(rooms, shard, clock, allocatable); n < int64(shards) {
 		return &FitError{Reason: fmt.Sprintf("the nodes can hold %d of the %d shard pods (%s each) at once beside the clock (%s): %s; the shards start together or not at all: use fewer --shards or a smaller --cpu/--memory",
-			n, shards, describe(shard), describe(clock), nodeList(rooms, shard, allocatable))}
+			n, shards, describe(shard), describe(clock), nodeList(rooms, shard, "allocatable", allocatable))}
 	}
 	c.noteRoom(ctx, rooms, shard, clock, shards, w)
 	return nil
@@ -156,7 +156,7 @@ func (c *Cluster) noteRoom(ctx context.Context, rooms []room, shard, clock size,
 	}
 	if n := capacity(rooms, shard, clock, free); n < int64(shards) {
 		fmt.Fprintf(w, "k8s: the pods already on the nodes leave room for %d of the %d shard pods (%s each) beside the clock now: %s; the run waits for room until the start plus --start-grace, then ends (exit 3)\n",
-			max(n, 0), shards, describe(shard), nodeList(rooms, shard, free))
+			max(n, 0), shards, describe(shard), nodeList(rooms, shard, "free", free))
 	}
 }
 
@@ -188,14 +188,17 @@ func unusable(n *corev1.Node) string {
 	if n.Spec.Unschedulable {
 		return "cordoned"
 	}
-	for _, t := range n.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			return fmt.Sprintf("taint %s:%s", t.Key, t.Effect)
-		}
-	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
 			return "not Ready"
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			continue // on a Ready node, the node controller's taint is about to go
+		}
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return fmt.Sprintf("taint %s:%s", t.Key, t.Effect)
 		}
 	}
 	return ""
@@ -235,9 +238,9 @@ func describe(s size) string {
 	return cpu + " and " + resource.NewQuantity(s.mem, resource.BinarySI).String() + " memory"
 }
 
-// nodeList names the nodes (the five with the most room) with their free resources and how
-// many shard pods each holds.
-func nodeList(rooms []room, shard size, free func(room) (size, int64)) string {
+// nodeList names the nodes (the five with the most room) with their resources (what: free or
+// allocatable, as free gives them) and how many shard pods each holds.
+func nodeList(rooms []room, shard size, what string, free func(room) (size, int64)) string {
 	sorted := append([]room{}, rooms...)
 	sort.Slice(sorted, func(i, j int) bool {
 		fi, _ := free(sorted[i])
@@ -255,7 +258,7 @@ func nodeList(rooms []room, shard size, free func(room) (size, int64)) string {
 		if shard.mem == 0 {
 			mem = 0
 		}
-		parts = append(parts, fmt.Sprintf("%s has %s free, holds %d", r.name, describe(size{max(f.cpu, 0), max(mem, 0)}), holds(f, pods, shard)))
+		parts = append(parts, fmt.Sprintf("%s has %s %s, holds %d", r.name, describe(size{max(f.cpu, 0), max(mem, 0)}), what, holds(f, pods, shard)))
 	}
 	return strings.Join(parts, ", ")
 }

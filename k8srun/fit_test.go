@@ -64,8 +64,11 @@ func TestFitNumbers(t *testing.T) {
 		node("d", "64", "256Gi", func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 		}),
-		node("e", "64", "256Gi", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })})
-	if len(rooms) != 2 || strings.Join(excluded, "; ") != "c: cordoned; d: taint node-role.kubernetes.io/control-plane:NoSchedule; e: not Ready" {
+		node("e", "64", "256Gi", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }),
+		node("f", "1", "1Gi", func(n *corev1.Node) { // Ready: the node controller's taint is stale
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+		})})
+	if len(rooms) != 3 || strings.Join(excluded, "; ") != "c: cordoned; d: taint node-role.kubernetes.io/control-plane:NoSchedule; e: not Ready" {
 		t.Fatalf("rooms %+v excluded %q", rooms, excluded)
 	}
 	err := fitsOne(rooms, shard, excluded)

@@ -87,7 +87,11 @@ func (c *Cluster) say(o Options, w *watch, who, why string, ev *corev1.Event) st
 		parts = append(parts, why)
 	}
 	if ev != nil {
-		parts = append(parts, "warning "+ev.Reason+": "+strings.TrimSpace(ev.Message))
+		if msg := strings.TrimSpace(ev.Message); msg == "" || (why != "" && strings.Contains(why, msg)) {
+			parts = append(parts, "warning "+ev.Reason) // the scheduler's event repeats its condition
+		} else {
+			parts = append(parts, "warning "+ev.Reason+": "+msg)
+		}
 	}
 	if len(parts) == 0 {
 		return ""

@@ -166,23 +166,25 @@ func (o *K8sRunOptions) ended(env *Env, cl *k8srun.Cluster, res *k8srun.Result, 
 			fmt.Fprintf(env.Stderr, "k8s: %s\n", l)
 		}
 	}
-	next := fmt.Sprintf("whatever is left of its objects in namespace %s: `llmbench k8s delete %s --namespace %s` removes it", ns, name, ns)
-	if res != nil && res.Merging {
-		next = fmt.Sprintf("the merge Job %s-merge runs to its end on its own: `kubectl -n %s logs job/%s-merge` shows the merged summary, and the records go to merged/ on the volume %s-results; %s",
-			name, ns, name, name, next)
-	} else if res != nil { // the objects exist
-		next = fmt.Sprintf("what the shards wrote is on the volume %s-results (shard-I/ each): `kubectl -n %s patch job %s-merge --type=merge -p '{\"spec\":{\"suspend\":false}}'` merges it into merged/ there (the merge names the shards that did not finish) and `kubectl -n %s logs job/%s-merge` shows the merged summary; %s",
-			name, ns, name, ns, name, next)
-	}
+	del := fmt.Sprintf("`llmbench k8s delete %s --namespace %s` removes what is left of its objects", name, ns)
 	var pull *k8srun.PullError
 	var start *k8srun.StartError
 	switch {
-	case errors.Is(err, k8srun.ErrInterrupted) || env.interrupted():
-		return ExitInterrupted, fmt.Errorf("%w; %s", err, next)
 	case errors.As(err, &pull), errors.As(err, &start):
-		return ExitRunFailed, fmt.Errorf("%w; %s", err, next)
+		return ExitRunFailed, fmt.Errorf("%w; nothing was measured: %s, then start it again (a later --start-in leaves the pods more time)", err, del)
+	case !errors.Is(err, k8srun.ErrInterrupted) && !env.interrupted():
+		return ExitBadInput, fmt.Errorf("%w; %s", err, del)
 	}
-	return ExitBadInput, fmt.Errorf("%w; %s", err, next)
+	next := del
+	switch {
+	case res != nil && res.Merging:
+		next = fmt.Sprintf("the merge Job %s-merge runs to its end on its own: `kubectl -n %s logs job/%s-merge` shows the merged summary, and the records go to merged/ on the volume %s-results; %s",
+			name, ns, name, name, del)
+	case res != nil: // the objects exist
+		next = fmt.Sprintf("what the shards wrote is on the volume %s-results (shard-I/ each): `kubectl -n %s patch job %s-merge --type=merge -p '{\"spec\":{\"suspend\":false}}'` merges it into merged/ there (the merge names the shards that did not finish) and `kubectl -n %s logs job/%s-merge` shows the merged summary; %s",
+			name, ns, name, ns, name, del)
+	}
+	return ExitInterrupted, fmt.Errorf("%w; %s", err, next)
 }
 
 // report writes and prints the merged summary brought back.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -84,8 +85,9 @@ func TestK8sRunWhyShardsDoNotStart(t *testing.T) {
 			app := newTestApp(nil)
 			code := app.cli(append(append(base, c.args...), "--start-in", "1m")...)
 			if code != exitBadInput || !strings.Contains(app.err.String(), c.want) || !strings.Contains(app.err.String(), "nothing was created") {
-				t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, app.err.String())
+				t.Errorf("%v: exit %d, want 2 and %q", c.args, code, c.want)
 			}
+			t.Logf("%v: exit %d: %s", c.args, code, app.err.String())
 		}
 		if jobs, err := cp.API.Jobs(context.Background(), cp.Namespace); err != nil || len(jobs) != 0 {
 			t.Fatalf("a refused run created %d Jobs (%v)", len(jobs), err)
@@ -106,9 +108,7 @@ func TestK8sRunWhyShardsDoNotStart(t *testing.T) {
 		if code != exitRunFailed {
 			t.Errorf("exit %d, want 3", code)
 		}
-		if t.Failed() {
-			t.Logf("stderr:\n%s", app.err.String())
-		}
+		t.Logf("stderr:\n%s", app.err.String())
 		checkLeftStopped(t, cp, "unsched")
 		deleteRun(t, cp, "unsched")
 	})
@@ -120,8 +120,9 @@ func TestK8sRunWhyShardsDoNotStart(t *testing.T) {
 		code := app.cli(append(base, "--name", "sandbox", "--cpu", "100m", "--shards", "2", "--start-in", "3s", "--start-grace", "2s")...)
 		if code != exitRunFailed || !strings.Contains(app.err.String(), "warning FailedCreatePodSandbox: Failed to create pod sandbox") ||
 			!strings.Contains(app.err.String(), "not running by") || strings.Contains(app.err.String(), "\x1b") {
-			t.Errorf("exit %d, want 3 naming FailedCreatePodSandbox, escaped:\n%s", code, app.err.String())
+			t.Errorf("exit %d, want 3 naming FailedCreatePodSandbox, escaped", code)
 		}
+		t.Logf("stderr:\n%s", app.err.String())
 		checkLeftStopped(t, cp, "sandbox")
 		deleteRun(t, cp, "sandbox")
 	})
@@ -135,6 +136,8 @@ type switchProxy struct {
 
 func (p *switchProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.silent.Load() {
+		// Read the body first: only then does the server notice the client hang up.
+		io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		return
 	}
@@ -225,9 +228,7 @@ func TestK8sRunEndsCleanly(t *testing.T) {
 			if code != exitRunFailed {
 				t.Errorf("exit %d, want 3", code)
 			}
-			if t.Failed() {
-				t.Logf("stderr:\n%s", app.err.String())
-			}
+			t.Logf("stderr:\n%s", app.err.String())
 			checkLeftStopped(t, cp, c.name)
 			deleteRun(t, cp, c.name)
 		})
@@ -236,7 +237,7 @@ func TestK8sRunEndsCleanly(t *testing.T) {
 	bin := llmbenchBinary(t)
 	t.Run("SIGTERM suspends", func(t *testing.T) {
 		run := startBinary(t, bin, append(append([]string{}, base...), "--name", "term", "--start-in", "2m")...)
-		waitShardsRunning(t, cp, "term", 2)
+		run.waitOutput(t, "0 pending, 2 running", 2*time.Minute) // as k8s run saw them
 		sent := time.Now()
 		run.cmd.Process.Signal(syscall.SIGTERM)
 		code, took := run.waitExit(t, 10*time.Second, sent)
@@ -250,7 +251,7 @@ func TestK8sRunEndsCleanly(t *testing.T) {
 		if code != exitInterrupted || t.Failed() {
 			t.Fatalf("exit %d, want 130; output:\n%s", code, out)
 		}
-		t.Logf("SIGTERM mid-run: exit %d %s after the signal", code, took.Round(time.Millisecond))
+		t.Logf("SIGTERM mid-run: exit %d %s after the signal; output:\n%s", code, took.Round(time.Millisecond), out)
 		checkLeftStopped(t, cp, "term")
 		deleteRun(t, cp, "term")
 	})
@@ -277,7 +278,7 @@ func TestK8sRunEndsCleanly(t *testing.T) {
 			if code != exitInterrupted || !strings.Contains(run.out.String(), want) {
 				t.Fatalf("exit %d after %s, want 130 and %q; output:\n%s", code, took, want, run.out.String())
 			}
-			t.Logf("SIGINT%s against an API server silent mid-run: exit %d %s after the first signal", map[bool]string{true: " twice"}[twice], code, took.Round(time.Millisecond))
+			t.Logf("SIGINT%s against an API server silent mid-run: exit %d %s after the first signal; output:\n%s", map[bool]string{true: " twice"}[twice], code, took.Round(time.Millisecond), run.out.String())
 			proxy.silent.Store(false)
 			deleteRun(t, cp, name)
 		})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -211,7 +212,8 @@ func TestK8sRunStopsOnSignalsAgainstASilentAPIServer(t *testing.T) {
 		case asked <- struct{}{}:
 		default:
 		}
-		<-r.Context().Done() // never answers
+		io.Copy(io.Discard, r.Body) // then the server notices the client hang up
+		<-r.Context().Done()        // never answers
 	}))
 	defer silent.Close()
 	dir := t.TempDir()
