@@ -183,7 +183,8 @@ func waitShardsRunning(t *testing.T, cp *k8stest.ControlPlane, name string, n in
 
 // TestK8sRunEndsCleanly, on a control plane with the stand-in node agent: a trace URL that
 // answers 404, or another file than --trace's, fails the fetch init container, and the Job's
-// pod failure policy ends the run at once (exit 3, the reason and the fetch's log); SIGTERM to
+// pod failure policy ends the run at once (exit 3, the reason and the fetch's log); so does a
+// shard that is ready too late (its clock reference never answers) and exits 4; SIGTERM to
 // the real binary mid-run suspends the shards, scales the clock to zero and says what to do
 // next (exit 130); against an API server that goes silent mid-run the first SIGINT still ends
 // it within 10 s, and a second one at once.
@@ -233,6 +234,25 @@ func TestK8sRunEndsCleanly(t *testing.T) {
 			deleteRun(t, cp, c.name)
 		})
 	}
+
+	// The shards' clock reference (the clock Service) does not answer here: each shard waits
+	// for it until the start plus the grace, then does not start (exit 4), and the pod failure
+	// policy fails the Job.
+	t.Run("late", func(t *testing.T) {
+		app := newTestApp(nil)
+		code := app.cli(append(base, "--name", "late", "--start-in", "4s", "--start-grace", "2s")...)
+		for _, want := range []string{"Job late-shards failed: Container llmbench for pod", "exit code 4", "did not start: it was ready", "the clock reference did not answer"} {
+			if !strings.Contains(app.err.String(), want) {
+				t.Errorf("stderr lacks %q", want)
+			}
+		}
+		if code != exitRunFailed {
+			t.Errorf("exit %d, want 3", code)
+		}
+		t.Logf("stderr:\n%s", app.err.String())
+		checkLeftStopped(t, cp, "late")
+		deleteRun(t, cp, "late")
+	})
 
 	bin := llmbenchBinary(t)
 	t.Run("SIGTERM suspends", func(t *testing.T) {
