@@ -65,9 +65,26 @@ type Options struct {
 	Storage      string
 	StorageClass string
 	// CPU is each shard pod's CPU request and limit (default "2"): llmbench sizes its
-	// scheduler from the CPUs it may use.
+	// scheduler from the CPUs it may use. Every container of a shard pod, the trace's fetch
+	// init container included, requests exactly this, so the pod's request is CPU; the merge
+	// pod requests the smaller of CPU and 1.
 	CPU string
+	// Memory is each shard pod's memory request and limit, for every container as CPU ("":
+	// none, the namespace's defaults apply); the merge pod's too.
+	Memory string
+	// StartGrace is how late past StartAt a shard may be ready and still start (run
+	// --start-grace; 0: run's default). A later shard exits 4 without sending, and the Job's
+	// pod failure policy then fails the whole Job: the shards start together or not at all.
+	StartGrace time.Duration
 }
+
+// ClockCPU is the CPU request and limit of the clock reference's pod, which runs beside the
+// shards for the whole run.
+const ClockCPU = "100m"
+
+// LateStartExit is the exit status of a shard that did not start in time (run's exit 4);
+// the shards' Job fails as a whole when one exits with it.
+const LateStartExit = 4
 
 // Paths inside the pods.
 const (
@@ -190,8 +207,14 @@ func (o *Options) check() error {
 	if _, err := resource.ParseQuantity(o.Storage); err != nil {
 		return fmt.Errorf("--storage %q: %w", o.Storage, err)
 	}
-	if _, err := resource.ParseQuantity(o.CPU); err != nil {
-		return fmt.Errorf("--cpu %q: %w", o.CPU, err)
+	if q, err := resource.ParseQuantity(o.CPU); err != nil || q.Sign() <= 0 {
+		return fmt.Errorf("--cpu %q: want a positive CPU quantity, e.g. 2 or 500m", safeQuote(o.CPU))
+	}
+	if q, err := resource.ParseQuantity(o.Memory); o.Memory != "" && (err != nil || q.Sign() <= 0) {
+		return fmt.Errorf("--memory %q: want a positive memory quantity, e.g. 2Gi or 512Mi", safeQuote(o.Memory))
+	}
+	if o.StartGrace < 0 {
+		return fmt.Errorf("--start-grace %s: must be > 0", o.StartGrace)
 	}
 	return nil
 }
@@ -237,9 +260,26 @@ func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid, RunAsNonRoot: &yes}
 }
 
-func resources(cpu string) corev1.ResourceRequirements {
+// resources requests and limits cpu and, when given, memory (both checked by check).
+func resources(cpu, memory string) corev1.ResourceRequirements {
 	q := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
-	return corev1.ResourceRequirements{Requests: q, Limits: q}
+	if memory != "" {
+		q[corev1.ResourceMemory] = resource.MustParse(memory)
+	}
+	return corev1.ResourceRequirements{Requests: q, Limits: q.DeepCopy()}
+}
+
+// shardResources are every shard container's requests and limits: --cpu and --memory.
+func (o *Options) shardResources() corev1.ResourceRequirements { return resources(o.CPU, o.Memory) }
+
+// mergeResources are the merge pod's: at most one CPU (it reads files), never more than a
+// shard's.
+func (o *Options) mergeResources() corev1.ResourceRequirements {
+	cpu := resource.MustParse(o.CPU)
+	if one := resource.MustParse("1"); cpu.Cmp(one) > 0 {
+		cpu = one
+	}
+	return resources(cpu.String(), o.Memory)
 }
 
 func mounts() []corev1.VolumeMount {
@@ -279,17 +319,21 @@ func (o *Options) traceChecks() []string {
 	return []string{"--trace-sha256", o.TraceSHA256}
 }
 
+// FetchContainer is the name of the init container that fetches the trace from TraceURL.
+const FetchContainer = "fetch-trace"
+
 // initContainers fetch the trace into the pod's emptyDir when it comes from TraceURL: `llmbench
 // trace fetch` writes it only once its sha256 matches, so a pod never starts on another file.
-func (o *Options) initContainers() []corev1.Container {
+// It requests what the pod's main container requests (res), so the pod's request is that.
+func (o *Options) initContainers(res corev1.ResourceRequirements) []corev1.Container {
 	if o.TraceURL == "" {
 		return nil
 	}
 	return []corev1.Container{{
-		Name: "fetch-trace", Image: o.Image, Command: []string{binary},
+		Name: FetchContainer, Image: o.Image, Command: []string{binary},
 		Args:         []string{"trace", "fetch", "--sha256", o.TraceSHA256, "-o", o.tracePath(), o.TraceURL},
 		VolumeMounts: []corev1.VolumeMount{{Name: "trace", MountPath: traceDir}},
-		Resources:    resources("1"),
+		Resources:    res,
 	}}
 }
 

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -176,5 +177,115 @@ func TestAPIKeyComesFromASecret(t *testing.T) {
 	o.APIKeySecret = "llm-key:token"
 	if m, err = Build(o); err != nil || m.Shards.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Key != "token" {
 		t.Fatalf("NAME:KEY: %v", err)
+	}
+}
+
+// TestEveryContainerStaysWithinCPUAndMemory: on the printed manifest, every container of every
+// pod (the trace's fetch init container included) requests and limits at most --cpu and
+// --memory, and a shard pod's request, as the scheduler counts it (the larger of its
+// containers' sum and its largest init container), is exactly --cpu: with --cpu 500m and
+// --trace-url the fetch container no longer asks for a whole CPU.
+func TestEveryContainerStaysWithinCPUAndMemory(t *testing.T) {
+	for _, c := range []struct{ cpu, memory, url string }{
+		{"500m", "", "https://traces.example/t.jsonl"},
+		{"250m", "256Mi", "https://traces.example/t.jsonl"},
+		{"3", "2Gi", ""},
+		{"2", "", "https://traces.example/t.jsonl"},
+	} {
+		o := testOptions()
+		o.CPU, o.Memory = c.cpu, c.memory
+		if c.url != "" {
+			o.TraceURL, o.TraceSHA256, o.Trace = c.url, strings.Repeat("ab", 32), nil
+		}
+		m, err := Build(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := Write(&b, m); err != nil {
+			t.Fatal(err)
+		}
+		cpu, mem := resource.MustParse(c.cpu), resource.Quantity{}
+		if c.memory != "" {
+			mem = resource.MustParse(c.memory)
+		}
+		for _, obj := range decode(t, b.Bytes()) {
+			job, ok := obj.(*batchv1.Job)
+			if !ok {
+				continue
+			}
+			spec := job.Spec.Template.Spec
+			if c.url != "" && len(spec.InitContainers) != 1 {
+				t.Fatalf("%s: init containers %+v", job.Name, spec.InitContainers)
+			}
+			var sum resource.Quantity
+			for _, ct := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+				for _, l := range []corev1.ResourceList{ct.Resources.Requests, ct.Resources.Limits} {
+					if q := l[corev1.ResourceCPU]; q.IsZero() || q.Cmp(cpu) > 0 {
+						t.Errorf("--cpu %s: %s/%s asks for %s CPU", c.cpu, job.Name, ct.Name, q.String())
+					}
+					if q, ok := l[corev1.ResourceMemory]; (c.memory == "") == ok || (ok && q.Cmp(mem) > 0) {
+						t.Errorf("--memory %q: %s/%s asks for %v memory", c.memory, job.Name, ct.Name, l)
+					}
+				}
+			}
+			for _, ct := range spec.Containers {
+				sum.Add(ct.Resources.Requests[corev1.ResourceCPU])
+			}
+			if job.Name == "llmbench-shards" && sum.Cmp(cpu) != 0 {
+				t.Errorf("--cpu %s: a shard pod requests %s", c.cpu, sum.String())
+			}
+		}
+	}
+}
+
+// TestShardsStartTogetherOrNotAtAll: the shards' Job fails as a whole when a shard exits 4 (it
+// was ready past the start plus --start-grace, which every shard is given) or its trace fetch
+// fails; other failures only fail their index.
+func TestShardsStartTogetherOrNotAtAll(t *testing.T) {
+	o := testOptions()
+	o.StartGrace = 15 * time.Second
+	o.TraceURL, o.TraceSHA256, o.Trace = "https://traces.example/t.jsonl", strings.Repeat("cd", 32), nil
+	m, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	var shards *batchv1.Job
+	for _, obj := range decode(t, b.Bytes()) {
+		if j, ok := obj.(*batchv1.Job); ok && j.Name == "llmbench-shards" {
+			shards = j
+		}
+	}
+	if args := strings.Join(shards.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--start-grace 15s") {
+		t.Errorf("shard args %q lack --start-grace 15s", args)
+	}
+	pfp := shards.Spec.PodFailurePolicy
+	if pfp == nil || len(pfp.Rules) != 2 {
+		t.Fatalf("pod failure policy %+v", pfp)
+	}
+	late, fetch := pfp.Rules[0], pfp.Rules[1]
+	if late.Action != batchv1.PodFailurePolicyActionFailJob || *late.OnExitCodes.ContainerName != ShardContainer ||
+		late.OnExitCodes.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn || fmt.Sprint(late.OnExitCodes.Values) != "[4]" {
+		t.Errorf("late-start rule %+v", late)
+	}
+	if fetch.Action != batchv1.PodFailurePolicyActionFailJob || *fetch.OnExitCodes.ContainerName != FetchContainer ||
+		fetch.OnExitCodes.Operator != batchv1.PodFailurePolicyOnExitCodesOpNotIn || fmt.Sprint(fetch.OnExitCodes.Values) != "[0]" {
+		t.Errorf("fetch rule %+v", fetch)
+	}
+	for _, bad := range []func(*Options){
+		func(o *Options) { o.CPU = "0" },
+		func(o *Options) { o.CPU = "lots" },
+		func(o *Options) { o.Memory = "-1Gi" },
+		func(o *Options) { o.StartGrace = -time.Second },
+	} {
+		o := testOptions()
+		bad(&o)
+		if _, err := Build(o); err == nil {
+			t.Errorf("%+v: accepted", o)
+		}
 	}
 }

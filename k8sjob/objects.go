@@ -68,7 +68,7 @@ func (o *Options) clockObjects() (*appsv1.Deployment, *corev1.Service) {
 						Ports: []corev1.ContainerPort{{Name: "clock", ContainerPort: clockPort}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							HTTPGet: &corev1.HTTPGetAction{Path: "/llmbench/time", Port: intstr.FromString("clock")}}},
-						Resources: resources("100m"),
+						Resources: resources(ClockCPU, ""),
 					}},
 				},
 			},
@@ -92,6 +92,9 @@ func (o *Options) shardArgs(clockURL string) ([]string, []corev1.EnvVar) {
 		"--clock-ref", clockURL, "--clock-wait", clockWait, "--no-progress",
 		// $(JOB_COMPLETION_INDEX) is expanded by the kubelet from the variable the Job sets.
 		"--out", resultsDir + "/shard-$(JOB_COMPLETION_INDEX)"}, o.traceChecks()...)
+	if o.StartGrace > 0 {
+		runArgs = append(runArgs, "--start-grace", o.StartGrace.String())
+	}
 	runArgs = append(runArgs, o.RunArgs...)
 	var env []corev1.EnvVar
 	if o.APIKeySecret != "" {
@@ -119,22 +122,44 @@ func (o *Options) shardsJob(clockURL string) *batchv1.Job {
 			CompletionMode: &indexed, Completions: &n, Parallelism: &n,
 			// A shard that fails is not retried (a rerun would start after the common start)
 			// and does not stop the others: merge names it and counts its requests as dropped.
+			// One that could not start (no trace, or late) fails the whole Job instead.
 			BackoffLimitPerIndex: &zero,
+			PodFailurePolicy:     o.startFailures(),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": o.Name, "app.kubernetes.io/component": "shard"}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:   corev1.RestartPolicyNever,
 					SecurityContext: podSecurity(),
-					InitContainers:  o.initContainers(),
+					InitContainers:  o.initContainers(o.shardResources()),
 					Containers: []corev1.Container{{
-						Name: "llmbench", Image: o.Image, Command: []string{binary}, Args: runArgs, Env: env,
-						VolumeMounts: mounts(), Resources: resources(o.CPU),
+						Name: ShardContainer, Image: o.Image, Command: []string{binary}, Args: runArgs, Env: env,
+						VolumeMounts: mounts(), Resources: o.shardResources(),
 					}},
 					Volumes: o.volumes(),
 				},
 			},
 		},
 	}
+}
+
+// ShardContainer is the name of a shard pod's llmbench container.
+const ShardContainer = "llmbench"
+
+// startFailures is the shards' pod failure policy: a shard that could not start fails the
+// Job, whose controller then stops the other shards, so that no shard replays the schedule
+// alone. A shard could not start when its trace fetch failed (no trace, or another file) or
+// when it was ready past the start plus the grace (LateStartExit).
+func (o *Options) startFailures() *batchv1.PodFailurePolicy {
+	fetch, shard := FetchContainer, ShardContainer
+	rules := []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: &shard,
+			Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{LateStartExit}}}}
+	if o.TraceURL != "" {
+		rules = append(rules, batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: &fetch,
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0}}})
+	}
+	return &batchv1.PodFailurePolicy{Rules: rules}
 }
 
 // SummaryPrefix starts the line on which `llmbench merge --print-summary-json` prints the
@@ -161,10 +186,10 @@ func (o *Options) mergeJob() *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:   corev1.RestartPolicyNever,
 					SecurityContext: podSecurity(),
-					InitContainers:  o.initContainers(),
+					InitContainers:  o.initContainers(o.mergeResources()),
 					Containers: []corev1.Container{{
 						Name: "merge", Image: o.Image, Command: []string{binary}, Args: mergeArgs,
-						VolumeMounts: mounts(), Resources: resources("1"),
+						VolumeMounts: mounts(), Resources: o.mergeResources(),
 					}},
 					Volumes: o.volumes(),
 				},

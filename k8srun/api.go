@@ -95,3 +95,60 @@ func (c *Cluster) podLog(ctx context.Context, pod, container string, tail int) (
 	}
 	return body, err
 }
+
+var (
+	nodes  = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	events = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+)
+
+// listNodes reads every node of the cluster (a cluster-scoped read: a user who may not list
+// nodes gets a Forbidden error).
+func (c *Cluster) listNodes(ctx context.Context) ([]corev1.Node, error) {
+	u, err := c.dyn.Resource(nodes).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Node, len(u.Items))
+	for i := range u.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Items[i].Object, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// listBoundPods reads the pods of every namespace that hold their node's resources: bound to
+// a node and neither Succeeded nor Failed.
+func (c *Cluster) listBoundPods(ctx context.Context) ([]corev1.Pod, error) {
+	u, err := c.dyn.Resource(pods).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Pod, len(u.Items))
+	for i := range u.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Items[i].Object, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// listWarnings reads the namespace's Warning events.
+func (c *Cluster) listWarnings(ctx context.Context) ([]corev1.Event, error) {
+	u, err := c.dyn.Resource(events).Namespace(c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Event, len(u.Items))
+	for i := range u.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Items[i].Object, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (c *Cluster) patchDeployment(ctx context.Context, name string, patch []byte) error {
+	_, err := c.dyn.Resource(deployments).Namespace(c.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}

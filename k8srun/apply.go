@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,12 +20,15 @@ type object struct{ kind, name string }
 
 // apply creates the manifest's objects in order in c.Namespace. When one cannot be created
 // the ones created before it are deleted again, so a refused run leaves nothing behind.
-func (c *Cluster) apply(ctx context.Context, m *k8sjob.Manifest, run string) error {
+// The removal is bounded by undoTimeout, also when ctx has ended (an interrupt).
+func (c *Cluster) apply(ctx context.Context, m *k8sjob.Manifest, run string, undoTimeout time.Duration) error {
 	var made []object
 	for _, obj := range m.Objects() {
 		o, err := c.create(ctx, obj)
 		if err != nil {
-			undo := c.deleteObjects(context.WithoutCancel(ctx), made)
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+			undo := c.deleteObjects(uctx, made)
+			cancel()
 			if apierrors.IsAlreadyExists(err) {
 				err = fmt.Errorf("%s %s already exists in namespace %s (an earlier run named %s?): `llmbench k8s delete %s --namespace %s` removes its objects, or pass another --name",
 					o.kind, o.name, c.Namespace, run, run, c.Namespace)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,10 @@ import (
 
 	"github.com/llmbench/llmbench/internal/redact"
 )
+
+// apiTimeout bounds each call to the API server (the kubeconfig's own timeout, when it sets
+// one, is kept).
+const apiTimeout = 30 * time.Second
 
 // Cluster is a client for one kubeconfig context and the namespace a run goes to (client-go's
 // dynamic client, see api.go).
@@ -61,6 +66,11 @@ func Connect(ctx context.Context, kubeconfig, kubeContext, namespace string) (*C
 		if namespace, _, err = cfg.Namespace(); err != nil {
 			return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
 		}
+	}
+	if rest.Timeout == 0 {
+		// An API server that stops answering ends a call here rather than hang the run; an
+		// interrupt (ctx) ends it at once.
+		rest.Timeout = apiTimeout
 	}
 	c := &Cluster{Namespace: namespace, Context: name, Host: strings.TrimSuffix(rest.Host, "/")}
 	if c.http, err = restclient.HTTPClientFor(rest); err != nil {

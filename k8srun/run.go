@@ -34,6 +34,14 @@ type Options struct {
 	// PullTimeout bounds how long a pod may wait for its image (default 5 min): past it the run
 	// ends with a PullError naming the pod and the reason.
 	PullTimeout time.Duration
+	// StartAt is the shards' common start and StartGrace how late past it a shard pod may be
+	// running: a shard not running by then ends the run with a *StartError naming why (zero
+	// StartAt or StartGrace: no deadline).
+	StartAt    time.Time
+	StartGrace time.Duration
+	// StopTimeout bounds the calls that stop what runs when the run ends early (suspending
+	// the shards' Job, scaling the clock to zero; default 5 s), whatever the API server does.
+	StopTimeout time.Duration
 	// Now is the wall clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -46,6 +54,11 @@ type Result struct {
 	Shards []ShardState
 	// MergeLog is the merge pod's log without the summary line.
 	MergeLog string
+	// Stopped says, a line each, what was stopped when the run ended (the shards' Job
+	// suspended, the clock scaled to zero) or could not be.
+	Stopped []string
+	// Merging says the merge Job was resumed (it runs to its end on its own).
+	Merging bool
 }
 
 // ShardState is one shard pod's phase and, when it is not progressing, why.
@@ -54,6 +67,16 @@ type ShardState struct {
 	Pod    string
 	Phase  corev1.PodPhase // "" before the Job made its pod
 	Reason string
+	// Why is the latest explanation of a shard that is not running: its pod's scheduling
+	// condition or waiting reason, or the newest warning event about it.
+	Why string
+	// failed is the container whose log tells why the shard failed.
+	failed string
+}
+
+// started says whether the shard's pod has started (or already ended).
+func (s ShardState) started() bool {
+	return s.Phase == corev1.PodRunning || s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed
 }
 
 // PullError ends a run whose pod could not get its image within PullTimeout.
@@ -62,6 +85,14 @@ type PullError struct{ Pod, Reason string }
 func (e *PullError) Error() string {
 	return fmt.Sprintf("pod %s cannot start: %s (the image cannot be pulled; check --image and the cluster's pull secrets)", e.Pod, safetext.Escape(e.Reason, 300))
 }
+
+// StartError ends a run whose shards could not start together: a shard pod not running by
+// the common start plus the grace, a shard that could not start (its trace fetch failed, or it
+// was late: the Job's pod failure policy failed the Job), or no shard finished. The shards'
+// Job is suspended and the clock scaled to zero.
+type StartError struct{ Reason string }
+
+func (e *StartError) Error() string { return e.Reason }
 
 // ErrInterrupted ends a run whose context was cancelled: the shards were asked to stop
 // (their Job suspended, so each pod gets SIGTERM and writes what it has) and every object is
@@ -74,25 +105,40 @@ var ErrInterrupted = errors.New("interrupted: the shards were asked to stop; the
 // missing shards. On ctx's end the shards are suspended and ErrInterrupted returned.
 func (c *Cluster) Run(ctx context.Context, m *k8sjob.Manifest, o Options) (*Result, error) {
 	o.defaults()
-	if err := c.apply(ctx, m, o.Name); err != nil {
+	if err := c.apply(ctx, m, o.Name, o.StopTimeout); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w before the run's objects were created (%v)", ErrInterrupted, err)
+		}
 		return nil, err
 	}
-	states, err := c.followShards(ctx, o)
+	states, done, err := c.followShards(ctx, o)
 	if err != nil {
-		if errors.Is(err, ErrInterrupted) {
-			c.suspend(context.WithoutCancel(ctx), o.Name+"-shards", o.Progress)
-		}
-		return &Result{Shards: states}, err
+		return &Result{Shards: states, Stopped: c.stop(ctx, o, !done)}, err
 	}
-	fmt.Fprintf(o.Progress, "shards finished: %s; resuming the merge\n", tally(states))
+	stopped := c.stop(ctx, o, false) // the clock is not needed any more
+	fmt.Fprintf(o.Progress, "shards finished: %s\n", tally(states))
+	if !anySucceeded(states) {
+		return &Result{Shards: states, Stopped: stopped}, &StartError{Reason: "no shard finished (each one's reason is above): nothing to merge"}
+	}
+	fmt.Fprintln(o.Progress, "resuming the merge")
 	if err := c.resume(ctx, o.Name+"-merge"); err != nil {
-		return &Result{Shards: states}, err
+		return &Result{Shards: states, Stopped: stopped}, c.pollErr(ctx, err)
 	}
 	res, err := c.waitMerge(ctx, o)
-	if res != nil {
-		res.Shards = states
+	if res == nil {
+		res = &Result{}
 	}
+	res.Shards, res.Stopped, res.Merging = states, stopped, true
 	return res, err
+}
+
+func anySucceeded(states []ShardState) bool {
+	for _, s := range states {
+		if s.Phase == corev1.PodSucceeded {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *Options) defaults() {
@@ -105,42 +151,51 @@ func (o *Options) defaults() {
 	if o.PullTimeout <= 0 {
 		o.PullTimeout = 5 * time.Minute
 	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 5 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 }
 
 // followShards polls the shards' Job and pods until the Job has a Complete or Failed
-// condition, printing each change of the tally and each failed shard once.
-func (c *Cluster) followShards(ctx context.Context, o Options) ([]ShardState, error) {
+// condition, printing each change of the tally, why a shard is not running, and each failed
+// shard once. done says whether the Job finished (nothing of it runs any more).
+func (c *Cluster) followShards(ctx context.Context, o Options) (states []ShardState, done bool, err error) {
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
-	last, reported, waiting := "", map[int]bool{}, map[string]time.Time{}
-	var states []ShardState
+	w := newWatch()
 	for {
 		job, err := c.job(ctx, o.Name+"-shards")
 		if err != nil {
-			return states, c.pollErr(ctx, err)
+			return states, false, c.pollErr(ctx, err)
 		}
 		pods, err := c.pods(ctx, o.Name, "shard")
 		if err != nil {
-			return states, c.pollErr(ctx, err)
+			return states, false, c.pollErr(ctx, err)
 		}
 		states = shardStates(pods, o.Shards)
-		if t := tally(states); t != last {
+		if t := tally(states); t != w.last {
 			fmt.Fprintf(o.Progress, "shards: %s\n", t)
-			last = t
+			w.last = t
 		}
-		c.reportFailures(ctx, states, reported, o.Progress)
-		if err := pullStuck(pods, waiting, o.Now(), o.PullTimeout); err != nil {
-			return states, err
+		c.reportFailures(ctx, states, w.reported, o.Progress)
+		if err := c.explain(ctx, o, w, job, pods, states); err != nil {
+			return states, false, c.pollErr(ctx, err)
+		}
+		if err := pullStuck(pods, w.waiting, o.Now(), o.PullTimeout); err != nil {
+			return states, false, err
+		}
+		if err := startFailed(o, w, job, states); err != nil {
+			return states, finished(job), err
 		}
 		if finished(job) {
-			return states, nil
+			return states, true, nil
 		}
 		select {
 		case <-ctx.Done():
-			return states, ErrInterrupted
+			return states, false, ErrInterrupted
 		case <-tick.C:
 		}
 	}
@@ -172,7 +227,7 @@ func shardStates(pods []corev1.Pod, n int) []ShardState {
 			continue
 		}
 		newest[i] = p.CreationTimestamp.Time
-		states[i] = ShardState{Index: i, Pod: p.Name, Phase: p.Status.Phase, Reason: podReason(&p)}
+		states[i] = ShardState{Index: i, Pod: p.Name, Phase: p.Status.Phase, Reason: podReason(&p), failed: failedContainer(&p)}
 	}
 	return states
 }
@@ -194,7 +249,9 @@ func podReason(p *corev1.Pod) string {
 	return ""
 }
 
-// tally counts the shards by state: "1 waiting, 2 pending, 1 running, 0 done, 0 failed".
+// Tally counts the shards by state: "1 waiting for a pod, 2 pending, 1 running, 0 done, 0 failed".
+func Tally(states []ShardState) string { return tally(states) }
+
 func tally(states []ShardState) string {
 	var waiting, pending, running, done, failed int
 	for _, s := range states {
@@ -214,7 +271,8 @@ func tally(states []ShardState) string {
 	return fmt.Sprintf("%d waiting for a pod, %d pending, %d running, %d done, %d failed", waiting, pending, running, done, failed)
 }
 
-// reportFailures prints each newly failed shard's reason and the tail of its log.
+// reportFailures prints each newly failed shard's reason and the tail of the failed
+// container's log (the trace fetch's, when that failed).
 func (c *Cluster) reportFailures(ctx context.Context, states []ShardState, reported map[int]bool, w io.Writer) {
 	for _, s := range states {
 		if s.Phase != corev1.PodFailed || reported[s.Index] {
@@ -222,10 +280,21 @@ func (c *Cluster) reportFailures(ctx context.Context, states []ShardState, repor
 		}
 		reported[s.Index] = true
 		fmt.Fprintf(w, "shard %d failed (pod %s): %s\n", s.Index, s.Pod, safetext.Quote(s.Reason, 300))
-		if tail := c.logTail(ctx, s.Pod, "llmbench", 10); tail != "" {
-			fmt.Fprintf(w, "  last lines of its log:\n%s", indent(tail))
+		if tail := c.logTail(ctx, s.Pod, s.failed, 10); tail != "" {
+			fmt.Fprintf(w, "  last lines of its %s log:\n%s", s.failed, indent(tail))
 		}
 	}
+}
+
+// failedContainer is the first container of p (init containers first) that ended with a
+// non-zero exit, else the shard's llmbench container.
+func failedContainer(p *corev1.Pod) string {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return cs.Name
+		}
+	}
+	return k8sjob.ShardContainer
 }
 
 func (c *Cluster) logTail(ctx context.Context, pod, container string, lines int) string {
@@ -298,16 +367,6 @@ func (c *Cluster) resume(ctx context.Context, job string) error {
 		return fmt.Errorf("resume Job %s: %w", job, err)
 	}
 	return nil
-}
-
-// suspend asks the shards to stop: the Job controller deletes their pods, which get
-// SIGTERM and write the results gathered so far.
-func (c *Cluster) suspend(ctx context.Context, job string, w io.Writer) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := c.patchSuspend(ctx, job, true); err != nil {
-		fmt.Fprintf(w, "could not suspend Job %s: %v\n", job, err)
-	}
 }
 
 // waitMerge waits for the merge Job to finish and reads the summary from its pod's log.

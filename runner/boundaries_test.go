@@ -47,6 +47,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"internal/redact":      {"net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/safetext":    {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/perfgate":    {"net", "net/http", mod + "loadgen", mod + "refengine", mod + "reports", mod + "runner", mod + "internal/selfbench"},
+		"internal/reaper":      {"net", "net/http", mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "usecase"},
 		"internal/selfbench":   {mod + "refengine", mod + "runner", mod + "reports"},
 		"internal/tokstub":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner"},
 		"internal/k8stest":     {mod + "loadgen", mod + "metrics", mod + "refengine", mod + "reports", mod + "runner", mod + "traces"},

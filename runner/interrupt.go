@@ -19,6 +19,10 @@ type Interrupts struct {
 	// OnFirst, when set, is called at the first interrupt, before the graceful stop begins
 	// (the CLI notes that the command must end with status 130).
 	OnFirst func()
+	// Stopping and Exiting, when set, replace the words printed at the first interrupt
+	// (what the graceful stop does) and at the second (what is left), for a command that
+	// does not send requests itself (k8s run).
+	Stopping, Exiting string
 }
 
 // Watch turns the first interrupt into a graceful stop (cancel: stop sending, wait for
@@ -42,12 +46,20 @@ func (in Interrupts) Watch(cancel func(), flush func(), grace time.Duration) fun
 					if in.OnFirst != nil {
 						in.OnFirst()
 					}
-					fmt.Fprintf(in.Log, "\ninterrupt: stopped sending; waiting up to %s for in-flight requests, then writing results (Ctrl-C again to exit now)\n", grace)
+					if in.Stopping != "" {
+						fmt.Fprintf(in.Log, "\ninterrupt: %s (Ctrl-C again to exit now)\n", in.Stopping)
+					} else {
+						fmt.Fprintf(in.Log, "\ninterrupt: stopped sending; waiting up to %s for in-flight requests, then writing results (Ctrl-C again to exit now)\n", grace)
+					}
 					cancel()
 					continue
 				}
 				flush()
-				fmt.Fprintln(in.Log, "\ninterrupt: exiting now; records written so far are in requests.msgpack")
+				if in.Exiting != "" {
+					fmt.Fprintf(in.Log, "\ninterrupt: exiting now; %s\n", in.Exiting)
+				} else {
+					fmt.Fprintln(in.Log, "\ninterrupt: exiting now; records written so far are in requests.msgpack")
+				}
 				if in.Exit != nil {
 					in.Exit(130)
 				}

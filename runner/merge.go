@@ -112,6 +112,11 @@ func Merge(o MergeOptions) (*Result, error) {
 		warnings = append(warnings, crossCheckShards(sums, sum)...)
 	}
 	sum.Run = mergedRunInfo(parts, o.Command, epoch, durS, mi)
+	fp, fpWarning := wholeTraceFingerprint(first, trace)
+	sum.Run.TraceFingerprint = fp
+	if fpWarning != "" {
+		warnings = append(warnings, fpWarning)
+	}
 	if trace != nil {
 		sum.Workload = workloadOf(trace.Stats(), sum.Run)
 	} else if len(sums) > 0 {
@@ -300,7 +305,9 @@ func readParts(dirs []string) ([]*mergePart, []string, error) {
 		case fb.Count != fa.Count:
 			return nil, nil, refuse("%s is a shard of %d, %s of %d: they are parts of different runs", a.dir, fa.Count, b.dir, fb.Count)
 		case fb.TraceFingerprint != fa.TraceFingerprint:
-			return nil, nil, refuse("%s and %s replayed different traces (%s, %s)", a.dir, b.dir, fa.TraceFingerprint, fb.TraceFingerprint)
+			return nil, nil, refuse("%s and %s replayed different traces (%s)", a.dir, b.dir, traceDifference(fa, fb))
+		case fa.WholeTrace != nil && fb.WholeTrace != nil && len(fa.WholeTrace.Differences(fb.WholeTrace)) > 0:
+			return nil, nil, refuse("%s and %s replayed different traces (%s)", a.dir, b.dir, traceDifference(fa, fb))
 		case fb.StartAt != fa.StartAt:
 			return nil, nil, refuse("%s starts at %q, %s at %q: shards of one run share --start-at", a.dir, fa.StartAt, b.dir, fb.StartAt)
 		}
@@ -310,6 +317,17 @@ func readParts(dirs []string) ([]*mergePart, []string, error) {
 		a = b
 	}
 	return parts, absent, nil
+}
+
+// traceDifference says how the traces of two shards differ: the fingerprint components when
+// both shard.json files carry them (an older llmbench wrote only the digest), else the digests.
+func traceDifference(a, b *ShardFacts) string {
+	if a.WholeTrace != nil && b.WholeTrace != nil {
+		if what := a.WholeTrace.Differences(b.WholeTrace); len(what) > 0 {
+			return fmt.Sprintf("%s and %s; they differ in %s", a.WholeTrace.Short(), b.WholeTrace.Short(), strings.Join(what, ", "))
+		}
+	}
+	return fmt.Sprintf("fingerprints %s and %s", a.TraceFingerprint, b.TraceFingerprint)
 }
 
 // configDiff names the first setting in which two shards differ ("" when none does).
@@ -531,6 +549,23 @@ func sameFluidityDeadlines(sums []*metrics.Summary) bool {
 func isFluidityHist(diff string) bool {
 	key, _, _ := strings.Cut(diff, ":")
 	return key == "fluidity" || strings.HasSuffix(key, "/fluidity")
+}
+
+// wholeTraceFingerprint is the merged run's run.trace_fingerprint: the whole trace's, as the
+// shards recorded it (readParts checked that they agree), so that compare pairs a merged run
+// with a one-machine run of the same trace. Shards of an older llmbench recorded only its
+// digest: the fingerprint is then computed from the trace when it could be read (and checked
+// against the digest), else left out with a warning, never a shard's subset.
+func wholeTraceFingerprint(f *ShardFacts, trace traces.Source) (*metrics.TraceFingerprint, string) {
+	if f.WholeTrace != nil {
+		return f.WholeTrace, ""
+	}
+	if trace != nil {
+		if fp, err := FingerprintTrace(trace); err == nil && fp.Digest == f.TraceFingerprint {
+			return fp, ""
+		}
+	}
+	return nil, "trace fingerprint: the shards recorded only the trace's digest (an older llmbench) and the trace could not be read: run.trace_fingerprint is left out, so compare cannot check that another run replayed the same trace"
 }
 
 // traceDigest is the trace's fingerprint digest, as shard.json records it.

@@ -88,9 +88,9 @@ func writeShardsOf(t *testing.T, reqs []traces.Request, count int, shards []synt
 			t.Fatal(err)
 		}
 		f := &ShardFacts{Schema: ShardSchema,
-			ShardInfo: metrics.ShardInfo{Index: s.index, Count: count, TraceFingerprint: plan.Fingerprint, Requests: plan.PerShard[s.index],
+			ShardInfo: metrics.ShardInfo{Index: s.index, Count: count, TraceFingerprint: plan.Fingerprint.Digest, Requests: plan.PerShard[s.index],
 				Epoch: mergeT0.Add(s.epoch).Format(time.RFC3339Nano), Clock: metrics.Clock{Method: "round-trip", OffsetNs: int64(s.offset), BoundNs: 20000}},
-			Trace: tracePath, TraceRequests: n, PerShard: plan.PerShard, Repeat: 1, RateScale: 1,
+			Trace: tracePath, TraceRequests: n, PerShard: plan.PerShard, WholeTrace: plan.Fingerprint, Repeat: 1, RateScale: 1,
 			PeriodNs: int64(metrics.ReplayLength(plan.Whole.First, plan.Whole.Last, n)), Config: map[string]string{"endpoint": "http://x"},
 		}
 		f.RunEndNs = f.PeriodNs
@@ -257,7 +257,14 @@ func TestMergeRefusesShardsOfDifferentRuns(t *testing.T) {
 		want   string
 	}{
 		"overlap": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 0, keep: -1, finished: true}}, "both shard 0/2"},
-		"trace":   {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.TraceFingerprint = "sha256:00" }}}, "different traces"},
+		"trace": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) {
+			other := *f.WholeTrace
+			other.Lengths, other.Digest = "00", "sha256:00"
+			f.TraceFingerprint, f.WholeTrace = other.Digest, &other
+		}}}, "different traces (100 requests, digest"},
+		"trace, older shard": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) {
+			f.TraceFingerprint, f.WholeTrace = "sha256:00", nil
+		}}}, "different traces (fingerprints"},
 		"config":  {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.Config["endpoint"] = "http://y" }}}, `endpoint "http://x" and "http://y"`},
 		"metrics": {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.Metrics.SLO.TTFT = time.Second }}}, "metric options"},
 		"start":   {[]synthShard{{index: 0, keep: -1, finished: true}, {index: 1, keep: -1, finished: true, mutate: func(f *ShardFacts) { f.StartAt = "2026-12-01T15:00:00Z" }}}, "share --start-at"},
@@ -366,5 +373,39 @@ func TestMergeFlagsClocksBeyondTheLagLimit(t *testing.T) {
 	}
 	if res.Summary.Run.Merged.WorstBoundNs != -1 || !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "clock offset was not measured") {
 		t.Fatalf("merged %+v warnings %v", res.Summary.Run.Merged, res.Summary.Warnings)
+	}
+}
+
+// TestMergeWholeTraceFingerprintOfOlderShards: shard.json files of an older llmbench carry
+// only the trace's digest. The merged fingerprint is then computed from the trace (and equals
+// FingerprintTrace's), or, when the trace cannot be read, left out with a warning: never one
+// shard's subset.
+func TestMergeWholeTraceFingerprintOfOlderShards(t *testing.T) {
+	old := func(f *ShardFacts) { f.WholeTrace = nil }
+	trace, dirs, _ := writeShards(t, 90, 2, []synthShard{{index: 0, keep: -1, finished: true, mutate: old}, {index: 1, keep: -1, finished: true, mutate: old}})
+	src, err := traces.OpenFile(trace, traces.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := FingerprintTrace(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Merge(MergeOptions{Dirs: dirs, OutDir: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := res.Summary.Run.TraceFingerprint; fp == nil || *fp != *whole {
+		t.Fatalf("merged fingerprint %+v, want %+v", fp, whole)
+	}
+	if err := os.Remove(trace); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Merge(MergeOptions{Dirs: dirs, OutDir: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := res.Summary.Run.TraceFingerprint; fp != nil || !strings.Contains(strings.Join(res.Summary.Warnings, "\n"), "only the trace's digest") {
+		t.Fatalf("without the trace: fingerprint %+v, warnings %q", fp, res.Summary.Warnings)
 	}
 }

@@ -9,15 +9,20 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/reaper"
 )
 
 // serverProc is one server of a `sweep --serve-cmd` grid: a shell running the expanded
-// command in a process group of its own, its output going to its log file.
+// command in a process group of its own, its output going to its log file. With a keeper
+// (internal/reaper) the group's leader is llmbench's keeper, which runs the shell and stops
+// every process under it, also when llmbench is killed outright.
 type serverProc struct {
-	cmd     *exec.Cmd
-	log     *os.File
-	exited  chan struct{} // closed once the shell has exited
-	waitErr error         // its exit status, set before exited is closed
+	proc   *reaper.Proc
+	cmd    *exec.Cmd
+	log    *os.File
+	kept   bool            // the group's leader is the keeper
+	exited <-chan struct{} // closed once the group's leader has exited
 }
 
 // freePort returns a port free on 127.0.0.1 now (the server binds it a moment later).
@@ -31,28 +36,31 @@ func freePort() (int, error) {
 }
 
 // startServer starts command under /bin/sh in its own process group, its stdout and stderr
-// appended to logPath.
-func startServer(command, logPath string) (*serverProc, error) {
+// appended to logPath. With keeper (the llmbench executable, on Linux) the shell runs under
+// llmbench's keeper, which stops the shell's processes within grace of SIGTERM and when
+// llmbench ends however it ends; without one the shell itself leads the group and, on Linux,
+// gets SIGKILL when llmbench ends (its own children do not).
+func startServer(command, logPath, keeper string, grace time.Duration) (*serverProc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("server log: %w", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", command)
+	argv := []string{"/bin/sh", "-c", command}
+	cmd, kept, death := exec.Command(argv[0], argv[1:]...), false, syscall.SIGKILL
+	if keeper != "" && reaper.Supported {
+		cmd, kept, death = reaper.Command(keeper, grace, argv...), true, syscall.SIGTERM
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := inProcessGroup(cmd); err != nil {
 		f.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	proc, err := reaper.Start(cmd, death)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %q: %w", command, err)
 	}
-	p := &serverProc{cmd: cmd, log: f, exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
+	return &serverProc{proc: proc, cmd: cmd, log: f, kept: kept, exited: proc.Exited()}, nil
 }
 
 // waitHealthy polls url (the server's health endpoint) until it answers 2xx, the server
@@ -76,7 +84,7 @@ func (p *serverProc) waitHealthy(ctx context.Context, url string, timeout time.D
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("the server exited (%v) before %s answered", p.waitErr, url)
+			return fmt.Errorf("the server exited (%v) before %s answered", p.proc.Err(), url)
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
 				return fmt.Errorf("%s did not answer 2xx within %s", url, timeout)
@@ -88,17 +96,23 @@ func (p *serverProc) waitHealthy(ctx context.Context, url string, timeout time.D
 }
 
 // stop ends the server: SIGTERM to its process group, up to timeout for every process of the
-// group to exit, then SIGKILL to the group. It says how the server ended, and closes the log.
+// group to exit (with the keeper: for the keeper, which waits timeout for every process under
+// it and then kills them), then SIGKILL to the group. It says how the server ended, and
+// closes the log.
 func (p *serverProc) stop(timeout time.Duration) string {
 	defer p.log.Close()
 	select {
 	case <-p.exited:
 		_ = signalGroup(p.cmd, syscall.SIGKILL) // whatever the shell left behind
-		return fmt.Sprintf("had exited (%v)", p.waitErr)
+		return fmt.Sprintf("had exited (%v)", p.proc.Err())
 	default:
 	}
 	_ = signalGroup(p.cmd, syscall.SIGTERM)
-	deadline := time.NewTimer(timeout)
+	wait := timeout
+	if p.kept {
+		wait += 15 * time.Second // the keeper's own SIGKILL comes at timeout
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
@@ -110,7 +124,9 @@ wait:
 			break wait
 		case <-poll.C:
 			if p.done() && !groupAlive(p.cmd) {
-				how = "stopped by SIGTERM"
+				if !p.kept || p.proc.ExitCode() != reaper.Killed {
+					how = "stopped by SIGTERM"
+				}
 				break wait
 			}
 		}

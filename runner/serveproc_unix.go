@@ -11,7 +11,10 @@ import (
 // inProcessGroup makes cmd the leader of a process group of its own, so that stopping it
 // reaches every process its shell started.
 func inProcessGroup(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	return nil
 }
 

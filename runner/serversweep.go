@@ -45,6 +45,11 @@ type ServerSweepOptions struct {
 	// words.
 	Target float64
 	SLO    string
+	// Keeper is the llmbench executable, which runs as each server's process-group keeper
+	// (internal/reaper, Linux): it stops every process the server started, also one that left
+	// the group, and also when llmbench is killed outright. "": the server's shell leads its
+	// group itself (on Linux it gets SIGKILL when llmbench ends; its children do not).
+	Keeper string
 	// Log, when set, gets a line as each server starts, fails or stops.
 	Log io.Writer
 	// Sweep runs one configuration's load sweep against the server at url into dir.
@@ -135,7 +140,7 @@ func (o ServerSweepOptions) one(ctx context.Context, c ServerConfig) (ServerRun,
 	command := expand(o.Template, c, port)
 	run.Port, run.Command = port, redact.CommandString(command)
 	o.logf("sweep: starting %s: %s", c.Name, run.Command)
-	proc, err := startServer(command, run.Log)
+	proc, err := startServer(command, run.Log, o.Keeper, o.stopTimeout())
 	if err != nil {
 		return fail(err)
 	}

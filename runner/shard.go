@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/loadgen"
+	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/traces"
 )
 
@@ -72,8 +73,9 @@ func mix64(z uint64) uint64 {
 
 // TracePlan is what one pass over a whole trace tells its shards.
 type TracePlan struct {
-	// Fingerprint identifies the trace: FingerprintTrace's Digest.
-	Fingerprint string
+	// Fingerprint identifies the whole trace: FingerprintTrace's result (its Digest is
+	// shard.json's trace_fingerprint, its components merge's run.trace_fingerprint).
+	Fingerprint *metrics.TraceFingerprint
 	// Whole is the whole trace's shape, which fixes every shard's schedule.
 	Whole loadgen.TraceShape
 	// PerShard counts each shard's requests (one pass; --repeat not applied).
@@ -94,7 +96,7 @@ func PlanShards(src traces.Source, n int) (TracePlan, error) {
 	src.Sessions(func(_ int, q *traces.Request) { visit(q) })
 	first, last := src.Span()
 	p.Whole = loadgen.TraceShape{First: first, Last: last, Len: src.Len()}
-	p.Fingerprint = fp.result().Digest
+	p.Fingerprint = fp.result()
 	return p, nil
 }
 

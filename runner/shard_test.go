@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,6 +226,8 @@ func FuzzParseShardFacts(f *testing.F) {
 	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":2,"count":2,"per_shard":[3,4]}`))
 	f.Add([]byte(`{"schema":"other"}`))
 	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":0,"count":1,"per_shard":[2],"repeat":1,"rate_scale":1,"trace_fingerprint":"ab","trace_requests":2,"whole_trace_fingerprint":{"requests":2,"digest":"ab"}}`))
+	f.Add([]byte(`{"schema":"llmbench.shard/v1","index":0,"count":1,"per_shard":[2],"repeat":1,"rate_scale":1,"trace_fingerprint":"ab","trace_requests":2,"whole_trace_fingerprint":{"requests":3,"digest":"cd"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sf, err := parseShardFacts(b, "shard.json")
 		if err != nil {
@@ -232,7 +236,8 @@ func FuzzParseShardFacts(f *testing.F) {
 			}
 			return
 		}
-		if sf.Index < 0 || sf.Index >= sf.Count || len(sf.PerShard) != sf.Count || sf.Repeat < 1 {
+		if sf.Index < 0 || sf.Index >= sf.Count || len(sf.PerShard) != sf.Count || sf.Repeat < 1 ||
+			(sf.WholeTrace != nil && sf.WholeTrace.Digest != sf.TraceFingerprint) {
 			t.Fatalf("accepted inconsistent facts %+v", sf)
 		}
 	})
@@ -271,6 +276,50 @@ func TestPrepareShardCorrectsTheStartByTheOffset(t *testing.T) {
 		}
 		if f.StartAt != start.UTC().Format(time.RFC3339Nano) || !filepath.IsAbs(f.Trace) {
 			t.Fatalf("start_at %q trace %q", f.StartAt, f.Trace)
+		}
+	}
+}
+
+// TestPrepareShardRefusesALateStart: a shard ready later than the common start plus its grace
+// does not start (a *LateStartError naming how late, and the clock reference's silence when it
+// did not answer) and writes no shard.json; one within the grace starts. A clock reference
+// that does not answer is not waited for past the start plus the grace, whatever --clock-wait.
+func TestPrepareShardRefusesALateStart(t *testing.T) {
+	ref := httptest.NewServer(WithClock(http.NotFoundHandler(), time.Now))
+	defer ref.Close()
+	silent := httptest.NewServer(http.NotFoundHandler())
+	defer silent.Close()
+	now := time.Now()
+	for _, c := range []struct {
+		name    string
+		url     string
+		startAt time.Time
+		late    bool
+		clock   string
+	}{
+		{"within the grace", ref.URL, now.Add(-2 * time.Second), false, ""},
+		{"a minute late", ref.URL, now.Add(-time.Minute), true, ""},
+		{"late, no clock", silent.URL, now.Add(-5 * time.Second), true, "HTTP 404"},
+	} {
+		s := HTTPRun{Trace: traces.FromSlice(shardTrace(30)), OutDir: filepath.Join(t.TempDir(), "shard")}
+		s.Load.Target.URL = c.url
+		err := prepareShard(context.Background(), &s, ShardOptions{Shard: Shard{0, 2}, StartAt: c.startAt, StartGrace: 3 * time.Second,
+			ClockWait: time.Hour, TracePath: "t.jsonl"})
+		var late *LateStartError
+		if got := errors.As(err, &late); got != c.late {
+			t.Fatalf("%s: err %v, want late %v", c.name, err, c.late)
+		}
+		_, statErr := os.Stat(filepath.Join(s.OutDir, ShardFile))
+		if c.late {
+			if late.Late < 3*time.Second || late.Grace != 3*time.Second || !strings.Contains(late.Clock, c.clock) ||
+				!strings.Contains(err.Error(), "did not start") || !strings.Contains(err.Error(), "--start-grace 3s") {
+				t.Fatalf("%s: %+v: %v", c.name, late, err)
+			}
+			if !os.IsNotExist(statErr) {
+				t.Fatalf("%s: a shard that did not start wrote %s", c.name, ShardFile)
+			}
+		} else if statErr != nil {
+			t.Fatalf("%s: %v", c.name, statErr)
 		}
 	}
 }

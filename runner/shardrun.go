@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/safetext"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 )
@@ -38,8 +39,14 @@ type ShardOptions struct {
 	// that did not finish.
 	TracePath string
 	// ClockWait keeps trying the time endpoint, once a second, for this long when it does
-	// not answer (a time server starting beside the shards); 0 tries once.
+	// not answer (a time server starting beside the shards); 0 tries once. With StartAt and
+	// StartGrace the wait also ends at StartAt + StartGrace.
 	ClockWait time.Duration
+	// StartGrace, with StartAt, is how late past StartAt the shard may be ready and still
+	// start (its first requests then go late, counted as schedule lag); a shard ready later
+	// refuses to start with a *LateStartError rather than replay a schedule that has passed
+	// while the other shards replay theirs. 0: no limit.
+	StartGrace time.Duration
 	// Now is the wall clock (time.Now when nil).
 	Now func() time.Time
 	// Client makes the clock requests (a client with a 5 s timeout when nil).
@@ -66,6 +73,10 @@ type ShardFacts struct {
 	RunEndNs   int64   `json:"run_end_ns"`
 	WarmupNs   int64   `json:"warmup_ns"`
 	CooldownNs int64   `json:"cooldown_ns"`
+	// WholeTrace is the whole trace's fingerprint (its Digest is TraceFingerprint): the merged
+	// summary's run.trace_fingerprint, so that a merged run and a one-machine run of the same
+	// trace compare like with like. The shard's own summary keeps its subset's.
+	WholeTrace *metrics.TraceFingerprint `json:"whole_trace_fingerprint,omitempty"`
 	// Config is every run setting the shards must share; Metrics the summary options.
 	Config  map[string]string `json:"config"`
 	Metrics metrics.Options   `json:"metrics_options"`
@@ -98,6 +109,9 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 		return err
 	}
 	epoch := shardEpoch(o, clk, now)
+	if err := checkLate(o, clk, epoch, now()); err != nil {
+		return err
+	}
 	if s.OutDir == "" {
 		s.OutDir = fmt.Sprintf("%s-shard-%d-of-%d", DefaultOutDir(epoch), sh.Index, sh.Count)
 	}
@@ -108,9 +122,9 @@ func prepareShard(ctx context.Context, s *HTTPRun, o ShardOptions) error {
 	}
 	f := &ShardFacts{
 		Schema: ShardSchema,
-		ShardInfo: metrics.ShardInfo{Index: sh.Index, Count: sh.Count, TraceFingerprint: plan.Fingerprint,
+		ShardInfo: metrics.ShardInfo{Index: sh.Index, Count: sh.Count, TraceFingerprint: plan.Fingerprint.Digest,
 			Requests: plan.PerShard[sh.Index] * repeat, Epoch: epoch.UTC().Format(time.RFC3339Nano), Clock: clk},
-		Trace: tracePath, TraceRequests: plan.Whole.Len, PerShard: plan.PerShard,
+		Trace: tracePath, TraceRequests: plan.Whole.Len, PerShard: plan.PerShard, WholeTrace: plan.Fingerprint,
 		Repeat: repeat, RateScale: rate, PeriodNs: int64(period), RunEndNs: int64(runEnd),
 		WarmupNs: int64(s.Load.Warmup), CooldownNs: int64(s.Load.Cooldown),
 		Config: shardConfig(s), Metrics: s.Metrics,
@@ -146,7 +160,11 @@ func shardClock(ctx context.Context, s *HTTPRun, o ShardOptions, now func() time
 		ref = strings.TrimSuffix(strings.TrimSuffix(s.Load.Target.URL, "/"), "/v1")
 	}
 	clk, cerr := MeasureClock(ctx, client, ref, now, ClockSamples)
-	for until := now().Add(o.ClockWait); cerr != nil && now().Before(until); {
+	until := now().Add(o.ClockWait)
+	if last := o.StartAt.Add(o.StartGrace); !o.StartAt.IsZero() && o.StartGrace > 0 && last.Before(until) {
+		until = last // past it the shard would be late anyway
+	}
+	for cerr != nil && now().Before(until) {
 		select {
 		case <-ctx.Done():
 			return clk, ctx.Err()
@@ -160,6 +178,40 @@ func shardClock(ctx context.Context, s *HTTPRun, o ShardOptions, now func() time
 		clk = metrics.Clock{Method: "none", Reference: clk.Reference, BoundNs: -1, Error: cerr.Error()}
 	}
 	return clk, nil
+}
+
+// LateStartError is a shard that was ready to send later than its common start plus the
+// grace (ShardOptions.StartGrace): it does not start, so that no shard replays a schedule the
+// others have already replayed. The CLI exits 4 (usecase.ExitLateStart).
+type LateStartError struct {
+	Shard   Shard
+	StartAt time.Time
+	// Late is how long after StartAt the shard was ready (on the reference clock when its
+	// offset was measured); Grace the limit.
+	Late, Grace time.Duration
+	// Clock says why the clock reference was not measured, when it was not ("" when it was).
+	Clock string
+}
+
+func (e *LateStartError) Error() string {
+	msg := fmt.Sprintf("shard %s did not start: it was ready %s after the common start %s, more than --start-grace %s; a late shard would replay a schedule the other shards have already replayed",
+		e.Shard, e.Late.Round(time.Millisecond), e.StartAt.UTC().Format(time.RFC3339), e.Grace)
+	if e.Clock != "" {
+		msg += fmt.Sprintf(" (the clock reference did not answer: %s)", e.Clock)
+	}
+	return msg + "; start the shards again with a later --start-at"
+}
+
+// checkLate is a *LateStartError when the shard, ready at now (its epoch on this machine is
+// epoch), is later than o.StartAt + o.StartGrace.
+func checkLate(o ShardOptions, clk metrics.Clock, epoch, now time.Time) error {
+	if o.StartAt.IsZero() || o.StartGrace <= 0 {
+		return nil
+	}
+	if late := now.Sub(epoch); late > o.StartGrace {
+		return &LateStartError{Shard: o.Shard, StartAt: o.StartAt, Late: late, Grace: o.StartGrace, Clock: clk.Error}
+	}
+	return nil
 }
 
 // shardEpoch is the run's common start on this machine's wall clock: o.StartAt corrected by
@@ -239,6 +291,10 @@ func parseShardFacts(data []byte, p string) (*ShardFacts, error) {
 	}
 	if f.Repeat < 1 || !(f.RateScale > 0) || f.PeriodNs < 0 {
 		return nil, fmt.Errorf("%s: repeat %d, rate_scale %g, period_ns %d: want >= 1, > 0, >= 0", p, f.Repeat, f.RateScale, f.PeriodNs)
+	}
+	if w := f.WholeTrace; w != nil && (w.Digest != f.TraceFingerprint || w.Requests != f.TraceRequests) {
+		return nil, fmt.Errorf("%s: whole_trace_fingerprint (%d requests, digest %s) is not the trace_fingerprint %s of %d requests",
+			p, w.Requests, safetext.Clip(w.Digest, 64), safetext.Clip(f.TraceFingerprint, 64), f.TraceRequests)
 	}
 	return &f, nil
 }

@@ -111,6 +111,7 @@ func (o *SweepOptions) serverSweep(ctx context.Context, env *Env, out string, mo
 	res, err := runner.ServerSweep(ctx, runner.ServerSweepOptions{
 		Template: c.ServeCmd, Grid: grid, GPUs: c.GPUs, OutDir: out, HealthPath: c.ServeHealth,
 		StartTimeout: c.ServeStart, StopTimeout: c.ServeStopFor, Target: o.Goodput, SLO: mopts.SLO.String(), Log: env.Stderr, HTML: o.Output.HTML(env.Getenv),
+		Keeper: env.Executable,
 		Sweep: func(ctx context.Context, url, dir string) (*runner.SweepResult, error) {
 			o.Target.Endpoint = url // the sweep's points read the target when they start
 			defer func() { o.Target.Endpoint = "" }()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/reaper"
 	"github.com/llmbench/llmbench/internal/redact"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
@@ -21,6 +22,7 @@ const (
 	ExitRegression  = 1   // a regression or a --fail-on rule broken (compare, ab, sweep --fail-on)
 	ExitBadInput    = 2   // bad flags, trace, results directory or other input
 	ExitRunFailed   = 3   // the run failed: no request succeeded, or more than --max-failure-rate failed
+	ExitLateStart   = 4   // a shard did not start: it was ready later than --start-at + --start-grace
 	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM) after writing the results gathered so far
 )
 
@@ -52,7 +54,19 @@ type Env struct {
 	Config map[string]string
 	// ShowProgress is false under --no-progress or --quiet.
 	ShowProgress bool
+	// Executable is the llmbench executable ("" when unknown): sweep --serve-cmd runs it as
+	// each server's process-group keeper (Keeper).
+	Executable string
 }
+
+// KeeperArg is the first argument that makes llmbench the process-group keeper of a server it
+// starts (internal/reaper); cmd's main hands such a command line to Keeper before anything
+// else.
+const KeeperArg = reaper.Arg
+
+// Keeper runs llmbench as the keeper of a server's process group (args follow KeeperArg) and
+// returns the process's exit status.
+func Keeper(args []string, stderr io.Writer) int { return reaper.Main(args, stderr) }
 
 // interrupted reports whether the first interrupt has come.
 func (e *Env) interrupted() bool { return e.Interrupted != nil && e.Interrupted.Load() }

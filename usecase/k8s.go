@@ -85,19 +85,32 @@ type K8sRunOptions struct {
 }
 
 // K8sRun runs the sharded run on the cluster end to end (k8srun) and writes the merged
-// summary and report into o.Out.
+// summary and report into o.Out. Before creating anything it checks that the nodes can hold
+// the shard pods (exit 2 when they never can). The first interrupt (Ctrl-C, SIGTERM) ends it
+// within seconds whatever the API server does: the shards' Job suspended, the clock scaled to
+// zero, the objects left and what to do next printed, exit 130; the second exits at once.
 func K8sRun(ctx context.Context, env *Env, o *K8sRunOptions) (int, error) {
 	if err := o.Fail.Check(); err != nil {
 		return ExitBadInput, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := env.interrupts()
+	in.Stopping = "stopping the run: suspending the shards' Job and the clock, then saying what is left"
+	in.Exiting = fmt.Sprintf("whatever was created is left as it is (the shards may still run): `llmbench k8s delete %s` removes it (with --namespace and --context as given)", o.Job.Name)
+	defer in.Watch(cancel, func() {}, 0)()
+
 	cl, err := k8srun.Connect(ctx, o.Kubeconfig, o.Context, o.Job.Namespace)
 	if err != nil {
-		return ExitBadInput, err
+		return o.early(env, err)
 	}
 	o.Job.Namespace = cl.Namespace
 	m, err := o.Manifest()
 	if err != nil {
 		return ExitBadInput, err
+	}
+	if err := cl.CheckFit(ctx, m, o.Job.Shards, env.Stderr); err != nil {
+		return o.early(env, err)
 	}
 	fmt.Fprintf(env.Stderr, "k8s: run %s in namespace %s of context %s (%s): %d shards from %s\n",
 		o.Job.Name, cl.Namespace, cl.Context, redact.URL(cl.Host), o.Job.Shards, o.Job.StartAt.UTC().Format(time.RFC3339))
@@ -105,18 +118,73 @@ func K8sRun(ctx context.Context, env *Env, o *K8sRunOptions) (int, error) {
 	if !env.ShowProgress {
 		progress = nil
 	}
-	res, err := cl.Run(ctx, m, k8srun.Options{Name: o.Job.Name, Shards: o.Job.Shards, Progress: progress, Poll: o.Poll, PullTimeout: o.PullTimeout})
-	left := fmt.Sprintf("the objects are left in namespace %s: `llmbench k8s delete %s --namespace %s` removes them", cl.Namespace, o.Job.Name, cl.Namespace)
-	var pull *k8srun.PullError
-	switch {
-	case errors.As(err, &pull):
-		return ExitRunFailed, fmt.Errorf("%w; %s", err, left)
-	case errors.Is(err, k8srun.ErrInterrupted):
-		return ExitInterrupted, fmt.Errorf("%w; %s", err, left)
-	case err != nil:
-		return ExitBadInput, fmt.Errorf("%w; %s", err, left)
+	res, err := cl.Run(ctx, m, k8srun.Options{Name: o.Job.Name, Shards: o.Job.Shards, Progress: progress, Poll: o.Poll,
+		PullTimeout: o.PullTimeout, StartAt: o.Job.StartAt, StartGrace: o.startGrace()})
+	if err != nil {
+		return o.ended(env, cl, res, err)
 	}
-	return o.report(env, res, left)
+	for _, l := range res.Stopped {
+		fmt.Fprintf(env.Stderr, "k8s: %s\n", l)
+	}
+	return o.report(env, res, o.left(cl.Namespace))
+}
+
+func (o *K8sRunOptions) startGrace() time.Duration {
+	if o.Job.StartGrace > 0 {
+		return o.Job.StartGrace
+	}
+	return DefaultStartGrace
+}
+
+// left says where the run's objects are and how to remove them.
+func (o *K8sRunOptions) left(ns string) string {
+	return fmt.Sprintf("the objects are left in namespace %s: `llmbench k8s delete %s --namespace %s` removes them", ns, o.Job.Name, ns)
+}
+
+// early is the exit of a run that ended before any object was created.
+func (o *K8sRunOptions) early(env *Env, err error) (int, error) {
+	var fit *k8srun.FitError
+	switch {
+	case env.interrupted() || errors.Is(err, context.Canceled):
+		return ExitInterrupted, fmt.Errorf("interrupted before the run's objects were created: nothing was created (%v)", err)
+	case errors.As(err, &fit):
+		return ExitBadInput, fmt.Errorf("the shard pods do not fit the cluster, nothing was created: %w", err)
+	}
+	return ExitBadInput, err
+}
+
+// ended prints what a run that ended early left (the shards' states, what was stopped, what
+// to do next) and returns its exit status: 130 interrupted, 3 when the shards could not start
+// together or an image cannot be pulled, 2 otherwise.
+func (o *K8sRunOptions) ended(env *Env, cl *k8srun.Cluster, res *k8srun.Result, err error) (int, error) {
+	ns, name := cl.Namespace, o.Job.Name
+	if res != nil {
+		if len(res.Shards) > 0 {
+			fmt.Fprintf(env.Stderr, "k8s: shards: %s\n", k8srun.Tally(res.Shards))
+		}
+		for _, l := range res.Stopped {
+			fmt.Fprintf(env.Stderr, "k8s: %s\n", l)
+		}
+	}
+	del := fmt.Sprintf("`llmbench k8s delete %s --namespace %s` removes what is left of its objects", name, ns)
+	var pull *k8srun.PullError
+	var start *k8srun.StartError
+	switch {
+	case errors.As(err, &pull), errors.As(err, &start):
+		return ExitRunFailed, fmt.Errorf("%w; nothing was measured: %s, then start it again (a later --start-in leaves the pods more time)", err, del)
+	case !errors.Is(err, k8srun.ErrInterrupted) && !env.interrupted():
+		return ExitBadInput, fmt.Errorf("%w; %s", err, del)
+	}
+	next := del
+	switch {
+	case res != nil && res.Merging:
+		next = fmt.Sprintf("the merge Job %s-merge runs to its end on its own: `kubectl -n %s logs job/%s-merge` shows the merged summary, and the records go to merged/ on the volume %s-results; %s",
+			name, ns, name, name, del)
+	case res != nil: // the objects exist
+		next = fmt.Sprintf("what the shards wrote is on the volume %s-results (shard-I/ each): `kubectl -n %s patch job %s-merge --type=merge -p '{\"spec\":{\"suspend\":false}}'` merges it into merged/ there (the merge names the shards that did not finish) and `kubectl -n %s logs job/%s-merge` shows the merged summary; %s",
+			name, ns, name, ns, name, del)
+	}
+	return ExitInterrupted, fmt.Errorf("%w; %s", err, next)
 }
 
 // report writes and prints the merged summary brought back.

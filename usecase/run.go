@@ -2,6 +2,7 @@ package usecase
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/llmbench/llmbench/quality/judge"
@@ -50,6 +51,9 @@ func Run(ctx context.Context, env *Env, o *RunOptions) (int, error) {
 	var judgeErr error // a judge that cannot run fails the command after the results are shown
 	if res != nil && res.Summary != nil && err == nil && judgeOpts != nil {
 		judgeErr = o.judge(ctx, env, res, trace, judgeOpts)
+	}
+	if late := (*runner.LateStartError)(nil); errors.As(err, &late) {
+		return ExitLateStart, err
 	}
 	if res == nil || res.Summary == nil {
 		return exitOf(err)

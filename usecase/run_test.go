@@ -91,6 +91,9 @@ func TestShardOptions(t *testing.T) {
 		{ShardOptions{Shard: "0/2", StartAt: "2026-12-01T15:00:00Z", StartIn: time.Second}, "http://h:1", "exclude each other"},
 		{ShardOptions{Shard: "0/2", StartAt: "tomorrow"}, "http://h:1", `--start-at "tomorrow"`},
 		{ShardOptions{Shard: "0/2", StartIn: -time.Second}, "http://h:1", "--start-in -1s"},
+		{ShardOptions{Shard: "0/2", StartIn: time.Second, StartGrace: time.Second, GraceGiven: true}, "http://h:1", "give --start-at"},
+		{ShardOptions{Shard: "0/2", StartAt: "2026-12-01T15:00:00Z", GraceGiven: true}, "http://h:1", "--start-grace 0s: must be > 0"},
+		{ShardOptions{StartGrace: time.Second, GraceGiven: true}, "http://h:1", "need --shard"},
 	} {
 		if _, err := tc.o.Options(getenv, "t.jsonl", tc.endpoint); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error with %q", tc.o, err, tc.want)
@@ -99,6 +102,9 @@ func TestShardOptions(t *testing.T) {
 	so, err := (&ShardOptions{Shard: "auto/3", StartAt: "2026-12-01T15:00:00Z"}).Options(getenv, "t.jsonl", "http://h:1")
 	if err != nil || so.Shard.Index != 1 || so.Shard.Count != 3 || so.StartAt.IsZero() || so.TracePath != "t.jsonl" {
 		t.Fatalf("auto/3: %+v, %v", so, err)
+	}
+	if so.StartGrace != DefaultStartGrace {
+		t.Fatalf("start grace %s, want the default %s", so.StartGrace, DefaultStartGrace)
 	}
 	if so, err := (&ShardOptions{}).Options(getenv, "t.jsonl", ""); so != nil || err != nil {
 		t.Fatalf("no shard: %+v, %v", so, err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/reaper"
 	"github.com/llmbench/llmbench/loadgen"
 	"github.com/llmbench/llmbench/metrics"
 	"github.com/llmbench/llmbench/runner"
@@ -57,8 +58,11 @@ func Sweep(ctx context.Context, env *Env, o *SweepOptions) (int, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := env.watchInterrupts(cancel, func() {}, o.Load.Grace)
-	defer stop()
+	in := env.interrupts()
+	if o.Capacity.ServeCmd != "" && env.Executable != "" && reaper.Supported {
+		in.Exiting = "the points' records written so far are in their requests.msgpack; the server started by --serve-cmd is stopped by its keeper (SIGTERM, then SIGKILL after --serve-stop-timeout)"
+	}
+	defer in.Watch(cancel, func() {}, o.Load.Grace)()
 
 	var closers []func()
 	defer func() {

@@ -12,6 +12,7 @@ const (
 	exitRegression  = usecase.ExitRegression  // 1: a regression or a --fail-on rule broken (compare, ab, sweep --fail-on)
 	exitBadInput    = usecase.ExitBadInput    // 2: bad flags, trace, results directory or other input
 	exitRunFailed   = usecase.ExitRunFailed   // 3: the run failed: no request succeeded, or more than --max-failure-rate failed
+	exitLateStart   = usecase.ExitLateStart   // 4: a shard did not start: ready later than --start-at + --start-grace
 	exitInterrupted = usecase.ExitInterrupted // 130: interrupted (Ctrl-C, SIGTERM) after writing the results gathered so far
 )
 

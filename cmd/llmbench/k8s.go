@@ -61,6 +61,8 @@ func addK8sJobFlags(cmd *cobra.Command, ko *usecase.K8sJobOptions) {
 	fs.DurationVar(&ko.StartIn, "start-in", 5*time.Minute, "start the shards this long after the manifest is printed (time to apply it and pull the image)")
 	fs.StringVar(&ko.Job.Storage, "storage", "1Gi", "size of the results volume")
 	fs.StringVar(&ko.Job.StorageClass, "storage-class", "", "storage class of the results volume (one that offers ReadWriteMany; default: the cluster's)")
-	fs.StringVar(&ko.Job.CPU, "cpu", "2", "CPU request and limit of each shard pod")
+	fs.StringVar(&ko.Job.CPU, "cpu", "2", "CPU request and limit of each shard pod, every container of it included (the merge pod: at most 1)")
+	fs.StringVar(&ko.Job.Memory, "memory", "", "memory request and limit of each shard pod and the merge pod, every container included (default: none)")
+	fs.DurationVar(&ko.Job.StartGrace, "start-grace", usecase.DefaultStartGrace, "a shard ready later than this past the common start does not start (exit 4) and fails the shards' Job: the shards start together or not at all")
 	_ = cmd.MarkFlagRequired("trace")
 }

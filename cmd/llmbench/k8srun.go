@@ -14,14 +14,19 @@ func newK8sRunCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --trace FILE --shards N --image IMAGE --endpoint URL [-- RUN FLAGS...]",
 		Short: "Run a sharded run on the current Kubernetes context end to end and bring the merged summary back",
-		Long: `Create the objects ` + "`llmbench k8s job`" + ` prints in the kubeconfig's current context (or
---context) and namespace, follow the shard pods (pending, running, done, failed; a failed
-shard's reason and log tail), resume the merge Job once every shard has finished, wait for it,
-and write the merged summary.json and report.html to --out; the records stay on the results
-volume. A shard that failed is named and its requests counted as dropped, as merge does. A pod
-whose image cannot be pulled ends the run after --pull-timeout (exit 3). Ctrl-C suspends the
-shards (each writes what it has) and leaves every object for inspection; ` + "`llmbench k8s delete NAME`" + `
-removes them. Exit codes as run. See docs/distributed.md.`,
+		Long: `Check that the nodes can hold the shard pods (--cpu, --memory) beside the clock, all at
+once (exit 2 when they never can), create the objects ` + "`llmbench k8s job`" + ` prints in the
+kubeconfig's current context (or --context) and namespace, follow the shard pods (pending and
+why: the scheduling condition, waiting reasons and warning events; running, done, failed: a
+failed shard's reason and log tail), resume the merge Job once every shard has finished, wait
+for it, and write the merged summary.json and report.html to --out; the records stay on the
+results volume. A shard that failed is named and its requests counted as dropped, as merge
+does. The shards start together or not at all: a shard pod not running by the common start
+plus --start-grace, a trace fetch that fails, or a pod whose image cannot be pulled within
+--pull-timeout ends the run with exit 3, naming why. Ctrl-C or SIGTERM suspends the shards
+(each writes what it has), scales the clock to zero and leaves every object for inspection
+(exit 130, within seconds whatever the API server does; a second Ctrl-C exits at once);
+` + "`llmbench k8s delete NAME`" + ` removes them. Exit codes as run. See docs/distributed.md.`,
 		Example: `  llmbench k8s run --trace prod.jsonl --shards 4 --image registry.example/llmbench:0.1 \
     --endpoint http://vllm.default.svc:8000 --start-in 2m -- --slo ttft=500ms,tpot=50ms`,
 		RunE: func(cmd *cobra.Command, args []string) error {

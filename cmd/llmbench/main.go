@@ -47,6 +47,9 @@ type App struct {
 	// LookPath finds a program on PATH (exec.LookPath when nil); report --open uses it to find
 	// the system's opener.
 	LookPath func(file string) (string, error)
+	// Executable is this program's path ("" when unknown): sweep --serve-cmd runs it as each
+	// server's process-group keeper.
+	Executable string
 
 	// interrupted is set by the first interrupt (the command then ends with exit 130).
 	interrupted atomic.Bool
@@ -125,6 +128,10 @@ func execute(ctx context.Context, app *App, args []string) int {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == usecase.KeeperArg {
+		// A server's process-group keeper (sweep --serve-cmd): it handles its own signals.
+		os.Exit(usecase.Keeper(os.Args[2:], os.Stderr))
+	}
 	if loadCommand(os.Args[1:]) {
 		runtimeTuning(os.Getenv)
 	} else if simulateCommand(os.Args[1:]) {
@@ -140,8 +147,18 @@ func main() {
 		TermWidth:  termWidth(os.Stderr),
 		Interrupts: sig,
 		Exit:       os.Exit,
+		Executable: executable(),
 	}
 	os.Exit(execute(context.Background(), app, os.Args[1:]))
+}
+
+// executable is this program's path, "" when the system cannot say.
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // loadCommand reports whether args run a command that sends or serves requests over the

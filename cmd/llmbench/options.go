@@ -14,7 +14,7 @@ func (app *App) env() *usecase.Env {
 		IsTerminal: app.IsTerminal, TermWidth: app.TermWidth,
 		Interrupts: app.Interrupts, Exit: app.Exit, Interrupted: &app.interrupted,
 		Args: app.Args, Version: version, Config: flagConfig(app.flags),
-		ShowProgress: app.showProgress(),
+		ShowProgress: app.showProgress(), Executable: app.Executable,
 	}
 }
 
